@@ -1,0 +1,61 @@
+"""Connecting to Temporal and building the worker: shared by worker.py, the CLI and tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+from activities.model import ModelActivities, ModelBackend
+from activities.teams import TeamActivities
+from activities.tools import ToolActivities, ToolRegistry
+from durable_teams.team import CompiledTeam
+from workflows.conversation import TeamWorkflow
+
+TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
+NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
+
+
+async def connect(address: str | None = None) -> Client:
+    """A client using pydantic on the wire (our message types are pydantic models)."""
+    return await Client.connect(
+        address or os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+        namespace=NAMESPACE,
+        data_converter=pydantic_data_converter,
+    )
+
+
+def merged_registry(teams: Sequence[CompiledTeam]) -> ToolRegistry:
+    registry = ToolRegistry()
+    for team in teams:
+        for name in team.tools.names():
+            registry.register(team.tools.get(name))
+    return registry
+
+
+def build_worker(
+    client: Client,
+    teams: Sequence[CompiledTeam],
+    backend: ModelBackend,
+    *,
+    task_queue: str = TASK_QUEUE,
+    **worker_options: object,
+) -> Worker:
+    """One worker serving the conversation workflow, the model call and every team's tools."""
+    models = ModelActivities(backend)
+    tools = ToolActivities(merged_registry(teams))
+    resolver = TeamActivities({t.spec.name: t.spec for t in teams})
+    options: dict = {
+        "max_concurrent_activities": 200,
+    }
+    options.update(worker_options)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[TeamWorkflow],
+        activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team],
+        **options,
+    )

@@ -1,0 +1,162 @@
+"""Defining a team in Python: agents, a supervisor or a swarm, compiled to data.
+
+    research = Agent("research_expert", "You are a world class researcher.", tools=[web_search])
+    math = Agent("math_expert", "You are a math expert.", tools=[add, multiply])
+    team = Supervisor([research, math], instructions="You manage a research and a math expert.")
+
+`compile()` turns the definition into a `TeamSpec` (pydantic, travels as workflow input) and a
+`ToolRegistry` (the Python callables, which stay on the worker).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from activities.tools import Tool, ToolRegistry, tool
+from workflows.messages import AgentSpec, Budgets, OutputMode, SupervisorSpec, TeamSpec
+from workflows.team import WORKFLOW_TOOLS, validate_team
+
+ToolLike = Callable[..., Any] | Tool | str
+"""A function, a `@tool`, or the name of a built-in tool such as "ask_human"."""
+
+
+def default_model() -> str:
+    return os.environ.get("DURABLE_TEAMS_MODEL", "gpt-4o-mini")
+
+
+@dataclass
+class Agent:
+    """A worker agent: a name, instructions, a model and tools."""
+
+    name: str
+    instructions: str = ""
+    tools: Sequence[ToolLike] = ()
+    model: str | None = None
+    description: str = ""
+    handoffs: Sequence[Agent | str] = ()
+    """Peers this agent may hand the conversation to (swarm style)."""
+    output_type: type[BaseModel] | None = None
+    skills: Sequence[str] = ()
+    run_as_child: bool = False
+    temperature: float | None = None
+
+    def spec(self, registry: ToolRegistry) -> AgentSpec:
+        return AgentSpec(
+            name=self.name,
+            instructions=self.instructions,
+            model=self.model or default_model(),
+            description=self.description,
+            tools=_register(registry, self.tools),
+            handoffs=[h if isinstance(h, str) else h.name for h in self.handoffs],
+            output_schema=self.output_type.model_json_schema() if self.output_type else None,
+            skills=list(self.skills),
+            run_as_child=self.run_as_child,
+            temperature=self.temperature,
+        )
+
+
+@dataclass
+class CompiledTeam:
+    """A team as data plus the callables its tools need on the worker."""
+
+    spec: TeamSpec
+    tools: ToolRegistry
+
+
+@dataclass
+class Supervisor:
+    """A supervisor routing work to agents through `transfer_to_<agent>` tools, with
+    langgraph-supervisor's options."""
+
+    agents: Sequence[Agent]
+    instructions: str = ""
+    name: str = "supervisor"
+    team_name: str = "team"
+    model: str | None = None
+    tools: Sequence[ToolLike] = ()
+    output_mode: OutputMode = "last_message"
+    add_handoff_messages: bool = True
+    add_handoff_back_messages: bool | None = None
+    """Defaults to `add_handoff_messages`, as in langgraph-supervisor."""
+    handoff_tool_prefix: str = "transfer_to_"
+    parallel_tool_calls: bool = False
+    max_parallel_handoffs: int = 8
+    worker_preamble: bool = False
+    budgets: Budgets = field(default_factory=Budgets)
+    ask_human_timeout_seconds: float = 86_400.0
+    ask_human_default: str | None = None
+
+    def compile(self) -> CompiledTeam:
+        registry = ToolRegistry()
+        back = self.add_handoff_messages if self.add_handoff_back_messages is None else self.add_handoff_back_messages
+        spec = TeamSpec(
+            name=self.team_name,
+            supervisor=SupervisorSpec(
+                name=self.name,
+                instructions=self.instructions,
+                model=self.model or default_model(),
+                agents=[a.name for a in self.agents],
+                tools=_register(registry, self.tools),
+                output_mode=self.output_mode,
+                add_handoff_messages=self.add_handoff_messages,
+                add_handoff_back_messages=back,
+                handoff_tool_prefix=self.handoff_tool_prefix,
+                parallel_tool_calls=self.parallel_tool_calls,
+                max_parallel_handoffs=self.max_parallel_handoffs,
+                worker_preamble=self.worker_preamble,
+            ),
+            agents={a.name: a.spec(registry) for a in self.agents},
+            tools=registry.specs(),
+            budgets=self.budgets,
+            ask_human_timeout_seconds=self.ask_human_timeout_seconds,
+            ask_human_default=self.ask_human_default,
+        )
+        validate_team(spec)
+        return CompiledTeam(spec, registry)
+
+
+@dataclass
+class Swarm:
+    """Agents that hand the conversation to each other as peers; the active agent stays
+    active for the next user turn."""
+
+    agents: Sequence[Agent]
+    start_agent: str | None = None
+    team_name: str = "swarm"
+    budgets: Budgets = field(default_factory=Budgets)
+    ask_human_timeout_seconds: float = 86_400.0
+    ask_human_default: str | None = None
+
+    def compile(self) -> CompiledTeam:
+        registry = ToolRegistry()
+        spec = TeamSpec(
+            name=self.team_name,
+            agents={a.name: a.spec(registry) for a in self.agents},
+            tools={},
+            start_agent=self.start_agent or self.agents[0].name,
+            budgets=self.budgets,
+            ask_human_timeout_seconds=self.ask_human_timeout_seconds,
+            ask_human_default=self.ask_human_default,
+        )
+        spec.tools = registry.specs()
+        validate_team(spec)
+        return CompiledTeam(spec, registry)
+
+
+def _register(registry: ToolRegistry, tools: Sequence[ToolLike]) -> list[str]:
+    names = []
+    for item in tools:
+        if isinstance(item, str):
+            if item not in WORKFLOW_TOOLS and item not in registry:
+                raise ValueError(f"unknown built-in tool {item!r}; built-ins: {sorted(WORKFLOW_TOOLS)}")
+            names.append(item)
+            continue
+        t = item if isinstance(item, Tool) else tool(item)
+        registry.register(t)
+        names.append(t.spec.name)
+    return names

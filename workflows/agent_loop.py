@@ -1,0 +1,311 @@
+"""One agent's tool-calling loop, inside the workflow: call the model, answer every tool call
+it made (in call order), repeat until it answers, hands off, or escalates.
+
+Model calls and tool runs are activities; `ask_human`, approvals, handoffs and the small
+built-in tools are handled here, in workflow state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import handoff
+    from workflows import team as teams
+    from workflows.human import HumanDesk
+    from workflows.messages import (
+        Message,
+        ModelRequest,
+        ModelResponse,
+        TeamSpec,
+        ToolCall,
+        ToolRequest,
+        ToolResult,
+    )
+    from workflows.state import ConversationState
+
+MAX_ARGUMENT_BYTES = 256 * 1024
+"""Tool arguments above this are refused before scheduling: an oversized activity input fails
+the workflow task, which Temporal retries forever (pydantic-ai issue 7164)."""
+
+MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=8,
+)
+
+
+class TurnFailed(Exception):
+    """The turn cannot go on (the model kept failing); carries a message a user can read."""
+
+
+@dataclass
+class Budget:
+    """Counters for one user turn; limits come from the team's `Budgets`."""
+
+    model_calls: int = 0
+    handoffs: int = 0
+    tool_calls: int = 0
+
+
+@dataclass
+class AgentOutcome:
+    kind: Literal["answer", "handoff", "escalate", "forward", "budget"]
+    agent: str
+    text: str = ""
+    handoffs: list[tuple[str, ToolCall]] = field(default_factory=list)
+    structured: dict | None = None
+
+
+def activity_failure_text(err: BaseException) -> str:
+    cause = err.cause if isinstance(err, ActivityError) and err.cause else err
+    return str(cause.message if isinstance(cause, ApplicationError) else cause)
+
+
+class AgentLoop:
+    """Runs agents of one team against the conversation state."""
+
+    def __init__(self, team: TeamSpec, state: ConversationState, desk: HumanDesk):
+        self.team = team
+        self.state = state
+        self.desk = desk
+        self._tool_handoffs: dict[str, str] = {}
+
+    @property
+    def transcript(self):  # noqa: ANN201 - short alias
+        return self.state.transcript
+
+    async def run(self, agent: str, view_id: int, budget: Budget) -> AgentOutcome:
+        """The ReAct loop of `agent`, writing into scope `view_id` (0 = shared)."""
+        limits = self.team.budgets
+        while True:
+            if budget.model_calls >= limits.max_model_calls:
+                return self._stop(
+                    agent, view_id,
+                    f"Stopped: this turn used its budget of {limits.max_model_calls} model calls "
+                    "before an agent gave a final answer.",
+                )
+            message, structured = await self._call_model(agent, view_id, budget)
+            index = self.transcript.append(message)
+            if not message.tool_calls:
+                return AgentOutcome("answer", agent, message.content or "", structured=structured)
+            outcome = await self._answer_calls(agent, view_id, index, message.tool_calls, budget)
+            if outcome is not None:
+                return outcome
+
+    def _stop(self, agent: str, scope: int, text: str) -> AgentOutcome:
+        self.transcript.append(
+            Message(role="assistant", content=text, name=agent, scope=scope, kind="error")
+        )
+        return AgentOutcome("budget", agent, text)
+
+    async def _call_model(self, agent: str, view_id: int, budget: Budget) -> tuple[Message, dict | None]:
+        spec = teams.agent_spec(self.team, agent)
+        sup = self.team.supervisor
+        instructions = spec.instructions
+        if sup is not None and agent != sup.name and sup.worker_preamble:
+            instructions = teams.supervisor_block(sup.name) + instructions
+        instructions = teams.render_instructions(
+            instructions, now=workflow.now(), agent=agent,
+            supervisor=sup.name if sup else None, context=self.state.context,
+        )
+        calls_so_far = self.state.model_calls_by_agent.get(agent, 0)
+        self.state.model_calls_by_agent[agent] = calls_so_far + 1
+        self.state.total_model_calls += 1
+        budget.model_calls += 1
+        info = workflow.info()
+        length = len(self.transcript.log)
+        request = ModelRequest(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            agent=agent,
+            model=spec.model,
+            view_id=view_id,
+            transcript_length=length,
+            instructions=instructions,
+            parallel_tool_calls=sup.parallel_tool_calls if sup and agent == sup.name else None,
+            output_schema=spec.output_schema,
+            temperature=spec.temperature,
+            agent_call_index=calls_so_far,
+        )
+        try:
+            response: ModelResponse = await workflow.execute_activity(
+                "call_model",
+                request,
+                result_type=ModelResponse,
+                start_to_close_timeout=timedelta(seconds=self.team.model_timeout_seconds),
+                retry_policy=MODEL_RETRY,
+                summary=f"model: {agent} ({length} messages)",
+            )
+        except ActivityError as err:
+            raise TurnFailed(f"The model call for {agent} failed: {activity_failure_text(err)}") from err
+        message = response.message.model_copy(update={"name": agent, "scope": view_id})
+        structured = None
+        if spec.output_schema is not None and not message.tool_calls and message.content:
+            try:
+                structured = json.loads(message.content)
+            except ValueError:
+                structured = None
+        return message, structured
+
+    async def _answer_calls(
+        self, agent: str, scope: int, msg_index: int, calls: list[ToolCall], budget: Budget
+    ) -> AgentOutcome | None:
+        """Answer every call with exactly one tool message, in call order, then decide what
+        happens next. Independent calls run concurrently."""
+        owned = {t.name: t for t in teams.agent_tools(self.team, agent)}
+        targets = teams.handoff_targets(self.team, agent)
+        sup = self.team.supervisor
+        max_handoffs = (sup.max_parallel_handoffs if sup.parallel_tool_calls else 1) if sup else 1
+        handoffs: list[tuple[str, ToolCall]] = []
+        escalation: str | None = None
+        forward: str | None = None
+        direct: list[int] = []
+        pending: list[Awaitable[Message]] = []
+
+        def ready(content: str, call: ToolCall, kind: str = "message") -> Awaitable[Message]:
+            return _done(Message(role="tool", content=content, name=call.name,
+                                 tool_call_id=call.id, scope=scope, kind=kind))  # type: ignore[arg-type]
+
+        for call in calls:
+            if call.name in targets:
+                target = targets[call.name]
+                if len(handoffs) >= max_handoffs:
+                    engaged = ", ".join(a for a, _ in handoffs)
+                    pending.append(ready(
+                        f"Not transferred to {target}: only {max_handoffs} agent(s) can be engaged "
+                        f"per reply (parallel handoffs are off). {engaged} is working on it; ask "
+                        f"{target} afterwards if still needed.", call, "handoff"))
+                elif budget.handoffs >= self.team.budgets.max_handoffs:
+                    pending.append(ready(
+                        f"Not transferred to {target}: this turn reached its budget of "
+                        f"{self.team.budgets.max_handoffs} handoffs. Answer with what you have.",
+                        call, "handoff"))
+                else:
+                    budget.handoffs += 1
+                    handoffs.append((target, call))
+                    pending.append(_done(handoff.handoff_message(target, call).model_copy(
+                        update={"scope": scope})))
+            elif call.name not in owned:
+                pending.append(ready(
+                    f"Error: {call.name} is not a tool available to {agent}. "
+                    f"Available tools: {', '.join(owned) or 'none'}.", call, "error"))
+            elif call.name == handoff.ASK_HUMAN:
+                pending.append(self._tool_message(scope, call, self.desk.ask(agent, call, self.team.ask_human_default)))
+            elif call.name == handoff.REQUEST_HELP:
+                escalation = _argument(call, "reason") or "no reason given"
+                pending.append(ready(f"Escalated to {sup.name if sup else 'supervisor'}: {escalation}", call))
+            elif call.name == handoff.FORWARD_MESSAGE:
+                source = _argument(call, "from_agent")
+                found = self._latest_from(source)
+                if found is None:
+                    names = sorted({m.name for m in self.transcript.shared_messages() if m.role == "assistant" and m.name})
+                    pending.append(ready(f"Could not find message from source agent {source}. Found names: {names}", call, "error"))
+                else:
+                    forward = found
+                    pending.append(ready(f"Forwarded the latest message from {source}.", call))
+            elif call.name == teams.LIST_TOOLS:
+                pending.append(ready("\n".join(f"{t.name}: {t.description}" for t in owned.values()), call))
+            elif call.name == teams.LIST_AGENTS:
+                pending.append(ready("\n".join(f"{a.name}: {a.description or ', '.join(a.skills)}"
+                                               for a in self.team.agents.values()), call))
+            elif budget.tool_calls >= self.team.budgets.max_tool_calls:
+                pending.append(ready(f"Not run: this turn reached its budget of "
+                                     f"{self.team.budgets.max_tool_calls} tool calls.", call, "error"))
+            else:
+                budget.tool_calls += 1
+                if owned[call.name].return_direct:
+                    direct.append(len(pending))
+                pending.append(self._run_tool(agent, scope, msg_index, call))
+
+        messages = await asyncio.gather(*pending)
+        for message in messages:
+            self.transcript.append(message)
+        if not handoffs:  # a tool may hand the conversation over by returning Result(agent=...)
+            handoffs = [(self._tool_handoffs.pop(m.tool_call_id), ToolCall(id=m.tool_call_id, name=m.name or ""))
+                        for m in messages if m.tool_call_id in self._tool_handoffs][:1]
+        if escalation is not None:
+            return AgentOutcome("escalate", agent, escalation)
+        if handoffs:
+            return AgentOutcome("handoff", agent, handoffs=handoffs)
+        if forward is not None:
+            return AgentOutcome("forward", agent, forward)
+        if direct:
+            return AgentOutcome("answer", agent, "\n".join(messages[i].content or "" for i in direct))
+        return None
+
+    def _latest_from(self, agent: str) -> str | None:
+        for m in reversed(self.transcript.shared_messages()):
+            if m.role == "assistant" and m.name == agent and m.kind == "message" and m.content:
+                return m.content
+        return None
+
+    async def _tool_message(self, scope: int, call: ToolCall, content: Awaitable[str]) -> Message:
+        return Message(role="tool", content=await content, name=call.name,
+                       tool_call_id=call.id, scope=scope, kind="human")
+
+    async def _run_tool(self, agent: str, scope: int, msg_index: int, call: ToolCall) -> Message:
+        spec = self.team.tools[call.name]
+
+        def reply(result: ToolResult) -> Message:
+            self.state.context.update(result.context_updates)
+            kind = "error" if result.is_error else "message"
+            if result.handoff_to and result.handoff_to in self.team.agents:
+                self._tool_handoffs[call.id] = result.handoff_to
+                kind = "handoff"
+            return Message(role="tool", content=result.content, name=call.name,
+                           tool_call_id=call.id, scope=scope, kind=kind)  # type: ignore[arg-type]
+
+        if len(call.arguments.encode()) > MAX_ARGUMENT_BYTES:
+            return reply(ToolResult(is_error=True, content=(
+                f"Error: the arguments for {call.name} are {len(call.arguments.encode()):,} bytes, "
+                f"over the {MAX_ARGUMENT_BYTES:,}-byte limit. Pass a smaller input.")))
+        if spec.needs_approval:
+            approved, note = await self.desk.approve(agent, call)
+            if not approved:
+                return reply(ToolResult(content=note))
+        request = ToolRequest(
+            tool=call.name,
+            arguments=call.arguments,
+            tool_call_id=call.id,
+            idempotency_key=f"{workflow.info().workflow_id}/{msg_index}/{call.id}",
+            agent=agent,
+            context=dict(self.state.context) if spec.context_params else {},
+        )
+        retry = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=spec.max_attempts)
+        timeout = timedelta(seconds=spec.timeout_seconds)
+        try:
+            if spec.local:
+                result = await workflow.execute_local_activity(
+                    "run_local_tool", request, result_type=ToolResult,
+                    start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
+            else:
+                result = await workflow.execute_activity(
+                    "run_tool", request, result_type=ToolResult, task_queue=spec.task_queue,
+                    start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
+        except ActivityError as err:
+            result = ToolResult(is_error=True, content=(
+                f"Error: {call.name} failed after {spec.max_attempts} attempts: {activity_failure_text(err)}"))
+        return reply(result)
+
+
+async def _done(message: Message) -> Message:
+    return message
+
+
+def _argument(call: ToolCall, key: str) -> str:
+    try:
+        value = json.loads(call.arguments or "{}").get(key, "")
+    except (ValueError, AttributeError):
+        return ""
+    return str(value)

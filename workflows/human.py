@@ -1,0 +1,141 @@
+"""Questions for a person, held in workflow state and answered by a signal or an update.
+
+`ask_human` and tool approvals both become a `Question` with a deterministic id (`q1`, `q2`, …,
+counted across continue-as-new). The wait is `workflow.wait_condition` with a timeout: it costs
+nothing while it waits and survives any worker or server restart, because the question is
+workflow state rather than a process's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.messages import ToolCall
+    from workflows.state import ConversationState, HumanReply, Question
+
+AWAITING_HUMAN = SearchAttributeKey.for_bool("AwaitingHuman")
+
+
+def reply_problem(state: ConversationState, reply: HumanReply) -> str | None:
+    """Why `reply` cannot be accepted, or None. Shared by the update's validator and the
+    signal, so both judge an answer the same way."""
+    question = state.pending.get(reply.question_id)
+    if question is None:
+        if reply.question_id in state.answers:
+            return f"question {reply.question_id!r} was already answered"
+        known = ", ".join(state.pending) or "none"
+        return f"no pending question {reply.question_id!r} (pending: {known})"
+    if reply.question_id in state.answers:
+        return f"question {reply.question_id!r} was already answered"
+    if question.kind == "approval":
+        if reply.approved is None:
+            return "an approval needs approved=true or approved=false"
+    elif not reply.text.strip():
+        return "the answer text is empty"
+    return None
+
+
+def describe_duration(seconds: float) -> str:
+    if seconds % 86_400 == 0:
+        days = int(seconds // 86_400)
+        return f"{days} day" + ("s" if days != 1 else "")
+    if seconds % 3600 == 0:
+        hours = int(seconds // 3600)
+        return f"{hours} hour" + ("s" if hours != 1 else "")
+    return f"{seconds:g} seconds"
+
+
+class HumanDesk:
+    """Asks questions and waits for their answers, inside the workflow."""
+
+    def __init__(self, state: ConversationState, timeout_seconds: float, use_search_attribute: bool):
+        self.state = state
+        self.timeout_seconds = timeout_seconds
+        self.use_search_attribute = use_search_attribute
+
+    def receive(self, reply: HumanReply) -> str | None:
+        """Record an answer; a stale or unknown one is kept in `ignored_replies` and changes
+        nothing. Returns the reason it was ignored, if it was."""
+        problem = reply_problem(self.state, reply)
+        if problem is not None:
+            self.state.ignored_replies.append(reply)
+            workflow.logger.warning("Ignored reply to %s: %s", reply.question_id, problem)
+            return problem
+        self.state.answers[reply.question_id] = reply
+        return None
+
+    def _mark(self) -> None:
+        waiting = bool(self.state.pending)
+        if self.use_search_attribute:
+            workflow.upsert_search_attributes([AWAITING_HUMAN.value_set(waiting)])
+        texts = "; ".join(f"{q.question_id}: {q.text}" for q in self.state.pending.values())
+        workflow.set_current_details(f"Waiting for a person: {texts}" if waiting else "")
+
+    async def _wait(self, question: Question) -> HumanReply | None:
+        self.state.pending[question.question_id] = question
+        self._mark()
+        qid = question.question_id
+        try:
+            await workflow.wait_condition(
+                lambda: qid in self.state.answers,
+                timeout=timedelta(seconds=question.timeout_seconds),
+                timeout_summary=f"{question.kind} {qid}",
+            )
+            return self.state.answers[qid]
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            self.state.pending.pop(qid, None)
+            self._mark()
+
+    def _new_question(self, **fields: object) -> Question:
+        self.state.questions_asked += 1
+        return Question(
+            question_id=f"q{self.state.questions_asked}",
+            asked_at=workflow.now(),
+            timeout_seconds=self.timeout_seconds,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    async def ask(self, agent: str, call: ToolCall, default_answer: str | None) -> str:
+        """Run an `ask_human` call; returns the tool message content the model sees."""
+        try:
+            args = json.loads(call.arguments or "{}")
+            text = str(args["question"])
+            suggestions = [str(s) for s in args.get("suggestions") or []]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return 'Error: ask_human needs arguments {"question": "<text>"}.'
+        question = self._new_question(
+            text=text, agent=agent, suggestions=suggestions, default_answer=default_answer
+        )
+        reply = await self._wait(question)
+        if reply is not None:
+            return reply.text
+        waited = describe_duration(question.timeout_seconds)
+        if default_answer is not None:
+            return f"(No answer from the user within {waited}; using the default answer: {default_answer})"
+        return f"(No answer from the user within {waited}. Continue without it, or say what is missing.)"
+
+    async def approve(self, agent: str, call: ToolCall) -> tuple[bool, str]:
+        """Ask a person to approve a tool call. Returns (approved, note for the model)."""
+        question = self._new_question(
+            kind="approval",
+            text=f"Approve {call.name}({call.arguments})?",
+            agent=agent,
+            tool=call.name,
+            arguments=call.arguments,
+        )
+        reply = await self._wait(question)
+        if reply is None:
+            waited = describe_duration(question.timeout_seconds)
+            return False, f"Not run: {call.name} needs approval and none came within {waited}."
+        if reply.approved:
+            return True, ""
+        reason = f": {reply.text}" if reply.text.strip() else ""
+        return False, f"The user denied {call.name}{reason}. It was not run."

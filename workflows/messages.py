@@ -1,0 +1,223 @@
+"""Wire types: what travels through Temporal (workflow input, activity input/output, queries).
+
+Messages follow the OpenAI Chat Completions shapes (`role`, `content`, `name`, `tool_calls`,
+`tool_call_id`) as our own pydantic models, so a change in the openai SDK never changes history.
+Everything here is plain data: no I/O, no clock, no randomness, safe inside the workflow sandbox.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class Wire(BaseModel):
+    """Base for wire types: unknown fields are an error, so typos never pass silently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCall(Wire):
+    """One function call requested by the model. `arguments` is the raw JSON string it sent."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class Message(Wire):
+    """One transcript message.
+
+    `name` on an assistant message is the agent that wrote it; on a tool message, the tool.
+    `scope` is workflow bookkeeping, never sent to the model: 0 is the shared conversation,
+    k > 0 is the private working area of agent run k (its own tool loop).
+    `kind` marks handoff artifacts so views can show or strip them.
+    """
+
+    role: Role
+    content: str | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    scope: int = 0
+    kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error"] = "message"
+
+    def to_openai(self) -> dict[str, Any]:
+        """The Chat Completions dict for this message (our bookkeeping fields dropped)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.role == "tool":
+            out["tool_call_id"] = self.tool_call_id
+            return out
+        if self.name and self.role in ("user", "assistant"):
+            out["name"] = self.name
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return out
+
+
+class ToolSpec(Wire):
+    """A tool as data: its schema for the model and how the workflow should run it."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    local: bool = False
+    """Run as a local activity: for pure, fast functions (no extra history round trip)."""
+    needs_approval: bool = False
+    """Pause for a human's approval before running (swarm's execute_order/execute_refund)."""
+    return_direct: bool = False
+    """The tool's result is the agent's reply; no further model call."""
+    context_params: list[str] = Field(default_factory=list)
+    """Parameters filled from the conversation's context variables, hidden from the model."""
+    timeout_seconds: float = 60.0
+    max_attempts: int = 5
+    task_queue: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class AgentSpec(Wire):
+    """An agent as data. Tools and peers are named by string; callables live in the worker."""
+
+    name: str
+    instructions: str = ""
+    """A string, or a template with `{date}`, `{datetime}`, `{agent_name}`, `{supervisor_name}`
+    and `{context[key]}` placeholders, filled in the workflow at call time."""
+    model: str = "gpt-4o-mini"
+    description: str = ""
+    tools: list[str] = Field(default_factory=list)
+    handoffs: list[str] = Field(default_factory=list)
+    """Peers this agent may hand the conversation to (swarm style)."""
+    output_schema: dict[str, Any] | None = None
+    """JSON schema of a structured final answer (response_format json_schema)."""
+    skills: list[str] = Field(default_factory=list)
+    run_as_child: bool = False
+    temperature: float | None = None
+
+
+OutputMode = Literal["full_history", "last_message"]
+Strategy = Literal["llm", "llm-decision", "rules", "skills", "round-robin", "load-balanced"]
+
+
+class SupervisorSpec(Wire):
+    """The supervisor of a team, with langgraph-supervisor's options."""
+
+    name: str = "supervisor"
+    instructions: str = ""
+    model: str = "gpt-4o-mini"
+    agents: list[str]
+    tools: list[str] = Field(default_factory=list)
+    output_mode: OutputMode = "last_message"
+    add_handoff_messages: bool = True
+    add_handoff_back_messages: bool = True
+    handoff_tool_prefix: str = "transfer_to_"
+    parallel_tool_calls: bool = False
+    max_parallel_handoffs: int = 8
+    worker_preamble: bool = False
+    """Prepend ABI's "you are a specialized agent working under <supervisor>" block to workers."""
+
+
+class Budgets(Wire):
+    """Limits that end a runaway loop with a clear final message instead of a crash."""
+
+    max_model_calls: int = 50
+    """Per user turn."""
+    max_handoffs: int = 20
+    max_tool_calls: int = 100
+
+
+class TeamSpec(Wire):
+    """A whole team as data: travels as workflow input, so a running conversation never depends
+    on code that changed since it started."""
+
+    name: str = "team"
+    supervisor: SupervisorSpec | None = None
+    """None means a swarm: agents hand the conversation to each other as peers."""
+    agents: dict[str, AgentSpec]
+    tools: dict[str, ToolSpec] = Field(default_factory=dict)
+    start_agent: str | None = None
+    """For a swarm: the agent that takes the first turn."""
+    budgets: Budgets = Field(default_factory=Budgets)
+    ask_human_timeout_seconds: float = 86_400.0
+    ask_human_default: str | None = None
+    """What an unanswered question resolves to; None gives the model a clear "no answer"."""
+    model_timeout_seconds: float = 180.0
+
+
+class ModelRequest(Wire):
+    """Input of the `call_model` activity: a *reference* to the transcript, not the transcript.
+
+    The activity reads the agent's view from the workflow with a query, so each message enters
+    the history once (the model's reply as this activity's result, a tool's output as the tool
+    activity's result, a user turn as its update or signal) and history grows linearly.
+    """
+
+    workflow_id: str
+    run_id: str
+    agent: str
+    model: str
+    view_id: int
+    """Which agent run's view to read (0 = the shared conversation as the supervisor sees it)."""
+    transcript_length: int
+    """Log length when scheduled: the view is read as of this point, so a retry sees the same."""
+    instructions: str = ""
+    tool_names: list[str] = Field(default_factory=list)
+    parallel_tool_calls: bool | None = None
+    output_schema: dict[str, Any] | None = None
+    temperature: float | None = None
+
+
+class ModelView(Wire):
+    """What the `model_view` query returns: the system prompt, messages and tool schemas."""
+
+    messages: list[Message]
+    tools: list[ToolSpec]
+
+
+class Usage(Wire):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ModelResponse(Wire):
+    """Output of `call_model`: one assistant message, stamped with the agent's name."""
+
+    message: Message
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class ToolRequest(Wire):
+    """Input of `run_tool`. The idempotency key (workflow id + tool call id) is stable across
+    retries, so a tool with side effects can make an at-least-once retry harmless."""
+
+    tool: str
+    arguments: str
+    tool_call_id: str
+    idempotency_key: str
+    agent: str
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(Wire):
+    """A tool's outcome as data: an error the model should see is recorded once, not retried."""
+
+    content: str
+    is_error: bool = False
+    context_updates: dict[str, Any] = Field(default_factory=dict)
+    handoff_to: str | None = None
+    """A tool may return an agent to hand the conversation to (swarm's `return agent`)."""

@@ -1,0 +1,117 @@
+"""Conversation-level wire types: workflow input and result, turns, questions, replies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from workflows.messages import TeamSpec, Wire
+from workflows.transcript import Transcript
+
+TurnStatus = Literal["completed", "budget_exceeded", "failed"]
+
+
+class UserTurn(Wire):
+    """A user's message to the team (update `send_message` or signal `post_message`)."""
+
+    text: str
+    sender: str | None = None
+
+
+class TurnReply(Wire):
+    """The team's answer to one turn."""
+
+    turn: int
+    text: str
+    agent: str
+    status: TurnStatus = "completed"
+    structured: dict[str, Any] | None = None
+
+
+class Question(Wire):
+    """A question waiting for a person: from `ask_human`, or an approval of a tool call."""
+
+    question_id: str
+    kind: Literal["question", "approval"] = "question"
+    text: str
+    agent: str
+    suggestions: list[str] = Field(default_factory=list)
+    asked_at: datetime
+    timeout_seconds: float
+    tool: str | None = None
+    arguments: str | None = None
+    default_answer: str | None = None
+
+
+class HumanReply(Wire):
+    """An answer (signal `human_reply` or update `answer`). For approvals, `approved` decides;
+    `text` is then an optional reason."""
+
+    question_id: str
+    text: str = ""
+    approved: bool | None = None
+
+
+class AnswerAck(Wire):
+    question_id: str
+    accepted: bool = True
+
+
+class ConversationState(Wire):
+    """Everything carried across continue-as-new."""
+
+    transcript: Transcript = Field(default_factory=Transcript)
+    active_agent: str | None = None
+    context: dict[str, Any] = Field(default_factory=dict)
+    turns_started: int = 0
+    replies: dict[int, TurnReply] = Field(default_factory=dict)
+    queue: list[tuple[int, UserTurn]] = Field(default_factory=list)
+    questions_asked: int = 0
+    pending: dict[str, Question] = Field(default_factory=dict)
+    answers: dict[str, HumanReply] = Field(default_factory=dict)
+    ignored_replies: list[HumanReply] = Field(default_factory=list)
+    model_calls_by_agent: dict[str, int] = Field(default_factory=dict)
+    assignments: dict[str, int] = Field(default_factory=dict)
+    total_model_calls: int = 0
+
+
+class ConversationInput(Wire):
+    """Workflow input. Give `team` (a full spec) or `team_name` (resolved once on the worker
+    and recorded in history, so the CLI and `temporal workflow start` can name a team)."""
+
+    team: TeamSpec | None = None
+    team_name: str | None = None
+    task: str | None = None
+    """The first user turn, if any."""
+    single_turn: bool = True
+    """True: answer `task` and complete (a one-shot run). False: a multi-turn conversation
+    that waits for turns until closed."""
+    context: dict[str, Any] = Field(default_factory=dict)
+    set_search_attributes: bool = True
+    """Mark conversations waiting for a person with the `AwaitingHuman` search attribute (the
+    server must have it registered; the embedded server and docker-compose do)."""
+    state: ConversationState | None = None
+    """Set by continue-as-new only."""
+
+
+class ConversationResult(Wire):
+    answer: str
+    agent: str
+    status: TurnStatus
+    turns: int
+    model_calls: int
+    structured: dict[str, Any] | None = None
+
+
+class ConversationStatus(Wire):
+    """What the `status` query returns."""
+
+    active_agent: str | None
+    turns: int
+    model_calls: int
+    pending: list[Question]
+    queued_turns: int
+    last_reply: TurnReply | None
+    closed: bool

@@ -1,0 +1,136 @@
+"""What each agent of a team may do: its tools, its handoff targets, its instructions. Pure.
+
+Built-in tools (`ask_human`, `request_help`, `forward_message`, `list_tools`, `list_agents`)
+are handled inside the workflow; every other tool name must be in `team.tools` and runs as an
+activity on the worker that has its function.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from workflows import handoff
+from workflows.messages import AgentSpec, TeamSpec, ToolSpec
+
+LIST_TOOLS = "list_tools"
+LIST_AGENTS = "list_agents"
+WORKFLOW_TOOLS = {handoff.ASK_HUMAN, handoff.REQUEST_HELP, handoff.FORWARD_MESSAGE, LIST_TOOLS, LIST_AGENTS}
+
+
+class TeamError(ValueError):
+    """A team definition that cannot run (unknown agent or tool, duplicate names)."""
+
+
+def validate_team(team: TeamSpec) -> None:
+    """Check names before anything runs, so a bad team fails at start with a clear message."""
+    for name, agent in team.agents.items():
+        if name != agent.name:
+            raise TeamError(f"agent registered as {name!r} is named {agent.name!r}")
+        for tool in agent.tools:
+            if tool not in team.tools and tool not in WORKFLOW_TOOLS:
+                raise TeamError(f"agent {name!r} names unknown tool {tool!r}")
+        for peer in agent.handoffs:
+            if peer not in team.agents:
+                raise TeamError(f"agent {name!r} hands off to unknown agent {peer!r}")
+    if team.supervisor is not None:
+        sup = team.supervisor
+        if sup.name in team.agents:
+            raise TeamError(f"supervisor name {sup.name!r} is also an agent's name")
+        for agent_name in sup.agents:
+            if agent_name not in team.agents:
+                raise TeamError(f"supervisor names unknown agent {agent_name!r}")
+        for tool in sup.tools:
+            if tool not in team.tools and tool not in WORKFLOW_TOOLS:
+                raise TeamError(f"supervisor names unknown tool {tool!r}")
+    elif (team.start_agent or next(iter(team.agents), None)) not in team.agents:
+        raise TeamError("a swarm needs at least one agent and a valid start_agent")
+
+
+def supervisor_agent(team: TeamSpec) -> AgentSpec:
+    """The supervisor seen as an agent (its model, instructions and own tools)."""
+    sup = team.supervisor
+    assert sup is not None
+    return AgentSpec(name=sup.name, instructions=sup.instructions, model=sup.model, tools=sup.tools)
+
+
+def agent_spec(team: TeamSpec, name: str) -> AgentSpec:
+    if team.supervisor is not None and name == team.supervisor.name:
+        return supervisor_agent(team)
+    return team.agents[name]
+
+
+def handoff_targets(team: TeamSpec, agent: str) -> dict[str, str]:
+    """Handoff tool name -> agent, for the tools `agent` may use to hand work over."""
+    sup = team.supervisor
+    if sup is not None and agent == sup.name:
+        return {handoff.handoff_tool_name(a, sup.handoff_tool_prefix): a for a in sup.agents}
+    return {handoff.handoff_tool_name(a): a for a in team.agents[agent].handoffs}
+
+
+def _workflow_tool_spec(team: TeamSpec, name: str) -> ToolSpec:
+    if name == handoff.ASK_HUMAN:
+        return handoff.ask_human_spec()
+    if name == handoff.REQUEST_HELP:
+        return handoff.request_help_spec(team.supervisor.name if team.supervisor else "supervisor")
+    if name == handoff.FORWARD_MESSAGE:
+        return handoff.forward_message_spec()
+    if name == LIST_TOOLS:
+        return ToolSpec(name=LIST_TOOLS, description="List the tools you can use.")
+    return ToolSpec(name=LIST_AGENTS, description="List the agents of this team and what they do.")
+
+
+def agent_tools(team: TeamSpec, agent: str) -> list[ToolSpec]:
+    """Every tool `agent` is offered, in a stable order: its own tools, then handoffs."""
+    spec = agent_spec(team, agent)
+    tools = [
+        _workflow_tool_spec(team, t) if t in WORKFLOW_TOOLS else team.tools[t] for t in spec.tools
+    ]
+    sup = team.supervisor
+    for tool_name, target in handoff_targets(team, agent).items():
+        description = team.agents[target].description if sup is None else ""
+        tools.append(
+            handoff.handoff_tool_spec(target, sup.handoff_tool_prefix if sup else "transfer_to_",
+                                      description)
+            .model_copy(update={"name": tool_name})
+        )
+    return tools
+
+
+_PLACEHOLDER = re.compile(r"\{(date|datetime|agent_name|supervisor_name|context\[(\w+)\])\}")
+
+
+def render_instructions(
+    template: str, *, now: datetime, agent: str, supervisor: str | None, context: dict[str, Any]
+) -> str:
+    """Fill `{date}`, `{datetime}`, `{agent_name}`, `{supervisor_name}`, `{context[key]}`.
+
+    `now` is the workflow's clock (`workflow.now()`), never the wall clock, so a replay fills
+    the same text. Unknown placeholders and other braces are left untouched (JSON examples in
+    prompts stay intact).
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key == "date":
+            return now.date().isoformat()
+        if key == "datetime":
+            return now.isoformat(timespec="seconds")
+        if key == "agent_name":
+            return agent
+        if key == "supervisor_name":
+            return supervisor or ""
+        value = context.get(match.group(2))
+        return match.group(0) if value is None else str(value)
+
+    return _PLACEHOLDER.sub(fill, template)
+
+
+def supervisor_block(supervisor: str) -> str:
+    """ABI's preamble for workers under a supervisor: what they are and how to escalate."""
+    return (
+        f"You are a specialized agent working under {supervisor}. Do only the part of the task "
+        f"within your expertise. If the request is outside it, or you cannot complete it, call "
+        f"{handoff.REQUEST_HELP} with the reason instead of guessing.\n\n"
+    )

@@ -1,0 +1,138 @@
+"""The conversation's transcript and the per-agent views of it. Pure: no Temporal imports.
+
+Every message ever produced is appended once to `log`. Agents see *views* built from it:
+
+- `shared` lists the log indices that form the conversation everyone shares (the supervisor's
+  view). With `output_mode="full_history"` a worker's whole run is added to it when the worker
+  finishes; with `"last_message"` only its final answer is.
+- A worker's run k sees the shared conversation as it was when it was handed the task, plus
+  its own private messages (scope k). Handoff artifacts of *other* runs are stripped, so a
+  worker is never shown a `transfer_*` call to a tool it does not own (the langgraph-supervisor
+  trap where workers invent `transfer_back_to_supervisor`).
+
+Views read the log only up to a given length, so a model call retried later sees exactly the
+view it was scheduled with, even if parallel agents appended messages in between.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from workflows.messages import Message, OutputMode, ToolCall, Wire
+
+
+class AgentRun(Wire):
+    """One engagement of a worker agent: its private scope and where its view starts."""
+
+    id: int
+    agent: str
+    shared_start: int
+    """len(shared) when the run began: the worker sees shared[:shared_start]."""
+    handoff_call_id: str | None = None
+    done: bool = False
+
+
+class Transcript(Wire):
+    log: list[Message] = Field(default_factory=list)
+    shared: list[int] = Field(default_factory=list)
+    runs: dict[int, AgentRun] = Field(default_factory=dict)
+
+    def append(self, message: Message) -> int:
+        """Append to the log (and to the shared conversation if scope 0); returns the index."""
+        self.log.append(message)
+        index = len(self.log) - 1
+        if message.scope == 0:
+            self.shared.append(index)
+        return index
+
+    def start_run(self, agent: str, handoff_call_id: str | None) -> AgentRun:
+        run = AgentRun(
+            id=len(self.runs) + 1,
+            agent=agent,
+            shared_start=len(self.shared),
+            handoff_call_id=handoff_call_id,
+        )
+        self.runs[run.id] = run
+        return run
+
+    def run_messages(self, run_id: int, upto: int | None = None) -> list[int]:
+        end = len(self.log) if upto is None else upto
+        return [i for i in range(end) if self.log[i].scope == run_id]
+
+    def finish_run(self, run_id: int, output_mode: OutputMode) -> list[int]:
+        """Fold a finished run into the shared conversation; returns the indices added."""
+        run = self.runs[run_id]
+        run.done = True
+        own = self.run_messages(run_id)
+        if output_mode == "last_message":
+            own = last_answer(self.log, own)
+        self.shared.extend(own)
+        return own
+
+    def shared_messages(self, upto: int | None = None) -> list[Message]:
+        end = len(self.log) if upto is None else upto
+        return [self.log[i] for i in self.shared if i < end]
+
+    def view(self, view_id: int, upto: int | None = None, show_handoffs: bool = True) -> list[Message]:
+        """The messages agent run `view_id` sees (0: the shared conversation).
+
+        `show_handoffs=False` is langgraph-supervisor's `add_handoff_messages=False`: handoff
+        calls and their tool messages stay in the log (for audit) but no agent sees them.
+        """
+        if view_id == 0:
+            shared = self.shared_messages(upto)
+            return shared if show_handoffs else strip_foreign_handoffs(shared, None)
+        run = self.runs[view_id]
+        end = len(self.log) if upto is None else upto
+        prefix = [self.log[i] for i in self.shared[: run.shared_start] if i < end]
+        keep = run.handoff_call_id if show_handoffs else None
+        own = [self.log[i] for i in self.run_messages(view_id, end)]
+        return strip_foreign_handoffs(prefix, keep_call_id=keep) + own
+
+
+def last_answer(log: list[Message], indices: list[int]) -> list[int]:
+    """The worker's final answer: its last assistant message and anything after it (a
+    return_direct tool result), as langgraph-supervisor's `last_message` mode keeps it."""
+    for pos in range(len(indices) - 1, -1, -1):
+        if log[indices[pos]].role == "assistant":
+            return indices[pos:]
+    return indices[-1:]
+
+
+def handoff_call_ids(messages: list[Message]) -> set[str]:
+    """Ids of tool calls that are handoff artifacts (answered by a handoff tool message)."""
+    return {
+        m.tool_call_id
+        for m in messages
+        if m.role == "tool" and m.kind in ("handoff", "handoff_back") and m.tool_call_id
+    }
+
+
+def strip_foreign_handoffs(messages: list[Message], keep_call_id: str | None) -> list[Message]:
+    """Remove handoff calls and their tool messages, except the one that started this run.
+
+    An assistant message left with neither text nor calls is dropped. Tool messages that answer
+    a call dropped this way are dropped too, so the view stays valid Chat Completions input.
+    When the kept handoff came with sibling calls (parallel handoff, or a handoff mixed with a
+    tool call), the worker sees the supervisor's message filtered to its own call, as
+    langgraph-supervisor does for parallel handoffs.
+    """
+    handoffs = handoff_call_ids(messages)
+    siblings: set[str] = set()
+    if keep_call_id is not None:
+        for m in messages:
+            if any(c.id == keep_call_id for c in m.tool_calls):
+                siblings = {c.id for c in m.tool_calls if c.id != keep_call_id}
+    drop = (handoffs | siblings) - {keep_call_id}
+    out: list[Message] = []
+    for m in messages:
+        if m.role == "tool" and m.tool_call_id in drop:
+            continue
+        if m.tool_calls and any(c.id in drop for c in m.tool_calls):
+            calls: list[ToolCall] = [c for c in m.tool_calls if c.id not in drop]
+            if not calls and (not m.content or m.kind == "handoff_back"):
+                continue
+            m = m.model_copy(update={"tool_calls": calls})
+        out.append(m)
+    return out
+
