@@ -179,6 +179,9 @@ class ModelRequest(Wire):
     parallel_tool_calls: bool | None = None
     output_schema: dict[str, Any] | None = None
     temperature: float | None = None
+    agent_call_index: int = 0
+    """How many model calls this agent made earlier in the conversation: deterministic, so a
+    scripted model replays the same reply after a retry or a worker restart."""
 
 
 class ModelView(Wire):

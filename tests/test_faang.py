@@ -1,0 +1,95 @@
+"""The seed's FAANG run, end to end on a real Temporal server with the scripted model."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from durable_teams.examples import faang
+from durable_teams.scripted import ScriptedModel
+from workflows.conversation import TeamWorkflow
+from workflows.messages import Message
+from workflows.state import ConversationInput
+
+from .conftest import running_worker
+
+
+async def run_faang(client: Client, task_queue: str, **team_options: object):
+    team = faang.build()
+    for key, value in team_options.items():
+        setattr(team, key, value)
+    compiled = team.compile()
+    model = ScriptedModel(faang.SCRIPT)
+    async with running_worker(client, task_queue, [compiled], model):
+        handle = await client.start_workflow(
+            TeamWorkflow.run,
+            ConversationInput(team=compiled.spec, task=faang.QUESTION),
+            id=f"faang-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+        )
+        result = await handle.result()
+        transcript = await handle.query(TeamWorkflow.transcript, False, result_type=list[Message])
+        full = await handle.query(TeamWorkflow.transcript, True, result_type=list[Message])
+    return handle, result, transcript, full, model
+
+
+def rows(messages: list[Message]) -> list[tuple[str, str | None, str]]:
+    return [(m.role, m.name, m.content or ",".join(c.name for c in m.tool_calls)) for m in messages]
+
+
+async def test_faang_routes_to_research_then_math(client: Client, task_queue: str) -> None:
+    handle, result, transcript, full, model = await run_faang(client, task_queue)
+    assert result.answer == faang.ANSWER
+    assert "1,977,586" in result.answer
+    assert result.status == "completed"
+    assert result.model_calls == 3 + 2 + 5
+    research_answer = faang.SCRIPT["research_expert"][1].content
+    # langgraph-supervisor's last_message shape: 12 messages.
+    assert rows(transcript) == [
+        ("user", None, faang.QUESTION),
+        ("assistant", "supervisor", "transfer_to_research_expert"),
+        ("tool", "transfer_to_research_expert", "Successfully transferred to research_expert"),
+        ("assistant", "research_expert", research_answer),
+        ("assistant", "research_expert", "Transferring back to supervisor"),
+        ("tool", "transfer_back_to_supervisor", "Successfully transferred back to supervisor"),
+        ("assistant", "supervisor", "transfer_to_math_expert"),
+        ("tool", "transfer_to_math_expert", "Successfully transferred to math_expert"),
+        ("assistant", "math_expert", faang.ANSWER),
+        ("assistant", "math_expert", "Transferring back to supervisor"),
+        ("tool", "transfer_back_to_supervisor", "Successfully transferred back to supervisor"),
+        ("assistant", "supervisor", faang.ANSWER),
+    ]
+    # Math chained add calls through real tool activities: each result fed the next call.
+    add_results = [m.content for m in full if m.role == "tool" and m.name == "add"]
+    assert add_results == ["231317.0", "1782317.0", "1796317.0", "1977586.0"]
+    # What the model was shown: the worker sees its own prompt and tools, not the supervisor's.
+    math_requests = [(r, msgs, tools) for r, msgs, tools in model.requests if r.agent == "math_expert"]
+    req, msgs, tools = math_requests[0]
+    assert msgs[0] == {"role": "system", "content": "You are a math expert. Always use one tool at a time."}
+    assert [t["function"]["name"] for t in tools] == ["add", "multiply"]
+    assert research_answer in [m.get("content") for m in msgs]
+    sup_tools = [t["function"]["name"] for t in model.requests[0][2]]
+    assert sup_tools == ["transfer_to_research_expert", "transfer_to_math_expert"]
+
+
+async def test_faang_full_history_mode_shares_worker_steps(client: Client, task_queue: str) -> None:
+    _, result, transcript, _, _ = await run_faang(client, task_queue, output_mode="full_history")
+    assert result.answer == faang.ANSWER
+    # langgraph-supervisor's full_history: every inner tool call and result is shared.
+    assert len(transcript) == 12 + 2 + 8
+    assert [m.name for m in transcript if m.role == "tool"].count("add") == 4
+
+
+async def test_history_records_each_step_as_an_activity_with_a_summary(client: Client, task_queue: str) -> None:
+    handle, _, _, _, _ = await run_faang(client, task_queue)
+    history = await handle.fetch_history()
+    scheduled = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    kinds = [e.activity_task_scheduled_event_attributes.activity_type.name for e in scheduled]
+    assert kinds.count("call_model") == 10
+    assert kinds.count("run_tool") == 5
+    summaries = [e.user_metadata.summary.data.decode() for e in scheduled]
+    assert json.loads(summaries[0]).startswith("model: supervisor")
+    assert json.loads(summaries[3]) == "tool: web_search" or "tool: web_search" in summaries[2] + summaries[1]
