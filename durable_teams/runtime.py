@@ -59,3 +59,23 @@ def build_worker(
         activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team],
         **options,
     )
+
+
+async def ensure_search_attributes(client: Client) -> None:
+    """Register `AwaitingHuman` on a cluster that lacks it (the embedded server has it)."""
+    from temporalio.api.enums.v1 import IndexedValueType
+    from temporalio.api.operatorservice.v1 import (
+        AddSearchAttributesRequest,
+        ListSearchAttributesRequest,
+    )
+
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace))
+        if "AwaitingHuman" in listed.custom_attributes:
+            return
+        await client.operator_service.add_search_attributes(AddSearchAttributesRequest(
+            namespace=client.namespace,
+            search_attributes={"AwaitingHuman": IndexedValueType.INDEXED_VALUE_TYPE_BOOL}))
+    except Exception as err:  # noqa: BLE001 - a cluster may not allow it; say so, go on
+        print(f"warning: could not register the AwaitingHuman search attribute: {err}")

@@ -1,0 +1,19 @@
+"""Example teams the worker serves out of the box, with the scripts that replay them."""
+
+from __future__ import annotations
+
+from durable_teams.scripted import Step
+from durable_teams.team import CompiledTeam
+
+
+def example_teams() -> list[CompiledTeam]:
+    from durable_teams.examples import faang
+
+    return [faang.build().compile()]
+
+
+def example_script() -> dict[str, list[Step]]:
+    """The recorded responses of every example team, keyed by agent (names are unique)."""
+    from durable_teams.examples import faang
+
+    return {**faang.SCRIPT}

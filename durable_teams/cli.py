@@ -1,0 +1,204 @@
+"""`durable-teams`: run the demo, start teams, read conversations, answer questions.
+
+    durable-teams demo                         # FAANG demo on the embedded server
+    durable-teams worker                       # a worker (same as python worker.py)
+    durable-teams run faang "what's 2+2?"      # start a team by name, print the answer
+    durable-teams run faang "..." --no-wait    # just print the workflow id
+    durable-teams status <workflow-id>
+    durable-teams transcript <workflow-id> [--full]
+    durable-teams pending                      # every question waiting for a person
+    durable-teams answer <workflow-id> "text" [--question q2]
+    durable-teams approve|deny <workflow-id> [--question q2] [--reason "..."]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import Sequence
+
+from temporalio.client import Client, WorkflowUpdateFailedError
+
+from durable_teams.runtime import TASK_QUEUE, connect
+from workflows.conversation import TeamWorkflow
+from workflows.messages import Message
+from workflows.state import ConversationInput, ConversationStatus, HumanReply, Question
+
+
+def format_message(m: Message) -> str:
+    who = m.name if m.role == "assistant" and m.name else m.role
+    if m.role == "tool":
+        return f"  [{m.name} result] {m.content}"
+    calls = ", ".join(f"{c.name}({c.arguments if c.arguments not in ('', '{}') else ''})" for c in m.tool_calls)
+    text = (m.content or "").strip()
+    return f"[{who}] {text}{' -> ' if text and calls else ''}{calls}"
+
+
+def format_question(workflow_id: str, q: Question) -> str:
+    lines = [f"{workflow_id}  {q.question_id}  asked by {q.agent} at {q.asked_at:%Y-%m-%d %H:%M:%S} UTC"]
+    if q.kind == "approval":
+        lines.append(f"  Approval needed: {q.tool}({q.arguments})")
+        lines.append(f"  Reply: durable-teams approve {workflow_id} --question {q.question_id}"
+                     f"   (or deny ... --reason '...')")
+    else:
+        lines.append(f"  Question: {q.text}")
+        if q.suggestions:
+            lines.append(f"  Suggestions: {' | '.join(q.suggestions)}")
+        lines.append(f"  Reply: durable-teams answer {workflow_id} \"<your answer>\" --question {q.question_id}")
+    return "\n".join(lines)
+
+
+async def _client() -> Client:
+    address = os.environ.get("TEMPORAL_ADDRESS")
+    if not address:
+        from durable_teams.devserver import DevServer
+
+        address = DevServer().start(detach=True).address
+    return await connect(address)
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    client = await _client()
+    workflow_id = args.id or f"{args.team}-{uuid.uuid4().hex[:8]}"
+    handle = await client.start_workflow(
+        TeamWorkflow.run, ConversationInput(team_name=args.team, task=args.task),
+        id=workflow_id, task_queue=TASK_QUEUE)
+    print(f"workflow id: {workflow_id}")
+    if args.no_wait:
+        return 0
+    result = await handle.result()
+    print(f"[{result.agent}] {result.answer}")
+    return 0 if result.status == "completed" else 1
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    client = await _client()
+    handle = client.get_workflow_handle(args.workflow_id)
+    described = await handle.describe()
+    status: ConversationStatus = await handle.query(TeamWorkflow.status)
+    print(f"workflow: {args.workflow_id} ({described.status.name if described.status else '?'})")
+    print(f"turns: {status.turns}  model calls: {status.model_calls}  active agent: {status.active_agent or '-'}")
+    if status.last_reply:
+        print(f"last reply [{status.last_reply.agent}, {status.last_reply.status}]: {status.last_reply.text}")
+    for q in status.pending:
+        print(format_question(args.workflow_id, q))
+    return 0
+
+
+async def cmd_transcript(args: argparse.Namespace) -> int:
+    client = await _client()
+    messages = await client.get_workflow_handle(args.workflow_id).query(
+        TeamWorkflow.transcript, args.full, result_type=list[Message])
+    for m in messages:
+        print(format_message(m))
+    return 0
+
+
+async def pending_questions(client: Client) -> list[tuple[str, Question]]:
+    found: list[tuple[str, Question]] = []
+    async for wf in client.list_workflows("AwaitingHuman = true AND ExecutionStatus = 'Running'"):
+        questions = await client.get_workflow_handle(wf.id).query(TeamWorkflow.pending_questions)
+        found += [(wf.id, q) for q in questions]
+    return found
+
+
+async def cmd_pending(args: argparse.Namespace) -> int:
+    found = await pending_questions(await _client())
+    if not found:
+        print("No questions are waiting for a person.")
+    for workflow_id, q in found:
+        print(format_question(workflow_id, q))
+        print()
+    return 0
+
+
+async def send_reply(client: Client, workflow_id: str, question_id: str | None, **reply: object) -> str:
+    """Answer through the update, so the caller learns at once whether it was accepted."""
+    handle = client.get_workflow_handle(workflow_id)
+    if question_id is None:
+        pending = await handle.query(TeamWorkflow.pending_questions)
+        if len(pending) != 1:
+            ids = ", ".join(q.question_id for q in pending) or "none"
+            raise SystemExit(f"{len(pending)} questions pending ({ids}); name one with --question")
+        question_id = pending[0].question_id
+    try:
+        await handle.execute_update(TeamWorkflow.answer, HumanReply(question_id=question_id, **reply))  # type: ignore[arg-type]
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        raise SystemExit(f"Rejected: {getattr(cause, 'message', cause)}") from None
+    return question_id
+
+
+async def cmd_answer(args: argparse.Namespace) -> int:
+    qid = await send_reply(await _client(), args.workflow_id, args.question, text=args.text)
+    print(f"Answered {qid}.")
+    return 0
+
+
+async def cmd_approve(args: argparse.Namespace) -> int:
+    approved = args.command == "approve"
+    qid = await send_reply(await _client(), args.workflow_id, args.question,
+                           approved=approved, text=args.reason or "")
+    print(f"{'Approved' if approved else 'Denied'} {qid}.")
+    return 0
+
+
+async def cmd_demo(args: argparse.Namespace) -> int:
+    from durable_teams.demo import run_demo
+
+    return await run_demo(args.name)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="durable-teams", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run a demo team on the embedded server")
+    demo.add_argument("name", nargs="?", default="faang")
+    sub.add_parser("worker", help="run a worker")
+    sub.add_parser("server-stop", help="stop the embedded dev server started by the CLI or worker")
+    run = sub.add_parser("run", help="start a team on a task")
+    run.add_argument("team")
+    run.add_argument("task")
+    run.add_argument("--id")
+    run.add_argument("--no-wait", action="store_true")
+    for name in ("status", "transcript"):
+        cmd = sub.add_parser(name)
+        cmd.add_argument("workflow_id")
+        if name == "transcript":
+            cmd.add_argument("--full", action="store_true", help="include every agent's private steps")
+    sub.add_parser("pending", help="list questions waiting for a person")
+    answer = sub.add_parser("answer")
+    answer.add_argument("workflow_id")
+    answer.add_argument("text")
+    answer.add_argument("--question")
+    for name in ("approve", "deny"):
+        cmd = sub.add_parser(name)
+        cmd.add_argument("workflow_id")
+        cmd.add_argument("--question")
+        cmd.add_argument("--reason", default="")
+    return p
+
+
+COMMANDS = {
+    "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
+    "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    if args.command == "server-stop":
+        from durable_teams.devserver import DevServer
+
+        print("Stopped." if DevServer().stop_detached() else "No embedded server was started here.")
+        return
+    if args.command == "worker":
+        import worker
+
+        worker.main([])
+        return
+    sys.exit(asyncio.run(COMMANDS[args.command](args)))
