@@ -91,7 +91,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
 async def cmd_transcript(args: argparse.Namespace) -> int:
     client = await _client()
     messages = await client.get_workflow_handle(args.workflow_id).query(
-        TeamWorkflow.transcript, args.full, result_type=list[Message])
+        TeamWorkflow.transcript, args.full)
     for m in messages:
         print(format_message(m))
     return 0

@@ -7,7 +7,6 @@ import uuid
 from durable_teams.cli import format_message
 from durable_teams.runtime import build_worker, connect, ensure_search_attributes
 from workflows.conversation import TeamWorkflow
-from workflows.messages import Message
 from workflows.state import ConversationInput
 
 
@@ -30,7 +29,7 @@ async def run_demo(name: str = "faang") -> int:
             TeamWorkflow.run, ConversationInput(team_name="faang", task=faang.QUESTION),
             id=workflow_id, task_queue=task_queue)
         result = await handle.result()
-        for message in await handle.query(TeamWorkflow.transcript, True, result_type=list[Message]):
+        for message in await handle.query(TeamWorkflow.transcript, True):
             print(format_message(message))
     print(f"\nAnswer: {result.answer}")
     print(f"Workflow id: {workflow_id}  ({result.model_calls} model calls)")

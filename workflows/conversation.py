@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         HumanReply,
         Question,
         TurnReply,
+        TurnStatus,
         UserTurn,
     )
 
@@ -83,7 +84,7 @@ class TeamWorkflow:
             self.state.transcript.append(
                 Message(role="assistant", content=str(err), name=agent, kind="error"))
             return TurnReply(turn=number, text=str(err), agent=agent, status="failed")
-        status = "budget_exceeded" if outcome.kind == "budget" else "completed"
+        status: TurnStatus = "budget_exceeded" if outcome.kind == "budget" else "completed"
         return TurnReply(turn=number, text=outcome.text, agent=outcome.agent, status=status,
                          structured=outcome.structured)
 
