@@ -115,3 +115,4 @@ class ConversationStatus(Wire):
     queued_turns: int
     last_reply: TurnReply | None
     closed: bool
+    ignored_replies: list[HumanReply] = Field(default_factory=list)
