@@ -20,7 +20,7 @@ def test_there_are_recorded_histories() -> None:
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    history = WorkflowHistory.from_json(path.stem, path.read_text())  # noqa: ASYNC240 - tiny file
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
