@@ -1,0 +1,224 @@
+"""Benchmark: history growth, per-step overhead and throughput against Temporal's floor.
+
+    python -m bench.run [--quick] [--plot bench/history.png]
+
+Runs on a local Temporal dev server (in memory) with a zero-latency scripted model. Every figure
+is printed next to a baseline measured in the same run:
+- floor: a bare workflow running the same activities with the same payload sizes;
+- naive: the shape every peer uses, the whole transcript as each model call's input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import time
+import uuid
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
+from durable_teams.devserver import find_temporal_binary
+from durable_teams.runtime import build_worker
+from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.team import Agent, Swarm
+from workflows.conversation import TeamWorkflow
+from workflows.human import AWAITING_HUMAN
+from workflows.messages import Budgets
+from workflows.state import ConversationInput, HumanReply
+
+
+def fetch(i: int) -> str:
+    """Return a 2 KB document."""
+    return (f"doc {i}: " + "x" * BLOB)[:BLOB]
+
+
+def script(n: int):  # noqa: ANN201
+    def step(req, messages, tools):  # noqa: ANN001, ANN202
+        if req.agent_call_index < n - 1:
+            return call("fetch", i=req.agent_call_index)
+        return say("done")
+    return step
+
+
+TEAM = Swarm([Agent("reader", "Read documents.", tools=[fetch], model="scripted")],
+             budgets=Budgets(max_model_calls=5000, max_tool_calls=5000)).compile()
+PARK_TEAM = Swarm([Agent("asker", "Ask.", tools=["ask_human"], model="scripted")]).compile()
+
+
+# ---- measurements ------------------------------------------------------------------------------
+
+async def history_stats(client: Client, workflow_id: str) -> tuple[int, int, int]:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return len(history.events), len(history.to_json()), sum(e.ByteSize() for e in history.events)
+
+
+async def run_ours(client: Client, tq: str, n: int) -> tuple[str, float, int]:
+    wid = f"ours-{n}-{uuid.uuid4().hex[:6]}"
+    started = time.perf_counter()
+    handle = await client.start_workflow(
+        TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="read", set_search_attributes=False),
+        id=wid, task_queue=tq)
+    await handle.result()
+    elapsed = time.perf_counter() - started
+    transcript = await handle.query(TeamWorkflow.transcript, True)
+    distinct = sum(len(m.model_dump_json()) for m in transcript)
+    return wid, elapsed, distinct
+
+
+async def run_plain(client: Client, tq: str, wf: type, n: int) -> tuple[str, float]:
+    wid = f"{wf.__name__}-{n}-{uuid.uuid4().hex[:6]}"
+    started = time.perf_counter()
+    await client.execute_workflow(wf.run, n, id=wid, task_queue=tq)  # type: ignore[attr-defined]
+    return wid, time.perf_counter() - started
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def rss_mb() -> float:
+    with open(f"/proc/{os.getpid()}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def main(quick: bool, plot: str | None) -> None:
+    sizes = [25, 50, 100] if quick else [25, 50, 100, 200, 400]
+    parked = 100 if quick else 1000
+    async with await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
+        search_attributes=[AWAITING_HUMAN],
+    ) as env:
+        client = env.client
+        tq = "bench"
+        SIZES: dict[str, int] = {}
+
+        def step(req, messages, tools):  # noqa: ANN001, ANN202
+            if req.agent == "asker":
+                return call("ask_human", question="Go ahead?") if req.agent_call_index == 0 else say("thanks")
+            return script(SIZES[req.workflow_id])(req, messages, tools)
+
+        backend = ScriptedModel(step)
+        ours_worker = build_worker(client, [TEAM, PARK_TEAM], backend, task_queue=tq,
+                                   max_cached_workflows=2000)
+        base_worker = Worker(client, task_queue=tq + "-base", workflows=[FloorWorkflow, NaiveWorkflow],
+                             activities=[echo], max_concurrent_activities=200)
+        async with ours_worker, base_worker:
+            # warm up both paths
+            SIZES["ours-warm"] = 5
+            await client.execute_workflow(TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="w", set_search_attributes=False), id="ours-warm", task_queue=tq)
+            await run_plain(client, tq + "-base", FloorWorkflow, 5)
+
+            print("\n## History growth (one conversation, N model calls, ~2 KB new content per call)\n")
+            print(f"{'N':>5} {'shape':>6} {'events':>7} {'history_json':>13} {'history_proto':>14} {'distinct_msg_bytes':>19} {'proto/distinct':>15}")
+            rows = []
+            for n in sizes:
+                wid = f"ours-{n}-{uuid.uuid4().hex[:6]}"
+                SIZES[wid] = n
+                handle = await client.start_workflow(TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="read", set_search_attributes=False), id=wid, task_queue=tq)
+                await handle.result()
+                transcript = await handle.query(TeamWorkflow.transcript, True)
+                distinct = sum(len(m.model_dump_json()) for m in transcript)
+                events, hjson, hproto = await history_stats(client, wid)
+                rows.append(("ours", n, events, hjson, hproto, distinct))
+                print(f"{n:>5} {'ours':>6} {events:>7} {hjson:>13,} {hproto:>14,} {distinct:>19,} {hproto / distinct:>15.2f}")
+                if n <= 200:
+                    nid, _ = await run_plain(client, tq + "-base", NaiveWorkflow, n)
+                    events, hjson, hproto = await history_stats(client, nid)
+                    rows.append(("naive", n, events, hjson, hproto, distinct))
+                    print(f"{n:>5} {'naive':>6} {events:>7} {hjson:>13,} {hproto:>14,} {distinct:>19,} {hproto / distinct:>15.2f}")
+
+            print("\n## Per-step overhead against the floor (same activities, same payload sizes)\n")
+            n = 50
+            ours_t, floor_t = [], []
+            for _ in range(3):
+                wid = f"ours-step-{uuid.uuid4().hex[:6]}"
+                SIZES[wid] = n
+                t0 = time.perf_counter()
+                await client.execute_workflow(TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="read", set_search_attributes=False), id=wid, task_queue=tq)
+                ours_t.append(time.perf_counter() - t0)
+                _, ft = await run_plain(client, tq + "-base", FloorWorkflow, n)
+                floor_t.append(ft)
+            o, f = min(ours_t) / n * 1000, min(floor_t) / n * 1000
+            print(f"N={n}: ours {o:.1f} ms/step, floor {f:.1f} ms/step, ratio {o / f:.2f}x (best of 3)")
+
+            print("\n## Throughput (model calls per second; conversations of 10 calls)\n")
+            for conc in (1, 10, 100):
+                ids = [f"tp-{conc}-{i}-{uuid.uuid4().hex[:4]}" for i in range(conc)]
+                for wid in ids:
+                    SIZES[wid] = 10
+                t0 = time.perf_counter()
+                await asyncio.gather(*(client.execute_workflow(TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="read", set_search_attributes=False), id=wid, task_queue=tq) for wid in ids))
+                ours_rate = conc * 10 / (time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                await asyncio.gather(*(run_plain(client, tq + "-base", FloorWorkflow, 10) for _ in range(conc)))
+                floor_rate = conc * 10 / (time.perf_counter() - t0)
+                print(f"{conc:>4} concurrent: ours {ours_rate:7.1f}/s, floor {floor_rate:7.1f}/s, ratio {ours_rate / floor_rate:.2f}x")
+
+            print(f"\n## {parked} conversations parked on ask_human\n")
+            rss_before = rss_mb()
+            handles = []
+            for i in range(parked):
+                handles.append(await client.start_workflow(
+                    TeamWorkflow.run, ConversationInput(team=PARK_TEAM.spec, task="ask me"),
+                    id=f"park-{i}-{uuid.uuid4().hex[:4]}", task_queue=tq))
+            await wait_all_pending(handles)
+            cpu0, t0 = cpu_seconds(), time.perf_counter()
+            await asyncio.sleep(10)  # measuring idle cost: nothing to await but time itself
+            idle_cpu = (cpu_seconds() - cpu0) / (time.perf_counter() - t0)
+            print(f"worker process RSS: {rss_mb():.0f} MB (before parking: {rss_before:.0f} MB); "
+                  f"CPU while waiting: {idle_cpu * 100:.1f}% of one core")
+            t0 = time.perf_counter()
+            await asyncio.gather(*(h.signal(TeamWorkflow.human_reply, HumanReply(question_id="q1", text="yes")) for h in handles))
+            results = await asyncio.gather(*(h.result() for h in handles))
+            done = sum(1 for r in results if r.status == "completed")
+            print(f"answered all; {done}/{parked} finished in {time.perf_counter() - t0:.1f} s")
+    if plot:
+        draw(rows, plot)
+
+
+async def wait_all_pending(handles: list) -> None:  # noqa: ANN001
+    for h in handles:
+        for _ in range(2000):
+            if await h.query(TeamWorkflow.pending_questions):
+                break
+            await asyncio.sleep(0.05)
+
+
+def draw(rows: list, path: str) -> None:  # noqa: ANN001
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: pip install -e '.[bench]' for the plot)")
+        return
+    for shape in ("ours", "naive"):
+        pts = [(n, proto) for s, n, _, _, proto, _ in rows if s == shape]
+        plt.plot([p[0] for p in pts], [p[1] / 1e6 for p in pts], marker="o", label=shape)
+    plt.axhline(50, color="red", linestyle="--", label="Temporal's 50 MB limit")
+    plt.xlabel("model calls in one conversation")
+    plt.ylabel("history size (MB, proto)")
+    plt.legend()
+    plt.savefig(path, dpi=100)
+    print(f"plot: {path}")
+    json.dump(rows, open(Path(path).with_suffix(".json"), "w"))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--plot", default=None)
+    args = parser.parse_args()
+    asyncio.run(main(args.quick, args.plot))
