@@ -106,3 +106,55 @@ async def test_a_model_that_never_stops_calling_tools_is_ended_by_the_budget(cli
     # every tool call the model made was still answered
     calls_made = [c.id for m in full for c in m.tool_calls]
     assert set(calls_made) <= set(tool_answers(full)) | {c.id for m in full if m.kind == "handoff_back" for c in m.tool_calls}
+
+
+def shout(text: str) -> str:
+    """Return a very large text (a tool whose output is over the payload guard)."""
+    return text * 300_000
+
+
+async def test_oversized_tool_output_is_truncated_with_a_note(client: Client, task_queue: str) -> None:
+    from activities.tools import MAX_RESULT_BYTES
+
+    sup = team()
+    sup.agents = [*sup.agents, Agent("loud", "Shout.", tools=[shout])]
+    script = {"supervisor": [call("transfer_to_loud"), say("ok")], "loud": [call("shout", text="ab"), say("shouted")]}
+    result, full = await run(client, task_queue, script, sup)
+    assert result.answer == "ok"
+    output = tool_answers(full)["call_loud_0_0"]
+    assert len(output.encode()) < MAX_RESULT_BYTES + 200
+    assert output.endswith(f"[truncated: the tool returned 600,000 bytes; only the first {MAX_RESULT_BYTES:,} are shown]")
+
+
+async def test_oversized_arguments_are_refused_before_scheduling(client: Client, task_queue: str) -> None:
+    SIDE_EFFECTS.clear()
+    script = {"supervisor": [call("transfer_to_clerk"), say("ok")],
+              "clerk": [call("record", note="n" * 300_000), say("too big")]}
+    _, full = await run(client, task_queue, script, team())
+    assert tool_answers(full)["call_clerk_0_0"].startswith("Error: the arguments for record are 300,")
+    assert SIDE_EFFECTS == []
+
+
+async def test_local_tools_run_as_local_activities(client: Client, task_queue: str) -> None:
+    from temporalio.api.enums.v1 import EventType
+
+    from activities.tools import tool
+
+    local_add = tool(faang.add, local=True)
+    sup = team()
+    sup.agents = [Agent("adder", "Add.", tools=[local_add])]
+    script = {"supervisor": [call("transfer_to_adder"), say("3")], "adder": [call("add", a=1, b=2), say("3")]}
+    compiled = sup.compile()
+    async with running_worker(client, task_queue, [compiled], ScriptedModel(script)):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=compiled.spec, task="1+2"),
+            id=f"local-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        await handle.result()
+        full = await handle.query(TeamWorkflow.transcript, True)
+    history = await handle.fetch_history()
+    scheduled = {e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
+                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED}
+    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert "run_tool" not in scheduled and "run_local_tool" not in scheduled
+    assert len(markers) == 1  # the local activity's result, recorded once
+    assert tool_answers(full)["call_adder_0_0"] == "3.0"
