@@ -14,8 +14,10 @@ async def run_demo(name: str = "faang") -> int:
     import worker as worker_module
     from durable_teams.examples import faang
 
+    if name == "support":
+        return await run_support_demo()
     if name != "faang":
-        print(f"Unknown demo {name!r}; available: faang")
+        print(f"Unknown demo {name!r}; available: faang, support")
         return 2
     address, server = worker_module.embedded_or_remote()
     client = await connect(address)
@@ -36,4 +38,60 @@ async def run_demo(name: str = "faang") -> int:
     if server is not None:
         print(f"History in the Temporal Web UI: {server.ui_url}/namespaces/default/workflows/{workflow_id}")
         print("The embedded server keeps running for the UI; stop it with: durable-teams server-stop")
+    return 0
+
+
+async def run_support_demo() -> int:
+    """The support team: the supervisor asks the customer a question, a refund needs approval.
+    Answer at this terminal, or from another with `durable-teams answer` / `approve`."""
+    import asyncio
+
+    import worker as worker_module
+    from durable_teams.cli import format_question, send_reply
+    from durable_teams.examples import support
+
+    address, server = worker_module.embedded_or_remote()
+    client = await connect(address)
+    await ensure_search_attributes(client)
+    task_queue = f"demo-{uuid.uuid4().hex[:8]}"
+    workflow_id = f"support-demo-{uuid.uuid4().hex[:8]}"
+    stdin_open = True
+    async with build_worker(client, worker_module.load_teams([]), worker_module.model_backend(),
+                            task_queue=task_queue):
+        print(f"\nCustomer: {support.QUESTION}\n")
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team_name="support", task=support.QUESTION),
+            id=workflow_id, task_queue=task_queue)
+        result_task = asyncio.ensure_future(handle.result())
+        seen: set[str] = set()
+        while not result_task.done():
+            pending = [q for q in await handle.query(TeamWorkflow.pending_questions) if q.question_id not in seen]
+            if not pending:
+                await asyncio.wait([result_task], timeout=0.2)
+                continue
+            question = pending[0]
+            seen.add(question.question_id)
+            print(format_question(workflow_id, question))
+            if not stdin_open:
+                continue
+            prompt = "Approve? [y/n] " if question.kind == "approval" else "Your answer: "
+            try:
+                text = await asyncio.to_thread(input, prompt)
+            except EOFError:
+                stdin_open = False
+                print("(no terminal input: answer from another terminal with the command above)")
+                continue
+            reply = ({"approved": text.strip().lower().startswith("y")} if question.kind == "approval"
+                     else {"text": text})
+            try:
+                await send_reply(client, workflow_id, question.question_id, **reply)
+            except SystemExit as rejected:  # answered elsewhere meanwhile, or empty
+                print(rejected)
+                seen.discard(question.question_id)
+        result = await result_task
+        for message in await handle.query(TeamWorkflow.transcript, True):
+            print(format_message(message))
+    print(f"\nAnswer: {result.answer}\nWorkflow id: {workflow_id}")
+    if server is not None:
+        print(f"History in the Temporal Web UI: {server.ui_url}/namespaces/default/workflows/{workflow_id}")
     return 0

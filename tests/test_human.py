@@ -138,3 +138,14 @@ async def test_a_day_long_timeout_resolves_on_the_time_skipping_server() -> None
             transcript = await handle.query(TeamWorkflow.transcript)
     assert result.answer == "Proceeding without it."
     assert transcript[2].content == "(No answer from the user within 1 day; using the default answer: no order number)"
+
+
+async def test_pending_lists_questions_from_several_conversations(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
+        first, second = await start(client, task_queue), await start(client, task_queue)
+        await until(lambda: _has(first, "q1"))
+        await until(lambda: _has(second, "q1"))
+        listed = {wid for wid, _ in await pending_questions(client)}
+        assert {first.id, second.id} <= listed
+        for handle in (first, second):
+            await handle.terminate("test over")

@@ -1,0 +1,5 @@
+"""python -m durable_teams: the CLI."""
+
+from durable_teams.cli import main
+
+main()
