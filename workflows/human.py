@@ -87,12 +87,14 @@ class HumanDesk:
                 timeout=timedelta(seconds=question.timeout_seconds),
                 timeout_summary=f"{question.kind} {qid}",
             )
-            return self.state.answers[qid]
+            reply: HumanReply | None = self.state.answers[qid]
         except asyncio.TimeoutError:
-            return None
-        finally:
-            self.state.pending.pop(qid, None)
-            self._mark()
+            reply = None
+        # Not in a `finally`: when the workflow is evicted or terminated mid-wait, there is no
+        # workflow context left to update search attributes from.
+        self.state.pending.pop(qid, None)
+        self._mark()
+        return reply
 
     def _new_question(self, **fields: object) -> Question:
         self.state.questions_asked += 1
