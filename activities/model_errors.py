@@ -1,88 +1,165 @@
 """The one place that decides which model-endpoint errors Temporal retries.
 
-408/409/429/5xx and connection errors are retried (honouring `retry-after`); 400/401/403/404/422
-fail at once, with a message a user understands. The API key never appears in a message.
+The openai client runs with `max_retries=0`, so every failure reaches the activity and Temporal's
+retry policy owns retries (each attempt is visible in the history). Modelled on Temporal's
+openai_agents contrib `_raise_for_openai_status`: 408/409/429/5xx and connection errors are
+retried (honouring `x-should-retry` and `retry-after-ms`/`retry-after`); 400/401/403/404/422 and
+other 4xx fail at once, with a message a user understands. The API key never appears in a
+message: any text taken from the server is scrubbed of the key the request carried.
 """
 
 from __future__ import annotations
 
+import email.utils
+import os
+import time
 from datetime import timedelta
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import openai
 from temporalio.exceptions import ApplicationError
 
 MAX_RETRY_AFTER = 60.0
+"""Cap, in seconds, on a server's `retry-after` (a misbehaving server cannot park a turn)."""
 
-_MEANING = {
+MAX_DETAIL = 500
+"""Characters of the server's error text kept (a proxy may answer with a whole HTML page)."""
+
+_MEANING: dict[int, tuple[str, str]] = {
     400: ("ModelBadRequest", "The model endpoint rejected the request as invalid (HTTP 400)."),
-    401: ("ModelAuthError", "The model endpoint rejected the credentials (HTTP 401). Check OPENAI_API_KEY on the worker."),
-    403: ("ModelAuthError", "The model endpoint refused access (HTTP 403). Check the API key's permissions for this model."),
-    404: ("ModelNotFound", "The model endpoint answered 404: check the model name and OPENAI_BASE_URL."),
+    401: ("ModelAuthError", "The model endpoint rejected the credentials (HTTP 401). "
+                            "Check OPENAI_API_KEY on the worker."),
+    403: ("ModelAuthError", "The model endpoint refused access (HTTP 403). Check that the API "
+                            "key on the worker may use this model."),
     408: ("ModelTimeout", "The model endpoint timed out (HTTP 408)."),
     409: ("ModelConflict", "The model endpoint reported a conflict (HTTP 409)."),
     422: ("ModelBadRequest", "The model endpoint could not process the request (HTTP 422)."),
-    429: ("ModelRateLimited", "The model endpoint is rate limiting (HTTP 429)."),
+    429: ("ModelRateLimited", "The model endpoint is rate limiting or out of quota (HTTP 429)."),
 }
 
 
-def retry_after(headers: object) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `retry-after`, capped."""
+def retry_after(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), capped
+    at MAX_RETRY_AFTER; None when absent or unreadable."""
     get = getattr(headers, "get", None)
     if get is None:
         return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = get(name)
-        if value is None:
-            continue
+    value = get("retry-after-ms")
+    if value is not None:
         try:
-            return min(float(value) * scale, MAX_RETRY_AFTER)
+            return max(0.0, min(float(value) / 1000.0, MAX_RETRY_AFTER))
         except ValueError:
-            continue
-    return None
+            pass
+    value = get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, min(seconds, MAX_RETRY_AFTER))
+
+
+def _secrets(err: Exception) -> list[str]:
+    """The credentials this request carried (and the worker's key), to scrub from messages."""
+    found = [os.environ.get("OPENAI_API_KEY", "")]
+    request = getattr(err, "request", None)
+    headers = getattr(request, "headers", None) if request is not None else None
+    if headers is not None:
+        auth = headers.get("authorization") or ""
+        found.append(auth.split(" ", 1)[1] if auth.lower().startswith("bearer ") else auth)
+        found.append(headers.get("api-key") or "")
+    return [s for s in found if len(s) >= 4]
+
+
+def _scrub(text: str, err: Exception) -> str:
+    for secret in _secrets(err):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _server_text(err: openai.APIStatusError) -> str:
+    """The server's own error message (`{"error": {"message": ...}}` or the SDK's summary)."""
     body = err.body
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])
+        if isinstance(inner, str) and inner:
+            return inner
     return err.message or ""
 
 
-def raise_for_openai_error(err: Exception, model: str = "") -> NoReturn:
-    """Re-raise an openai error as an ApplicationError Temporal retries, or not."""
-    if isinstance(err, openai.APIStatusError):
-        status = err.status_code
-        kind, text = _MEANING.get(
-            status,
-            ("ModelServerError", f"The model endpoint failed (HTTP {status}).")
-            if status >= 500
-            else ("ModelBadRequest", f"The model endpoint rejected the request (HTTP {status})."),
-        )
+def _error_code(err: openai.APIStatusError) -> str:
+    body = err.body
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    return str(inner.get("code") or "") if isinstance(inner, dict) else ""
+
+
+def _where(err: Exception) -> str:
+    """Host and path of the request, without query string (never credentials)."""
+    request = getattr(err, "request", None)
+    url = getattr(request, "url", None)
+    if url is None:
+        return ""
+    return f"{url.scheme}://{url.host}{f':{url.port}' if url.port else ''}{url.path}"
+
+
+def raise_for_openai_error(exc: Exception, model: str = "") -> NoReturn:
+    """Re-raise an openai error as an ApplicationError Temporal retries, or not.
+
+    `model` (optional) is named in the message of a 404. Anything that is not an openai API
+    error is re-raised unchanged.
+    """
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        if status == 404:
+            kind, text = "ModelNotFound", (
+                f"The model endpoint answered HTTP 404 (not found) for model {model or '?'!r} at "
+                f"{_where(exc)}. Check the model name and OPENAI_BASE_URL on the worker.")
+        elif status in _MEANING:
+            kind, text = _MEANING[status]
+        elif status >= 500:
+            kind, text = "ModelServerError", f"The model endpoint failed (HTTP {status})."
+        else:
+            kind, text = "ModelBadRequest", f"The model endpoint rejected the request (HTTP {status})."
         retryable = status in (408, 409, 429) or status >= 500
-        should_retry = err.response.headers.get("x-should-retry")
+        if status == 429 and _error_code(exc) == "insufficient_quota":
+            kind, retryable = "ModelQuotaExceeded", False  # waiting does not buy quota
+            text = ("The model endpoint reports the account is out of quota (HTTP 429). "
+                    "Check the plan and billing of the key on the worker.")
+        should_retry = (exc.response.headers.get("x-should-retry") or "").lower()
         if should_retry in ("true", "false"):
             retryable = should_retry == "true"
-        if status == 404 and model:
-            text += f" (model {model!r})"
-        detail = _server_text(err)
-        delay = retry_after(err.response.headers) if retryable else None
+        detail = _scrub(_server_text(exc), exc).strip()[:MAX_DETAIL]
+        delay = retry_after(exc.response.headers) if retryable else None
         raise ApplicationError(
-            f"{text} {detail}".strip(),
+            f"{text} Server said: {detail}" if detail else text,
             type=kind,
             non_retryable=not retryable,
             next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
         ) from None
-    if isinstance(err, (openai.APIConnectionError, openai.APITimeoutError)):
+    if isinstance(exc, openai.APITimeoutError):
         raise ApplicationError(
-            f"Could not reach the model endpoint: {err}", type="ModelConnectionError"
+            f"The model endpoint at {_where(exc)} did not answer in time.",
+            type="ModelTimeout",
         ) from None
-    if isinstance(err, openai.APIResponseValidationError):
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        reason = _scrub(f"{type(cause).__name__}: {cause}" if cause else exc.message, exc)
         raise ApplicationError(
-            f"The model endpoint sent a response we cannot read: {err}",
+            f"Could not reach the model endpoint at {_where(exc)} ({reason}). Check "
+            "OPENAI_BASE_URL and that the server is running.",
+            type="ModelConnectionError",
+        ) from None
+    if isinstance(exc, openai.APIResponseValidationError):
+        raise ApplicationError(
+            f"The model endpoint sent a response that is not a Chat Completion: "
+            f"{_scrub(exc.message, exc)}",
             type="ModelBadResponse",
             non_retryable=True,
         ) from None
-    raise err
+    raise exc

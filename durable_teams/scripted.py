@@ -1,8 +1,9 @@
-"""A scripted model: replays recorded responses, for demos and tests (no network, no key).
+"""A scripted model: replays written replies, for demos and tests (no network, no key).
 
 A script maps an agent's name to its replies in order; the n-th model call of that agent in a
-conversation gets reply n (`ModelRequest.agent_call_index`, counted by the workflow, so retries
-and worker restarts replay the same reply).
+conversation gets reply n (`ModelRequest.agent_call_index`, counted by the workflow, so a retry
+or a worker restart replays the same reply). A callable script decides from the request instead.
+An exhausted script is a non-retryable error, never a loop.
 """
 
 from __future__ import annotations
@@ -13,10 +14,16 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from activities.model import ModelBackend
 from workflows.messages import Message, ModelRequest, ModelResponse, ToolCall
 
 Step = Message
-ScriptFn = Callable[[ModelRequest, list[dict[str, Any]], list[dict[str, Any]]], "Step | ModelResponse"]
+"""One scripted reply: an assistant message (text, tool calls, or both)."""
+
+ScriptFn = Callable[
+    [ModelRequest, list[dict[str, Any]], list[dict[str, Any]]], Step | ModelResponse
+]
+"""`(req, messages, tools) -> Step | ModelResponse`: a script that looks at the request."""
 
 
 def say(text: str) -> Step:
@@ -25,47 +32,62 @@ def say(text: str) -> Step:
 
 
 def call(tool: str, **arguments: Any) -> Step:
-    """A reply with one tool call."""
+    """A reply with one tool call (arguments become a JSON string)."""
     return calls((tool, arguments))
 
 
 def calls(*tool_calls: tuple[str, dict[str, Any]], text: str = "") -> Step:
-    """A reply with several tool calls (parallel calls, or a handoff mixed with a tool)."""
-    return Message(role="assistant", content=text, tool_calls=[
-        ToolCall(id="", name=name, arguments=json.dumps(args)) for name, args in tool_calls])
+    """A reply with several tool calls at once (parallel calls, or a handoff with a tool)."""
+    return Message(
+        role="assistant",
+        content=text,
+        tool_calls=[ToolCall(id="", name=name, arguments=json.dumps(args)) for name, args in tool_calls],
+    )
 
 
 def raw_call(tool: str, raw_arguments: str) -> Step:
     """A tool call whose argument string is sent exactly as given (even malformed JSON)."""
-    return Message(role="assistant", content="", tool_calls=[ToolCall(id="", name=tool, arguments=raw_arguments)])
+    return Message(
+        role="assistant", content="", tool_calls=[ToolCall(id="", name=tool, arguments=raw_arguments)]
+    )
 
 
-class ScriptedModel:
-    """A `ModelBackend` that replays a script; records what it was asked."""
+class ScriptedModel(ModelBackend):
+    """A `ModelBackend` that replays a script and records what it was asked (`requests`)."""
 
-    def __init__(self, script: dict[str, list[Step]] | ScriptFn):
+    def __init__(self, script: dict[str, list[Step]] | ScriptFn) -> None:
         self.script = script
         self.requests: list[tuple[ModelRequest, list[dict[str, Any]], list[dict[str, Any]]]] = []
+
+    def step_for(
+        self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> Step | ModelResponse:
+        """The scripted reply for this request, or a non-retryable error when there is none."""
+        if callable(self.script):
+            return self.script(req, messages, tools)
+        steps = self.script.get(req.agent, [])
+        index = req.agent_call_index
+        if index >= len(steps):
+            known = ", ".join(sorted(self.script)) or "none"
+            raise ApplicationError(
+                f"The scripted model has no step {index + 1} for agent {req.agent!r}: its "
+                f"script has {len(steps)} step(s) (scripted agents: {known}). Add steps, or "
+                "check that the agent is not looping.",
+                type="ScriptExhausted",
+                non_retryable=True,
+            )
+        return steps[index]
 
     async def complete(
         self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelResponse:
         self.requests.append((req, messages, tools))
-        if callable(self.script):
-            step = self.script(req, messages, tools)
-        else:
-            steps = self.script.get(req.agent, [])
-            if req.agent_call_index >= len(steps):
-                raise ApplicationError(
-                    f"The scripted model has no step {req.agent_call_index + 1} for agent "
-                    f"{req.agent!r} (it has {len(steps)}).",
-                    type="ScriptExhausted", non_retryable=True)
-            step = steps[req.agent_call_index]
-        if isinstance(step, ModelResponse):
-            return step
+        step = self.step_for(req, messages, tools)
+        response = step if isinstance(step, ModelResponse) else ModelResponse(message=step)
         ids = [
-            c.model_copy(update={"id": c.id or f"call_{req.agent}_{req.agent_call_index}_{j}"})
-            for j, c in enumerate(step.tool_calls)
+            c if c.id else c.model_copy(update={"id": f"call_{req.agent}_{req.agent_call_index}_{j}"})
+            for j, c in enumerate(response.message.tool_calls)
         ]
-        finish = "tool_calls" if ids else "stop"
-        return ModelResponse(message=step.model_copy(update={"tool_calls": ids}), finish_reason=finish)
+        finish = response.finish_reason or ("tool_calls" if ids else "stop")
+        message = response.message.model_copy(update={"tool_calls": ids})
+        return response.model_copy(update={"message": message, "finish_reason": finish})
