@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import inspect
 import json
 from collections.abc import Callable
@@ -45,13 +46,16 @@ class Result:
 
     value: str = ""
     agent: str | None = None
-    """Hand the conversation to this agent."""
+    """Hand the conversation to this agent (an object with a `name`, such as an `Agent`, is
+    accepted too and stands for that name)."""
     context_variables: dict[str, Any] = field(default_factory=dict)
     """Updates to the conversation's context variables."""
 
 
 @dataclass
 class Tool:
+    """A function and its spec; calling the tool calls the function."""
+
     fn: Callable[..., Any]
     spec: ToolSpec
 
@@ -73,11 +77,13 @@ def tool(
 ) -> Any:
     """Make a function a tool: `@tool`, `@tool(local=True)` or `tool(fn)`."""
 
-    def wrap(f: Callable[..., Any]) -> Tool:
+    def wrap(f: Callable[..., Any] | Tool) -> Tool:
+        if isinstance(f, Tool):  # re-wrapping a tool gives it new options
+            f = f.fn
         doc, parameters = function_schema(f)
         params = inspect.signature(f).parameters
         spec = ToolSpec(
-            name=name or f.__name__,
+            name=name or str(getattr(f, "__name__", type(f).__name__)),
             description=description if description is not None else doc,
             parameters=parameters,
             local=local,
@@ -101,6 +107,7 @@ class ToolRegistry:
         self.register(*tools)
 
     def register(self, *tools: Tool | Callable[..., Any]) -> None:
+        """Add tools; the same name for a different function is a ValueError."""
         for item in tools:
             t = item if isinstance(item, Tool) else tool(item)
             existing = self._tools.get(t.spec.name)
@@ -121,19 +128,25 @@ class ToolRegistry:
         return name in self._tools
 
 
-def _as_result(value: Any) -> ToolResult:
-    if isinstance(value, Result):
-        return ToolResult(content=value.value, handoff_to=value.agent,
-                          context_updates=dict(value.context_variables))
+def _content(value: Any) -> str:
+    """A tool's return value as the text the model reads."""
     if value is None:
-        content = ""
-    elif isinstance(value, str):
-        content = value
-    elif isinstance(value, BaseModel):
-        content = value.model_dump_json()
-    else:
-        content = json.dumps(value, default=str)
-    return ToolResult(content=content)
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, default=str)
+
+
+def _as_result(value: Any) -> ToolResult:
+    if not isinstance(value, Result):
+        return ToolResult(content=_content(value))
+    agent = value.agent if value.agent is None else getattr(value.agent, "name", value.agent)
+    # A JSON round trip keeps the updates serialisable: an unencodable activity result would
+    # be retried to no end.
+    updates = json.loads(json.dumps(value.context_variables, default=str))
+    return ToolResult(content=_content(value.value), handoff_to=agent, context_updates=updates)
 
 
 def _bounded(result: ToolResult) -> ToolResult:
@@ -145,7 +158,20 @@ def _bounded(result: ToolResult) -> ToolResult:
     return result.model_copy(update={"content": kept + note})
 
 
+async def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Await an async tool; run a sync one in a thread, so a slow tool never blocks the
+    worker's event loop (to_thread copies the context: current_idempotency_key() works)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(**kwargs)
+    value = await asyncio.to_thread(fn, **kwargs)
+    if inspect.isawaitable(value):  # an async callable object or a partial of one
+        value = await value
+    return value
+
+
 class ToolActivities:
+    """The tool activities, bound to the worker's registry."""
+
     def __init__(self, registry: ToolRegistry):
         self.registry = registry
 
@@ -155,29 +181,25 @@ class ToolActivities:
             return ToolResult(is_error=True, content=f"Error: unknown tool {req.tool!r}. Available: {available}.")
         t = self.registry.get(req.tool)
         try:
-            kwargs = validate_arguments(t.fn, req.arguments)
+            kwargs = validate_arguments(t.fn, req.arguments, tool_name=req.tool)
         except ToolArgumentsError as err:
             return ToolResult(is_error=True, content=f"Error: {err}")
         params = inspect.signature(t.fn).parameters
         if "context_variables" in params:
-            kwargs["context_variables"] = dict(req.context)
+            kwargs["context_variables"] = copy.deepcopy(req.context)
         if "idempotency_key" in params:
             kwargs["idempotency_key"] = req.idempotency_key
         token = _idempotency_key.set(req.idempotency_key)
         try:
-            if inspect.iscoroutinefunction(t.fn):
-                value = await t.fn(**kwargs)
-            else:
-                # A thread keeps a slow sync tool from blocking the worker's event loop
-                # (to_thread copies the context, so current_idempotency_key() works there).
-                value = await asyncio.to_thread(t.fn, **kwargs)
+            result = _as_result(await _call(t.fn, kwargs))
         except RetryableToolError as err:
             raise ApplicationError(f"{req.tool}: {err}", type="RetryableToolError") from err
-        except Exception as err:  # noqa: BLE001 - the model should see what went wrong
-            return ToolResult(is_error=True, content=f"Error: {type(err).__name__}: {err}")
+        except Exception as err:  # the model should see what went wrong, once
+            activity.logger.warning("tool %s failed", req.tool, exc_info=True)
+            result = ToolResult(is_error=True, content=f"Error: {type(err).__name__}: {err}")
         finally:
             _idempotency_key.reset(token)
-        return _bounded(_as_result(value))
+        return _bounded(result)
 
     @activity.defn(name="run_tool")
     async def run_tool(self, req: ToolRequest) -> ToolResult:
