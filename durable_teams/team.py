@@ -18,7 +18,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from activities.tools import Tool, ToolRegistry, tool
-from workflows.messages import AgentSpec, Budgets, OutputMode, SupervisorSpec, TeamSpec
+from workflows.messages import (
+    AgentSpec,
+    Budgets,
+    OutputMode,
+    RoutingRule,
+    Strategy,
+    SupervisorSpec,
+    TeamSpec,
+)
 from workflows.team import WORKFLOW_TOOLS, validate_team
 
 ToolLike = Callable[..., Any] | Tool | str
@@ -87,6 +95,15 @@ class Supervisor:
     parallel_tool_calls: bool = False
     max_parallel_handoffs: int = 8
     worker_preamble: bool = False
+    strategy: Strategy = "llm"
+    """How work is routed: "llm" (handoff tools), "llm-decision" (a JSON decision), or a
+    strategy that calls no model: "rules", "skills", "round-robin", "load-balanced"."""
+    rules: Sequence[RoutingRule] = ()
+    """For "rules": `RoutingRule(target="billing", keywords=["refund"])`, tried in order."""
+    fallback_agent: Agent | str | None = None
+    """Where "rules" and "skills" route when nothing matches (default: the first agent)."""
+    decision_max_retries: int = 2
+    decision_max_tool_rounds: int = 3
     budgets: Budgets = field(default_factory=Budgets)
     ask_human_timeout_seconds: float = 86_400.0
     ask_human_default: str | None = None
@@ -109,6 +126,12 @@ class Supervisor:
                 parallel_tool_calls=self.parallel_tool_calls,
                 max_parallel_handoffs=self.max_parallel_handoffs,
                 worker_preamble=self.worker_preamble,
+                strategy=self.strategy,
+                rules=list(self.rules),
+                fallback_agent=(self.fallback_agent.name if isinstance(self.fallback_agent, Agent)
+                                else self.fallback_agent),
+                decision_max_retries=self.decision_max_retries,
+                decision_max_tool_rounds=self.decision_max_tool_rounds,
             ),
             agents={a.name: a.spec(registry) for a in self.agents},
             tools=registry.specs(),

@@ -113,6 +113,26 @@ OutputMode = Literal["full_history", "last_message"]
 Strategy = Literal["llm", "llm-decision", "rules", "skills", "round-robin", "load-balanced"]
 
 
+class RoutingRule(Wire):
+    """Route to `target` when the user's message contains one of `keywords` (case-insensitive,
+    whole words or phrases; a plural in -s/-es matches too) or matches the regular expression
+    `pattern` (searched case-insensitively). Rules are tried in order; the first match wins."""
+
+    target: str
+    keywords: list[str] = Field(default_factory=list)
+    pattern: str | None = None
+
+
+class RoutingDecision(Wire):
+    """Which agent a routing strategy chose, and why: recorded in the transcript (a message
+    with kind="routing") so every decision can be audited."""
+
+    target: str
+    strategy: Strategy
+    reasoning: str = ""
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
 class SupervisorSpec(Wire):
     """The supervisor of a team, with langgraph-supervisor's options."""
 
@@ -129,6 +149,19 @@ class SupervisorSpec(Wire):
     max_parallel_handoffs: int = 8
     worker_preamble: bool = False
     """Prepend ABI's "you are a specialized agent working under <supervisor>" block to workers."""
+    strategy: Strategy = "llm"
+    """How the supervisor picks a worker: "llm" (the model calls handoff tools), "llm-decision"
+    (the model answers with a JSON routing decision), or a strategy that calls no model:
+    "rules", "skills", "round-robin", "load-balanced" (see workflows/routing.py)."""
+    rules: list[RoutingRule] = Field(default_factory=list)
+    """For strategy "rules": tried in order."""
+    fallback_agent: str | None = None
+    """Where "rules" and "skills" route when nothing matches (default: the first agent)."""
+    decision_max_retries: int = Field(default=2, ge=0)
+    """For "llm-decision": how many times an unusable decision is sent back to the model."""
+    decision_max_tool_rounds: int = Field(default=3, ge=0)
+    """For "llm-decision": how many rounds of tool calls (ask_human, lookups) the supervisor
+    may make before it must decide."""
 
 
 class Budgets(Wire):

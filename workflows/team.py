@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from workflows import handoff
+from workflows import handoff, routing
 from workflows.messages import AgentSpec, TeamSpec, ToolSpec
 
 LIST_TOOLS = "list_tools"
@@ -44,6 +44,9 @@ def validate_team(team: TeamSpec) -> None:
         for tool in sup.tools:
             if tool not in team.tools and tool not in WORKFLOW_TOOLS:
                 raise TeamError(f"supervisor names unknown tool {tool!r}")
+        problems = routing.strategy_problems(team)
+        if problems:
+            raise TeamError("; ".join(problems))
     elif (team.start_agent or next(iter(team.agents), None)) not in team.agents:
         raise TeamError("a swarm needs at least one agent and a valid start_agent")
 

@@ -1,0 +1,369 @@
+"""Routing strategies: which worker a supervisor engages next. Pure functions, no Temporal.
+
+Four strategies need no model at all, and take no model argument, so that is checkable:
+
+- `rules`: ordered rules (keywords or regular expressions over the user's message) -> agent;
+- `skills`: each agent scored by how many of its declared skills the message names;
+- `round-robin`: the n-th routing decision of the conversation goes to agent n mod len(agents);
+- `load-balanced`: the agent with the fewest assignments so far in the conversation.
+
+`rules` and `skills` fall back to `fallback_agent` (or the first agent) when nothing matches.
+Ties always go to the agent listed first in the supervisor, so a replay decides the same.
+
+For `llm-decision` (the model answers with JSON instead of calling a handoff tool) this module
+holds the pure part: the instructions and JSON schema given to the model, and
+`parse_decision`, which turns the model's text into a `RoutingDecision` or into the error text
+to send back to the model.
+
+Every strategy returns a `RoutingDecision` (target, strategy, reasoning, confidence);
+`routing_record` makes the transcript message (kind="routing") that records it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+
+from workflows.handoff import normalize_agent_name
+from workflows.messages import (
+    AgentSpec,
+    Message,
+    RoutingDecision,
+    RoutingRule,
+    Strategy,
+    SupervisorSpec,
+    TeamSpec,
+)
+
+MODEL_FREE: tuple[Strategy, ...] = ("rules", "skills", "round-robin", "load-balanced")
+"""Strategies that decide without calling a model."""
+
+
+def needs_model(strategy: Strategy) -> bool:
+    return strategy not in MODEL_FREE
+
+
+# ---- matching text -------------------------------------------------------------------------
+
+
+def keyword_pattern(phrase: str) -> re.Pattern[str]:
+    """A case-insensitive, whole-word pattern for a keyword or phrase.
+
+    Words of a phrase may be separated by any whitespace; the phrase may end in -s or -es
+    (`invoice` matches "invoices"), but never runs into a longer word (`bill` does not match
+    "billing"). Works for keywords that start or end with punctuation, such as `c++`.
+    """
+    words = phrase.split()
+    if not words:
+        raise ValueError("a keyword must not be empty")
+    body = r"\s+".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<!\w){body}(?:e?s)?(?!\w)", re.IGNORECASE)
+
+
+def rule_pattern(rule: RoutingRule) -> re.Pattern[str] | None:
+    """The rule's regular expression, compiled case-insensitively (re.error if invalid)."""
+    return re.compile(rule.pattern, re.IGNORECASE) if rule.pattern else None
+
+
+def rule_match(rule: RoutingRule, text: str) -> str | None:
+    """What made `rule` match `text` (for the decision's reasoning), or None."""
+    for keyword in rule.keywords:
+        if keyword_pattern(keyword).search(text):
+            return f"keyword {keyword!r}"
+    pattern = rule_pattern(rule)
+    if pattern is not None:
+        found = pattern.search(text)
+        if found:
+            return f"pattern /{rule.pattern}/ (matched {found.group(0)!r})"
+    return None
+
+
+def skills_matched(skills: Sequence[str], text: str) -> list[str]:
+    """The distinct skills (compared case-insensitively) that `text` names, in declared order."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for skill in skills:
+        key = " ".join(skill.lower().split())
+        if key and key not in seen and keyword_pattern(skill).search(text):
+            seen.add(key)
+            out.append(skill)
+    return out
+
+
+# ---- strategies that call no model ---------------------------------------------------------
+
+
+def fallback_decision(
+    agents: Sequence[str], fallback_agent: str | None, strategy: Strategy, why: str
+) -> RoutingDecision:
+    """Nothing decided: the fallback agent, or the first agent, with confidence 0."""
+    if not agents:
+        raise ValueError("a supervisor needs at least one agent to route to")
+    if fallback_agent:
+        return RoutingDecision(target=fallback_agent, strategy=strategy, confidence=0.0,
+                               reasoning=f"{why}; routed to the fallback agent {fallback_agent}")
+    return RoutingDecision(target=agents[0], strategy=strategy, confidence=0.0,
+                           reasoning=f"{why}; routed to the first agent, {agents[0]}")
+
+
+def route_by_rules(
+    message: str, rules: Sequence[RoutingRule], agents: Sequence[str], fallback_agent: str | None = None
+) -> RoutingDecision:
+    """The first rule that matches `message` decides (confidence 1); else the fallback."""
+    for number, rule in enumerate(rules, start=1):
+        hit = rule_match(rule, message)
+        if hit is not None:
+            return RoutingDecision(target=rule.target, strategy="rules", confidence=1.0,
+                                   reasoning=f"rule {number} matched {hit}")
+    return fallback_decision(agents, fallback_agent, "rules", f"none of {len(rules)} rule(s) matched")
+
+
+def route_by_skills(
+    message: str, skills: Mapping[str, Sequence[str]], fallback_agent: str | None = None
+) -> RoutingDecision:
+    """Score each agent by the number of its skills the message names; the best wins.
+
+    `skills` maps agent -> declared skills, in the supervisor's listing order, which breaks
+    ties. Confidence is the winner's share of all matches: 1.0 when only it matched, 0.5 for
+    a two-way tie. No match routes to the fallback (or first) agent with confidence 0.
+    """
+    agents = list(skills)
+    matched = {agent: skills_matched(skills[agent], message) for agent in agents}
+    scores = {agent: len(found) for agent, found in matched.items()}
+    total = sum(scores.values())
+    if total == 0:
+        return fallback_decision(agents, fallback_agent, "skills", "no agent's skills matched")
+    best = max(scores.values())
+    target = next(a for a in agents if scores[a] == best)  # first listed wins a tie
+    tied = [a for a in agents if scores[a] == best and a != target]
+    named = ", ".join(repr(s) for s in matched[target])
+    board = ", ".join(f"{a}={scores[a]}" for a in agents if scores[a])
+    reasoning = f"{target} matched {best} skill(s): {named} (scores: {board})"
+    if tied:
+        reasoning += f"; tied with {', '.join(tied)}, listed earlier wins"
+    return RoutingDecision(target=target, strategy="skills", reasoning=reasoning,
+                           confidence=round(best / total, 4))
+
+
+def route_round_robin(agents: Sequence[str], decisions_so_far: int) -> RoutingDecision:
+    """Decision n (counting from 0 in the conversation) goes to agents[n mod len(agents)]."""
+    if not agents:
+        raise ValueError("a supervisor needs at least one agent to route to")
+    index = decisions_so_far % len(agents)
+    return RoutingDecision(
+        target=agents[index], strategy="round-robin", confidence=1.0,
+        reasoning=f"routing decision {decisions_so_far + 1} goes to agent {index + 1} of {len(agents)}")
+
+
+def route_load_balanced(agents: Sequence[str], assignments: Mapping[str, int]) -> RoutingDecision:
+    """The agent with the fewest assignments so far; ties go to the agent listed first."""
+    if not agents:
+        raise ValueError("a supervisor needs at least one agent to route to")
+    counts = [(assignments.get(a, 0), i, a) for i, a in enumerate(agents)]
+    _, _, target = min(counts)
+    board = ", ".join(f"{a}={n}" for n, _, a in counts)
+    return RoutingDecision(target=target, strategy="load-balanced", confidence=1.0,
+                           reasoning=f"fewest assignments so far ({board})")
+
+
+def route(
+    team: TeamSpec, message: str, *, decisions_so_far: int, assignments: Mapping[str, int]
+) -> RoutingDecision:
+    """Decide with the supervisor's model-free strategy. There is no model argument: these
+    strategies cannot call one. "llm" and "llm-decision" are a ValueError here."""
+    sup = team.supervisor
+    if sup is None:
+        raise ValueError("routing strategies apply to a team with a supervisor")
+    if sup.strategy == "rules":
+        return route_by_rules(message, sup.rules, sup.agents, sup.fallback_agent)
+    if sup.strategy == "skills":
+        return route_by_skills(message, {a: team.agents[a].skills for a in sup.agents}, sup.fallback_agent)
+    if sup.strategy == "round-robin":
+        return route_round_robin(sup.agents, decisions_so_far)
+    if sup.strategy == "load-balanced":
+        return route_load_balanced(sup.agents, assignments)
+    raise ValueError(f"strategy {sup.strategy!r} needs the model; it is not decided here")
+
+
+def strategy_problems(team: TeamSpec) -> list[str]:
+    """What is wrong with the supervisor's routing configuration (empty when nothing)."""
+    sup = team.supervisor
+    if sup is None:
+        return []
+    problems: list[str] = []
+    agents = set(sup.agents)
+    for number, rule in enumerate(sup.rules, start=1):
+        if rule.target not in agents:
+            problems.append(f"routing rule {number} targets {rule.target!r}, which is not one of "
+                            f"the supervisor's agents ({', '.join(sup.agents)})")
+        if not rule.keywords and not rule.pattern:
+            problems.append(f"routing rule {number} has neither keywords nor a pattern")
+        if any(not k.strip() for k in rule.keywords):
+            problems.append(f"routing rule {number} has an empty keyword")
+        try:
+            rule_pattern(rule)
+        except re.error as err:
+            problems.append(f"routing rule {number} has an invalid regular expression "
+                            f"{rule.pattern!r}: {err}")
+    if sup.fallback_agent is not None and sup.fallback_agent not in agents:
+        problems.append(f"fallback agent {sup.fallback_agent!r} is not one of the supervisor's "
+                        f"agents ({', '.join(sup.agents)})")
+    if sup.strategy != "llm" and not sup.agents:
+        problems.append(f"strategy {sup.strategy!r} needs at least one agent to route to")
+    if sup.strategy == "rules" and not sup.rules:
+        problems.append('strategy "rules" needs at least one routing rule')
+    if sup.strategy == "skills" and not any(
+        team.agents[a].skills for a in sup.agents if a in team.agents
+    ):
+        problems.append('strategy "skills" needs at least one agent that declares skills')
+    return problems
+
+
+# ---- the transcript ------------------------------------------------------------------------
+
+
+def latest_user_text(messages: Sequence[Message]) -> str:
+    """The text of the last user message: what the strategies route on."""
+    for m in reversed(messages):
+        if m.role == "user":
+            return m.content or ""
+    return ""
+
+
+def decisions_made(messages: Sequence[Message]) -> int:
+    """How many routing decisions the transcript records (round-robin's counter)."""
+    return sum(1 for m in messages if m.kind == "routing")
+
+
+def routing_record(decision: RoutingDecision, supervisor: str, scope: int = 0) -> Message:
+    """The transcript message that records a decision, written by the supervisor."""
+    return Message(
+        role="assistant", name=supervisor, scope=scope, kind="routing",
+        content=(f"Routing to {decision.target} ({decision.strategy}, confidence "
+                 f"{decision.confidence:.2f}): {decision.reasoning}"),
+    )
+
+
+# ---- llm-decision: the model answers with JSON ---------------------------------------------
+
+
+class RoutingDecisionOutput(BaseModel):
+    """What the model must answer under "llm-decision". `targetAgent` and `agent` are accepted
+    as spellings of `target`; unknown keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    target: str = Field(validation_alias=AliasChoices("target", "targetAgent", "target_agent", "agent"))
+    reasoning: str = ""
+    confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    """0.8 when the model leaves it out (agentforge's default)."""
+
+
+def decision_schema(agents: Sequence[str]) -> dict:
+    """JSON schema of the decision, with the agent names as the only allowed targets."""
+    return {
+        "type": "object",
+        "properties": {
+            "target": {"type": "string", "enum": list(agents)},
+            "reasoning": {"type": "string"},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+        "required": ["target", "reasoning", "confidence"],
+        "additionalProperties": False,
+    }
+
+
+def decision_instructions(agents: Sequence[AgentSpec]) -> str:
+    """The part of the supervisor's prompt that asks for a JSON decision."""
+    lines = []
+    for a in agents:
+        about = a.description or ", ".join(a.skills) or "no description"
+        lines.append(f"- {a.name}: {about}")
+    return (
+        "Choose the one agent that should handle the user's latest message. The agents:\n"
+        + "\n".join(lines)
+        + '\nReply with only a JSON object: {"target": "<agent name>", "reasoning": '
+        '"<one sentence>", "confidence": <a number from 0 to 1>}.'
+    )
+
+
+def decision_feedback(why: str, agents: Sequence[str]) -> str:
+    """The message sent back to the model when its decision cannot be used."""
+    return (f"{why}. Reply with JSON {{target, reasoning, confidence}}; target must be one of: "
+            f"{', '.join(agents)}")
+
+
+_FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def _json_object(text: str) -> object:
+    """The JSON value in `text`: inside the first ``` fence if there is one, else the whole
+    text, else the first `{...}` that parses. Raises ValueError when there is none."""
+    fenced = _FENCE.search(text)
+    body = (fenced.group(1) if fenced else text).strip()
+    try:
+        return json.loads(body)
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder()
+    for start in (i for i, ch in enumerate(body) if ch == "{"):
+        try:
+            value, _ = decoder.raw_decode(body, start)
+        except ValueError:
+            continue
+        return value
+    raise ValueError("no JSON object")
+
+
+def _resolve_target(target: str, agents: Sequence[str]) -> str | None:
+    """`target` as one of `agents`: exact, else by normalised name (`Math Expert`,
+    `transfer_to_math_expert`), when that names exactly one agent."""
+    if target in agents:
+        return target
+    wanted = normalize_agent_name(target)
+    if wanted.startswith("transfer_to_"):
+        wanted = wanted[len("transfer_to_"):]
+    found = [a for a in agents if normalize_agent_name(a) == wanted]
+    return found[0] if len(found) == 1 else None
+
+
+def _validation_text(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        field = ".".join(str(p) for p in e["loc"]) or "decision"
+        parts.append(f"{field}: {e['msg']}")
+    return "; ".join(parts)
+
+
+def parse_decision(text: str | None, agents: Sequence[str]) -> RoutingDecision | str:
+    """The model's routing decision, or the text to send back to it when it is unusable.
+
+    Accepts bare JSON, JSON inside a ```json fence, or a JSON object within prose. The target
+    must name one of `agents` (exactly, or by normalised name).
+    """
+    if not text or not text.strip():
+        return decision_feedback("Your reply was empty", agents)
+    try:
+        value = _json_object(text)
+    except ValueError:
+        return decision_feedback("Your reply was not JSON", agents)
+    if not isinstance(value, dict):
+        return decision_feedback(f"Your reply was JSON but not an object ({type(value).__name__})", agents)
+    try:
+        out = RoutingDecisionOutput.model_validate(value)
+    except ValidationError as err:
+        return decision_feedback(f"Your decision is invalid ({_validation_text(err)})", agents)
+    target = _resolve_target(out.target, agents)
+    if target is None:
+        return decision_feedback(f"{out.target!r} is not an agent of this team", agents)
+    return RoutingDecision(target=target, strategy="llm-decision", reasoning=out.reasoning,
+                           confidence=out.confidence)
+
+
+def supervisor_agents(team: TeamSpec) -> list[AgentSpec]:
+    """The supervisor's agents as specs, in listing order (for `decision_instructions`)."""
+    sup: SupervisorSpec | None = team.supervisor
+    return [team.agents[a] for a in sup.agents] if sup else []
