@@ -2,6 +2,7 @@
 
     durable-teams demo                         # FAANG demo on the embedded server
     durable-teams worker                       # a worker (same as python worker.py)
+    durable-teams chat acme [--thread ID]      # talk to a team, turn by turn
     durable-teams run faang "what's 2+2?"      # start a team by name, print the answer
     durable-teams run faang "..." --no-wait    # just print the workflow id
     durable-teams status <workflow-id>
@@ -146,6 +147,12 @@ async def cmd_approve(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_chat(args: argparse.Namespace) -> int:
+    from durable_teams.chat import chat
+
+    return await chat(await _client(), args.team, args.thread)
+
+
 async def cmd_demo(args: argparse.Namespace) -> int:
     from durable_teams.demo import run_demo
 
@@ -160,6 +167,9 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("name", nargs="?", default="faang")
     sub.add_parser("worker", help="run a worker")
     sub.add_parser("server-stop", help="stop the embedded dev server started by the CLI or worker")
+    chat = sub.add_parser("chat", help="talk to a team, turn by turn (a thread per workflow)")
+    chat.add_argument("team")
+    chat.add_argument("--thread", help="the conversation's workflow id (new or existing)")
     run = sub.add_parser("run", help="start a team on a task")
     run.add_argument("team")
     run.add_argument("task")
@@ -186,6 +196,7 @@ def parser() -> argparse.ArgumentParser:
 COMMANDS = {
     "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
     "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
+    "chat": cmd_chat,
 }
 
 

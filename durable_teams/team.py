@@ -37,6 +37,18 @@ def default_model() -> str:
     return os.environ.get("DURABLE_TEAMS_MODEL", "gpt-4o-mini")
 
 
+@dataclass(frozen=True)
+class Handoff:
+    """A peer handoff under a tool name of your choosing (`transfer_back_to_triage`)."""
+
+    agent: str
+    tool_name: str
+
+
+def handoff(agent: Agent | str, tool_name: str) -> Handoff:
+    return Handoff(agent if isinstance(agent, str) else agent.name, tool_name)
+
+
 @dataclass
 class Agent:
     """A worker agent: a name, instructions, a model and tools."""
@@ -46,8 +58,9 @@ class Agent:
     tools: Sequence[ToolLike] = ()
     model: str | None = None
     description: str = ""
-    handoffs: Sequence[Agent | str] = ()
-    """Peers this agent may hand the conversation to (swarm style)."""
+    handoffs: Sequence[Agent | str | Handoff] = ()
+    """Peers this agent may hand the conversation to (swarm style): `transfer_to_<peer>`
+    tools, or `handoff(peer, "transfer_back_to_triage")` for a name of your own."""
     output_type: type[BaseModel] | None = None
     skills: Sequence[str] = ()
     run_as_child: bool = False
@@ -60,7 +73,8 @@ class Agent:
             model=self.model or default_model(),
             description=self.description,
             tools=_register(registry, self.tools),
-            handoffs=[h if isinstance(h, str) else h.name for h in self.handoffs],
+            handoffs=[_peer(h) for h in self.handoffs],
+            handoff_tool_names={h.agent: h.tool_name for h in self.handoffs if isinstance(h, Handoff)},
             output_schema=self.output_type.model_json_schema() if self.output_type else None,
             skills=list(self.skills),
             run_as_child=self.run_as_child,
@@ -169,6 +183,12 @@ class Swarm:
         spec.tools = registry.specs()
         validate_team(spec)
         return CompiledTeam(spec, registry)
+
+
+def _peer(item: Agent | str | Handoff) -> str:
+    if isinstance(item, Handoff):
+        return item.agent
+    return item if isinstance(item, str) else item.name
 
 
 def _register(registry: ToolRegistry, tools: Sequence[ToolLike]) -> list[str]:

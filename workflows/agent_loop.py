@@ -10,32 +10,21 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import handoff
+    from workflows import builtins, handoff
     from workflows import team as teams
-    from workflows.human import HumanDesk
-    from workflows.messages import (
-        Message,
-        ModelRequest,
-        ModelResponse,
-        TeamSpec,
-        ToolCall,
-        ToolRequest,
-        ToolResult,
-    )
+    from workflows.human import HumanDesk, Interrupted
+    from workflows.messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall
     from workflows.state import ConversationState
-
-MAX_ARGUMENT_BYTES = 256 * 1024
-"""Tool arguments above this are refused before scheduling: an oversized activity input fails
-the workflow task, which Temporal retries forever (pydantic-ai issue 7164)."""
+    from workflows.tool_calls import ToolRunner, activity_failure_text
 
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -67,11 +56,6 @@ class AgentOutcome:
     structured: dict | None = None
 
 
-def activity_failure_text(err: BaseException) -> str:
-    cause = err.cause if isinstance(err, ActivityError) and err.cause else err
-    return str(cause.message if isinstance(cause, ApplicationError) else cause)
-
-
 class AgentLoop:
     """Runs agents of one team against the conversation state."""
 
@@ -79,14 +63,36 @@ class AgentLoop:
         self.team = team
         self.state = state
         self.desk = desk
-        self._tool_handoffs: dict[str, str] = {}
+        self.tools = ToolRunner(team, state, desk)
+        self.in_fanout = False
+        """True while several agent runs go on at once: no continue-as-new in between."""
+        self.interrupted_at: tuple[str, int, Budget] | None = None
+        """(agent, view_id, budget before the batch) of the run a continue-as-new cut off."""
 
     @property
     def transcript(self):  # noqa: ANN201 - short alias
         return self.state.transcript
 
-    async def run(self, agent: str, view_id: int, budget: Budget) -> AgentOutcome:
-        """The ReAct loop of `agent`, writing into scope `view_id` (0 = shared)."""
+    @property
+    def interruptible(self) -> bool:
+        """Whether the turn can be cut here and resumed from state in the next run: one agent
+        run going on, nothing in flight but waits for a person."""
+        return not self.in_fanout and self.tools.in_flight == 0
+
+    async def run(self, agent: str, view_id: int, budget: Budget, resume: bool = False) -> AgentOutcome:
+        """The ReAct loop of `agent`, writing into scope `view_id` (0 = shared). `resume`
+        first finishes answering the calls of the run's last message (a turn resumed after
+        continue-as-new)."""
+        if resume:
+            index = max(i for i, m in enumerate(self.transcript.log) if m.scope == view_id)
+            message = self.transcript.log[index]
+            if message.role == "assistant" and message.tool_calls:
+                outcome = await self._answer_calls(agent, view_id, index, message.tool_calls, budget)
+                if outcome is not None:
+                    return outcome
+        return await self._loop(agent, view_id, budget)
+
+    async def _loop(self, agent: str, view_id: int, budget: Budget) -> AgentOutcome:
         limits = self.team.budgets
         while True:
             if budget.model_calls >= limits.max_model_calls:
@@ -163,7 +169,18 @@ class AgentLoop:
     ) -> AgentOutcome | None:
         """Answer every call with exactly one tool message, in call order, then decide what
         happens next. Independent calls run concurrently."""
+        before = replace(budget)
+        try:
+            return await self._answer(agent, scope, msg_index, calls, budget)
+        except Interrupted:
+            self.interrupted_at = self.interrupted_at or (agent, scope, before)
+            raise
+
+    async def _answer(
+        self, agent: str, scope: int, msg_index: int, calls: list[ToolCall], budget: Budget
+    ) -> AgentOutcome | None:
         owned = {t.name: t for t in teams.agent_tools(self.team, agent)}
+        answered = self.state.answered_calls
         targets = teams.handoff_targets(self.team, agent)
         sup = self.team.supervisor
         max_handoffs = (sup.max_parallel_handoffs if sup.parallel_tool_calls else 1) if sup else 1
@@ -196,12 +213,15 @@ class AgentLoop:
                     handoffs.append((target, call))
                     pending.append(_done(handoff.handoff_message(target, call).model_copy(
                         update={"scope": scope})))
+            elif call.id in answered:  # answered before a continue-as-new
+                pending.append(_done(answered[call.id]))
             elif call.name not in owned:
                 pending.append(ready(
                     f"Error: {call.name} is not a tool available to {agent}. "
                     f"Available tools: {', '.join(owned) or 'none'}.", call, "error"))
             elif call.name == handoff.ASK_HUMAN:
-                pending.append(self._tool_message(scope, call, self.desk.ask(agent, call, self.team.ask_human_default)))
+                asked = self.desk.ask(agent, call, self.team.ask_human_default)
+                pending.append(self._remember(self._tool_message(scope, call, asked)))
             elif call.name == handoff.REQUEST_HELP:
                 escalation = _argument(call, "reason") or "no reason given"
                 pending.append(ready(f"Escalated to {sup.name if sup else 'supervisor'}: {escalation}", call))
@@ -214,11 +234,12 @@ class AgentLoop:
                 else:
                     forward = found
                     pending.append(ready(f"Forwarded the latest message from {source}.", call))
-            elif call.name == teams.LIST_TOOLS:
-                pending.append(ready("\n".join(f"{t.name}: {t.description}" for t in owned.values()), call))
-            elif call.name == teams.LIST_AGENTS:
-                pending.append(ready("\n".join(f"{a.name}: {a.description or ', '.join(a.skills)}"
-                                               for a in self.team.agents.values()), call))
+            elif call.name == builtins.LIST_TOOLS:
+                pending.append(ready(builtins.list_tools(list(owned.values())), call))
+            elif call.name == builtins.LIST_AGENTS:
+                pending.append(ready(builtins.list_agents(self.team), call))
+            elif call.name == builtins.CURRENT_DATETIME:
+                pending.append(ready(builtins.current_datetime(workflow.now(), call.arguments), call))
             elif budget.tool_calls >= self.team.budgets.max_tool_calls:
                 pending.append(ready(f"Not run: this turn reached its budget of "
                                      f"{self.team.budgets.max_tool_calls} tool calls.", call, "error"))
@@ -226,14 +247,16 @@ class AgentLoop:
                 budget.tool_calls += 1
                 if owned[call.name].return_direct:
                     direct.append(len(pending))
-                pending.append(self._run_tool(agent, scope, msg_index, call))
+                pending.append(self._remember(self.tools.run(agent, scope, msg_index, call)))
 
         messages = await asyncio.gather(*pending)
         for message in messages:
             self.transcript.append(message)
+            answered.pop(message.tool_call_id or "", None)
+        tool_handoffs = self.tools.handoffs
         if not handoffs:  # a tool may hand the conversation over by returning Result(agent=...)
-            handoffs = [(self._tool_handoffs.pop(m.tool_call_id), ToolCall(id=m.tool_call_id, name=m.name or ""))
-                        for m in messages if m.tool_call_id in self._tool_handoffs][:1]
+            handoffs = [(tool_handoffs.pop(m.tool_call_id), ToolCall(id=m.tool_call_id, name=m.name or ""))
+                        for m in messages if m.tool_call_id in tool_handoffs][:1]
         if escalation is not None:
             return AgentOutcome("escalate", agent, escalation)
         if handoffs:
@@ -250,53 +273,16 @@ class AgentLoop:
                 return m.content
         return None
 
+    async def _remember(self, answer: Awaitable[Message]) -> Message:
+        """Keep an answer in state as soon as it exists: if the run continues as new before
+        the whole batch is answered, the next run reuses it instead of running it again."""
+        message = await answer
+        self.state.answered_calls[message.tool_call_id or ""] = message
+        return message
+
     async def _tool_message(self, scope: int, call: ToolCall, content: Awaitable[str]) -> Message:
         return Message(role="tool", content=await content, name=call.name,
                        tool_call_id=call.id, scope=scope, kind="human")
-
-    async def _run_tool(self, agent: str, scope: int, msg_index: int, call: ToolCall) -> Message:
-        spec = self.team.tools[call.name]
-
-        def reply(result: ToolResult) -> Message:
-            self.state.context.update(result.context_updates)
-            kind = "error" if result.is_error else "message"
-            if result.handoff_to and result.handoff_to in self.team.agents:
-                self._tool_handoffs[call.id] = result.handoff_to
-                kind = "handoff"
-            return Message(role="tool", content=result.content, name=call.name,
-                           tool_call_id=call.id, scope=scope, kind=kind)  # type: ignore[arg-type]
-
-        if len(call.arguments.encode()) > MAX_ARGUMENT_BYTES:
-            return reply(ToolResult(is_error=True, content=(
-                f"Error: the arguments for {call.name} are {len(call.arguments.encode()):,} bytes, "
-                f"over the {MAX_ARGUMENT_BYTES:,}-byte limit. Pass a smaller input.")))
-        if spec.needs_approval:
-            approved, note = await self.desk.approve(agent, call)
-            if not approved:
-                return reply(ToolResult(content=note))
-        request = ToolRequest(
-            tool=call.name,
-            arguments=call.arguments,
-            tool_call_id=call.id,
-            idempotency_key=f"{workflow.info().workflow_id}/{msg_index}/{call.id}",
-            agent=agent,
-            context=dict(self.state.context) if spec.context_params else {},
-        )
-        retry = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=spec.max_attempts)
-        timeout = timedelta(seconds=spec.timeout_seconds)
-        try:
-            if spec.local:
-                result = await workflow.execute_local_activity(
-                    "run_local_tool", request, result_type=ToolResult,
-                    start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
-            else:
-                result = await workflow.execute_activity(
-                    "run_tool", request, result_type=ToolResult, task_queue=spec.task_queue,
-                    start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
-        except ActivityError as err:
-            result = ToolResult(is_error=True, content=(
-                f"Error: {call.name} failed after {spec.max_attempts} attempts: {activity_failure_text(err)}"))
-        return reply(result)
 
 
 async def _done(message: Message) -> Message:

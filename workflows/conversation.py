@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import NoReturn
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -17,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import team as teams
     from workflows.agent_loop import AgentLoop, AgentOutcome, Budget, TurnFailed
     from workflows.handoff import handoff_back_messages
-    from workflows.human import HumanDesk, reply_problem
+    from workflows.human import HumanDesk, Interrupted, reply_problem
     from workflows.messages import Message, ModelView, TeamSpec
     from workflows.state import (
         AnswerAck,
@@ -27,12 +28,15 @@ with workflow.unsafe.imports_passed_through():
         ConversationStatus,
         HumanReply,
         Question,
+        TurnProgress,
         TurnReply,
         TurnStatus,
         UserTurn,
     )
 
 MAX_TURN_BYTES = 256 * 1024
+KEEP_REPLIES = 200
+"""Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
 
 
 @workflow.defn(name="TeamWorkflow")
@@ -44,6 +48,9 @@ class TeamWorkflow:
         self.team: TeamSpec | None = inp.team
         self.closing = False
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
+        self.loop: AgentLoop | None = None
+        self.waiters: dict[int, int] = {}
+        """Turn number -> `send_message` handlers waiting for its reply."""
 
     # ---- the routing loop -------------------------------------------------------------------
 
@@ -57,77 +64,165 @@ class TeamWorkflow:
         except teams.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         self.desk.timeout_seconds = team.ask_human_timeout_seconds
+        self.desk.should_interrupt = lambda: self._history_is_long() and bool(
+            self.loop and self.loop.interruptible)
         if inp.task is not None and inp.state is None:
             self._enqueue(UserTurn(text=inp.task))
         while True:
             await workflow.wait_condition(lambda: bool(self.state.queue) or self.closing)
             if self.state.queue:
                 number, turn = self.state.queue[0]
-                reply = await self._run_turn(team, number, turn)
+                try:
+                    reply = await self._run_turn(team, number, turn, self.state.in_progress)
+                except Interrupted:  # long history, and an agent waits for a person
+                    await self._continue_as_new()
                 self.state.queue.pop(0)
                 self.state.replies[number] = reply
                 if inp.single_turn:
                     return self._result(reply, fail_on_error=True)
+                if self._history_is_long():
+                    await self._continue_as_new()
             elif self.closing:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 last = self.state.replies.get(self.state.turns_started)
                 return self._result(last, fail_on_error=False)
 
-    async def _run_turn(self, team: TeamSpec, number: int, turn: UserTurn) -> TurnReply:
-        self.state.transcript.append(Message(role="user", content=turn.text, name=turn.sender))
-        loop = AgentLoop(team, self.state, self.desk)
-        budget = Budget()
+    async def _run_turn(
+        self, team: TeamSpec, number: int, turn: UserTurn, resume: TurnProgress | None
+    ) -> TurnReply:
+        target = resume.agent if resume and resume.direct else None
+        if resume is None:
+            target, text, problem = teams.parse_mention(team, turn.text)
+            self.state.transcript.append(Message(role="user", content=text, name=turn.sender))
+            if problem is not None:  # an unknown @name: answered without a model call
+                agent = team.supervisor.name if team.supervisor else "team"
+                self.state.transcript.append(Message(role="assistant", content=problem, name=agent))
+                return TurnReply(turn=number, text=problem, agent=agent)
+        self.state.in_progress = None
+        loop = self.loop = AgentLoop(team, self.state, self.desk)
+        budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         try:
-            outcome = await (self._supervise(loop, budget) if team.supervisor else self._swarm(loop, budget))
+            if target is not None:
+                outcome = await self._direct(loop, budget, target, resume)
+            elif team.supervisor:
+                outcome = await self._supervise(loop, budget, resume)
+            else:
+                outcome = await self._swarm(loop, budget, resume)
         except TurnFailed as err:
             agent = self.state.active_agent or (team.supervisor.name if team.supervisor else "team")
             self.state.transcript.append(
                 Message(role="assistant", content=str(err), name=agent, kind="error"))
             return TurnReply(turn=number, text=str(err), agent=agent, status="failed")
+        except Interrupted:
+            assert loop.interrupted_at is not None
+            agent, view_id, spent = loop.interrupted_at
+            self.state.in_progress = TurnProgress(
+                turn=number, agent=agent, view_id=view_id, direct=target is not None,
+                model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
+            raise
         status: TurnStatus = "budget_exceeded" if outcome.kind == "budget" else "completed"
         return TurnReply(turn=number, text=outcome.text, agent=outcome.agent, status=status,
                          structured=outcome.structured)
 
-    async def _supervise(self, loop: AgentLoop, budget: Budget) -> AgentOutcome:
+    async def _supervise(self, loop: AgentLoop, budget: Budget, resume: TurnProgress | None) -> AgentOutcome:
         sup = loop.team.supervisor
         assert sup is not None
         transcript = self.state.transcript
+        # A resumed turn goes on where it stood: in the supervisor's own loop, or in a worker's.
+        runs = [transcript.runs[resume.view_id]] if resume and resume.view_id else []
         while True:
-            outcome = await loop.run(sup.name, 0, budget)
-            if outcome.kind == "forward":  # the worker's message, verbatim, is the answer
-                transcript.append(Message(role="assistant", content=outcome.text, name=sup.name))
-                return outcome
-            if outcome.kind != "handoff":
-                return outcome
-            runs = [transcript.start_run(agent, call.id) for agent, call in outcome.handoffs]
-            for run in runs:
-                self.state.assignments[run.agent] = self.state.assignments.get(run.agent, 0) + 1
+            if not runs:
+                outcome = await loop.run(sup.name, 0, budget, resume=resume is not None)
+                resume = None
+                if outcome.kind == "forward":  # the worker's message, verbatim, is the answer
+                    transcript.append(Message(role="assistant", content=outcome.text, name=sup.name))
+                    return outcome
+                if outcome.kind != "handoff":
+                    return outcome
+                runs = [transcript.start_run(agent, call.id) for agent, call in outcome.handoffs]
+                for run in runs:
+                    self.state.assignments[run.agent] = self.state.assignments.get(run.agent, 0) + 1
             # Workers run concurrently, each on its own view; results fold back in call order.
-            results = await asyncio.gather(*(loop.run(r.agent, r.id, budget) for r in runs))
+            loop.in_fanout = len(runs) > 1
+            results = await asyncio.gather(
+                *(loop.run(r.agent, r.id, budget, resume=resume is not None) for r in runs))
+            loop.in_fanout = False
+            resume = None
             for run in runs:
                 transcript.finish_run(run.id, sup.output_mode)
                 if sup.add_handoff_back_messages:
                     for message in handoff_back_messages(run.agent, sup.name, f"back_{run.id}"):
                         transcript.append(message)
+            runs = []
             stopped = [r for r in results if r.kind == "budget"]
             if stopped:
                 return stopped[0]
 
-    async def _swarm(self, loop: AgentLoop, budget: Budget) -> AgentOutcome:
+    async def _direct(self, loop: AgentLoop, budget: Budget, agent: str, resume: TurnProgress | None) -> AgentOutcome:
+        """`@agent` in a supervisor team: that agent answers the turn on its own view."""
+        sup = loop.team.supervisor
+        if sup is None:  # a swarm: the mentioned agent becomes the active one
+            self.state.active_agent = agent
+            return await self._swarm(loop, budget, resume)
+        transcript = self.state.transcript
+        run = transcript.runs[resume.view_id] if resume else transcript.start_run(agent, None)
+        if resume is None:
+            self.state.assignments[agent] = self.state.assignments.get(agent, 0) + 1
+        outcome = await loop.run(agent, run.id, budget, resume=resume is not None)
+        transcript.finish_run(run.id, sup.output_mode)
+        if outcome.kind == "escalate":  # request_help: the supervisor takes it from here
+            return await self._supervise(loop, budget, None)
+        return outcome
+
+    async def _swarm(self, loop: AgentLoop, budget: Budget, resume: TurnProgress | None) -> AgentOutcome:
         team = loop.team
         agent = self.state.active_agent or team.start_agent or next(iter(team.agents))
         while True:
             self.state.active_agent = agent
-            outcome = await loop.run(agent, 0, budget)
+            outcome = await loop.run(agent, 0, budget, resume=resume is not None)
+            resume = None
             if outcome.kind != "handoff":
                 return outcome
             agent = outcome.handoffs[0][0]
 
+    # ---- continue-as-new --------------------------------------------------------------------
+
+    def _history_is_long(self) -> bool:
+        assert self.team is not None
+        info = workflow.info()
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= self.team.continue_as_new_after_events
+            or info.get_current_history_size() >= self.team.continue_as_new_after_bytes
+        )
+
+    async def _continue_as_new(self) -> NoReturn:
+        """Carry the whole conversation into a fresh run with the same workflow id.
+
+        Replies already made are delivered first. `send_message` calls still waiting (queued
+        turns, or the turn cut off while it waits for a person) end with the run; the client
+        re-sends them with the same `turn_id` and the next run answers them (see
+        `durable_teams.client.send_turn`).
+        """
+        await workflow.wait_condition(
+            lambda: not any(n in self.state.replies for n, c in self.waiters.items() if c))
+        state = self.state
+        state.runs += 1
+        keep_from = state.turns_started - KEEP_REPLIES
+        state.replies = {n: r for n, r in state.replies.items() if n > keep_from}
+        state.turn_ids = {t: n for t, n in state.turn_ids.items() if n > keep_from}
+        workflow.continue_as_new(self.input.model_copy(update={
+            "team": self.team, "task": None, "state": state}))
+
     # ---- turns ------------------------------------------------------------------------------
 
     def _enqueue(self, turn: UserTurn) -> int:
+        if turn.turn_id and turn.turn_id in self.state.turn_ids:
+            return self.state.turn_ids[turn.turn_id]  # sent again: same turn, same reply
         self.state.turns_started += 1
         self.state.queue.append((self.state.turns_started, turn))
+        if turn.turn_id:
+            self.state.turn_ids[turn.turn_id] = self.state.turns_started
         return self.state.turns_started
 
     def _result(self, reply: TurnReply | None, fail_on_error: bool) -> ConversationResult:
@@ -138,10 +233,12 @@ class TeamWorkflow:
         return ConversationResult(
             answer=reply.text, agent=reply.agent, status=reply.status,
             turns=self.state.turns_started, model_calls=self.state.total_model_calls,
-            structured=reply.structured,
+            structured=reply.structured, runs=self.state.runs,
         )
 
     def _turn_problem(self, turn: UserTurn) -> str | None:
+        if turn.turn_id and turn.turn_id in self.state.turn_ids:
+            return None
         if self.closing:
             return "the conversation is closed"
         if not turn.text.strip():
@@ -150,11 +247,18 @@ class TeamWorkflow:
             return f"the message is over {MAX_TURN_BYTES:,} bytes"
         return None
 
-    @workflow.update
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def send_message(self, turn: UserTurn) -> TurnReply:
-        """Send a user turn and wait for the team's reply to it. Turns queue in order."""
+        """Send a user turn and wait for the team's reply to it. Turns queue in order.
+
+        A continue-as-new can end the run while this waits; the caller then re-sends the same
+        turn (same `turn_id`) to the new run and gets the reply from there."""
         number = self._enqueue(turn)
-        await workflow.wait_condition(lambda: number in self.state.replies)
+        self.waiters[number] = self.waiters.get(number, 0) + 1
+        try:
+            await workflow.wait_condition(lambda: number in self.state.replies)
+        finally:
+            self.waiters[number] -= 1
         return self.state.replies[number]
 
     @send_message.validator

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -51,6 +52,11 @@ def describe_duration(seconds: float) -> str:
     return f"{seconds:g} seconds"
 
 
+class Interrupted(Exception):
+    """Raised out of a wait for a person when the run should continue as new now: the question
+    stays pending in state, and the next run re-attaches to it."""
+
+
 class HumanDesk:
     """Asks questions and waits for their answers, inside the workflow."""
 
@@ -58,6 +64,8 @@ class HumanDesk:
         self.state = state
         self.timeout_seconds = timeout_seconds
         self.use_search_attribute = use_search_attribute
+        self.should_interrupt: Callable[[], bool] = lambda: False
+        """Set by the workflow: true when the run should continue as new at this wait."""
 
     def receive(self, reply: HumanReply) -> str | None:
         """Record an answer; a stale or unknown one is kept in `ignored_replies` and changes
@@ -81,15 +89,21 @@ class HumanDesk:
         self.state.pending[question.question_id] = question
         self._mark()
         qid = question.question_id
+        # Measured from when it was asked, so a question carried across continue-as-new keeps
+        # its deadline.
+        elapsed = (workflow.now() - question.asked_at).total_seconds()
+        remaining = max(question.timeout_seconds - elapsed, 0.001)
         try:
             await workflow.wait_condition(
-                lambda: qid in self.state.answers,
-                timeout=timedelta(seconds=question.timeout_seconds),
+                lambda: qid in self.state.answers or self.should_interrupt(),
+                timeout=timedelta(seconds=remaining),
                 timeout_summary=f"{question.kind} {qid}",
             )
-            reply: HumanReply | None = self.state.answers[qid]
         except asyncio.TimeoutError:
-            reply = None
+            pass
+        if qid not in self.state.answers and self.should_interrupt():
+            raise Interrupted(qid)
+        reply = self.state.answers.get(qid)
         # Not in a `finally`: when the workflow is evicted or terminated mid-wait, there is no
         # workflow context left to update search attributes from.
         self.state.pending.pop(qid, None)
@@ -97,6 +111,10 @@ class HumanDesk:
         return reply
 
     def _new_question(self, **fields: object) -> Question:
+        call_id = fields.get("tool_call_id")
+        for question in self.state.pending.values():  # resumed after continue-as-new
+            if call_id and question.tool_call_id == call_id:
+                return question
         self.state.questions_asked += 1
         return Question(
             question_id=f"q{self.state.questions_asked}",
@@ -114,7 +132,8 @@ class HumanDesk:
         except (ValueError, KeyError, TypeError, AttributeError):
             return 'Error: ask_human needs arguments {"question": "<text>"}.'
         question = self._new_question(
-            text=text, agent=agent, suggestions=suggestions, default_answer=default_answer
+            text=text, agent=agent, suggestions=suggestions, default_answer=default_answer,
+            tool_call_id=call.id,
         )
         reply = await self._wait(question)
         if reply is not None:
@@ -132,6 +151,7 @@ class HumanDesk:
             agent=agent,
             tool=call.name,
             arguments=call.arguments,
+            tool_call_id=call.id,
         )
         reply = await self._wait(question)
         if reply is None:

@@ -102,6 +102,9 @@ class AgentSpec(Wire):
     tools: list[str] = Field(default_factory=list)
     handoffs: list[str] = Field(default_factory=list)
     """Peers this agent may hand the conversation to (swarm style)."""
+    handoff_tool_names: dict[str, str] = Field(default_factory=dict)
+    """Peer -> tool name, where it is not `transfer_to_<peer>` (the Swarm cookbook's
+    `transfer_back_to_triage`)."""
     output_schema: dict[str, Any] | None = None
     """JSON schema of a structured final answer (response_format json_schema)."""
     skills: list[str] = Field(default_factory=list)
@@ -189,6 +192,10 @@ class TeamSpec(Wire):
     ask_human_default: str | None = None
     """What an unanswered question resolves to; None gives the model a clear "no answer"."""
     model_timeout_seconds: float = 180.0
+    continue_as_new_after_events: int = 10_000
+    """Continue as new once the run's history has this many events (or when Temporal suggests
+    it), between turns or while waiting for a person; the conversation goes on unnoticed."""
+    continue_as_new_after_bytes: int = 10 * 1024 * 1024
 
 
 class ModelRequest(Wire):

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from workflows.messages import TeamSpec, Wire
+from workflows.messages import Message, TeamSpec, Wire
 from workflows.transcript import Transcript
 
 TurnStatus = Literal["completed", "budget_exceeded", "failed"]
@@ -18,6 +18,10 @@ class UserTurn(Wire):
 
     text: str
     sender: str | None = None
+    turn_id: str | None = None
+    """A client-chosen id that makes sending idempotent: a turn re-sent with the same id (after
+    a continue-as-new cut its update off, say) waits for the same reply instead of running
+    twice. `durable_teams.client.send_turn` sets one."""
 
 
 class TurnReply(Wire):
@@ -43,6 +47,9 @@ class Question(Wire):
     tool: str | None = None
     arguments: str | None = None
     default_answer: str | None = None
+    tool_call_id: str | None = None
+    """The model's call this question answers: a turn resumed after continue-as-new re-attaches
+    to the question instead of asking again."""
 
 
 class HumanReply(Wire):
@@ -57,6 +64,20 @@ class HumanReply(Wire):
 class AnswerAck(Wire):
     question_id: str
     accepted: bool = True
+
+
+class TurnProgress(Wire):
+    """Where a turn stood when the run continued as new in the middle of it (only ever while
+    an agent waited for a person): the agent run to resume and the turn's budget so far."""
+
+    turn: int
+    agent: str
+    view_id: int
+    direct: bool = False
+    """The turn was addressed to the agent with `@agent`."""
+    model_calls: int = 0
+    handoffs: int = 0
+    tool_calls: int = 0
 
 
 class ConversationState(Wire):
@@ -75,6 +96,14 @@ class ConversationState(Wire):
     model_calls_by_agent: dict[str, int] = Field(default_factory=dict)
     assignments: dict[str, int] = Field(default_factory=dict)
     total_model_calls: int = 0
+    turn_ids: dict[str, int] = Field(default_factory=dict)
+    """Client turn ids -> turn numbers, for idempotent sends."""
+    in_progress: TurnProgress | None = None
+    answered_calls: dict[str, Message] = Field(default_factory=dict)
+    """Answers to the tool calls of the batch being answered now, kept as they arrive so a turn
+    resumed after continue-as-new does not run a finished tool or ask a question twice."""
+    runs: int = 1
+    """How many workflow runs this conversation has had (continue-as-new count + 1)."""
 
 
 class ConversationInput(Wire):
@@ -103,6 +132,8 @@ class ConversationResult(Wire):
     turns: int
     model_calls: int
     structured: dict[str, Any] | None = None
+    runs: int = 1
+    """Workflow runs the conversation took (continue-as-new makes more than one)."""
 
 
 class ConversationStatus(Wire):

@@ -1,8 +1,8 @@
 """What each agent of a team may do: its tools, its handoff targets, its instructions. Pure.
 
-Built-in tools (`ask_human`, `request_help`, `forward_message`, `list_tools`, `list_agents`)
-are handled inside the workflow; every other tool name must be in `team.tools` and runs as an
-activity on the worker that has its function.
+Built-in tools (`ask_human`, `request_help`, `forward_message`, `list_tools`, `list_agents`,
+`current_datetime`) are handled inside the workflow; every other tool name must be in
+`team.tools` and runs as an activity on the worker that has its function.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ import re
 from datetime import datetime
 from typing import Any
 
-from workflows import handoff, routing
+from workflows import builtins, handoff, routing
+from workflows.builtins import CURRENT_DATETIME, LIST_AGENTS, LIST_TOOLS
 from workflows.messages import AgentSpec, TeamSpec, ToolSpec
 
-LIST_TOOLS = "list_tools"
-LIST_AGENTS = "list_agents"
-WORKFLOW_TOOLS = {handoff.ASK_HUMAN, handoff.REQUEST_HELP, handoff.FORWARD_MESSAGE, LIST_TOOLS, LIST_AGENTS}
+WORKFLOW_TOOLS = {
+    handoff.ASK_HUMAN, handoff.REQUEST_HELP, handoff.FORWARD_MESSAGE,
+    LIST_TOOLS, LIST_AGENTS, CURRENT_DATETIME,
+}
 
 
 class TeamError(ValueError):
@@ -31,7 +33,7 @@ def validate_team(team: TeamSpec) -> None:
         for tool in agent.tools:
             if tool not in team.tools and tool not in WORKFLOW_TOOLS:
                 raise TeamError(f"agent {name!r} names unknown tool {tool!r}")
-        for peer in agent.handoffs:
+        for peer in [*agent.handoffs, *agent.handoff_tool_names]:
             if peer not in team.agents:
                 raise TeamError(f"agent {name!r} hands off to unknown agent {peer!r}")
     if team.supervisor is not None:
@@ -69,7 +71,8 @@ def handoff_targets(team: TeamSpec, agent: str) -> dict[str, str]:
     sup = team.supervisor
     if sup is not None and agent == sup.name:
         return {handoff.handoff_tool_name(a, sup.handoff_tool_prefix): a for a in sup.agents}
-    return {handoff.handoff_tool_name(a): a for a in team.agents[agent].handoffs}
+    spec = team.agents[agent]
+    return {spec.handoff_tool_names.get(a) or handoff.handoff_tool_name(a): a for a in spec.handoffs}
 
 
 def _workflow_tool_spec(team: TeamSpec, name: str) -> ToolSpec:
@@ -81,23 +84,23 @@ def _workflow_tool_spec(team: TeamSpec, name: str) -> ToolSpec:
         return handoff.forward_message_spec()
     if name == LIST_TOOLS:
         return ToolSpec(name=LIST_TOOLS, description="List the tools you can use.")
+    if name == CURRENT_DATETIME:
+        return builtins.current_datetime_spec()
     return ToolSpec(name=LIST_AGENTS, description="List the agents of this team and what they do.")
 
 
 def agent_tools(team: TeamSpec, agent: str) -> list[ToolSpec]:
     """Every tool `agent` is offered, in a stable order: its own tools, then handoffs."""
     spec = agent_spec(team, agent)
-    tools = [
-        _workflow_tool_spec(team, t) if t in WORKFLOW_TOOLS else team.tools[t] for t in spec.tools
-    ]
+    names = list(spec.tools)
     sup = team.supervisor
+    if sup is not None and sup.worker_preamble and agent != sup.name and handoff.REQUEST_HELP not in names:
+        names.append(handoff.REQUEST_HELP)  # the preamble tells workers to escalate with it
+    tools = [_workflow_tool_spec(team, t) if t in WORKFLOW_TOOLS else team.tools[t] for t in names]
     for tool_name, target in handoff_targets(team, agent).items():
         description = team.agents[target].description if sup is None else ""
-        tools.append(
-            handoff.handoff_tool_spec(target, sup.handoff_tool_prefix if sup else "transfer_to_",
-                                      description)
-            .model_copy(update={"name": tool_name})
-        )
+        tools.append(handoff.handoff_tool_spec(target, description=description)
+                     .model_copy(update={"name": tool_name}))
     return tools
 
 
@@ -137,3 +140,22 @@ def supervisor_block(supervisor: str) -> str:
         f"within your expertise. If the request is outside it, or you cannot complete it, call "
         f"{handoff.REQUEST_HELP} with the reason instead of guessing.\n\n"
     )
+
+
+_MENTION = re.compile(r"^\s*@([\w.-]+)[\s,:]*(.*)$", re.DOTALL)
+
+
+def parse_mention(team: TeamSpec, text: str) -> tuple[str | None, str, str | None]:
+    """ABI's `@agent_name` routing: (agent, text without the mention, problem).
+
+    A message that does not start with `@` is (None, text, None). An unknown name is a problem
+    that lists the agents, so the user can correct it without a model call.
+    """
+    match = _MENTION.match(text)
+    if match is None:
+        return None, text, None
+    name, rest = match.group(1), match.group(2).strip()
+    if name in team.agents:
+        return name, rest or text, None
+    names = ", ".join(f"@{a}" for a in team.agents)
+    return None, text, f"There is no agent named {name!r} in this team. Agents: {names}."

@@ -7,13 +7,13 @@ from durable_teams.team import CompiledTeam
 
 
 def example_teams() -> list[CompiledTeam]:
-    from durable_teams.examples import faang, support
+    from durable_teams.examples import acme, faang, support
 
-    return [faang.build().compile(), support.build().compile()]
+    return [faang.build().compile(), support.build().compile(), acme.build().compile()]
 
 
 def example_script() -> dict[str, list[Step]]:
     """The recorded responses of every example team, keyed by agent (names are unique)."""
-    from durable_teams.examples import faang, support
+    from durable_teams.examples import acme, faang, support
 
-    return {**faang.SCRIPT, **support.SCRIPT}
+    return {**faang.SCRIPT, **support.SCRIPT, **acme.SCRIPT}
