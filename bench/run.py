@@ -1,11 +1,14 @@
 """Benchmark: history growth, per-step overhead and throughput against Temporal's floor.
 
-    python -m bench.run [--quick] [--plot bench/history.png]
+    python -m bench.run [--quick] [--long] [--plot bench/history.png]
 
 Runs on a local Temporal dev server (in memory) with a zero-latency scripted model. Every figure
 is printed next to a baseline measured in the same run:
 - floor: a bare workflow running the same activities with the same payload sizes;
 - naive: the shape every peer uses, the whole transcript as each model call's input.
+
+The parked conversations and `--long` (one conversation of 1,000 model calls) run on a worker in
+a process of its own (`bench.worker_proc`), so its RSS and CPU are the worker's alone.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import asyncio
 import json
 import os
 import resource
+import sys
 import time
 import uuid
 from pathlib import Path
 
-from temporalio.client import Client
+import psutil
+from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -31,8 +36,9 @@ from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.team import Agent, Swarm
 from workflows.conversation import TeamWorkflow
 from workflows.human import AWAITING_HUMAN
-from workflows.messages import Budgets
+from workflows.messages import Budgets, Message, ModelView
 from workflows.state import ConversationInput, HumanReply
+from workflows.transcript import LogDelta
 
 
 def fetch(i: int) -> str:
@@ -93,7 +99,39 @@ def rss_mb() -> float:
     return 0.0
 
 
-async def main(quick: bool, plot: str | None) -> None:
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class WorkerProcess:
+    """`bench.worker_proc` in a subprocess, polling `task_queue` on the dev server."""
+
+    def __init__(self, client: Client, task_queue: str) -> None:
+        self.args = [sys.executable, "-m", "bench.worker_proc",
+                     client.service_client.config.target_host, task_queue]
+
+    async def __aenter__(self) -> WorkerProcess:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.args, stdout=asyncio.subprocess.PIPE, cwd=ROOT)
+        assert self.proc.stdout is not None
+        line = await self.proc.stdout.readline()
+        if line.strip() != b"ready":
+            raise RuntimeError(f"the worker process did not start (it said {line!r})")
+        self.ps = psutil.Process(self.proc.pid)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        await self.proc.wait()
+
+    def rss_mb(self) -> float:
+        return self.ps.memory_info().rss / 2**20
+
+    def cpu_seconds(self) -> float:
+        times = self.ps.cpu_times()
+        return times.user + times.system
+
+
+async def main(quick: bool, plot: str | None, long: int | None) -> None:
     sizes = [25, 50, 100] if quick else [25, 50, 100, 200, 400]
     parked = 100 if quick else 1000
     async with await WorkflowEnvironment.start_local(
@@ -166,26 +204,81 @@ async def main(quick: bool, plot: str | None) -> None:
                 floor_rate = conc * 10 / (time.perf_counter() - t0)
                 print(f"{conc:>4} concurrent: ours {ours_rate:7.1f}/s, floor {floor_rate:7.1f}/s, ratio {ours_rate / floor_rate:.2f}x")
 
-            print(f"\n## {parked} conversations parked on ask_human\n")
-            rss_before = rss_mb()
+        print(f"\n## {parked} conversations parked on ask_human (worker in its own process)\n")
+        async with WorkerProcess(client, tq + "-proc") as worker:
+            warm = await client.start_workflow(
+                TeamWorkflow.run, ConversationInput(team=PARK_TEAM.spec, task="ask me"),
+                id=f"park-warm-{uuid.uuid4().hex[:4]}", task_queue=tq + "-proc")
+            await wait_all_pending([warm])
+            await warm.signal(TeamWorkflow.human_reply, HumanReply(question_id="q1", text="yes"))
+            await warm.result()
+            rss_before = worker.rss_mb()
             handles = []
             for i in range(parked):
                 handles.append(await client.start_workflow(
                     TeamWorkflow.run, ConversationInput(team=PARK_TEAM.spec, task="ask me"),
-                    id=f"park-{i}-{uuid.uuid4().hex[:4]}", task_queue=tq))
+                    id=f"park-{i}-{uuid.uuid4().hex[:4]}", task_queue=tq + "-proc"))
             await wait_all_pending(handles)
-            cpu0, t0 = cpu_seconds(), time.perf_counter()
+            cpu0, t0 = worker.cpu_seconds(), time.perf_counter()
             await asyncio.sleep(10)  # measuring idle cost: nothing to await but time itself
-            idle_cpu = (cpu_seconds() - cpu0) / (time.perf_counter() - t0)
-            print(f"worker process RSS: {rss_mb():.0f} MB (before parking: {rss_before:.0f} MB); "
-                  f"CPU while waiting: {idle_cpu * 100:.1f}% of one core")
+            idle_cpu = (worker.cpu_seconds() - cpu0) / (time.perf_counter() - t0)
+            print(f"worker RSS: {worker.rss_mb():.0f} MB with {parked} parked (after one warm-up "
+                  f"conversation: {rss_before:.0f} MB); worker CPU while waiting: "
+                  f"{idle_cpu * 100:.2f}% of one core over 10 s (psutil counts 10 ms ticks); benchmark process RSS {rss_mb():.0f} MB")
             t0 = time.perf_counter()
             await asyncio.gather(*(h.signal(TeamWorkflow.human_reply, HumanReply(question_id="q1", text="yes")) for h in handles))
             results = await asyncio.gather(*(h.result() for h in handles))
             done = sum(1 for r in results if r.status == "completed")
-            print(f"answered all; {done}/{parked} finished in {time.perf_counter() - t0:.1f} s")
+            print(f"answered all; {done}/{parked} finished in {time.perf_counter() - t0:.1f} s; "
+                  f"worker RSS after: {worker.rss_mb():.0f} MB")
+
+            if long:
+                await run_long(client, tq + "-proc", worker, long)
     if plot:
         draw(rows, plot)
+
+
+async def run_long(client: Client, tq: str, worker: WorkerProcess, n: int) -> None:
+    print(f"\n## One conversation of {n:,} model calls (worker in its own process)\n")
+    wid = f"long-{n}-{uuid.uuid4().hex[:6]}"
+    rss0, cpu0, t0 = worker.rss_mb(), worker.cpu_seconds(), time.perf_counter()
+    handle = await client.start_workflow(
+        TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="read", set_search_attributes=False),
+        id=wid, task_queue=tq)
+    result = await handle.result()
+    elapsed, cpu = time.perf_counter() - t0, worker.cpu_seconds() - cpu0
+    log = await read_log(handle)
+    distinct = sum(len(m.model_dump_json()) for m in log)
+    events, hjson, hproto = await history_stats(client, wid)
+    runs = getattr(result, "runs", 1)
+    try:  # what every model call read before the delta query: the whole view at once
+        await handle.query("model_view", args=["reader", 0, len(log)], result_type=ModelView)
+        full_view = "fits"
+    except WorkflowQueryFailedError as err:
+        full_view = f"fails: {err.message}"
+    print(f"status {result.status}, {result.model_calls:,} model calls, workflow runs: {runs} "
+          f"({'no continue-as-new' if runs == 1 else 'continued as new'})")
+    print(f"history: {events:,} events, {hproto:,} proto bytes ({hjson:,} json); distinct message "
+          f"bytes {distinct:,}; proto/distinct {hproto / distinct:.2f}")
+    print(f"the final view read whole with `model_view` (as before the delta query): {full_view}")
+    print(f"wall {elapsed:.1f} s ({elapsed / n * 1000:.0f} ms per model call); worker CPU "
+          f"{cpu:.1f} s ({cpu / n * 1000:.1f} ms per model call); worker RSS {rss0:.0f} -> "
+          f"{worker.rss_mb():.0f} MB")
+
+
+async def read_log(handle, page: int = 200) -> list[Message]:  # noqa: ANN001
+    """The whole log, a page at a time: one query result is capped at 2 MB by the server, which
+    a long conversation's full transcript exceeds."""
+    log: list[Message] = []
+    shared = 0
+    while True:
+        upto = len(log) + page
+        delta = await handle.query("model_view_delta", args=["reader", 0, upto, len(log), shared, False],
+                                   result_type=LogDelta)
+        log += delta.messages
+        shared += len(delta.shared)
+        if len(log) < upto:
+            return log
 
 
 async def wait_all_pending(handles: list) -> None:  # noqa: ANN001
@@ -220,5 +313,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--plot", default=None)
+    parser.add_argument("--long", type=int, nargs="?", const=1000, default=None,
+                        help="also run one conversation of this many model calls (default 1000)")
     args = parser.parse_args()
-    asyncio.run(main(args.quick, args.plot))
+    asyncio.run(main(args.quick, args.plot, args.long))

@@ -335,3 +335,16 @@ class TeamWorkflow:
             messages=self.state.transcript.view(view_id, upto, show_handoffs=show),
             tools=teams.agent_tools(self.team, agent),
         )
+
+    @workflow.query
+    def model_view_delta(self, agent: str, view_id: int, upto: int, log_start: int,
+                         shared_start: int, with_tools: bool) -> object:
+        """`model_view` for a reader already holding `log[:log_start]` and
+        `shared[:shared_start]` (the model activity's per-worker cache): returns a
+        `transcript.LogDelta` with only what it lacks, so a model call costs O(new messages)
+        here instead of O(transcript)."""
+        assert self.team is not None
+        sup = self.team.supervisor
+        return self.state.transcript.delta(
+            log_start, shared_start, upto, show_handoffs=sup.add_handoff_messages if sup else True,
+            tools=teams.agent_tools(self.team, agent) if with_tools else None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from workflows.messages import Message, OutputMode, ToolCall, Wire
+from workflows.messages import Message, OutputMode, ToolCall, ToolSpec, Wire
 
 
 class AgentRun(Wire):
@@ -89,6 +89,13 @@ class Transcript(Wire):
         own = [self.log[i] for i in self.run_messages(view_id, end)]
         return strip_foreign_handoffs(prefix, keep_call_id=keep) + own
 
+    def delta(
+        self, log_start: int, shared_start: int, upto: int, show_handoffs: bool = True,
+        tools: list[ToolSpec] | None = None,
+    ) -> LogDelta:
+        """`log_delta(self, ...)`: what a reader holding a prefix of the log lacks."""
+        return log_delta(self, log_start, shared_start, upto, show_handoffs, tools)
+
 
 def last_answer(log: list[Message], indices: list[int]) -> list[int]:
     """The worker's final answer: its last assistant message and anything after it (a
@@ -136,3 +143,75 @@ def strip_foreign_handoffs(messages: list[Message], keep_call_id: str | None) ->
         out.append(m)
     return out
 
+
+# ---- reading the log incrementally (the model activity's cache) ---------------------------------
+
+
+class LogDelta(Wire):
+    """What the `model_view_delta` query returns: the part of the log (and of `shared`) a reader
+    holding a prefix has not seen yet, plus the small bookkeeping a view needs.
+
+    A reader that already holds `log[:log_start]` and `shared[:shared_start]` rebuilds exactly
+    the view `Transcript.view` gives, with `view_from_delta`. Correct because, within one workflow
+    run, `log` and `shared` only ever grow at the end (`append`, `finish_run`); a new run (after
+    continue-as-new) has a new run id, so a reader keyed by run id starts from 0.
+    """
+
+    log_start: int
+    messages: list[Message]
+    """log[log_start:upto]."""
+    shared_start: int
+    shared: list[int]
+    """shared[shared_start:], as the workflow holds it now."""
+    runs: dict[int, AgentRun]
+    show_handoffs: bool = True
+    tools: list[ToolSpec] | None = None
+    """The agent's tool schemas, when asked for (they do not change within a run)."""
+
+
+def log_delta(
+    transcript: Transcript, log_start: int, shared_start: int, upto: int,
+    show_handoffs: bool = True, tools: list[ToolSpec] | None = None,
+) -> LogDelta:
+    """The delta for a reader holding `log[:log_start]` and `shared[:shared_start]`, for a view
+    as of log length `upto`. A reader claiming more than exists is sent everything from 0."""
+    if log_start > len(transcript.log) or shared_start > len(transcript.shared):
+        log_start = shared_start = 0
+    end = min(upto, len(transcript.log))
+    return LogDelta(
+        log_start=log_start,
+        messages=transcript.log[log_start:end] if log_start < end else [],
+        shared_start=shared_start,
+        shared=transcript.shared[shared_start:],
+        runs=transcript.runs,
+        show_handoffs=show_handoffs,
+        tools=tools,
+    )
+
+
+def view_from_delta(
+    log: list[Message], shared: list[int], delta: LogDelta, view_id: int, upto: int
+) -> list[Message]:
+    """Merge `delta` into a reader's `log` and `shared` prefixes (in place) and return the view
+    `Transcript.view(view_id, upto, delta.show_handoffs)` the workflow would have returned.
+
+    Several readers may merge overlapping deltas of the same log in any order: only what extends
+    the prefixes is added, and the view is built from the prefixes as long as this delta saw them.
+    """
+    if delta.log_start > len(log) or delta.shared_start > len(shared):
+        raise ValueError(
+            f"log delta starts at {delta.log_start}/{delta.shared_start}, past the reader's "
+            f"prefix ({len(log)}/{len(shared)})"
+        )
+    log_end = delta.log_start + len(delta.messages)
+    if log_end > len(log):
+        log.extend(delta.messages[len(log) - delta.log_start:])
+    shared_end = delta.shared_start + len(delta.shared)
+    if shared_end > len(shared):
+        shared.extend(delta.shared[len(shared) - delta.shared_start:])
+    if upto > len(log):
+        raise ValueError(f"a view as of {upto} messages needs the log that far; it has {len(log)}")
+    transcript = Transcript.model_construct(
+        log=log[:upto], shared=shared[:shared_end], runs=delta.runs
+    )
+    return transcript.view(view_id, upto, show_handoffs=delta.show_handoffs)
