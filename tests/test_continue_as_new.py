@@ -1,0 +1,109 @@
+"""Long conversations continue as new (a low threshold here) without clients noticing: the
+transcript, the active agent and a question waiting for a person cross the boundary, and every
+`send_turn` returns its own reply."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
+
+from durable_teams.client import send_turn
+from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.team import Agent, Swarm, handoff
+from workflows.conversation import TeamWorkflow
+from workflows.messages import Message, ModelRequest
+from workflows.state import ConversationInput, HumanReply, UserTurn
+
+from .conftest import running_worker
+
+
+def script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
+    last = messages[-1]
+    if req.agent == "triage":
+        return call("transfer_to_sales")
+    if last["role"] == "tool" and last["content"].startswith("order"):
+        return say(f"sales got: {last['content']}")
+    if last["role"] == "user" and last["content"] == "need help":
+        return call("ask_human", question="Which order?")
+    user = next(m for m in reversed(messages) if m["role"] == "user")
+    return say(f"sales: {user['content']}")
+
+
+def team_with_threshold(events: int) -> Any:
+    sales = Agent("sales", "Sell.", tools=["ask_human"])
+    triage = Agent("triage", "Route.", handoffs=[handoff(sales, "transfer_to_sales")])
+    compiled = Swarm([triage, sales], team_name="long").compile()
+    compiled.spec.continue_as_new_after_events = events
+    return compiled
+
+
+async def current_run(handle: WorkflowHandle) -> str:
+    return (await handle.describe()).run_id or ""
+
+
+async def test_fifty_turns_cross_several_runs(client: Client, task_queue: str) -> None:
+    team = team_with_threshold(100)
+    model = ScriptedModel(script)
+    texts = ["I want to buy"] + [f"turn {i}" for i in range(2, 25)]
+    async with running_worker(client, task_queue, [team], model):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, single_turn=False),
+            id=f"long-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        replies = [await send_turn(client, handle.id, text) for text in texts]
+
+        # Turn 25 waits for a person. Turns sent meanwhile queue up and grow the history until
+        # it passes the threshold, and the run continues as new while the question is pending.
+        latest = client.get_workflow_handle_for(TeamWorkflow.run, handle.id)  # no run id: current run
+        asking = asyncio.ensure_future(send_turn(client, handle.id, "need help"))
+        question = await pending_question(latest)
+        run_with_question = await current_run(latest)
+        queued_texts: list[str] = []
+        for n in range(26, 76):
+            text, queued_texts = f"turn {n}", queued_texts + [f"turn {n}"]
+            await latest.start_update(
+                TeamWorkflow.send_message, UserTurn(text=text, turn_id=f"id-{n}"),
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+            if await current_run(latest) != run_with_question:
+                break
+        assert await current_run(latest) != run_with_question, "never continued as new"
+        carried = await pending_question(latest)
+        assert carried == question  # the same question, not asked again
+        await latest.execute_update(
+            TeamWorkflow.answer, HumanReply(question_id=question.question_id, text="order 4711"))
+        asked_reply = await asking
+        # Each queued turn's first update ended with its run; sending it again by id returns
+        # its reply from the new run without running the turn twice.
+        queued_replies = await asyncio.gather(*(
+            send_turn(client, handle.id, t, turn_id=f"id-{t.split()[1]}") for t in queued_texts))
+        first_after = 26 + len(queued_texts)
+
+        rest = [f"turn {i}" for i in range(first_after, first_after + 17)]
+        replies += [await send_turn(client, handle.id, text) for text in rest]
+        transcript = await latest.query(TeamWorkflow.transcript)
+        status = await latest.query(TeamWorkflow.status)
+        await latest.signal(TeamWorkflow.close)
+        result = await latest.result()
+
+    assert replies[0].text == "sales: I want to buy"
+    assert [r.text for r in replies[1:]] == [f"sales: {t}" for t in texts[1:] + rest]
+    assert (asked_reply.turn, asked_reply.text) == (25, "sales got: order 4711")
+    assert [(r.turn, r.text) for r in queued_replies] == [
+        (n, f"sales: {t}") for n, t in zip(range(26, first_after), queued_texts, strict=True)]
+    assert result.turns == first_after + 16 >= 50 and result.runs >= 3, result
+    assert status.active_agent == "sales"
+    users = [m.content for m in transcript if m.role == "user"]
+    assert users == texts + ["need help"] + queued_texts + rest  # complete and in order
+    asks = [c for m in transcript for c in m.tool_calls if c.name == "ask_human"]
+    assert len(asks) == 1 and question.question_id == "q1"
+    assert sum(1 for r in model.requests if r[0].agent == "triage") == 1
+
+
+async def pending_question(handle: WorkflowHandle) -> Any:
+    while True:
+        pending = await handle.query(TeamWorkflow.pending_questions)
+        if pending:
+            return pending[0]
+        await asyncio.sleep(0.05)
