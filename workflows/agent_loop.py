@@ -199,9 +199,10 @@ class AgentLoop:
                 target = targets[call.name]
                 if len(handoffs) >= max_handoffs:
                     engaged = ", ".join(a for a, _ in handoffs)
+                    why = "the cap on parallel handoffs" if max_handoffs > 1 else "parallel handoffs are off"
                     pending.append(ready(
                         f"Not transferred to {target}: only {max_handoffs} agent(s) can be engaged "
-                        f"per reply (parallel handoffs are off). {engaged} is working on it; ask "
+                        f"per reply ({why}). {engaged} is working on it; ask "
                         f"{target} afterwards if still needed.", call, "handoff"))
                 elif budget.handoffs >= self.team.budgets.max_handoffs:
                     pending.append(ready(

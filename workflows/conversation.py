@@ -7,7 +7,6 @@ answers come back to the supervisor until someone gives the final answer.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import NoReturn
 
@@ -16,8 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import team as teams
-    from workflows.agent_loop import AgentLoop, AgentOutcome, Budget, TurnFailed
-    from workflows.handoff import handoff_back_messages
+    from workflows.agent_loop import AgentLoop, Budget, TurnFailed
     from workflows.human import HumanDesk, Interrupted, reply_problem
     from workflows.messages import Message, ModelView, TeamSpec
     from workflows.state import (
@@ -33,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         UserTurn,
     )
+    from workflows.turns import TurnRunner
 
 MAX_TURN_BYTES = 256 * 1024
 KEEP_REPLIES = 200
@@ -101,13 +100,14 @@ class TeamWorkflow:
         self.state.in_progress = None
         loop = self.loop = AgentLoop(team, self.state, self.desk)
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
+        turns = TurnRunner(loop, budget, resume)
         try:
             if target is not None:
-                outcome = await self._direct(loop, budget, target, resume)
+                outcome = await turns.direct(target)
             elif team.supervisor:
-                outcome = await self._supervise(loop, budget, resume)
+                outcome = await turns.supervise()
             else:
-                outcome = await self._swarm(loop, budget, resume)
+                outcome = await turns.swarm()
         except TurnFailed as err:
             agent = self.state.active_agent or (team.supervisor.name if team.supervisor else "team")
             self.state.transcript.append(
@@ -117,73 +117,12 @@ class TeamWorkflow:
             assert loop.interrupted_at is not None
             agent, view_id, spent = loop.interrupted_at
             self.state.in_progress = TurnProgress(
-                turn=number, agent=agent, view_id=view_id, direct=target is not None,
+                turn=number, agent=agent, view_id=view_id, direct=target is not None and view_id != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
         status: TurnStatus = "budget_exceeded" if outcome.kind == "budget" else "completed"
         return TurnReply(turn=number, text=outcome.text, agent=outcome.agent, status=status,
                          structured=outcome.structured)
-
-    async def _supervise(self, loop: AgentLoop, budget: Budget, resume: TurnProgress | None) -> AgentOutcome:
-        sup = loop.team.supervisor
-        assert sup is not None
-        transcript = self.state.transcript
-        # A resumed turn goes on where it stood: in the supervisor's own loop, or in a worker's.
-        runs = [transcript.runs[resume.view_id]] if resume and resume.view_id else []
-        while True:
-            if not runs:
-                outcome = await loop.run(sup.name, 0, budget, resume=resume is not None)
-                resume = None
-                if outcome.kind == "forward":  # the worker's message, verbatim, is the answer
-                    transcript.append(Message(role="assistant", content=outcome.text, name=sup.name))
-                    return outcome
-                if outcome.kind != "handoff":
-                    return outcome
-                runs = [transcript.start_run(agent, call.id) for agent, call in outcome.handoffs]
-                for run in runs:
-                    self.state.assignments[run.agent] = self.state.assignments.get(run.agent, 0) + 1
-            # Workers run concurrently, each on its own view; results fold back in call order.
-            loop.in_fanout = len(runs) > 1
-            results = await asyncio.gather(
-                *(loop.run(r.agent, r.id, budget, resume=resume is not None) for r in runs))
-            loop.in_fanout = False
-            resume = None
-            for run in runs:
-                transcript.finish_run(run.id, sup.output_mode)
-                if sup.add_handoff_back_messages:
-                    for message in handoff_back_messages(run.agent, sup.name, f"back_{run.id}"):
-                        transcript.append(message)
-            runs = []
-            stopped = [r for r in results if r.kind == "budget"]
-            if stopped:
-                return stopped[0]
-
-    async def _direct(self, loop: AgentLoop, budget: Budget, agent: str, resume: TurnProgress | None) -> AgentOutcome:
-        """`@agent` in a supervisor team: that agent answers the turn on its own view."""
-        sup = loop.team.supervisor
-        if sup is None:  # a swarm: the mentioned agent becomes the active one
-            self.state.active_agent = agent
-            return await self._swarm(loop, budget, resume)
-        transcript = self.state.transcript
-        run = transcript.runs[resume.view_id] if resume else transcript.start_run(agent, None)
-        if resume is None:
-            self.state.assignments[agent] = self.state.assignments.get(agent, 0) + 1
-        outcome = await loop.run(agent, run.id, budget, resume=resume is not None)
-        transcript.finish_run(run.id, sup.output_mode)
-        if outcome.kind == "escalate":  # request_help: the supervisor takes it from here
-            return await self._supervise(loop, budget, None)
-        return outcome
-
-    async def _swarm(self, loop: AgentLoop, budget: Budget, resume: TurnProgress | None) -> AgentOutcome:
-        team = loop.team
-        agent = self.state.active_agent or team.start_agent or next(iter(team.agents))
-        while True:
-            self.state.active_agent = agent
-            outcome = await loop.run(agent, 0, budget, resume=resume is not None)
-            resume = None
-            if outcome.kind != "handoff":
-                return outcome
-            agent = outcome.handoffs[0][0]
 
     # ---- continue-as-new --------------------------------------------------------------------
 

@@ -1,0 +1,105 @@
+"""Who answers one user turn, and in what order: the team's routing loop.
+
+- `supervise`: langgraph-supervisor's shape. The supervisor's model calls `transfer_to_<agent>`
+  tools; the workers run (concurrently when it calls several), their answers fold back into the
+  shared conversation, and the supervisor goes on until it answers.
+- `direct`: `@agent` in the user's message; that agent answers on its own view.
+- `swarm`: no supervisor. The active agent answers, or hands the conversation to a peer, which
+  stays active for the next turn.
+
+A turn cut off by continue-as-new (an agent waiting for a person) resumes where it stood: the
+`TurnProgress` names the agent run to pick up, and is used once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.agent_loop import AgentLoop, AgentOutcome, Budget
+    from workflows.handoff import handoff_back_messages
+    from workflows.messages import Message
+    from workflows.state import TurnProgress
+    from workflows.transcript import AgentRun
+
+
+class TurnRunner:
+    def __init__(self, loop: AgentLoop, budget: Budget, resume: TurnProgress | None) -> None:
+        self.loop = loop
+        self.budget = budget
+        self.resume = resume
+        self.team = loop.team
+        self.state = loop.state
+        self.transcript = loop.state.transcript
+
+    def _take_resume(self) -> TurnProgress | None:
+        """The progress to resume from, handed out once: later agent runs start fresh."""
+        resume, self.resume = self.resume, None
+        return resume
+
+    def _start(self, agent: str, handoff_call_id: str | None) -> AgentRun:
+        self.state.assignments[agent] = self.state.assignments.get(agent, 0) + 1
+        return self.transcript.start_run(agent, handoff_call_id)
+
+    async def _run_worker(self, run: AgentRun, resuming: bool) -> AgentOutcome:
+        """One worker's run on its own view."""
+        return await self.loop.run(run.agent, run.id, self.budget, resume=resuming)
+
+    async def supervise(self) -> AgentOutcome:
+        sup = self.team.supervisor
+        assert sup is not None
+        resume = self._take_resume()
+        resuming = resume is not None
+        # A resumed turn goes on where it stood: in the supervisor's own loop, or in a worker's.
+        runs = [self.transcript.runs[resume.view_id]] if resume and resume.view_id else []
+        while True:
+            if not runs:
+                outcome = await self.loop.run(sup.name, 0, self.budget, resume=resuming)
+                resuming = False
+                if outcome.kind == "forward":  # the worker's message, verbatim, is the answer
+                    self.transcript.append(Message(role="assistant", content=outcome.text, name=sup.name))
+                    return outcome
+                if outcome.kind != "handoff":
+                    return outcome
+                runs = [self._start(agent, call.id) for agent, call in outcome.handoffs]
+            # Workers run concurrently, each on its own view; results fold back in call order.
+            self.loop.in_fanout = len(runs) > 1
+            results = await asyncio.gather(*(self._run_worker(r, resuming) for r in runs))
+            self.loop.in_fanout = False
+            resuming = False
+            for run in runs:
+                self.transcript.finish_run(run.id, sup.output_mode)
+                if sup.add_handoff_back_messages:
+                    for message in handoff_back_messages(run.agent, sup.name, f"back_{run.id}"):
+                        self.transcript.append(message)
+            runs = []
+            stopped = [r for r in results if r.kind == "budget"]
+            if stopped:
+                return stopped[0]
+
+    async def direct(self, agent: str) -> AgentOutcome:
+        """`@agent` in a supervisor team: that agent answers the turn on its own view."""
+        sup = self.team.supervisor
+        if sup is None:  # a swarm: the mentioned agent becomes the active one
+            self.state.active_agent = agent
+            return await self.swarm()
+        resume = self._take_resume()
+        run = self.transcript.runs[resume.view_id] if resume else self._start(agent, None)
+        outcome = await self._run_worker(run, resuming=resume is not None)
+        self.transcript.finish_run(run.id, sup.output_mode)
+        if outcome.kind == "escalate":  # request_help: the supervisor takes it from here
+            return await self.supervise()
+        return outcome
+
+    async def swarm(self) -> AgentOutcome:
+        agent = self.state.active_agent or self.team.start_agent or next(iter(self.team.agents))
+        resuming = self._take_resume() is not None
+        while True:
+            self.state.active_agent = agent
+            outcome = await self.loop.run(agent, 0, self.budget, resume=resuming)
+            resuming = False
+            if outcome.kind != "handoff":
+                return outcome
+            agent = outcome.handoffs[0][0]
