@@ -84,38 +84,47 @@ class AgentLoop:
         first finishes answering the calls of the run's last message (a turn resumed after
         continue-as-new)."""
         if resume:
-            index = max(i for i, m in enumerate(self.transcript.log) if m.scope == view_id)
-            message = self.transcript.log[index]
-            if message.role == "assistant" and message.tool_calls:
-                outcome = await self._answer_calls(agent, view_id, index, message.tool_calls, budget)
-                if outcome is not None:
-                    return outcome
+            outcome = await self.resume_calls(agent, view_id, budget)
+            if outcome is not None:
+                return outcome
         return await self._loop(agent, view_id, budget)
+
+    async def resume_calls(self, agent: str, view_id: int, budget: Budget) -> AgentOutcome | None:
+        """Answer the calls of the scope's last message that a continue-as-new cut off."""
+        index = max(i for i, m in enumerate(self.transcript.log) if m.scope == view_id)
+        message = self.transcript.log[index]
+        if message.role == "assistant" and message.tool_calls:
+            return await self.answer_calls(agent, view_id, index, message.tool_calls, budget)
+        return None
 
     async def _loop(self, agent: str, view_id: int, budget: Budget) -> AgentOutcome:
         limits = self.team.budgets
         while True:
             if budget.model_calls >= limits.max_model_calls:
-                return self._stop(
-                    agent, view_id,
-                    f"Stopped: this turn used its budget of {limits.max_model_calls} model calls "
-                    "before an agent gave a final answer.",
-                )
-            message, structured = await self._call_model(agent, view_id, budget)
+                return self.out_of_model_calls(agent, view_id)
+            message, structured = await self.call_model(agent, view_id, budget)
             index = self.transcript.append(message)
             if not message.tool_calls:
                 return AgentOutcome("answer", agent, message.content or "", structured=structured)
-            outcome = await self._answer_calls(agent, view_id, index, message.tool_calls, budget)
+            outcome = await self.answer_calls(agent, view_id, index, message.tool_calls, budget)
             if outcome is not None:
                 return outcome
 
-    def _stop(self, agent: str, scope: int, text: str) -> AgentOutcome:
+    def out_of_model_calls(self, agent: str, scope: int) -> AgentOutcome:
+        return self.stop(
+            agent, scope,
+            f"Stopped: this turn used its budget of {self.team.budgets.max_model_calls} model calls "
+            "before an agent gave a final answer.",
+        )
+
+    def stop(self, agent: str, scope: int, text: str) -> AgentOutcome:
         self.transcript.append(
             Message(role="assistant", content=text, name=agent, scope=scope, kind="error")
         )
         return AgentOutcome("budget", agent, text)
 
-    async def _call_model(self, agent: str, view_id: int, budget: Budget) -> tuple[Message, dict | None]:
+    async def call_model(self, agent: str, view_id: int, budget: Budget) -> tuple[Message, dict | None]:
+        """One model call for `agent` on view `view_id` (not yet appended to the transcript)."""
         spec = teams.agent_spec(self.team, agent)
         sup = self.team.supervisor
         instructions = spec.instructions
@@ -164,7 +173,7 @@ class AgentLoop:
                 structured = None
         return message, structured
 
-    async def _answer_calls(
+    async def answer_calls(
         self, agent: str, scope: int, msg_index: int, calls: list[ToolCall], budget: Budget
     ) -> AgentOutcome | None:
         """Answer every call with exactly one tool message, in call order, then decide what

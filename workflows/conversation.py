@@ -260,7 +260,7 @@ class TeamWorkflow:
             active_agent=self.state.active_agent, turns=self.state.turns_started,
             model_calls=self.state.total_model_calls, pending=list(self.state.pending.values()),
             queued_turns=len(self.state.queue), last_reply=last, closed=self.closing,
-            ignored_replies=list(self.state.ignored_replies),
+            ignored_replies=list(self.state.ignored_replies), last_decision=self.state.last_decision,
         )
 
     @workflow.query

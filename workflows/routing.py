@@ -228,7 +228,7 @@ def strategy_problems(team: TeamSpec) -> list[str]:
 def latest_user_text(messages: Sequence[Message]) -> str:
     """The text of the last user message: what the strategies route on."""
     for m in reversed(messages):
-        if m.role == "user":
+        if m.role == "user" and m.kind != "routing":  # not the router's feedback to a model
             return m.content or ""
     return ""
 

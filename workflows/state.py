@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from workflows.messages import Message, TeamSpec, Wire
+from workflows.messages import Message, RoutingDecision, TeamSpec, Wire
 from workflows.transcript import Transcript
 
 TurnStatus = Literal["completed", "budget_exceeded", "failed"]
@@ -104,6 +104,9 @@ class ConversationState(Wire):
     resumed after continue-as-new does not run a finished tool or ask a question twice."""
     runs: int = 1
     """How many workflow runs this conversation has had (continue-as-new count + 1)."""
+    routing_decisions: int = 0
+    """Decisions made by a routing strategy so far (round-robin's counter)."""
+    last_decision: RoutingDecision | None = None
 
 
 class ConversationInput(Wire):
@@ -147,3 +150,5 @@ class ConversationStatus(Wire):
     last_reply: TurnReply | None
     closed: bool
     ignored_replies: list[HumanReply] = Field(default_factory=list)
+    last_decision: RoutingDecision | None = None
+    """The latest routing decision (strategies other than "llm")."""

@@ -57,6 +57,11 @@ def supervisor_agent(team: TeamSpec) -> AgentSpec:
     """The supervisor seen as an agent (its model, instructions and own tools)."""
     sup = team.supervisor
     assert sup is not None
+    if sup.strategy == "llm-decision":  # it answers with a JSON decision, not handoff calls
+        instructions = "\n\n".join(
+            p for p in (sup.instructions, routing.decision_instructions(routing.supervisor_agents(team))) if p)
+        return AgentSpec(name=sup.name, instructions=instructions, model=sup.model, tools=sup.tools,
+                         output_schema=routing.decision_schema(sup.agents))
     return AgentSpec(name=sup.name, instructions=sup.instructions, model=sup.model, tools=sup.tools)
 
 
@@ -70,6 +75,8 @@ def handoff_targets(team: TeamSpec, agent: str) -> dict[str, str]:
     """Handoff tool name -> agent, for the tools `agent` may use to hand work over."""
     sup = team.supervisor
     if sup is not None and agent == sup.name:
+        if sup.strategy != "llm":  # the other strategies route without handoff tools
+            return {}
         return {handoff.handoff_tool_name(a, sup.handoff_tool_prefix): a for a in sup.agents}
     spec = team.agents[agent]
     return {spec.handoff_tool_names.get(a) or handoff.handoff_tool_name(a): a for a in spec.handoffs}

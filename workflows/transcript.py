@@ -84,7 +84,9 @@ class Transcript(Wire):
             return shared if show_handoffs else strip_foreign_handoffs(shared, None)
         run = self.runs[view_id]
         end = len(self.log) if upto is None else upto
-        prefix = [self.log[i] for i in self.shared[: run.shared_start] if i < end]
+        # Routing records are for people and audits: no worker is shown them.
+        prefix = [self.log[i] for i in self.shared[: run.shared_start]
+                  if i < end and self.log[i].kind != "routing"]
         keep = run.handoff_call_id if show_handoffs else None
         own = [self.log[i] for i in self.run_messages(view_id, end)]
         return strip_foreign_handoffs(prefix, keep_call_id=keep) + own

@@ -3,6 +3,9 @@
 - `supervise`: langgraph-supervisor's shape. The supervisor's model calls `transfer_to_<agent>`
   tools; the workers run (concurrently when it calls several), their answers fold back into the
   shared conversation, and the supervisor goes on until it answers.
+- `route`: AgentForge's shape, for every other strategy. A decision (a pure strategy, or the
+  supervisor's JSON answer under "llm-decision") picks one agent, is recorded, and that
+  agent's answer is the turn's answer.
 - `direct`: `@agent` in the user's message; that agent answers on its own view.
 - `swarm`: no supervisor. The active agent answers, or hands the conversation to a peer, which
   stays active for the next turn.
@@ -18,9 +21,11 @@ import asyncio
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import routing
     from workflows.agent_loop import AgentLoop, AgentOutcome, Budget
+    from workflows.deciding import decide_with_model, fold_decision_run
     from workflows.handoff import handoff_back_messages
-    from workflows.messages import Message
+    from workflows.messages import Message, RoutingDecision
     from workflows.state import TurnProgress
     from workflows.transcript import AgentRun
 
@@ -50,6 +55,8 @@ class TurnRunner:
     async def supervise(self) -> AgentOutcome:
         sup = self.team.supervisor
         assert sup is not None
+        if sup.strategy != "llm":
+            return await self.route()
         resume = self._take_resume()
         resuming = resume is not None
         # A resumed turn goes on where it stood: in the supervisor's own loop, or in a worker's.
@@ -78,6 +85,50 @@ class TurnRunner:
             stopped = [r for r in results if r.kind == "budget"]
             if stopped:
                 return stopped[0]
+
+    async def route(self) -> AgentOutcome:
+        """Decide who handles the turn, record the decision, and let that agent answer it."""
+        sup = self.team.supervisor
+        assert sup is not None
+        resume = self._take_resume()
+        resuming = resume is not None
+        run = self.transcript.runs[resume.view_id] if resume and resume.view_id else None
+        if run is None or run.agent == sup.name:  # not decided yet (or cut off while deciding)
+            decided = await self._decide(run, resuming)
+            if isinstance(decided, AgentOutcome):
+                return decided
+            run, resuming = self._start(decided.target, None), False
+        outcome = await self._run_worker(run, resuming)
+        self.transcript.finish_run(run.id, sup.output_mode)
+        if outcome.kind != "escalate":
+            return outcome
+        # request_help: a model can choose again (within the handoff budget); a fixed strategy
+        # would only choose the same way, so the turn ends with the worker's reason.
+        if sup.strategy == "llm-decision" and self.budget.handoffs < self.team.budgets.max_handoffs:
+            self.budget.handoffs += 1
+            return await self.route()
+        text = f"{run.agent} could not handle this: {outcome.text}"
+        self.transcript.append(Message(role="assistant", content=text, name=sup.name))
+        return AgentOutcome("answer", sup.name, text)
+
+    async def _decide(self, run: AgentRun | None, resuming: bool) -> RoutingDecision | AgentOutcome:
+        sup = self.team.supervisor
+        assert sup is not None
+        if sup.strategy == "llm-decision":
+            run = run or self.transcript.start_run(sup.name, None)
+            decided = await decide_with_model(self.loop, self.budget, run, resuming)
+            fold_decision_run(self.loop, run)
+        else:  # a pure function of the conversation: no model call
+            decided = routing.route(
+                self.team, routing.latest_user_text(self.transcript.shared_messages()),
+                decisions_so_far=self.state.routing_decisions, assignments=self.state.assignments)
+        if isinstance(decided, RoutingDecision):
+            self.state.routing_decisions += 1
+            self.state.last_decision = decided
+            self.transcript.append(routing.routing_record(decided, sup.name))
+            # Readable in the history too (a memo change event), not only through a query.
+            workflow.upsert_memo({"last_routing": decided.model_dump(mode="json")})
+        return decided
 
     async def direct(self, agent: str) -> AgentOutcome:
         """`@agent` in a supervisor team: that agent answers the turn on its own view."""
