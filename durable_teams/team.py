@@ -118,12 +118,18 @@ class Supervisor:
     """Where "rules" and "skills" route when nothing matches (default: the first agent)."""
     decision_max_retries: int = 2
     decision_max_tool_rounds: int = 3
+    aggregate: ToolLike | None = None
+    """How fanned-out answers become the final answer: None (the supervisor's next model call),
+    "concatenate", or a function `(results: list[dict]) -> str` (each {"agent", "answer"})."""
     budgets: Budgets = field(default_factory=Budgets)
     ask_human_timeout_seconds: float = 86_400.0
     ask_human_default: str | None = None
 
     def compile(self) -> CompiledTeam:
         registry = ToolRegistry()
+        aggregate = self.aggregate
+        if aggregate is not None and aggregate != "concatenate":
+            aggregate = _register(registry, [aggregate])[0]
         back = self.add_handoff_messages if self.add_handoff_back_messages is None else self.add_handoff_back_messages
         spec = TeamSpec(
             name=self.team_name,
@@ -146,6 +152,7 @@ class Supervisor:
                                 else self.fallback_agent),
                 decision_max_retries=self.decision_max_retries,
                 decision_max_tool_rounds=self.decision_max_tool_rounds,
+                aggregate=aggregate,  # type: ignore[arg-type]
             ),
             agents={a.name: a.spec(registry) for a in self.agents},
             tools=registry.specs(),

@@ -22,6 +22,7 @@ from durable_teams.team import Agent, Supervisor
 from workflows.conversation import TeamWorkflow
 from workflows.messages import Message
 from workflows.state import ConversationInput, ConversationResult
+from workflows.team import TeamError, validate_team
 
 from .conftest import running_worker
 
@@ -227,3 +228,37 @@ async def test_forward_message_from_an_agent_that_never_spoke_is_an_error_the_mo
     error = next(m for m in r.shared if m.name == "forward_message")
     assert error.kind == "error"
     assert error.content == "Could not find message from source agent beta. Found names: ['alpha', 'supervisor']"
+
+
+def combine(results: list[dict]) -> str:
+    """Join the workers' answers into one report."""
+    return " | ".join(f"{r['agent']}={r['answer']}" for r in results)
+
+
+@pytest.mark.parametrize("aggregate", ["concatenate", combine])
+async def test_fanned_out_answers_are_aggregated_without_another_supervisor_call(
+    client: Client, task_queue: str, aggregate: object
+) -> None:
+    script = {"supervisor": [FAN_OUT]} | {n: worker_script(n, 0.01) for n in ("alpha", "beta", "gamma")}
+    r = await run(client, task_queue, team(parallel_tool_calls=True, aggregate=aggregate), script)
+    if aggregate == "concatenate":
+        expected = "alpha: alpha report\n\nbeta: beta report\n\ngamma: gamma report"
+    else:
+        expected = "alpha=alpha report | beta=beta report | gamma=gamma report"
+        scheduled = [e.activity_task_scheduled_event_attributes
+                     for e in (await r.handle.fetch_history()).events
+                     if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+        combined = [json.loads(a.input.payloads[0].data) for a in scheduled
+                    if a.activity_type.name == "run_tool" and "combine" in a.input.payloads[0].data.decode()]
+        assert [c["tool"] for c in combined] == ["combine"]
+    assert (r.result.answer, r.result.agent) == (expected, "supervisor")
+    assert model_calls_by(r.model).count("supervisor") == 1
+    assert (r.shared[-1].name, r.shared[-1].content) == ("supervisor", expected)
+
+
+def test_an_unknown_aggregate_tool_is_refused_before_anything_runs() -> None:
+    spec = team(aggregate="concatenate").compile().spec
+    assert spec.supervisor is not None
+    bad = spec.model_copy(update={"supervisor": spec.supervisor.model_copy(update={"aggregate": "summarise"})})
+    with pytest.raises(TeamError, match="aggregate names unknown tool 'summarise'"):
+        validate_team(bad)

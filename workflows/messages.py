@@ -162,6 +162,11 @@ class SupervisorSpec(Wire):
     """Where "rules" and "skills" route when nothing matches (default: the first agent)."""
     decision_max_retries: int = Field(default=2, ge=0)
     """For "llm-decision": how many times an unusable decision is sent back to the model."""
+    aggregate: str | None = None
+    """How the answers of one reply's handoffs become the final answer. None (default): the
+    supervisor's next model call reads them. "concatenate": joined in call order, no model call.
+    Any other name: a tool of the team, called once with `results=[{"agent", "answer"}, ...]`
+    in call order; what it returns is the answer (AgentForge's `aggregateFn`)."""
     decision_max_tool_rounds: int = Field(default=3, ge=0)
     """For "llm-decision": how many rounds of tool calls (ask_human, lookups) the supervisor
     may make before it must decide."""

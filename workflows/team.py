@@ -21,6 +21,10 @@ WORKFLOW_TOOLS = {
 }
 
 
+CONCATENATE = "concatenate"
+"""The built-in aggregation: answers joined in call order."""
+
+
 class TeamError(ValueError):
     """A team definition that cannot run (unknown agent or tool, duplicate names)."""
 
@@ -46,6 +50,9 @@ def validate_team(team: TeamSpec) -> None:
         for tool in sup.tools:
             if tool not in team.tools and tool not in WORKFLOW_TOOLS:
                 raise TeamError(f"supervisor names unknown tool {tool!r}")
+        if sup.aggregate not in (None, CONCATENATE) and sup.aggregate not in team.tools:
+            raise TeamError(f"aggregate names unknown tool {sup.aggregate!r} (use a tool of the "
+                            f"team, or {CONCATENATE!r})")
         problems = routing.strategy_problems(team)
         if problems:
             raise TeamError("; ".join(problems))

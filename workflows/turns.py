@@ -17,15 +17,17 @@ A turn cut off by continue-as-new (an agent waiting for a person) resumes where 
 from __future__ import annotations
 
 import asyncio
+import json
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows import routing
+    from workflows import team as teams
     from workflows.agent_loop import AgentLoop, AgentOutcome, Budget
     from workflows.deciding import decide_with_model, fold_decision_run
     from workflows.handoff import handoff_back_messages
-    from workflows.messages import Message, RoutingDecision
+    from workflows.messages import Message, RoutingDecision, ToolCall
     from workflows.state import TurnProgress
     from workflows.transcript import AgentRun
 
@@ -81,10 +83,28 @@ class TurnRunner:
                 if sup.add_handoff_back_messages:
                     for message in handoff_back_messages(run.agent, sup.name, f"back_{run.id}"):
                         self.transcript.append(message)
-            runs = []
             stopped = [r for r in results if r.kind == "budget"]
             if stopped:
                 return stopped[0]
+            if sup.aggregate is not None:
+                return await self._aggregate(runs, results)
+            runs = []
+
+    async def _aggregate(self, runs: list[AgentRun], results: list[AgentOutcome]) -> AgentOutcome:
+        """The final answer from the answers of one reply's handoffs, in call order, without
+        another supervisor model call."""
+        sup = self.team.supervisor
+        assert sup is not None and sup.aggregate is not None
+        answers = [{"agent": run.agent, "answer": r.text} for run, r in zip(runs, results, strict=True)]
+        if sup.aggregate == teams.CONCATENATE:
+            text = "\n\n".join(f"{a['agent']}: {a['answer']}" for a in answers)
+        else:  # the team's own function, as a tool activity (retries, timeout, size guard)
+            call = ToolCall(id=f"aggregate_{runs[0].id}", name=sup.aggregate,
+                            arguments=json.dumps({"results": answers}))
+            message = await self.loop.tools.run(sup.name, 0, len(self.transcript.log), call)
+            text = message.content or ""
+        self.transcript.append(Message(role="assistant", content=text, name=sup.name))
+        return AgentOutcome("answer", sup.name, text)
 
     async def route(self) -> AgentOutcome:
         """Decide who handles the turn, record the decision, and let that agent answer it."""
