@@ -12,11 +12,16 @@ import asyncio
 import sys
 import uuid
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.service import RPCError
 
 from durable_teams.cli import send_reply
-from durable_teams.client import send_turn
+from durable_teams.client import ConversationEnded, send_turn
 from durable_teams.runtime import TASK_QUEUE
 from workflows.conversation import TeamWorkflow
 from workflows.state import ConversationInput, Question, TurnReply
@@ -76,6 +81,23 @@ async def answer_questions(client: Client, thread: str, turn: asyncio.Future[Tur
     return True
 
 
+async def why_it_failed(client: Client, thread: str) -> str:
+    """": <root cause>" when the conversation failed (an unknown team, say), else ""."""
+    handle = client.get_workflow_handle(thread)
+    try:
+        if (await handle.describe()).status != WorkflowExecutionStatus.FAILED:
+            return ""
+        await handle.result()
+    except WorkflowFailureError as err:
+        cause: BaseException = err.cause
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        return f": {getattr(cause, 'message', cause)}"
+    except Exception:  # noqa: BLE001 - only an explanation: say nothing more
+        pass
+    return ""
+
+
 async def chat(client: Client, team: str, thread: str | None) -> int:
     thread = await open_thread(client, team, thread)
     while True:
@@ -93,6 +115,16 @@ async def chat(client: Client, team: str, thread: str | None) -> int:
         if not await answer_questions(client, thread, turn):
             turn.cancel()
             return 0
-        reply = await turn
+        try:
+            reply = await turn
+        except WorkflowUpdateFailedError as rejected:  # an oversized turn, or the thread is closing
+            print(f"(not sent: {getattr(rejected.cause, 'message', rejected.cause)})")
+            continue
+        except ConversationEnded as ended:
+            print(f"{ended}{await why_it_failed(client, thread)}")
+            return 1
+        except RPCError as err:  # e.g. the conversation ended before this turn was sent
+            print(f"could not send to {thread}: {err.message}{await why_it_failed(client, thread)}")
+            return 1
         marker = "" if reply.status == "completed" else f" ({reply.status})"
         print(f"[{reply.agent}]{marker} {reply.text}")

@@ -1,26 +1,43 @@
-"""The CLI as a person uses it: the demos, driven through standard input."""
+"""The CLI as a person uses it: the demos and `chat`, driven through standard input."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from durable_teams.examples import acme, support
+from durable_teams.scripted import ScriptedModel, Step, call, say
+from durable_teams.team import Agent, Swarm
+from workflows.conversation import TeamWorkflow
+from workflows.messages import Message, ModelRequest
+
+from .conftest import running_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def cli(client: Client, *args: str, stdin: str = "") -> str:
+async def cli(
+    client: Client, *args: str, stdin: str = "", task_queue: str | None = None, returncode: int = 0
+) -> str:
+    """Run `python -m durable_teams ARGS` against the test server; with `task_queue`, against a
+    worker the test hosts on that queue."""
     env = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host}
+    if task_queue is not None:
+        env["TEMPORAL_TASK_QUEUE"] = task_queue
     env.pop("OPENAI_API_KEY", None)
     env.pop("OPENAI_BASE_URL", None)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "durable_teams", *args, cwd=ROOT, env=env,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     out, _ = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=120)
-    assert proc.returncode == 0, out.decode()
+    assert proc.returncode == returncode, out.decode()
     return out.decode()
 
 
@@ -39,3 +56,79 @@ async def test_support_demo_takes_answers_at_the_terminal(client: Client) -> Non
     assert "[ask_human result] Order 4711" in out
     assert "[execute_refund result] success" in out
     assert "Answer: Your refund is on its way." in out
+
+
+def acme_script() -> dict[str, list[Step]]:
+    """The ACME example's script, plus one more reply from repairs for a fourth turn."""
+    return {**acme.SCRIPT, "repairs": [*acme.SCRIPT["repairs"], say("Glad I could help. Anything else?")]}
+
+
+async def test_chat_acme_approval_quit_and_continue_the_thread(client: Client, task_queue: str) -> None:
+    """Three turns at the terminal (a handoff to sales, sales again, then a refund the user
+    approves with "y"), /quit leaves the thread running, and a second session on the same
+    thread is answered by the agent that was active when the first one left."""
+    support.REFUNDS.clear()
+    model = ScriptedModel(acme_script())
+    async with running_worker(client, task_queue, [acme.build().compile()], model):
+        first = await cli(client, "chat", "acme", task_queue=task_queue, stdin=(
+            "I keep failing to catch a roadrunner. Want to buy something.\n"
+            "How much is it?\n"
+            "\n"  # an empty line is not a turn
+            "Never mind. My boots fell apart, refund them.\n"
+            "y\n"
+            "/quit\n"))
+        thread = re.search(r"\(new thread (acme-chat-\w+)\)", first)
+        assert thread is not None, first
+        handle = client.get_workflow_handle(thread.group(1))
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        agents_in_first = [r[0].agent for r in model.requests]
+        second = await cli(client, "chat", "acme", "--thread", handle.id, task_queue=task_queue,
+                           stdin="Thanks!\n/quit\n")
+        status = await handle.query(TeamWorkflow.status)
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    replies = [re.sub(r"^(you> )+", "", line) for line in first.splitlines() if "] " in line]
+    assert replies == [
+        f"[sales] {acme.SCRIPT['sales'][0].content}",
+        f"[sales] {acme.SCRIPT['sales'][1].content}",
+        '? [repairs] approve execute_refund({"item_id": "item_132612938", '
+        '"reason": "fell apart after a week"})? [y/n] [repairs] Done: your boots are refunded.',
+    ]
+    assert first.count("you> ") == 5  # one prompt per line typed, up to /quit
+    assert f"(left thread {handle.id} running; continue with: durable-teams chat acme --thread {handle.id})" in first
+    assert support.REFUNDS == [("item_132612938", "fell apart after a week")]
+    assert agents_in_first == ["triage", "sales", "sales", "sales", "triage", "repairs", "repairs", "repairs"]
+    # The second session: same thread, and repairs (active when the first left) answers at once.
+    assert f"(continuing thread {handle.id})" in second and "(new thread" not in second
+    assert "[repairs] Glad I could help. Anything else?" in second
+    assert [r[0].agent for r in model.requests[len(agents_in_first):]] == ["repairs"]
+    assert (status.turns, status.active_agent, status.pending) == (4, "repairs", [])
+
+
+def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
+    last = messages[-1]
+    if last["role"] == "user":
+        return call("ask_human", question="Which order do you mean?", suggestions=["A-17", "B-42"])
+    return say(f"Order {last['content']} is on its way.")
+
+
+async def test_chat_answers_a_question_and_close_ends_the_thread(client: Client, task_queue: str) -> None:
+    """An `ask_human` question prints with its suggestions and takes the next line as the
+    answer; /close ends the conversation."""
+    desk = Agent("desk", "Help with orders.", tools=["ask_human"])
+    team = Swarm([desk], team_name="desk").compile()
+    thread = f"desk-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, task_queue, [team], ScriptedModel(desk_script)):
+        out = await cli(client, "chat", "desk", "--thread", thread, task_queue=task_queue,
+                        stdin="Where is my order?\nB-42\n/close\n")
+        result = await client.get_workflow_handle_for(TeamWorkflow.run, thread).result()
+    assert f"(new thread {thread})" in out
+    assert "? [desk] Which order do you mean? (A-17 | B-42)\n> [desk] Order B-42 is on its way." in out
+    assert out.rstrip().endswith("you> (conversation closed)")
+    assert (result.turns, result.agent, result.answer) == (1, "desk", "Order B-42 is on its way.")
+
+
+async def test_chat_with_a_team_the_worker_lacks_says_why(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [acme.build().compile()], ScriptedModel(acme.SCRIPT)):
+        out = await cli(client, "chat", "acmee", task_queue=task_queue, stdin="hello\n", returncode=1)
+    assert "No team named 'acmee' on this worker (known: acme)." in out
+    assert "Traceback" not in out
