@@ -38,7 +38,7 @@ def echo_worker(req: ModelRequest, messages: list[dict[str, Any]], tools: list[d
 def scripted(supervisor: list[Step]) -> ScriptedModel:
     def script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Step:
         if req.agent == "supervisor":
-            return supervisor[req.agent_call_index]
+            return supervisor[min(req.agent_call_index, len(supervisor) - 1)]  # then the last, again
         return echo_worker(req, messages, tools)
     return ScriptedModel(script)
 
@@ -195,3 +195,34 @@ async def pending_question(handle: WorkflowHandle) -> Any:
         if pending:
             return pending[0]
         await asyncio.sleep(0.05)
+
+
+async def test_a_decision_waiting_for_a_person_survives_continue_as_new(client: Client, task_queue: str) -> None:
+    compiled = team("llm-decision")
+    compiled.spec.continue_as_new_after_events = 40
+    model = scripted([call("ask_human", question="What is your order number?"), say(DECISION)])
+    async with running_worker(client, task_queue, [compiled], model):
+        handle = await conversation(client, task_queue, compiled)
+        latest = client.get_workflow_handle_for(TeamWorkflow.run, handle.id)
+        asking = asyncio.ensure_future(send_turn(client, handle.id, "where is my order?"))
+        question = await pending_question(latest)
+        first_run = (await latest.describe()).run_id
+        # Queued turns grow the history until the run continues as new, the question pending.
+        queued = []
+        for n in range(30):
+            queued.append(f"later {n}")
+            await latest.start_update(TeamWorkflow.send_message, UserTurn(text=queued[-1], turn_id=queued[-1]),
+                                      wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+            if (await latest.describe()).run_id != first_run:
+                break
+        assert (await latest.describe()).run_id != first_run, "never continued as new"
+        assert await pending_question(latest) == question
+        await latest.execute_update(TeamWorkflow.answer, HumanReply(question_id=question.question_id, text="A-9"))
+        reply = await asking
+        later = [await send_turn(client, handle.id, t, turn_id=t) for t in queued]
+
+    assert (reply.agent, reply.status) == ("orders", "completed")
+    assert calls_by(model)[:3] == ["supervisor", "supervisor", "orders"]  # asked once, decided once
+    _, worker_view, _ = model.requests[2]
+    assert any(m["role"] == "tool" and m["content"] == "A-9" for m in worker_view)
+    assert all(r.status == "completed" for r in later)  # each later turn decided and answered
