@@ -42,6 +42,10 @@ async def open_thread(client: Client, team: str, thread: str | None) -> str:
         if described.status == WorkflowExecutionStatus.RUNNING:
             print(f"(continuing thread {thread})")
             return thread
+        # A new conversation under a closed thread's id would silently start with no memory.
+        state = described.status.name if described.status else "closed"
+        raise SystemExit(f"thread {thread} has ended ({state}); its conversation cannot go on. "
+                         f"Start a new one: durable-teams chat {team}")
     except RPCError:
         pass
     await client.start_workflow(

@@ -121,6 +121,9 @@ async def test_chat_answers_a_question_and_close_ends_the_thread(client: Client,
         out = await cli(client, "chat", "desk", "--thread", thread, task_queue=task_queue,
                         stdin="Where is my order?\nB-42\n/close\n")
         result = await client.get_workflow_handle_for(TeamWorkflow.run, thread).result()
+        again = await cli(client, "chat", "desk", "--thread", thread, task_queue=task_queue,
+                          stdin="hello?\n", returncode=1)
+    assert f"thread {thread} has ended (COMPLETED)" in again  # not a new conversation, silently
     assert f"(new thread {thread})" in out
     assert "? [desk] Which order do you mean? (A-17 | B-42)\n> [desk] Order B-42 is on its way." in out
     assert out.rstrip().endswith("you> (conversation closed)")
