@@ -17,7 +17,7 @@ from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.team import Agent, CompiledTeam, Swarm, handoff
 from workflows.conversation import TeamWorkflow
 from workflows.messages import Message, ModelRequest
-from workflows.state import ConversationInput, HumanReply
+from workflows.state import ConversationInput, HumanReply, UserTurn
 
 from .conftest import running_worker
 
@@ -69,6 +69,21 @@ async def test_turns_sent_at_once_are_answered_one_by_one_in_order(client: Clien
         assert user.role == "user" and answer.content == f"echo heard: {user.content}"
     by_turn = sorted(replies, key=lambda r: r.turn)
     assert [r.text for r in by_turn] == [a.content for _, a in pairs]
+
+
+async def test_signalled_turns_queue_in_order_with_updates(client: Client, task_queue: str) -> None:
+    """`post_message` is the fire-and-forget form: no reply to the sender, same queue, same
+    order; an empty message is dropped with a warning rather than failing the conversation."""
+    team = Swarm([Agent("echo", "Repeat what you hear.")]).compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(echo)):
+        handle = await start(client, task_queue, team)
+        await handle.signal(TeamWorkflow.post_message, UserTurn(text="first"))
+        await handle.signal(TeamWorkflow.post_message, UserTurn(text="   "))
+        await handle.signal(TeamWorkflow.post_message, UserTurn(text="second"))
+        third = await send_turn(client, handle.id, "third")
+        transcript = await handle.query(TeamWorkflow.transcript)
+    assert third.turn == 3 and third.text == "echo heard: third"
+    assert [m.content for m in transcript if m.role == "user"] == ["first", "second", "third"]
 
 
 def whoami(context_variables: dict[str, Any]) -> Result:
