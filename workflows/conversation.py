@@ -117,7 +117,7 @@ class TeamWorkflow:
             assert loop.interrupted_at is not None
             agent, view_id, spent = loop.interrupted_at
             self.state.in_progress = TurnProgress(
-                turn=number, agent=agent, view_id=view_id, direct=target is not None and view_id != 0,
+                turn=number, agent=agent, view_id=view_id, direct=agent == target and view_id != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
         status: TurnStatus = "budget_exceeded" if outcome.kind == "budget" else "completed"
