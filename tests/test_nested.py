@@ -164,20 +164,26 @@ async def test_two_level_team_answers_faang_through_child_workflows(client: Clie
     ]
 
 
-async def test_ask_human_inside_a_nested_team_is_listed_and_answered_by_child_id(
-    client: Client, task_queue: str
-) -> None:
-    script = {**faang_teams.SCRIPT, "research_team": [
-        call("ask_human", question="Which year?", suggestions=["2024"]),
-        call("transfer_to_research_expert"),
-        say(faang_teams.RESEARCH_SUMMARY),
-    ]}
+ASKING = {**faang_teams.SCRIPT, "research_team": [
+    call("ask_human", question="Which year?", suggestions=["2024"]),
+    call("transfer_to_research_expert"),
+    say(faang_teams.RESEARCH_SUMMARY),
+]}
+
+
+def asking_team() -> CompiledTeam:
     team = faang_teams.build()
     research_team = team.agents[0]
     assert isinstance(research_team, Supervisor)
     research_team.tools = ["ask_human"]  # the nested team's lead may ask the person
-    compiled = team.compile()
-    async with running_worker(client, task_queue, [compiled], ScriptedModel(script)):
+    return team.compile()
+
+
+async def test_ask_human_inside_a_nested_team_is_listed_and_answered_by_child_id(
+    client: Client, task_queue: str
+) -> None:
+    compiled = asking_team()
+    async with running_worker(client, task_queue, [compiled], ScriptedModel(ASKING)):
         handle = await start(client, task_queue, compiled, faang.QUESTION)
         cid = f"{handle.id}/research_team-1"
         listed = await _listed(client, cid)  # the listing behind `durable-teams pending`
@@ -190,6 +196,24 @@ async def test_ask_human_inside_a_nested_team_is_listed_and_answered_by_child_id
             TeamWorkflow.transcript, True, result_type=list[Message])
     assert result.answer == faang.ANSWER
     assert ("tool", "ask_human", "2024") in [(m.role, m.name, m.content) for m in child_view]
+
+
+async def test_a_nested_team_waiting_for_a_person_continues_as_new_under_its_parent(
+    client: Client, task_queue: str
+) -> None:
+    compiled = asking_team()
+    sub = compiled.spec.agents["research_team"].team
+    assert sub is not None
+    sub.continue_as_new_after_events = 8  # passed by the time it asks; not after the new run
+    async with running_worker(client, task_queue, [compiled], ScriptedModel(ASKING)):
+        handle = await start(client, task_queue, compiled, faang.QUESTION)
+        cid = f"{handle.id}/research_team-1"
+        listed = await _listed(client, cid)
+        await send_reply(client, cid, listed.question_id, text="2024")
+        result = await handle.result()
+        child = await client.get_workflow_handle(cid, result_type=ConversationResult).result()
+    assert result.answer == faang.ANSWER
+    assert child.runs >= 2 and child.answer == faang_teams.RESEARCH_SUMMARY
 
 
 async def _listed(client: Client, workflow_id: str):  # noqa: ANN202
