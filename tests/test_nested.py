@@ -12,7 +12,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.cli import pending_questions, send_reply
 from durable_teams.examples import faang, faang_teams
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.scripted import ScriptedModel, call, calls, say
 from durable_teams.team import Agent, CompiledTeam, Supervisor
 from workflows.children import bounded_history, child_id, child_team
 from workflows.conversation import TeamWorkflow
@@ -256,3 +256,32 @@ async def test_a_failed_child_is_an_error_the_supervisor_reads(client: Client, t
     assert result.answer == faang.ANSWER  # the scripted supervisor answers anyway
     failure = next(m for m in transcript if m.name == "math_team" and m.kind == "error")
     assert (failure.content or "").startswith("math_team could not finish: The model call for math_team failed")
+
+
+async def test_parallel_handoffs_run_two_nested_teams_at_once(client: Client, task_queue: str) -> None:
+    team = faang_teams.build()
+    team.parallel_tool_calls = True
+    compiled = team.compile()
+    script = {**faang_teams.SCRIPT, "top_supervisor": [
+        calls(("transfer_to_research_team", {}), ("transfer_to_math_team", {})), say("both done")]}
+    async with running_worker(client, task_queue, [compiled], ScriptedModel(script)):
+        handle = await start(client, task_queue, compiled, faang.QUESTION)
+        result = await handle.result()
+        history = await handle.fetch_history()
+    assert result.answer == "both done"
+    kinds = [e.event_type for e in history.events if "CHILD" in EventType.Name(e.event_type)]
+    initiated = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    # both children were started before either completed
+    assert kinds[:2] == [initiated, initiated]
+
+
+async def test_mention_addresses_a_nested_team_directly(client: Client, task_queue: str) -> None:
+    compiled = faang_teams.build().compile()
+    script = {**faang_teams.SCRIPT, "math_team": [say("Ask me a sum.")]}
+    async with running_worker(client, task_queue, [compiled], ScriptedModel(script)):
+        handle = await start(client, task_queue, compiled, "@math_team hello")
+        result = await handle.result()
+        child = await client.get_workflow_handle(f"{handle.id}/math_team-1").query(
+            TeamWorkflow.transcript, True, result_type=list[Message])
+    assert (result.agent, result.answer) == ("math_team", "Ask me a sum.")
+    assert [(m.role, m.content) for m in child] == [("user", "hello"), ("assistant", "Ask me a sum.")]
