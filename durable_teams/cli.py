@@ -86,6 +86,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
         print(f"last reply [{status.last_reply.agent}, {status.last_reply.status}]: {status.last_reply.text}")
     for q in status.pending:
         print(format_question(args.workflow_id, q))
+    for child in status.children:  # their questions are listed, and answered, under their ids
+        print(f"running as a child workflow: {child}  (durable-teams status {child})")
     return 0
 
 

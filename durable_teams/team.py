@@ -6,6 +6,13 @@
 
 `compile()` turns the definition into a `TeamSpec` (pydantic, travels as workflow input) and a
 `ToolRegistry` (the Python callables, which stay on the worker).
+
+Teams nest: a `Supervisor` (named, with a description) can be one of another supervisor's
+agents; it runs as a child workflow, and its tools join the top team's registry so one worker
+serves every level:
+
+    research_team = Supervisor([research], name="research_team", description="Finds facts.")
+    top = Supervisor([research_team, math_team], name="top")
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from workflows.messages import (
     SupervisorSpec,
     TeamSpec,
 )
-from workflows.team import WORKFLOW_TOOLS, validate_team
+from workflows.team import WORKFLOW_TOOLS, TeamError, validate_team
 
 ToolLike = Callable[..., Any] | Tool | str
 """A function, a `@tool`, or the name of a built-in tool such as "ask_human"."""
@@ -95,9 +102,12 @@ class Supervisor:
     """A supervisor routing work to agents through `transfer_to_<agent>` tools, with
     langgraph-supervisor's options."""
 
-    agents: Sequence[Agent]
+    agents: Sequence[Agent | Supervisor | CompiledTeam]
+    """Worker agents, or whole teams (a `Supervisor`, compiled or not) nested as agents."""
     instructions: str = ""
     name: str = "supervisor"
+    description: str = ""
+    """What this team does, for a supervisor above it (when the team is nested)."""
     team_name: str = "team"
     model: str | None = None
     tools: Sequence[ToolLike] = ()
@@ -114,7 +124,7 @@ class Supervisor:
     strategy that calls no model: "rules", "skills", "round-robin", "load-balanced"."""
     rules: Sequence[RoutingRule] = ()
     """For "rules": `RoutingRule(target="billing", keywords=["refund"])`, tried in order."""
-    fallback_agent: Agent | str | None = None
+    fallback_agent: Agent | Supervisor | str | None = None
     """Where "rules" and "skills" route when nothing matches (default: the first agent)."""
     decision_max_retries: int = 2
     decision_max_tool_rounds: int = 3
@@ -127,9 +137,23 @@ class Supervisor:
 
     def compile(self) -> CompiledTeam:
         registry = ToolRegistry()
+        spec = self.team_spec(registry)
+        validate_team(spec)
+        return CompiledTeam(spec, registry)
+
+    def team_spec(self, registry: ToolRegistry, _within: tuple[int, ...] = ()) -> TeamSpec:
+        """The team as data; every tool, nested teams' included, goes into `registry`."""
+        if id(self) in _within:
+            raise TeamError(f"supervisor {self.name!r} is placed inside its own team")
+        within = (*_within, id(self))
+        names = [_name(a) for a in self.agents]
+        for name in names:
+            if names.count(name) > 1:
+                raise TeamError(f"supervisor {self.name!r} has two agents named {name!r}")
+        own = ToolRegistry()  # this team's tools (its nested teams' included), then the caller's
         aggregate = self.aggregate
         if aggregate is not None and aggregate != "concatenate":
-            aggregate = _register(registry, [aggregate])[0]
+            aggregate = _register(own, [aggregate])[0]
         back = self.add_handoff_messages if self.add_handoff_back_messages is None else self.add_handoff_back_messages
         spec = TeamSpec(
             name=self.team_name,
@@ -137,8 +161,8 @@ class Supervisor:
                 name=self.name,
                 instructions=self.instructions,
                 model=self.model or default_model(),
-                agents=[a.name for a in self.agents],
-                tools=_register(registry, self.tools),
+                agents=names,
+                tools=_register(own, self.tools),
                 output_mode=self.output_mode,
                 add_handoff_messages=self.add_handoff_messages,
                 add_handoff_back_messages=back,
@@ -148,20 +172,20 @@ class Supervisor:
                 worker_preamble=self.worker_preamble,
                 strategy=self.strategy,
                 rules=list(self.rules),
-                fallback_agent=(self.fallback_agent.name if isinstance(self.fallback_agent, Agent)
-                                else self.fallback_agent),
+                fallback_agent=(self.fallback_agent if self.fallback_agent is None
+                                else _name(self.fallback_agent)),
                 decision_max_retries=self.decision_max_retries,
                 decision_max_tool_rounds=self.decision_max_tool_rounds,
                 aggregate=aggregate,  # type: ignore[arg-type]
             ),
-            agents={a.name: a.spec(registry) for a in self.agents},
-            tools=registry.specs(),
+            agents={_name(a): _member(a, own, within) for a in self.agents},
+            tools=own.specs(),
             budgets=self.budgets,
             ask_human_timeout_seconds=self.ask_human_timeout_seconds,
             ask_human_default=self.ask_human_default,
         )
-        validate_team(spec)
-        return CompiledTeam(spec, registry)
+        registry.register(*(own.get(n) for n in own.names()))
+        return spec
 
 
 @dataclass
@@ -190,6 +214,27 @@ class Swarm:
         spec.tools = registry.specs()
         validate_team(spec)
         return CompiledTeam(spec, registry)
+
+
+def _name(item: Agent | Supervisor | CompiledTeam | str) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, CompiledTeam):
+        return item.spec.supervisor.name if item.spec.supervisor else item.spec.name
+    return item.name
+
+
+def _member(item: Agent | Supervisor | CompiledTeam, registry: ToolRegistry,
+            within: tuple[int, ...]) -> AgentSpec:
+    """A supervisor's agent as data: a worker, or a nested team (which runs as a child)."""
+    if isinstance(item, Agent):
+        return item.spec(registry)
+    if isinstance(item, CompiledTeam):
+        registry.register(*(item.tools.get(n) for n in item.tools.names()))
+        sup = item.spec.supervisor
+        return AgentSpec(name=_name(item), team=item.spec, model=sup.model if sup else default_model())
+    return AgentSpec(name=item.name, description=item.description,
+                     model=item.model or default_model(), team=item.team_spec(registry, within))
 
 
 def _peer(item: Agent | str | Handoff) -> str:

@@ -66,6 +66,8 @@ class AgentLoop:
         self.tools = ToolRunner(team, state, desk)
         self.in_fanout = False
         """True while several agent runs go on at once: no continue-as-new in between."""
+        self.children: dict[int, str] = {}
+        """Agent run id -> id of the child workflow running it now (workflows/children.py)."""
         self.interrupted_at: tuple[str, int, Budget] | None = None
         """(agent, view_id, budget before the batch) of the run a continue-as-new cut off."""
 
@@ -76,8 +78,8 @@ class AgentLoop:
     @property
     def interruptible(self) -> bool:
         """Whether the turn can be cut here and resumed from state in the next run: one agent
-        run going on, nothing in flight but waits for a person."""
-        return not self.in_fanout and self.tools.in_flight == 0
+        run going on, nothing in flight but waits for a person (no activity, no child)."""
+        return not self.in_fanout and self.tools.in_flight == 0 and not self.children
 
     async def run(self, agent: str, view_id: int, budget: Budget, resume: bool = False) -> AgentOutcome:
         """The ReAct loop of `agent`, writing into scope `view_id` (0 = shared). `resume`

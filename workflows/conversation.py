@@ -44,6 +44,9 @@ class TeamWorkflow:
     def __init__(self, inp: ConversationInput) -> None:
         self.input = inp
         self.state = inp.state or ConversationState(context=dict(inp.context))
+        if inp.state is None:  # a nested team opens on its parent's conversation
+            for message in inp.history:
+                self.state.transcript.append(message.model_copy(update={"scope": 0}))
         self.team: TeamSpec | None = inp.team
         self.closing = False
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
@@ -65,8 +68,8 @@ class TeamWorkflow:
         self.desk.timeout_seconds = team.ask_human_timeout_seconds
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(
             self.loop and self.loop.interruptible)
-        if inp.task is not None and inp.state is None:
-            self._enqueue(UserTurn(text=inp.task))
+        if (inp.task is not None or inp.history) and inp.state is None:
+            self._enqueue(UserTurn(text=inp.task or ""))
         while True:
             await workflow.wait_condition(lambda: bool(self.state.queue) or self.closing)
             if self.state.queue:
@@ -90,7 +93,7 @@ class TeamWorkflow:
         self, team: TeamSpec, number: int, turn: UserTurn, resume: TurnProgress | None
     ) -> TurnReply:
         target = resume.agent if resume and resume.direct else None
-        if resume is None:
+        if resume is None and turn.text:  # an empty turn (a nested team's) answers the history
             target, text, problem = teams.parse_mention(team, turn.text)
             self.state.transcript.append(Message(role="user", content=text, name=turn.sender))
             if problem is not None:  # an unknown @name: answered without a model call
@@ -151,7 +154,7 @@ class TeamWorkflow:
         state.replies = {n: r for n, r in state.replies.items() if n > keep_from}
         state.turn_ids = {t: n for t, n in state.turn_ids.items() if n > keep_from}
         workflow.continue_as_new(self.input.model_copy(update={
-            "team": self.team, "task": None, "state": state}))
+            "team": self.team, "task": None, "history": [], "state": state}))
 
     # ---- turns ------------------------------------------------------------------------------
 
@@ -261,6 +264,7 @@ class TeamWorkflow:
             model_calls=self.state.total_model_calls, pending=list(self.state.pending.values()),
             queued_turns=len(self.state.queue), last_reply=last, closed=self.closing,
             ignored_replies=list(self.state.ignored_replies), last_decision=self.state.last_decision,
+            children=list(self.loop.children.values()) if self.loop else [],
         )
 
     @workflow.query

@@ -109,7 +109,13 @@ class AgentSpec(Wire):
     """JSON schema of a structured final answer (response_format json_schema)."""
     skills: list[str] = Field(default_factory=list)
     run_as_child: bool = False
+    """Run this agent in a child workflow of its own (a one-agent team): for long or risky
+    agents, whose steps then get their own history, ids and UI page."""
     temperature: float | None = None
+    team: TeamSpec | None = None
+    """A nested team: this "agent" is a whole team (usually a supervisor with its own agents)
+    that runs as a child workflow. The team travels here as data, so the child needs no
+    lookup; `instructions`, `model` and `tools` of this spec are unused then."""
 
 
 OutputMode = Literal["full_history", "last_message"]
@@ -201,6 +207,9 @@ class TeamSpec(Wire):
     """Continue as new once the run's history has this many events (or when Temporal suggests
     it), between turns or while waiting for a person; the conversation goes on unnoticed."""
     continue_as_new_after_bytes: int = 10 * 1024 * 1024
+
+
+AgentSpec.model_rebuild()  # `team: TeamSpec` is a forward reference
 
 
 class ModelRequest(Wire):

@@ -124,6 +124,10 @@ class ConversationInput(Wire):
     set_search_attributes: bool = True
     """Mark conversations waiting for a person with the `AwaitingHuman` search attribute (the
     server must have it registered; the embedded server and docker-compose do)."""
+    history: list[Message] = Field(default_factory=list)
+    """Messages the conversation opens with: a nested team's view of its parent's conversation
+    (workflows/children.py). With no `task`, the first turn answers the history as it stands,
+    adding no user message."""
     state: ConversationState | None = None
     """Set by continue-as-new only."""
 
@@ -152,3 +156,6 @@ class ConversationStatus(Wire):
     ignored_replies: list[HumanReply] = Field(default_factory=list)
     last_decision: RoutingDecision | None = None
     """The latest routing decision (strategies other than "llm")."""
+    children: list[str] = Field(default_factory=list)
+    """Child workflows (nested teams, agents run as children) running now: a question one of
+    them asks is listed, and answered, under the child's workflow id."""

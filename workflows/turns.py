@@ -25,10 +25,12 @@ with workflow.unsafe.imports_passed_through():
     from workflows import routing
     from workflows import team as teams
     from workflows.agent_loop import AgentLoop, AgentOutcome, Budget
+    from workflows.children import run_child
     from workflows.deciding import decide_with_model, fold_decision_run
     from workflows.handoff import handoff_back_messages
     from workflows.messages import Message, RoutingDecision, ToolCall
     from workflows.state import TurnProgress
+    from workflows.team import runs_as_child
     from workflows.transcript import AgentRun
 
 
@@ -51,7 +53,12 @@ class TurnRunner:
         return self.transcript.start_run(agent, handoff_call_id)
 
     async def _run_worker(self, run: AgentRun, resuming: bool) -> AgentOutcome:
-        """One worker's run on its own view."""
+        """One worker's run on its own view: in this workflow, or, for a nested team or an
+        agent marked `run_as_child`, in a child workflow (never resumed: the run does not
+        continue as new while a child runs)."""
+        if runs_as_child(self.team, run.agent):
+            sup = self.team.supervisor
+            return await run_child(self.loop, run, sup.add_handoff_messages if sup else True)
         return await self.loop.run(run.agent, run.id, self.budget, resume=resuming)
 
     async def supervise(self) -> AgentOutcome:

@@ -7,13 +7,14 @@ from durable_teams.team import CompiledTeam
 
 
 def example_teams() -> list[CompiledTeam]:
-    from durable_teams.examples import acme, faang, support
+    from durable_teams.examples import acme, faang, faang_teams, support
 
-    return [faang.build().compile(), support.build().compile(), acme.build().compile()]
+    return [faang.build().compile(), support.build().compile(), acme.build().compile(),
+            faang_teams.build().compile()]
 
 
 def example_script() -> dict[str, list[Step]]:
     """The recorded responses of every example team, keyed by agent (names are unique)."""
-    from durable_teams.examples import acme, faang, support
+    from durable_teams.examples import acme, faang, faang_teams, support
 
-    return {**faang.SCRIPT, **support.SCRIPT, **acme.SCRIPT}
+    return {**faang.SCRIPT, **support.SCRIPT, **acme.SCRIPT, **faang_teams.SCRIPT}

@@ -1,0 +1,126 @@
+"""Agents that run as child workflows: nested teams (a supervisor as another supervisor's
+agent) and agents marked `run_as_child`.
+
+The child is the same `TeamWorkflow`, started for one turn with the sub-team as data and the
+worker's view of the parent's conversation as its opening history, so it sees what an
+in-process worker would: the user's request, earlier answers, and the handoff that engaged it.
+Its answer comes back as the worker's answer and folds into the parent like any agent's.
+
+Child ids derive from the parent's: `<parent id>/<agent>-<run>`. Agent run numbers grow across
+continue-as-new (the transcript is carried), so an id is unique within a conversation and the
+same on every replay. A child asks its own questions: `ask_human` marks the child's workflow
+with `AwaitingHuman`, so it is listed and answered like any conversation's question.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import (
+    ApplicationError,
+    ChildWorkflowError,
+    TerminatedError,
+    TimeoutError,
+    WorkflowAlreadyStartedError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.agent_loop import AgentLoop, AgentOutcome
+    from workflows.messages import Message, TeamSpec
+    from workflows.state import ConversationInput, ConversationResult
+    from workflows.transcript import AgentRun
+
+HISTORY_BYTES = 512 * 1024
+"""The most of the parent's conversation a child is handed: the newest messages that fit."""
+MAX_INPUT_BYTES = 1536 * 1024
+"""Over this the child is not started (Temporal refuses payloads over 2 MB, and a workflow
+task failing on one is retried forever); the supervisor is told instead."""
+
+
+def child_id(parent_id: str, agent: str, run_id: int) -> str:
+    return f"{parent_id}/{agent}-{run_id}"
+
+
+def child_team(team: TeamSpec, agent: str) -> TeamSpec:
+    """What the child workflow runs: the nested team, or, for an agent marked `run_as_child`,
+    a one-agent team (a swarm of one) with the parent's limits and only the tools it uses."""
+    spec = team.agents[agent]
+    if spec.team is not None:
+        return spec.team
+    alone = spec.model_copy(update={"run_as_child": False, "handoffs": [], "handoff_tool_names": {}})
+    return team.model_copy(update={
+        "name": f"{team.name}/{agent}",
+        "supervisor": None,
+        "agents": {agent: alone},
+        "tools": {t: team.tools[t] for t in spec.tools if t in team.tools},
+        "start_agent": agent,
+    })
+
+
+def bounded_history(messages: list[Message], max_bytes: int = HISTORY_BYTES) -> list[Message]:
+    """The newest messages whose JSON fits in `max_bytes`, never opening on a tool message
+    whose call was cut off. The last message is always kept: it is the handoff (or the
+    request) the child must act on."""
+    kept: list[Message] = []
+    size = 0
+    for message in reversed(messages):
+        size += len(message.model_dump_json())
+        if kept and size > max_bytes:
+            break
+        kept.append(message)
+    kept.reverse()
+    while len(kept) > 1 and kept[0].role == "tool":
+        kept.pop(0)
+    return kept
+
+
+def failure_text(err: BaseException) -> str:
+    """A child's failure in words a supervisor (and a person reading the transcript) can use."""
+    cause = err.cause if isinstance(err, ChildWorkflowError) and err.cause else err
+    if isinstance(cause, TerminatedError):
+        return "its workflow was terminated"
+    if isinstance(cause, TimeoutError):
+        return "its workflow timed out"
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause) or type(cause).__name__
+
+
+async def run_child(loop: AgentLoop, run: AgentRun, show_handoffs: bool) -> AgentOutcome:
+    """Run agent run `run` as a child workflow and write its answer into the run's scope.
+
+    Never raises for the child's sake: a failed, terminated or timed-out child becomes an error
+    message from the agent, which the supervisor reads and can act on."""
+    team, transcript = loop.team, loop.state.transcript
+    info = workflow.info()
+    cid = child_id(info.workflow_id, run.agent, run.id)
+    inp = ConversationInput(
+        team=child_team(team, run.agent),
+        history=bounded_history(transcript.view(run.id, show_handoffs=show_handoffs)),
+        single_turn=True,
+        context=dict(loop.state.context),
+        set_search_attributes=loop.desk.use_search_attribute,
+    )
+    kind = "nested team" if team.agents[run.agent].team is not None else "agent"
+    text, failed = "", True
+    size = len(inp.model_dump_json())
+    if size > MAX_INPUT_BYTES:
+        text = (f"{run.agent} could not start: its input is {size:,} bytes, over the "
+                f"{MAX_INPUT_BYTES:,}-byte limit for a child workflow.")
+    else:
+        loop.children[run.id] = cid
+        try:
+            result: ConversationResult = await workflow.execute_child_workflow(
+                "TeamWorkflow", inp, id=cid, task_queue=info.task_queue,
+                result_type=ConversationResult, static_summary=f"{kind}: {run.agent}",
+                static_details=f"Run {run.id} of {run.agent} for {info.workflow_id}",
+            )
+            loop.state.total_model_calls += result.model_calls
+            text, failed = result.answer, result.status != "completed"
+        except (ChildWorkflowError, WorkflowAlreadyStartedError) as err:
+            text = f"{run.agent} could not finish: {failure_text(err)}"
+        finally:
+            del loop.children[run.id]
+    transcript.append(Message(role="assistant", content=text, name=run.agent, scope=run.id,
+                              kind="error" if failed else "message"))
+    return AgentOutcome("answer", run.agent, text)
+
