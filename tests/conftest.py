@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -11,14 +12,16 @@ from contextlib import asynccontextmanager
 
 import pytest
 import pytest_asyncio
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from durable_teams.runtime import build_worker
 from durable_teams.team import CompiledTeam
+from workflows.conversation import TeamWorkflow
 from workflows.human import AWAITING_HUMAN
+from workflows.state import Question
 
 BIN_DIR = os.path.dirname(sys.executable)
 
@@ -58,3 +61,16 @@ async def running_worker(
     worker = build_worker(client, teams, backend, task_queue=task_queue, **options)  # type: ignore[arg-type]
     async with worker:
         yield worker
+
+
+async def pending_question(handle: WorkflowHandle, within_seconds: float = 60.0) -> Question:
+    """The first question `handle`'s conversation waits on. A client gets no event when a
+    question is asked, so this polls the query, and gives up with a clear failure."""
+    deadline = asyncio.get_running_loop().time() + within_seconds
+    while True:
+        pending = await handle.query(TeamWorkflow.pending_questions)
+        if pending:
+            return pending[0]
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"no question pending on {handle.id} within {within_seconds} s")
+        await asyncio.sleep(0.05)

@@ -17,7 +17,7 @@ from workflows.conversation import TeamWorkflow
 from workflows.messages import Message, ModelRequest
 from workflows.state import ConversationInput, HumanReply, UserTurn
 
-from .conftest import running_worker
+from .conftest import pending_question, running_worker
 
 
 def script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
@@ -99,11 +99,3 @@ async def test_fifty_turns_cross_several_runs(client: Client, task_queue: str) -
     asks = [c for m in transcript for c in m.tool_calls if c.name == "ask_human"]
     assert len(asks) == 1 and question.question_id == "q1"
     assert sum(1 for r in model.requests if r[0].agent == "triage") == 1
-
-
-async def pending_question(handle: WorkflowHandle) -> Any:
-    while True:
-        pending = await handle.query(TeamWorkflow.pending_questions)
-        if pending:
-            return pending[0]
-        await asyncio.sleep(0.05)

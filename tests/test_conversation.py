@@ -19,7 +19,7 @@ from workflows.conversation import TeamWorkflow
 from workflows.messages import Message, ModelRequest
 from workflows.state import ConversationInput, HumanReply, UserTurn
 
-from .conftest import running_worker
+from .conftest import pending_question, running_worker
 
 
 async def start(client: Client, task_queue: str, team: CompiledTeam, **inp: Any) -> WorkflowHandle:
@@ -138,7 +138,7 @@ async def test_swarm_seed_conversation(client: Client, task_queue: str) -> None:
         second = await send_turn(client, handle.id, "How much is it?")
         calls_before_third = len(model.requests)
         third = asyncio.ensure_future(send_turn(client, handle.id, "Never mind. My boots fell apart, refund them."))
-        question = await wait_for_question(handle)
+        question = await pending_question(handle)
         assert (question.kind, question.tool, question.agent) == ("approval", "execute_refund", "repairs")
         await handle.execute_update(TeamWorkflow.answer, HumanReply(question_id=question.question_id, approved=True))
         third_reply = await third
@@ -156,14 +156,6 @@ async def test_swarm_seed_conversation(client: Client, task_queue: str) -> None:
     offered = {t["function"]["name"] for t in model.requests[-1][2]}
     assert offered == {"execute_refund", "look_up_item", "transfer_back_to_triage"}
 
-
-async def wait_for_question(handle: WorkflowHandle) -> Any:
-    """The first pending question, polling the query until one appears."""
-    while True:
-        pending = await handle.query(TeamWorkflow.pending_questions)
-        if pending:
-            return pending[0]
-        await asyncio.sleep(0.05)
 
 
 async def test_at_mention_goes_straight_to_the_agent(client: Client, task_queue: str) -> None:

@@ -19,7 +19,7 @@ from workflows.conversation import TeamWorkflow
 from workflows.messages import ModelRequest, RoutingRule
 from workflows.state import ConversationInput, HumanReply, UserTurn
 
-from .conftest import running_worker
+from .conftest import pending_question, running_worker
 
 
 def team(strategy: str, **options: Any) -> CompiledTeam:
@@ -188,13 +188,6 @@ async def test_llm_decision_tool_rounds_are_bounded(client: Client, task_queue: 
     assert third[-2]["role"] == "tool" and third[-2]["content"].startswith("Not run: the 1 tool rounds")
     assert third[-1]["role"] == "user" and "No more tool calls: decide now" in third[-1]["content"]
 
-
-async def pending_question(handle: WorkflowHandle) -> Any:
-    while True:
-        pending = await handle.query(TeamWorkflow.pending_questions)
-        if pending:
-            return pending[0]
-        await asyncio.sleep(0.05)
 
 
 async def test_a_decision_waiting_for_a_person_survives_continue_as_new(client: Client, task_queue: str) -> None:
