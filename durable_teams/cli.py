@@ -7,6 +7,7 @@
     durable-teams run faang "..." --no-wait    # just print the workflow id
     durable-teams status <workflow-id>
     durable-teams transcript <workflow-id> [--full]
+    durable-teams follow <workflow-id>         # every step as it happens, until it ends
     durable-teams pending                      # every question waiting for a person
     durable-teams answer <workflow-id> "text" [--question q2]
     durable-teams approve|deny <workflow-id> [--question q2] [--reason "..."]
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 
+from durable_teams.events import Event, follow
 from durable_teams.runtime import TASK_QUEUE, connect
 from workflows.conversation import TeamWorkflow
 from workflows.messages import Message
@@ -98,6 +100,25 @@ async def cmd_transcript(args: argparse.Namespace) -> int:
     for m in messages:
         print(format_message(m))
     return 0
+
+
+async def cmd_follow(args: argparse.Namespace) -> int:
+    client = await _client()
+    async for event in follow(client, args.workflow_id, start=args.start):
+        if event.type == "done":
+            print(f"(workflow {event.text.lower()})")
+        else:
+            print(format_event(event), flush=True)
+    return 0
+
+
+def format_event(event: Event) -> str:
+    who = event.agent or event.tool or "user"
+    indent = "    " if event.private else ""
+    if event.type in ("tool_usage", "question"):
+        args = "" if event.arguments in (None, "", "{}") else event.arguments
+        return f"{indent}{event.type:<13} [{who}] {event.tool}({args})"
+    return f"{indent}{event.type:<13} [{who}] {event.text}"
 
 
 async def pending_questions(client: Client) -> list[tuple[str, Question]]:
@@ -182,6 +203,9 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("workflow_id")
         if name == "transcript":
             cmd.add_argument("--full", action="store_true", help="include every agent's private steps")
+    follow = sub.add_parser("follow", help="print a conversation's steps as they happen")
+    follow.add_argument("workflow_id")
+    follow.add_argument("--start", type=int, default=0, help="log index to start from")
     sub.add_parser("pending", help="list questions waiting for a person")
     answer = sub.add_parser("answer")
     answer.add_argument("workflow_id")
@@ -198,7 +222,7 @@ def parser() -> argparse.ArgumentParser:
 COMMANDS = {
     "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
     "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
-    "chat": cmd_chat,
+    "chat": cmd_chat, "follow": cmd_follow,
 }
 
 

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         ConversationState,
         ConversationStatus,
         HumanReply,
+        LogPage,
         Question,
         TurnProgress,
         TurnReply,
@@ -255,6 +256,14 @@ class TeamWorkflow:
             return list(self.state.transcript.log)
         sup = self.team.supervisor if self.team else None
         return self.state.transcript.view(0, show_handoffs=sup.add_handoff_messages if sup else True)
+
+    @workflow.query
+    def log_page(self, start: int, limit: int = 200) -> LogPage:
+        """The whole log (every agent's steps) from `start`, at most `limit` messages: how a
+        follower reads a conversation as it happens (`durable_teams.events.follow`). Indices
+        hold across continue-as-new; paged because the server caps a query result at 2 MB."""
+        log = self.state.transcript.log
+        return LogPage(start=start, messages=log[start:start + max(limit, 0)], total=len(log))
 
     @workflow.query
     def status(self) -> ConversationStatus:

@@ -159,3 +159,12 @@ class ConversationStatus(Wire):
     children: list[str] = Field(default_factory=list)
     """Child workflows (nested teams, agents run as children) running now: a question one of
     them asks is listed, and answered, under the child's workflow id."""
+
+
+class LogPage(Wire):
+    """What the `log_page` query returns: part of the whole log, for followers."""
+
+    start: int
+    messages: list[Message]
+    total: int
+    """len(log) now: more to read while start + len(messages) < total."""

@@ -1,0 +1,91 @@
+"""A conversation as a stream of typed events, read while it happens (ABI's event stream).
+
+    async for event in follow(client, "faang-demo-1234"):
+        print(event.type, event.agent, event.text)
+
+Events come from the workflow's log, which holds every message once (the shared conversation
+and each agent's private steps), read page by page with the `log_page` query: no history is
+added and nothing is missed. Indices hold across continue-as-new, so `start=` resumes a stream.
+The stream ends with a `done` event when the conversation's workflow is no longer running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Literal
+
+from pydantic import BaseModel
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from workflows.handoff import ASK_HUMAN
+from workflows.messages import Message
+from workflows.state import LogPage
+
+EventType = Literal[
+    "user_message", "ai_message", "tool_usage", "question", "tool_response", "handoff",
+    "routing", "error", "done",
+]
+
+
+class Event(BaseModel):
+    """One thing that happened. `index` is the message's place in the log (-1 for `done`);
+    `private` marks a worker's own steps, which the shared conversation does not show."""
+
+    index: int
+    type: EventType
+    agent: str | None = None
+    text: str = ""
+    tool: str | None = None
+    arguments: str | None = None
+    private: bool = False
+
+
+def events_of(index: int, message: Message) -> list[Event]:
+    """The events one log message stands for: text and each tool call of an assistant message
+    are separate events (ABI's ai_message and tool_usage)."""
+    private = message.scope != 0
+    if message.role == "user":
+        kind: EventType = "routing" if message.kind == "routing" else "user_message"
+        return [Event(index=index, type=kind, agent=message.name, text=message.content or "", private=private)]
+    if message.role == "tool":
+        kind = {"handoff": "handoff", "handoff_back": "handoff", "error": "error",
+                "routing": "routing"}.get(message.kind, "tool_response")  # type: ignore[assignment]
+        return [Event(index=index, type=kind, tool=message.name, text=message.content or "", private=private)]
+    out: list[Event] = []
+    if message.content:
+        kind = {"error": "error", "routing": "routing", "handoff_back": "handoff"}.get(
+            message.kind, "ai_message")  # type: ignore[assignment]
+        out.append(Event(index=index, type=kind, agent=message.name, text=message.content, private=private))
+    for call in message.tool_calls:
+        out.append(Event(index=index, type="question" if call.name == ASK_HUMAN else "tool_usage",
+                         agent=message.name, tool=call.name, arguments=call.arguments, private=private))
+    return out
+
+
+async def follow(
+    client: Client, workflow_id: str, *, start: int = 0, poll_seconds: float = 0.25, page_size: int = 200
+) -> AsyncIterator[Event]:
+    """Yield the conversation's events from log index `start` on, as they happen, until its
+    workflow stops running. A workflow reports no event to a client when it appends a
+    message, so this polls the query while there is nothing new."""
+    handle = client.get_workflow_handle(workflow_id)  # no run id: follows continue-as-new
+    index = start
+    ending = False
+    status: WorkflowExecutionStatus | None = None
+    while True:
+        page: LogPage = await handle.query("log_page", args=[index, page_size], result_type=LogPage)
+        for offset, message in enumerate(page.messages):
+            for event in events_of(index + offset, message):
+                yield event
+        index += len(page.messages)
+        if index < page.total:
+            continue
+        if ending:  # read once more after it stopped: nothing appended last is missed
+            yield Event(index=-1, type="done", text=status.name if status else "")
+            return
+        status = (await handle.describe()).status
+        if status != WorkflowExecutionStatus.RUNNING:
+            ending = True
+            continue
+        await asyncio.sleep(poll_seconds)
