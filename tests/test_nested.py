@@ -10,6 +10,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
+from activities.tools import Result
 from durable_teams.cli import pending_questions, send_reply
 from durable_teams.examples import faang, faang_teams
 from durable_teams.scripted import ScriptedModel, call, calls, say
@@ -285,3 +286,19 @@ async def test_mention_addresses_a_nested_team_directly(client: Client, task_que
             TeamWorkflow.transcript, True, result_type=list[Message])
     assert (result.agent, result.answer) == ("math_team", "Ask me a sum.")
     assert [(m.role, m.content) for m in child] == [("user", "hello"), ("assistant", "Ask me a sum.")]
+
+
+def remember_order(order: str, context_variables: dict) -> Result:
+    """Note the customer's order number."""
+    return Result(value=f"noted {order}", context_variables={"order": order})
+
+
+async def test_context_a_child_learns_flows_back_to_the_parent(client: Client, task_queue: str) -> None:
+    clerk = Agent("clerk", "Take notes.", tools=[remember_order], run_as_child=True)
+    compiled = Supervisor([clerk], name="boss", team_name="notes").compile()
+    script = {"boss": [call("transfer_to_clerk"), say("noted")],
+              "clerk": [call("remember_order", order="A-17"), say("noted A-17")]}
+    async with running_worker(client, task_queue, [compiled], ScriptedModel(script)):
+        handle = await start(client, task_queue, compiled, "order A-17 please")
+        result = await handle.result()
+    assert result.context == {"order": "A-17"}  # learned in the child, kept by the parent

@@ -101,7 +101,7 @@ async def run_child(loop: AgentLoop, run: AgentRun, show_handoffs: bool) -> Agen
         set_search_attributes=loop.desk.use_search_attribute,
     )
     kind = "nested team" if team.agents[run.agent].team is not None else "agent"
-    text, failed = "", True
+    text, failed, structured = "", True, None
     size = len(inp.model_dump_json())
     if size > MAX_INPUT_BYTES:
         text = (f"{run.agent} could not start: its input is {size:,} bytes, over the "
@@ -115,12 +115,13 @@ async def run_child(loop: AgentLoop, run: AgentRun, show_handoffs: bool) -> Agen
                 static_details=f"Run {run.id} of {run.agent} for {info.workflow_id}",
             )
             loop.state.total_model_calls += result.model_calls
-            text, failed = result.answer, result.status != "completed"
+            loop.state.context.update(result.context)  # what the child's tools learned
+            text, failed, structured = result.answer, result.status != "completed", result.structured
         except (ChildWorkflowError, WorkflowAlreadyStartedError) as err:
             text = f"{run.agent} could not finish: {failure_text(err)}"
         finally:
             del loop.children[run.id]
     transcript.append(Message(role="assistant", content=text, name=run.agent, scope=run.id,
                               kind="error" if failed else "message"))
-    return AgentOutcome("answer", run.agent, text)
+    return AgentOutcome("answer", run.agent, text, structured=structured)
 

@@ -176,7 +176,7 @@ class TeamWorkflow:
         return ConversationResult(
             answer=reply.text, agent=reply.agent, status=reply.status,
             turns=self.state.turns_started, model_calls=self.state.total_model_calls,
-            structured=reply.structured, runs=self.state.runs,
+            structured=reply.structured, runs=self.state.runs, context=dict(self.state.context),
         )
 
     def _turn_problem(self, turn: UserTurn) -> str | None:

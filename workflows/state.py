@@ -141,6 +141,8 @@ class ConversationResult(Wire):
     structured: dict[str, Any] | None = None
     runs: int = 1
     """Workflow runs the conversation took (continue-as-new makes more than one)."""
+    context: dict[str, Any] = Field(default_factory=dict)
+    """The context variables at the end (a nested team's flow back into its parent's)."""
 
 
 class ConversationStatus(Wire):
