@@ -20,6 +20,15 @@ class Wire(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Reply(Wire):
+    """Base for what one side reads back from the other (workflow results, query results,
+    activity results). Fields it does not know are ignored rather than refused, so a worker can
+    be upgraded before its clients (or one worker before another) without breaking them:
+    a newer side may add fields, never change what an existing one means."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
 class ToolCall(Wire):
     """One function call requested by the model. `arguments` is the raw JSON string it sent."""
 
@@ -238,7 +247,7 @@ class ModelRequest(Wire):
     scripted model replays the same reply after a retry or a worker restart."""
 
 
-class ModelView(Wire):
+class ModelView(Reply):
     """What the `model_view` query returns: the system prompt, messages and tool schemas."""
 
     messages: list[Message]
@@ -250,7 +259,7 @@ class Usage(Wire):
     completion_tokens: int = 0
 
 
-class ModelResponse(Wire):
+class ModelResponse(Reply):
     """Output of `call_model`: one assistant message, stamped with the agent's name."""
 
     message: Message
@@ -270,7 +279,7 @@ class ToolRequest(Wire):
     context: dict[str, Any] = Field(default_factory=dict)
 
 
-class ToolResult(Wire):
+class ToolResult(Reply):
     """A tool's outcome as data: an error the model should see is recorded once, not retried."""
 
     content: str

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from workflows.messages import Message, RoutingDecision, TeamSpec, Wire
+from workflows.messages import Message, Reply, RoutingDecision, TeamSpec, Wire
 from workflows.transcript import Transcript
 
 TurnStatus = Literal["completed", "budget_exceeded", "failed"]
@@ -24,7 +24,7 @@ class UserTurn(Wire):
     twice. `durable_teams.client.send_turn` sets one."""
 
 
-class TurnReply(Wire):
+class TurnReply(Reply):
     """The team's answer to one turn."""
 
     turn: int
@@ -61,7 +61,7 @@ class HumanReply(Wire):
     approved: bool | None = None
 
 
-class AnswerAck(Wire):
+class AnswerAck(Reply):
     question_id: str
     accepted: bool = True
 
@@ -132,7 +132,7 @@ class ConversationInput(Wire):
     """Set by continue-as-new only."""
 
 
-class ConversationResult(Wire):
+class ConversationResult(Reply):
     answer: str
     agent: str
     status: TurnStatus
@@ -145,7 +145,7 @@ class ConversationResult(Wire):
     """The context variables at the end (a nested team's flow back into its parent's)."""
 
 
-class ConversationStatus(Wire):
+class ConversationStatus(Reply):
     """What the `status` query returns."""
 
     active_agent: str | None
@@ -163,7 +163,7 @@ class ConversationStatus(Wire):
     them asks is listed, and answered, under the child's workflow id."""
 
 
-class LogPage(Wire):
+class LogPage(Reply):
     """What the `log_page` query returns: part of the whole log, for followers."""
 
     start: int

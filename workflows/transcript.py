@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from workflows.messages import Message, OutputMode, ToolCall, ToolSpec, Wire
+from workflows.messages import Message, OutputMode, Reply, ToolCall, ToolSpec, Wire
 
 
 class AgentRun(Wire):
@@ -149,7 +149,7 @@ def strip_foreign_handoffs(messages: list[Message], keep_call_id: str | None) ->
 # ---- reading the log incrementally (the model activity's cache) ---------------------------------
 
 
-class LogDelta(Wire):
+class LogDelta(Reply):
     """What the `model_view_delta` query returns: the part of the log (and of `shared`) a reader
     holding a prefix has not seen yet, plus the small bookkeeping a view needs.
 
