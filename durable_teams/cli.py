@@ -22,7 +22,8 @@ import sys
 import uuid
 from collections.abc import Sequence
 
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.events import Event, follow
 from durable_teams.runtime import TASK_QUEUE, connect
@@ -238,4 +239,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         worker.main([])
         return
-    sys.exit(asyncio.run(COMMANDS[args.command](args)))
+    try:
+        sys.exit(asyncio.run(COMMANDS[args.command](args)))
+    except RPCError as err:  # one readable line instead of a traceback
+        workflow_id = getattr(args, "workflow_id", None)
+        if err.status == RPCStatusCode.NOT_FOUND and workflow_id:
+            sys.exit(f"durable-teams: no conversation with workflow id {workflow_id!r} ({err.message})")
+        sys.exit(f"durable-teams: the Temporal server refused the call: {err.message}")
+    except WorkflowQueryFailedError as err:
+        sys.exit(f"durable-teams: the workflow could not answer: {err.message}")

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.examples import acme, support
@@ -134,4 +135,11 @@ async def test_chat_with_a_team_the_worker_lacks_says_why(client: Client, task_q
     async with running_worker(client, task_queue, [acme.build().compile()], ScriptedModel(acme.SCRIPT)):
         out = await cli(client, "chat", "acmee", task_queue=task_queue, stdin="hello\n", returncode=1)
     assert "No team named 'acmee' on this worker (known: acme)." in out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("command", ["status", "transcript", "follow"])
+async def test_an_unknown_workflow_id_is_one_readable_line(client: Client, command: str) -> None:
+    out = await cli(client, command, "no-such-conversation", returncode=1)
+    assert "no conversation with workflow id 'no-such-conversation'" in out
     assert "Traceback" not in out
