@@ -15,7 +15,8 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_there_are_recorded_histories() -> None:
-    assert [p.name for p in HISTORIES] == ["faang.json", "faang_teams.json"]
+    assert [p.name for p in HISTORIES] == [
+        "acme_conversation.json", "faang.json", "faang_teams.json", "routing_conversation.json"]
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
