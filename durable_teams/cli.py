@@ -239,12 +239,21 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         worker.main([])
         return
+    sys.exit(asyncio.run(run_command(args)))
+
+
+async def run_command(args: argparse.Namespace) -> int | str:
+    """The command's exit status, or one readable line instead of a traceback. Caught in here,
+    inside the event loop, so the client's native runtime is released before the interpreter
+    shuts down (an exception carried out of `asyncio.run` keeps it alive until then)."""
     try:
-        sys.exit(asyncio.run(COMMANDS[args.command](args)))
-    except RPCError as err:  # one readable line instead of a traceback
+        return await COMMANDS[args.command](args)
+    except RPCError as err:
         workflow_id = getattr(args, "workflow_id", None)
         if err.status == RPCStatusCode.NOT_FOUND and workflow_id:
-            sys.exit(f"durable-teams: no conversation with workflow id {workflow_id!r} ({err.message})")
-        sys.exit(f"durable-teams: the Temporal server refused the call: {err.message}")
+            return f"durable-teams: no conversation with workflow id {workflow_id!r} ({err.message})"
+        return f"durable-teams: the Temporal server refused the call: {err.message}"
     except WorkflowQueryFailedError as err:
-        sys.exit(f"durable-teams: the workflow could not answer: {err.message}")
+        return f"durable-teams: the workflow could not answer: {err.message}"
+    except SystemExit as stop:  # a command's own sys.exit("reason")
+        return stop.code if isinstance(stop.code, int | str) else 1
