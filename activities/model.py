@@ -26,6 +26,7 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
 
 from activities.model_errors import raise_for_openai_error
+from workflows import live_view
 from workflows.messages import (
     Message,
     ModelRequest,
@@ -124,11 +125,17 @@ class ViewCache:
         self.bytes = 0
         self.hits = 0
         self.misses = 0
+        self.live = 0
+        """Views read from a workflow instance in this process (workflows/live_view.py)."""
 
     def __len__(self) -> int:
         return len(self._entries)
 
     async def read(self, req: ModelRequest) -> ModelView:
+        live = live_view.read(req)  # the workflow is cached in this process: no query at all
+        if live is not None:
+            self.live += 1
+            return live
         key = (req.workflow_id, req.run_id)
         entry = self._entries.get(key)
         if entry is None:

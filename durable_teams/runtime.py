@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.model import ModelActivities, ModelBackend
+from activities.model import ModelActivities, ModelBackend, ViewReader
 from activities.teams import TeamActivities
 from activities.tools import ToolActivities, ToolRegistry
 from durable_teams.team import CompiledTeam
@@ -42,14 +43,22 @@ def build_worker(
     backend: ModelBackend,
     *,
     task_queue: str = TASK_QUEUE,
+    view_reader: ViewReader | None = None,
     **worker_options: object,
 ) -> Worker:
-    """One worker serving the conversation workflow, the model call and every team's tools."""
-    models = ModelActivities(backend)
+    """One worker serving the conversation workflow, the model call and every team's tools.
+    `view_reader` replaces how a model call reads its view (default: `ViewCache`)."""
+    models = ModelActivities(backend, view_reader)
     tools = ToolActivities(merged_registry(teams))
     resolver = TeamActivities({t.spec.name: t.spec for t in teams})
     options: dict = {
         "max_concurrent_activities": 200,
+        # Our workflow package holds no module-level state, so it is imported once instead of
+        # into every conversation's sandbox, and the model activity can read a cached
+        # conversation's view directly (workflows/live_view.py). What the sandbox would catch
+        # at run time in that code (the wall clock, random, I/O) a test checks in the source.
+        "workflow_runner": SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows")),
     }
     options.update(worker_options)
     return Worker(

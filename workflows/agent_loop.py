@@ -149,6 +149,7 @@ class AgentLoop:
             model=spec.model,
             view_id=view_id,
             transcript_length=length,
+            shared_length=len(self.transcript.shared),
             instructions=instructions,
             parallel_tool_calls=sup.parallel_tool_calls if sup and agent == sup.name else None,
             output_schema=spec.output_schema,

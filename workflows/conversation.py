@@ -14,6 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import live_view
     from workflows import team as teams
     from workflows.agent_loop import AgentLoop, Budget, TurnFailed
     from workflows.human import HumanDesk, Interrupted, reply_problem
@@ -54,6 +55,8 @@ class TeamWorkflow:
         self.loop: AgentLoop | None = None
         self.waiters: dict[int, int] = {}
         """Turn number -> `send_message` handlers waiting for its reply."""
+        info = workflow.info()
+        live_view.register(info.workflow_id, info.run_id, self)  # never read back here
 
     # ---- the routing loop -------------------------------------------------------------------
 

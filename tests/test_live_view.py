@@ -1,0 +1,119 @@
+"""A model call reads its view straight from the workflow when both run in one process; the
+view is exactly what the query returns, and anything not yet there falls back to the query."""
+
+from __future__ import annotations
+
+import gc
+import uuid
+from dataclasses import dataclass, field
+
+from temporalio.client import Client
+
+from activities.model import ViewCache, query_view
+from durable_teams.client import send_turn
+from durable_teams.examples import acme, faang, faang_teams, support
+from durable_teams.scripted import ScriptedModel
+from durable_teams.team import CompiledTeam
+from workflows import live_view
+from workflows.conversation import TeamWorkflow
+from workflows.messages import Message, ModelRequest, ModelView, TeamSpec
+from workflows.state import ConversationInput, ConversationState
+
+from .conftest import running_worker
+
+
+@dataclass
+class FakeConversation:
+    team: TeamSpec | None
+    state: ConversationState = field(default_factory=ConversationState)
+
+
+def request(wid: str, view_id: int, length: int, shared: int | None, agent: str = "supervisor") -> ModelRequest:
+    return ModelRequest(workflow_id=wid, run_id="r1", agent=agent, model="m", view_id=view_id,
+                        transcript_length=length, shared_length=shared)
+
+
+def test_views_are_exact_prefixes_and_missing_state_falls_back() -> None:
+    team = faang.build().compile().spec
+    conversation = FakeConversation(team)
+    transcript = conversation.state.transcript
+    transcript.append(Message(role="user", content="q"))
+    transcript.append(Message(role="assistant", name="supervisor", content="thinking"))
+    run = transcript.start_run("math_expert", None)
+    transcript.append(Message(role="assistant", name="math_expert", content="4", scope=run.id))
+    wid = f"fake-{uuid.uuid4().hex[:6]}"
+    live_view.register(wid, "r1", conversation)
+
+    shared_view = live_view.read(request(wid, 0, 2, 2))
+    assert shared_view is not None
+    assert [m.content for m in shared_view.messages] == ["q", "thinking"]
+    assert [t.name for t in shared_view.tools] == ["transfer_to_research_expert", "transfer_to_math_expert"]
+    worker_view = live_view.read(request(wid, run.id, 3, 2, agent="math_expert"))
+    assert worker_view is not None
+    assert worker_view.messages == transcript.view(run.id, 3)
+    # Scheduled before later messages arrived: they are not in the view.
+    transcript.append(Message(role="user", content="later"))
+    assert [m.content for m in live_view.read(request(wid, 0, 2, 2)).messages] == ["q", "thinking"]  # type: ignore[union-attr]
+
+    assert live_view.read(request(wid, 0, 9, 2)) is None  # the instance lacks the log so far
+    assert live_view.read(request(wid, 0, 2, 9)) is None  # ... or the shared index
+    assert live_view.read(request(wid, 7, 3, 2)) is None  # ... or the agent run
+    assert live_view.read(request(wid, 0, 2, None)) is None  # a request from an older workflow
+    assert live_view.read(request("elsewhere", 0, 2, 2)) is None  # not in this process
+    del conversation
+    gc.collect()
+    assert live_view.read(request(wid, 0, 2, 2)) is None  # registered weakly: nothing kept alive
+
+
+def full_history() -> CompiledTeam:
+    team = faang.build()
+    team.output_mode = "full_history"
+    return team.compile()
+
+
+@dataclass
+class Comparing:
+    """A view reader that reads both ways and keeps what differs."""
+
+    compared: int = 0
+    differences: list[tuple[ModelRequest, ModelView | None, ModelView]] = field(default_factory=list)
+
+    async def read(self, req: ModelRequest) -> ModelView:
+        live = live_view.read(req)
+        queried = await query_view(req)
+        self.compared += 1
+        if live != queried:
+            self.differences.append((req, live, queried))
+        return queried
+
+
+async def test_every_view_read_live_equals_the_query(client: Client, task_queue: str) -> None:
+    """Handoffs both ways, parallel nested teams, a swarm and a person in the loop."""
+    support.REFUNDS.clear()
+    cases: list[tuple[CompiledTeam, dict, str]] = [
+        (faang.build().compile(), faang.SCRIPT, faang.QUESTION),
+        (full_history(), faang.SCRIPT, faang.QUESTION),
+        (faang_teams.build().compile(), faang_teams.SCRIPT, faang_teams.QUESTION),
+    ]
+    reader = Comparing()
+    for compiled, script, question in cases:
+        async with running_worker(client, task_queue, [compiled], ScriptedModel(script), view_reader=reader.read):
+            result = await client.execute_workflow(
+                TeamWorkflow.run, ConversationInput(team=compiled.spec, task=question),
+                id=f"live-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+            assert result.status == "completed"
+    assert reader.compared >= 15
+    assert reader.differences == []
+
+
+async def test_a_conversation_in_this_process_makes_no_view_query(client: Client, task_queue: str) -> None:
+    compiled = acme.build().compile()
+    cache = ViewCache()
+    async with running_worker(client, task_queue, [compiled], ScriptedModel(acme.SCRIPT), view_reader=cache.read):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=compiled.spec, single_turn=False),
+            id=f"live-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        first = await send_turn(client, handle.id, "I keep failing to catch a roadrunner. Want to buy something.")
+        second = await send_turn(client, handle.id, "How much is it?")
+    assert (first.agent, second.agent) == ("sales", "sales")
+    assert (cache.live, cache.hits, cache.misses) == (3, 0, 0)  # triage, sales, sales: all live
