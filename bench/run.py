@@ -29,6 +29,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.model import ViewCache
 from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
 from durable_teams.devserver import find_temporal_binary
 from durable_teams.runtime import build_worker
@@ -150,9 +151,14 @@ async def main(quick: bool, plot: str | None, long: int | None) -> None:
         backend = ScriptedModel(step)
         ours_worker = build_worker(client, [TEAM, PARK_TEAM], backend, task_queue=tq,
                                    max_cached_workflows=2000)
+        # The same, but every model call reads its view with the query: what a worker that
+        # does not hold the conversation's workflow does (several workers on several machines).
+        query_worker = build_worker(client, [TEAM], backend, task_queue=tq + "-query",
+                                    max_cached_workflows=2000,
+                                    view_reader=ViewCache(live=False).read)
         base_worker = Worker(client, task_queue=tq + "-base", workflows=[FloorWorkflow, NaiveWorkflow],
                              activities=[echo], max_concurrent_activities=200)
-        async with ours_worker, base_worker:
+        async with ours_worker, query_worker, base_worker:
             # warm up both paths
             SIZES["ours-warm"] = 5
             await client.execute_workflow(TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="w", set_search_attributes=False), id="ours-warm", task_queue=tq)
@@ -202,7 +208,15 @@ async def main(quick: bool, plot: str | None, long: int | None) -> None:
                 t0 = time.perf_counter()
                 await asyncio.gather(*(run_plain(client, tq + "-base", FloorWorkflow, 10) for _ in range(conc)))
                 floor_rate = conc * 10 / (time.perf_counter() - t0)
-                print(f"{conc:>4} concurrent: ours {ours_rate:7.1f}/s, floor {floor_rate:7.1f}/s, ratio {ours_rate / floor_rate:.2f}x")
+                qids = [f"{wid}-q" for wid in ids]
+                for wid in qids:
+                    SIZES[wid] = 10
+                t0 = time.perf_counter()
+                await asyncio.gather(*(client.execute_workflow(TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="read", set_search_attributes=False), id=wid, task_queue=tq + "-query") for wid in qids))
+                query_rate = conc * 10 / (time.perf_counter() - t0)
+                print(f"{conc:>4} concurrent: ours {ours_rate:7.1f}/s, floor {floor_rate:7.1f}/s, ratio "
+                      f"{ours_rate / floor_rate:.2f}x; every view by query {query_rate:7.1f}/s, "
+                      f"{query_rate / floor_rate:.2f}x")
 
         print(f"\n## {parked} conversations parked on ask_human (worker in its own process)\n")
         async with WorkerProcess(client, tq + "-proc") as worker:
