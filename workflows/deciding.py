@@ -16,7 +16,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import routing
+    from workflows import decision_format
     from workflows.agent_loop import AgentLoop, AgentOutcome, Budget, TurnFailed
     from workflows.messages import Message, RoutingDecision
     from workflows.transcript import AgentRun
@@ -59,9 +59,9 @@ async def decide_with_model(
                     role="tool", name=call.name, tool_call_id=call.id, scope=run.id, kind="routing",
                     content=f"Not run: the {sup.decision_max_tool_rounds} tool rounds before a "
                             "routing decision are used up."))
-            problem = routing.decision_feedback("No more tool calls: decide now", sup.agents)
+            problem = decision_format.decision_feedback("No more tool calls: decide now", sup.agents)
         else:
-            parsed = routing.parse_decision(message.content, sup.agents)
+            parsed = decision_format.parse_decision(message.content, sup.agents)
             if isinstance(parsed, RoutingDecision):
                 return parsed
             problem = parsed

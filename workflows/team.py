@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from workflows import builtins, handoff, routing
+from workflows import builtins, decision_format, handoff, routing
 from workflows.builtins import CURRENT_DATETIME, LIST_AGENTS, LIST_TOOLS
 from workflows.messages import AgentSpec, TeamSpec, ToolSpec
 
@@ -119,9 +119,9 @@ def supervisor_agent(team: TeamSpec) -> AgentSpec:
     assert sup is not None
     if sup.strategy == "llm-decision":  # it answers with a JSON decision, not handoff calls
         instructions = "\n\n".join(
-            p for p in (sup.instructions, routing.decision_instructions(routing.supervisor_agents(team))) if p)
+            p for p in (sup.instructions, decision_format.decision_instructions(routing.supervisor_agents(team))) if p)
         return AgentSpec(name=sup.name, instructions=instructions, model=sup.model, tools=sup.tools,
-                         output_schema=routing.decision_schema(sup.agents))
+                         output_schema=decision_format.decision_schema(sup.agents))
     return AgentSpec(name=sup.name, instructions=sup.instructions, model=sup.model, tools=sup.tools)
 
 
