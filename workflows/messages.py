@@ -224,7 +224,8 @@ AgentSpec.model_rebuild()  # `team: TeamSpec` is a forward reference
 class ModelRequest(Wire):
     """Input of the `call_model` activity: a *reference* to the transcript, not the transcript.
 
-    The activity reads the agent's view from the workflow with a query, so each message enters
+    The activity reads the agent's view from the workflow (directly when the workflow is cached
+    in its process, see workflows/live_view.py; else with a query), so each message enters
     the history once (the model's reply as this activity's result, a tool's output as the tool
     activity's result, a user turn as its update or signal) and history grows linearly.
     """
