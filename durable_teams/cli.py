@@ -239,7 +239,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         worker.main([])
         return
-    sys.exit(asyncio.run(run_command(args)))
+    code = asyncio.run(run_command(args))
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    # Skip interpreter teardown: the Temporal client's native threads can outlive the event loop
+    # and abort the process while Python finalizes ("PyGILState_Release", sdk-python issue 300).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 async def run_command(args: argparse.Namespace) -> int | str:
@@ -256,4 +264,6 @@ async def run_command(args: argparse.Namespace) -> int | str:
     except WorkflowQueryFailedError as err:
         return f"durable-teams: the workflow could not answer: {err.message}"
     except SystemExit as stop:  # a command's own sys.exit("reason")
+        if stop.code is None:
+            return 0
         return stop.code if isinstance(stop.code, int | str) else 1
