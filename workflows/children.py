@@ -24,6 +24,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import team as teams
     from workflows.agent_loop import AgentLoop, AgentOutcome
     from workflows.messages import Message, TeamSpec
     from workflows.state import ConversationInput, ConversationResult
@@ -85,7 +86,7 @@ def failure_text(err: BaseException) -> str:
     return str(cause) or type(cause).__name__
 
 
-async def run_child(loop: AgentLoop, run: AgentRun, show_handoffs: bool) -> AgentOutcome:
+async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
     """Run agent run `run` as a child workflow and write its answer into the run's scope.
 
     Never raises for the child's sake: a failed, terminated or timed-out child becomes an error
@@ -95,7 +96,7 @@ async def run_child(loop: AgentLoop, run: AgentRun, show_handoffs: bool) -> Agen
     cid = child_id(info.workflow_id, run.agent, run.id)
     inp = ConversationInput(
         team=child_team(team, run.agent),
-        history=bounded_history(transcript.view(run.id, show_handoffs=show_handoffs)),
+        history=bounded_history(transcript.view(run.id, show_handoffs=teams.shows_handoffs(team))),
         single_turn=True,
         context=dict(loop.state.context),
         set_search_attributes=loop.desk.use_search_attribute,

@@ -257,8 +257,7 @@ class TeamWorkflow:
         """The shared conversation; `full=True` adds every agent's private working messages."""
         if full:
             return list(self.state.transcript.log)
-        sup = self.team.supervisor if self.team else None
-        return self.state.transcript.view(0, show_handoffs=sup.add_handoff_messages if sup else True)
+        return self.state.transcript.view(0, show_handoffs=not self.team or teams.shows_handoffs(self.team))
 
     @workflow.query
     def log_page(self, start: int, limit: int = 200) -> LogPage:
@@ -284,10 +283,8 @@ class TeamWorkflow:
         """What `call_model` sends to the model: read by the activity, so the transcript never
         enters history as activity input (each message is recorded once)."""
         assert self.team is not None
-        sup = self.team.supervisor
-        show = sup.add_handoff_messages if sup else True
         return ModelView(
-            messages=self.state.transcript.view(view_id, upto, show_handoffs=show),
+            messages=self.state.transcript.view(view_id, upto, show_handoffs=teams.shows_handoffs(self.team)),
             tools=teams.agent_tools(self.team, agent),
         )
 
@@ -299,7 +296,6 @@ class TeamWorkflow:
         `transcript.LogDelta` with only what it lacks, so a model call costs O(new messages)
         here instead of O(transcript)."""
         assert self.team is not None
-        sup = self.team.supervisor
         return self.state.transcript.delta(
-            log_start, shared_start, upto, show_handoffs=sup.add_handoff_messages if sup else True,
+            log_start, shared_start, upto, show_handoffs=teams.shows_handoffs(self.team),
             tools=teams.agent_tools(self.team, agent) if with_tools else None)

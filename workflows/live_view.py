@@ -68,7 +68,5 @@ def read(req: ModelRequest) -> ModelView | None:
     if req.view_id and req.view_id not in runs:
         return None
     snapshot = Transcript.model_construct(log=log, shared=shared, runs=runs)
-    sup = team.supervisor
-    messages = snapshot.view(req.view_id, req.transcript_length,
-                             show_handoffs=sup.add_handoff_messages if sup else True)
+    messages = snapshot.view(req.view_id, req.transcript_length, show_handoffs=teams.shows_handoffs(team))
     return ModelView(messages=messages, tools=teams.agent_tools(team, req.agent))

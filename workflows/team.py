@@ -113,6 +113,12 @@ def _validate(team: TeamSpec, depth: int) -> None:
         raise TeamError("a swarm needs at least one agent and a valid start_agent")
 
 
+def shows_handoffs(team: TeamSpec) -> bool:
+    """Whether agents are shown handoff calls and their tool messages (langgraph-supervisor's
+    `add_handoff_messages`; a swarm always shows them)."""
+    return team.supervisor.add_handoff_messages if team.supervisor else True
+
+
 def supervisor_agent(team: TeamSpec) -> AgentSpec:
     """The supervisor seen as an agent (its model, instructions and own tools)."""
     sup = team.supervisor

@@ -57,8 +57,7 @@ class TurnRunner:
         agent marked `run_as_child`, in a child workflow (never resumed: the run does not
         continue as new while a child runs)."""
         if runs_as_child(self.team, run.agent):
-            sup = self.team.supervisor
-            return await run_child(self.loop, run, sup.add_handoff_messages if sup else True)
+            return await run_child(self.loop, run)
         return await self.loop.run(run.agent, run.id, self.budget, resume=resuming)
 
     async def supervise(self) -> AgentOutcome:
