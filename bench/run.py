@@ -29,7 +29,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.model import ViewCache
+from activities.views import ViewCache
 from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
 from durable_teams.devserver import find_temporal_binary
 from durable_teams.runtime import build_worker

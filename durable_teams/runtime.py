@@ -10,9 +10,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.model import ModelActivities, ModelBackend, ViewReader
+from activities.model import ModelActivities, ModelBackend
 from activities.teams import TeamActivities
 from activities.tools import ToolActivities, ToolRegistry
+from activities.views import ViewReader
 from durable_teams.team import CompiledTeam
 from workflows.conversation import TeamWorkflow
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 from temporalio.client import Client
 
-from activities.model import ViewCache, query_view
+from activities.views import ViewCache, query_view
 from durable_teams.client import send_turn
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel

@@ -27,8 +27,9 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities import model as model_module
-from activities.model import ModelActivities, ModelBackend, OpenAIBackend, ViewReader
+from activities.model import ModelActivities, ModelBackend, OpenAIBackend
 from activities.model_errors import raise_for_openai_error
+from activities.views import ViewReader, query_view
 from durable_teams.scripted import ScriptedModel, call, calls, raw_call, say
 from workflows.messages import Message, ModelRequest, ModelResponse, ModelView, ToolCall, ToolSpec
 
@@ -222,7 +223,7 @@ async def test_client_does_not_retry_temporal_does(
 async def test_default_reader_queries_the_running_workflow(temporal: WorkflowEnvironment) -> None:
     scripted = ScriptedModel({"calculator": [say("ok")]})
     req = request(view_id=2, transcript_length=5)
-    _, result, err = await run_call(temporal, scripted, req, view_reader=model_module.query_view,
+    _, result, err = await run_call(temporal, scripted, req, view_reader=query_view,
                                     workflow_cls=ViewWorkflow)
     assert err is None and result is not None and result.message.content == "ok"
     _, messages, tools = scripted.requests[0]

@@ -9,7 +9,7 @@ import random
 import pytest
 from temporalio.client import WorkflowQueryFailedError
 
-from activities.model import ViewCache
+from activities.views import ViewCache
 from workflows.handoff import handoff_back_messages, handoff_message
 from workflows.messages import Message, ModelRequest, ModelView, ToolCall, ToolSpec
 from workflows.transcript import LogDelta, Transcript, view_from_delta
