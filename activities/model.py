@@ -16,15 +16,16 @@ import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.model_errors import raise_for_openai_error
-from activities.views import ViewCache, ViewReader
-from workflows.messages import (
+from durable_teams.workflows.messages import (
     Message,
     ModelRequest,
     ModelResponse,
     ToolCall,
     Usage,
 )
+
+from .model_errors import raise_for_openai_error
+from .views import ViewCache, ViewReader
 
 MAX_REPLY_BYTES = 1024 * 1024
 """A reply larger than this is refused: it would bloat the history of every later turn."""

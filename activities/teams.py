@@ -10,7 +10,7 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from workflows.messages import TeamSpec
+from durable_teams.workflows.messages import TeamSpec
 
 
 class TeamActivities:

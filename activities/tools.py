@@ -20,8 +20,9 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.schema import ToolArgumentsError, function_schema, validate_arguments
-from workflows.messages import ToolRequest, ToolResult, ToolSpec
+from durable_teams.workflows.messages import ToolRequest, ToolResult, ToolSpec
+
+from .schema import ToolArgumentsError, function_schema, validate_arguments
 
 MAX_RESULT_BYTES = 512 * 1024
 """Tool output above this is truncated with a note the model sees (Temporal rejects payloads

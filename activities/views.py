@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from temporalio import activity
 from temporalio.client import WorkflowQueryFailedError
 
-from workflows import live_view
-from workflows.messages import Message, ModelRequest, ModelView, ToolSpec
-from workflows.transcript import LogDelta, view_from_delta
+from durable_teams.workflows import live_view
+from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolSpec
+from durable_teams.workflows.transcript import LogDelta, view_from_delta
 
 ViewReader = Callable[[ModelRequest], Awaitable[ModelView]]
 

@@ -29,17 +29,17 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.views import ViewCache
 from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
+from durable_teams.activities.views import ViewCache
 from durable_teams.devserver import find_temporal_binary
 from durable_teams.runtime import build_worker
 from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.team import Agent, Swarm
-from workflows.conversation import TeamWorkflow
-from workflows.human import AWAITING_HUMAN
-from workflows.messages import Budgets, Message, ModelView
-from workflows.state import ConversationInput, HumanReply
-from workflows.transcript import LogDelta
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.human import AWAITING_HUMAN
+from durable_teams.workflows.messages import Budgets, Message, ModelView
+from durable_teams.workflows.state import ConversationInput, HumanReply
+from durable_teams.workflows.transcript import LogDelta
 
 
 def fetch(i: int) -> str:

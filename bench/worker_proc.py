@@ -18,7 +18,7 @@ from typing import Any
 from bench.run import PARK_TEAM, TEAM
 from durable_teams.runtime import build_worker, connect
 from durable_teams.scripted import ScriptedModel, Step, call, say
-from workflows.messages import ModelRequest
+from durable_teams.workflows.messages import ModelRequest
 
 
 def step(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Step:

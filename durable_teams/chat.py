@@ -20,11 +20,10 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-from durable_teams.cli import send_reply
-from durable_teams.client import ConversationEnded, send_turn
+from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
 from durable_teams.runtime import TASK_QUEUE
-from workflows.conversation import TeamWorkflow
-from workflows.state import ConversationInput, Question, TurnReply
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput, Question, TurnReply
 
 
 async def read_line(prompt: str) -> str | None:
@@ -79,7 +78,7 @@ async def answer_questions(client: Client, thread: str, turn: asyncio.Future[Tur
             return False
         try:
             await send_reply(client, thread, q.question_id, **reply)
-        except SystemExit as rejected:  # answered elsewhere, or empty
+        except ReplyRejected as rejected:  # answered elsewhere, or empty
             print(rejected)
             seen.discard(q.question_id)
     return True

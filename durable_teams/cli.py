@@ -22,37 +22,15 @@ import sys
 import uuid
 from collections.abc import Sequence
 
-from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.events import Event, follow
+from durable_teams.client import ReplyRejected, send_reply
+from durable_teams.console import format_event, format_message, format_question
+from durable_teams.events import follow
 from durable_teams.runtime import TASK_QUEUE, connect
-from workflows.conversation import TeamWorkflow
-from workflows.messages import Message
-from workflows.state import ConversationInput, ConversationStatus, HumanReply, Question
-
-
-def format_message(m: Message) -> str:
-    who = m.name if m.role == "assistant" and m.name else m.role
-    if m.role == "tool":
-        return f"  [{m.name} result] {m.content}"
-    calls = ", ".join(f"{c.name}({c.arguments if c.arguments not in ('', '{}') else ''})" for c in m.tool_calls)
-    text = (m.content or "").strip()
-    return f"[{who}] {text}{' -> ' if text and calls else ''}{calls}"
-
-
-def format_question(workflow_id: str, q: Question) -> str:
-    lines = [f"{workflow_id}  {q.question_id}  asked by {q.agent} at {q.asked_at:%Y-%m-%d %H:%M:%S} UTC"]
-    if q.kind == "approval":
-        lines.append(f"  Approval needed: {q.tool}({q.arguments})")
-        lines.append(f"  Reply: durable-teams approve {workflow_id} --question {q.question_id}"
-                     f"   (or deny ... --reason '...')")
-    else:
-        lines.append(f"  Question: {q.text}")
-        if q.suggestions:
-            lines.append(f"  Suggestions: {' | '.join(q.suggestions)}")
-        lines.append(f"  Reply: durable-teams answer {workflow_id} \"<your answer>\" --question {q.question_id}")
-    return "\n".join(lines)
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput, ConversationStatus, Question
 
 
 async def _client() -> Client:
@@ -113,15 +91,6 @@ async def cmd_follow(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_event(event: Event) -> str:
-    who = event.agent or event.tool or "user"
-    indent = "    " if event.private else ""
-    if event.type in ("tool_usage", "question"):
-        args = "" if event.arguments in (None, "", "{}") else event.arguments
-        return f"{indent}{event.type:<13} [{who}] {event.tool}({args})"
-    return f"{indent}{event.type:<13} [{who}] {event.text}"
-
-
 async def pending_questions(client: Client) -> list[tuple[str, Question]]:
     found: list[tuple[str, Question]] = []
     async for wf in client.list_workflows("AwaitingHuman = true AND ExecutionStatus = 'Running'"):
@@ -138,23 +107,6 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         print(format_question(workflow_id, q))
         print()
     return 0
-
-
-async def send_reply(client: Client, workflow_id: str, question_id: str | None, **reply: object) -> str:
-    """Answer through the update, so the caller learns at once whether it was accepted."""
-    handle = client.get_workflow_handle(workflow_id)
-    if question_id is None:
-        pending = await handle.query(TeamWorkflow.pending_questions)
-        if len(pending) != 1:
-            ids = ", ".join(q.question_id for q in pending) or "none"
-            raise SystemExit(f"{len(pending)} questions pending ({ids}); name one with --question")
-        question_id = pending[0].question_id
-    try:
-        await handle.execute_update(TeamWorkflow.answer, HumanReply(question_id=question_id, **reply))  # type: ignore[arg-type]
-    except WorkflowUpdateFailedError as err:
-        cause = err.cause
-        raise SystemExit(f"Rejected: {getattr(cause, 'message', cause)}") from None
-    return question_id
 
 
 async def cmd_answer(args: argparse.Namespace) -> int:
@@ -189,7 +141,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run a demo team on the embedded server")
     demo.add_argument("name", nargs="?", default="faang")
-    sub.add_parser("worker", help="run a worker")
+    worker = sub.add_parser("worker", help="run a worker (same as python worker.py)")
+    worker.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
     sub.add_parser("server-stop", help="stop the embedded dev server started by the CLI or worker")
     chat = sub.add_parser("chat", help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
@@ -235,9 +188,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("Stopped." if DevServer().stop_detached() else "No embedded server was started here.")
         return
     if args.command == "worker":
-        import worker
+        from durable_teams.worker import main as run_worker
 
-        worker.main([])
+        run_worker([f"--team={team}" for team in args.team])
         return
     code = asyncio.run(run_command(args))
     if isinstance(code, str):
@@ -263,6 +216,8 @@ async def run_command(args: argparse.Namespace) -> int | str:
         return f"durable-teams: the Temporal server refused the call: {err.message}"
     except WorkflowQueryFailedError as err:
         return f"durable-teams: the workflow could not answer: {err.message}"
+    except ReplyRejected as err:
+        return f"durable-teams: {err}"
     except SystemExit as stop:  # a command's own sys.exit("reason")
         if stop.code is None:
             return 0

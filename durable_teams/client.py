@@ -14,13 +14,17 @@ import uuid
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from workflows.state import TurnReply, UserTurn
+from durable_teams.workflows.state import HumanReply, Question, TurnReply, UserTurn
 
 CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
 
 
 class ConversationEnded(Exception):
     """The conversation is no longer running (closed, failed or terminated)."""
+
+
+class ReplyRejected(Exception):
+    """An answer or approval was not accepted: no such question, already answered, or empty."""
 
 
 async def send_turn(
@@ -48,3 +52,20 @@ async def send_turn(
                     f"conversation {workflow_id} ended ({described.status.name if described.status else '?'}) "
                     "before answering this turn") from err
     raise ConversationEnded(f"turn not answered after {max_resends} re-sends to {workflow_id}")
+
+
+async def send_reply(client: Client, workflow_id: str, question_id: str | None, **reply: object) -> str:
+    """Answer through the update, so the caller learns at once whether it was accepted."""
+    handle = client.get_workflow_handle(workflow_id)
+    if question_id is None:
+        pending = await handle.query("pending_questions", result_type=list[Question])
+        if len(pending) != 1:
+            ids = ", ".join(q.question_id for q in pending) or "none"
+            raise ReplyRejected(f"{len(pending)} questions pending ({ids}); name one with --question")
+        question_id = pending[0].question_id
+    try:
+        await handle.execute_update("answer", HumanReply(question_id=question_id, **reply))  # type: ignore[arg-type]
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+        raise ReplyRejected(f"Rejected: {getattr(cause, 'message', cause)}") from None
+    return question_id

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import uuid
 
-from durable_teams.cli import format_message
+from durable_teams.console import format_message
 from durable_teams.runtime import build_worker, connect, ensure_search_attributes
-from workflows.conversation import TeamWorkflow
-from workflows.state import ConversationInput
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput
 
 
 async def run_demo(name: str = "faang") -> int:
-    import worker as worker_module
+    from durable_teams import worker as worker_module
     from durable_teams.examples import faang
 
     if name == "support":
@@ -46,8 +46,9 @@ async def run_support_demo() -> int:
     Answer at this terminal, or from another with `durable-teams answer` / `approve`."""
     import asyncio
 
-    import worker as worker_module
-    from durable_teams.cli import format_question, send_reply
+    from durable_teams import worker as worker_module
+    from durable_teams.client import ReplyRejected, send_reply
+    from durable_teams.console import format_question
     from durable_teams.examples import support
 
     address, server = worker_module.embedded_or_remote()
@@ -85,7 +86,7 @@ async def run_support_demo() -> int:
                      else {"text": text})
             try:
                 await send_reply(client, workflow_id, question.question_id, **reply)
-            except SystemExit as rejected:  # answered elsewhere meanwhile, or empty
+            except ReplyRejected as rejected:  # answered elsewhere meanwhile, or empty
                 print(rejected)
                 seen.discard(question.question_id)
         result = await result_task

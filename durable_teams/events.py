@@ -18,9 +18,9 @@ from typing import Literal
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from workflows.handoff import ASK_HUMAN
-from workflows.messages import Message
-from workflows.state import LogPage
+from durable_teams.workflows.handoff import ASK_HUMAN
+from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import LogPage
 
 EventType = Literal[
     "user_message", "ai_message", "tool_usage", "question", "tool_response", "handoff",

@@ -10,12 +10,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.model import ModelActivities, ModelBackend
-from activities.teams import TeamActivities
-from activities.tools import ToolActivities, ToolRegistry
-from activities.views import ViewReader
+from durable_teams.activities.model import ModelActivities, ModelBackend
+from durable_teams.activities.teams import TeamActivities
+from durable_teams.activities.tools import ToolActivities, ToolRegistry
+from durable_teams.activities.views import ViewReader
 from durable_teams.team import CompiledTeam
-from workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation import TeamWorkflow
 
 TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
 NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
@@ -59,7 +59,7 @@ def build_worker(
         # conversation's view directly (workflows/live_view.py). What the sandbox would catch
         # at run time in that code (the wall clock, random, I/O) a test checks in the source.
         "workflow_runner": SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows")),
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows")),
     }
     options.update(worker_options)
     return Worker(

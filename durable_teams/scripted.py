@@ -14,8 +14,8 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.model import ModelBackend
-from workflows.messages import Message, ModelRequest, ModelResponse, ToolCall
+from durable_teams.activities.model import ModelBackend
+from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, ToolCall
 
 Step = Message
 """One scripted reply: an assistant message (text, tool calls, or both)."""

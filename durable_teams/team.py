@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from activities.tools import Tool, ToolRegistry, tool
-from workflows.messages import (
+from durable_teams.activities.tools import Tool, ToolRegistry, tool
+from durable_teams.workflows.messages import (
     AgentSpec,
     Budgets,
     OutputMode,
@@ -34,7 +34,7 @@ from workflows.messages import (
     SupervisorSpec,
     TeamSpec,
 )
-from workflows.team import WORKFLOW_TOOLS, TeamError, validate_team
+from durable_teams.workflows.team import WORKFLOW_TOOLS, TeamError, validate_team
 
 ToolLike = Callable[..., Any] | Tool | str
 """A function, a `@tool`, or the name of a built-in tool such as "ask_human"."""

@@ -19,9 +19,9 @@ from temporalio.worker import Worker
 
 from durable_teams.runtime import build_worker
 from durable_teams.team import CompiledTeam
-from workflows.conversation import TeamWorkflow
-from workflows.human import AWAITING_HUMAN
-from workflows.state import Question
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.human import AWAITING_HUMAN
+from durable_teams.workflows.state import Question
 
 BIN_DIR = os.path.dirname(sys.executable)
 

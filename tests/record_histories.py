@@ -28,9 +28,9 @@ from durable_teams.client import send_turn
 from durable_teams.examples import acme, faang, faang_teams
 from durable_teams.scripted import ScriptedModel, Step, call, say
 from durable_teams.team import Agent, Supervisor
-from workflows.conversation import TeamWorkflow
-from workflows.messages import ModelRequest
-from workflows.state import ConversationInput, HumanReply
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import ModelRequest
+from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary, pending_question, running_worker
 

@@ -16,8 +16,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from durable_teams.examples import acme, support
 from durable_teams.scripted import ScriptedModel, Step, call, say
 from durable_teams.team import Agent, Swarm
-from workflows.conversation import TeamWorkflow
-from workflows.messages import Message, ModelRequest
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
 

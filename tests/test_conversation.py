@@ -10,14 +10,14 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from activities.tools import Result, tool
+from durable_teams.activities.tools import Result, tool
 from durable_teams.client import send_turn
 from durable_teams.examples import acme, faang, support
 from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.team import Agent, CompiledTeam, Swarm, handoff
-from workflows.conversation import TeamWorkflow
-from workflows.messages import Message, ModelRequest
-from workflows.state import ConversationInput, HumanReply, UserTurn
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message, ModelRequest
+from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn
 
 from .conftest import pending_question, running_worker
 

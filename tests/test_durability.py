@@ -15,8 +15,8 @@ from temporalio.client import Client
 from durable_teams.devserver import DevServer, free_port
 from durable_teams.examples import support
 from durable_teams.runtime import connect
-from workflows.conversation import TeamWorkflow
-from workflows.state import ConversationInput, HumanReply
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary
 from .test_human import _has, until

@@ -10,9 +10,9 @@ from temporalio.client import Client
 from durable_teams.events import Event, events_of, follow
 from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.team import Agent, Swarm
-from workflows.conversation import TeamWorkflow
-from workflows.messages import Message, ModelRequest, ToolCall
-from workflows.state import ConversationInput, HumanReply
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message, ModelRequest, ToolCall
+from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import running_worker
 from .test_cli import cli

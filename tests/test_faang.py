@@ -10,9 +10,9 @@ from temporalio.client import Client
 
 from durable_teams.examples import faang
 from durable_teams.scripted import ScriptedModel
-from workflows.conversation import TeamWorkflow
-from workflows.messages import Message
-from workflows.state import ConversationInput
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 

@@ -19,10 +19,10 @@ from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.scripted import ScriptedModel, call, calls, say
 from durable_teams.team import Agent, Supervisor
-from workflows.conversation import TeamWorkflow
-from workflows.messages import Message
-from workflows.state import ConversationInput, ConversationResult
-from workflows.team import TeamError, validate_team
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import ConversationInput, ConversationResult
+from durable_teams.workflows.team import TeamError, validate_team
 
 from .conftest import running_worker
 

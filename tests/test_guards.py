@@ -9,9 +9,9 @@ from temporalio.client import Client
 from durable_teams.examples import faang
 from durable_teams.scripted import ScriptedModel, call, calls, say
 from durable_teams.team import Agent, Supervisor
-from workflows.conversation import TeamWorkflow
-from workflows.messages import Budgets, Message
-from workflows.state import ConversationInput
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Budgets, Message
+from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 
@@ -114,7 +114,7 @@ def shout(text: str) -> str:
 
 
 async def test_oversized_tool_output_is_truncated_with_a_note(client: Client, task_queue: str) -> None:
-    from activities.tools import MAX_RESULT_BYTES
+    from durable_teams.activities.tools import MAX_RESULT_BYTES
 
     sup = team()
     sup.agents = [*sup.agents, Agent("loud", "Shout.", tools=[shout])]
@@ -138,7 +138,7 @@ async def test_oversized_arguments_are_refused_before_scheduling(client: Client,
 async def test_local_tools_run_as_local_activities(client: Client, task_queue: str) -> None:
     from temporalio.api.enums.v1 import EventType
 
-    from activities.tools import tool
+    from durable_teams.activities.tools import tool
 
     local_add = tool(faang.add, local=True)
     sup = team()

@@ -14,8 +14,8 @@ from temporalio.testing import WorkflowEnvironment
 from durable_teams.cli import format_question, pending_questions
 from durable_teams.examples import support
 from durable_teams.scripted import ScriptedModel, call, calls, say
-from workflows.conversation import TeamWorkflow
-from workflows.state import ConversationInput, HumanReply, Question
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput, HumanReply, Question
 
 from .conftest import binary, running_worker
 

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 import pytest
 from temporalio.client import Client
 
-from activities.views import ViewCache, query_view
+from durable_teams.activities.views import ViewCache, query_view
 from durable_teams.client import send_turn
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel
 from durable_teams.team import CompiledTeam
-from workflows import live_view
-from workflows.conversation import TeamWorkflow
-from workflows.messages import Message, ModelRequest, ModelView, TeamSpec
-from workflows.state import ConversationInput, ConversationState
+from durable_teams.workflows import live_view
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message, ModelRequest, ModelView, TeamSpec
+from durable_teams.workflows.state import ConversationInput, ConversationState
 
 from .conftest import running_worker
 

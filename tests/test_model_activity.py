@@ -26,12 +26,19 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import model as model_module
-from activities.model import ModelActivities, ModelBackend, OpenAIBackend
-from activities.model_errors import raise_for_openai_error
-from activities.views import ViewReader, query_view
+from durable_teams.activities import model as model_module
+from durable_teams.activities.model import ModelActivities, ModelBackend, OpenAIBackend
+from durable_teams.activities.model_errors import raise_for_openai_error
+from durable_teams.activities.views import ViewReader, query_view
 from durable_teams.scripted import ScriptedModel, call, calls, raw_call, say
-from workflows.messages import Message, ModelRequest, ModelResponse, ModelView, ToolCall, ToolSpec
+from durable_teams.workflows.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ModelView,
+    ToolCall,
+    ToolSpec,
+)
 
 from .fake_openai import FakeOpenAI, completion, fake_openai_fixture  # noqa: F401 - fixture
 

@@ -8,10 +8,10 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
 
-from activities.model import OpenAIBackend
+from durable_teams.activities.model import OpenAIBackend
 from durable_teams.team import Agent, Swarm
-from workflows.conversation import TeamWorkflow
-from workflows.state import ConversationInput
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
@@ -103,7 +103,7 @@ def test_status_mapping(status: int, retryable: bool) -> None:
         import httpx  # type: ignore[no-redef]
     from temporalio.exceptions import ApplicationError
 
-    from activities.model_errors import raise_for_openai_error
+    from durable_teams.activities.model_errors import raise_for_openai_error
 
     request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
     response = httpx.Response(status, request=request, headers={"retry-after": "2"},

@@ -8,7 +8,7 @@ from typing import Any, Literal, Optional
 import pytest
 from pydantic import BaseModel, Field
 
-from activities.schema import (
+from durable_teams.activities.schema import (
     ToolArgumentsError,
     arguments_model,
     docstring_parts,

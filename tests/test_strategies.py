@@ -15,9 +15,9 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
 from durable_teams.client import send_turn
 from durable_teams.scripted import ScriptedModel, Step, call, say
 from durable_teams.team import Agent, CompiledTeam, Supervisor
-from workflows.conversation import TeamWorkflow
-from workflows.messages import ModelRequest, RoutingRule
-from workflows.state import ConversationInput, HumanReply, UserTurn
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import ModelRequest, RoutingRule
+from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn
 
 from .conftest import pending_question, running_worker
 

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-import activities.tools as tools_module
-from activities.tools import (
+import durable_teams.activities.tools as tools_module
+from durable_teams.activities.tools import (
     Result,
     RetryableToolError,
     Tool,
@@ -24,7 +24,7 @@ from activities.tools import (
     tool,
 )
 from durable_teams.examples.faang import add
-from workflows.messages import ToolRequest, ToolResult
+from durable_teams.workflows.messages import ToolRequest, ToolResult
 
 
 def request(name: str, arguments: str = "{}", **extra: Any) -> ToolRequest:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from workflows.handoff import (
+from durable_teams.workflows.handoff import (
     handoff_back_messages,
     handoff_message,
     handoff_tool_name,
     handoff_tool_spec,
 )
-from workflows.messages import Message, ToolCall
-from workflows.transcript import Transcript
+from durable_teams.workflows.messages import Message, ToolCall
+from durable_teams.workflows.transcript import Transcript
 
 
 def ai(name: str, content: str = "", calls: list[ToolCall] | None = None, scope: int = 0) -> Message:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from workflows.messages import ModelResponse, TeamSpec, ToolResult
-from workflows.state import (
+from durable_teams.workflows.messages import ModelResponse, TeamSpec, ToolResult
+from durable_teams.workflows.state import (
     ConversationInput,
     ConversationResult,
     ConversationStatus,

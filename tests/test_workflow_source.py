@@ -1,5 +1,5 @@
 """Workflow code stays deterministic: checked in the source, because the worker passes the
-`workflows` package through Temporal's sandbox (see durable_teams/runtime.py), so the sandbox no
+`durable_teams.workflows` package through Temporal's sandbox (see durable_teams/runtime.py), so the sandbox no
 longer stops a wall-clock read or I/O there at run time."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ WORKFLOWS = sorted((Path(__file__).resolve().parent.parent / "workflows").glob("
 
 ALLOWED_MODULES = {
     "__future__", "asyncio", "collections", "dataclasses", "datetime", "json", "re", "typing",
-    "weakref", "zoneinfo", "pydantic", "temporalio", "workflows",
+    "weakref", "zoneinfo", "pydantic", "temporalio",
 }
 """Everything else (random, uuid, time, os, socket, threading, openai, httpx, ...) is refused."""
 

@@ -19,12 +19,12 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import builtins, handoff
-    from workflows import team as teams
-    from workflows.human import HumanDesk, Interrupted
-    from workflows.messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall
-    from workflows.state import ConversationState
-    from workflows.tool_calls import ToolRunner, activity_failure_text
+    from . import builtins, handoff
+    from . import team as teams
+    from .human import HumanDesk, Interrupted
+    from .messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall
+    from .state import ConversationState
+    from .tool_calls import ToolRunner, activity_failure_text
 
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),

@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from workflows.messages import TeamSpec, ToolSpec
+from .messages import TeamSpec, ToolSpec
 
 LIST_TOOLS = "list_tools"
 LIST_AGENTS = "list_agents"

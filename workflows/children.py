@@ -24,11 +24,11 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import team as teams
-    from workflows.agent_loop import AgentLoop, AgentOutcome
-    from workflows.messages import Message, TeamSpec
-    from workflows.state import ConversationInput, ConversationResult
-    from workflows.transcript import AgentRun
+    from . import team as teams
+    from .agent_loop import AgentLoop, AgentOutcome
+    from .messages import Message, TeamSpec
+    from .state import ConversationInput, ConversationResult
+    from .transcript import AgentRun
 
 HISTORY_BYTES = 512 * 1024
 """The most of the parent's conversation a child is handed: the newest messages that fit."""

@@ -14,12 +14,12 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import live_view
-    from workflows import team as teams
-    from workflows.agent_loop import AgentLoop, Budget, TurnFailed
-    from workflows.human import HumanDesk, Interrupted, reply_problem
-    from workflows.messages import Message, ModelView, TeamSpec
-    from workflows.state import (
+    from . import live_view
+    from . import team as teams
+    from .agent_loop import AgentLoop, Budget, TurnFailed
+    from .human import HumanDesk, Interrupted, reply_problem
+    from .messages import Message, ModelView, TeamSpec
+    from .state import (
         AnswerAck,
         ConversationInput,
         ConversationResult,
@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         UserTurn,
     )
-    from workflows.turns import TurnRunner
+    from .turns import TurnRunner
 
 MAX_TURN_BYTES = 256 * 1024
 KEEP_REPLIES = 200

@@ -16,10 +16,10 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import decision_format
-    from workflows.agent_loop import AgentLoop, AgentOutcome, Budget, TurnFailed
-    from workflows.messages import Message, RoutingDecision
-    from workflows.transcript import AgentRun
+    from . import decision_format
+    from .agent_loop import AgentLoop, AgentOutcome, Budget, TurnFailed
+    from .messages import Message, RoutingDecision
+    from .transcript import AgentRun
 
 ROUTER = "router"
 """The `name` on feedback messages: the routing machinery, not the person."""

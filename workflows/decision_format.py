@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from workflows.handoff import normalize_agent_name
-from workflows.messages import AgentSpec, RoutingDecision
+from .handoff import normalize_agent_name
+from .messages import AgentSpec, RoutingDecision
 
 
 class RoutingDecisionOutput(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from workflows.messages import Message, ToolCall, ToolSpec
+from .messages import Message, ToolCall, ToolSpec
 
 ASK_HUMAN = "ask_human"
 REQUEST_HELP = "request_help"

@@ -17,8 +17,8 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.messages import ToolCall
-    from workflows.state import ConversationState, HumanReply, Question
+    from .messages import ToolCall
+    from .state import ConversationState, HumanReply, Question
 
 AWAITING_HUMAN = SearchAttributeKey.for_bool("AwaitingHuman")
 

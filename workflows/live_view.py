@@ -22,9 +22,9 @@ from __future__ import annotations
 import weakref
 from typing import Protocol
 
-from workflows import team as teams
-from workflows.messages import ModelRequest, ModelView, TeamSpec
-from workflows.transcript import Transcript
+from . import team as teams
+from .messages import ModelRequest, ModelView, TeamSpec
+from .transcript import Transcript
 
 
 class _State(Protocol):

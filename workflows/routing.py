@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from workflows.messages import (
+from .messages import (
     AgentSpec,
     Message,
     RoutingDecision,

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from workflows.messages import Message, Reply, RoutingDecision, TeamSpec, Wire
-from workflows.transcript import Transcript
+from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire
+from .transcript import Transcript
 
 TurnStatus = Literal["completed", "budget_exceeded", "failed"]
 

@@ -11,9 +11,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from workflows import builtins, decision_format, handoff, routing
-from workflows.builtins import CURRENT_DATETIME, LIST_AGENTS, LIST_TOOLS
-from workflows.messages import AgentSpec, TeamSpec, ToolSpec
+from . import builtins, decision_format, handoff, routing
+from .builtins import CURRENT_DATETIME, LIST_AGENTS, LIST_TOOLS
+from .messages import AgentSpec, TeamSpec, ToolSpec
 
 WORKFLOW_TOOLS = {
     handoff.ASK_HUMAN, handoff.REQUEST_HELP, handoff.FORWARD_MESSAGE,

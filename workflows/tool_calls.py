@@ -14,9 +14,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.human import HumanDesk
-    from workflows.messages import Message, TeamSpec, ToolCall, ToolRequest, ToolResult
-    from workflows.state import ConversationState
+    from .human import HumanDesk
+    from .messages import Message, TeamSpec, ToolCall, ToolRequest, ToolResult
+    from .state import ConversationState
 
 MAX_ARGUMENT_BYTES = 256 * 1024
 """Tool arguments above this are refused before scheduling: an oversized activity input fails

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from workflows.messages import Message, OutputMode, Reply, ToolCall, ToolSpec, Wire
+from .messages import Message, OutputMode, Reply, ToolCall, ToolSpec, Wire
 
 
 class AgentRun(Wire):

@@ -22,16 +22,16 @@ import json
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import routing
-    from workflows import team as teams
-    from workflows.agent_loop import AgentLoop, AgentOutcome, Budget
-    from workflows.children import run_child
-    from workflows.deciding import decide_with_model, fold_decision_run
-    from workflows.handoff import handoff_back_messages
-    from workflows.messages import Message, RoutingDecision, ToolCall
-    from workflows.state import TurnProgress
-    from workflows.team import runs_as_child
-    from workflows.transcript import AgentRun
+    from . import routing
+    from . import team as teams
+    from .agent_loop import AgentLoop, AgentOutcome, Budget
+    from .children import run_child
+    from .deciding import decide_with_model, fold_decision_run
+    from .handoff import handoff_back_messages
+    from .messages import Message, RoutingDecision, ToolCall
+    from .state import TurnProgress
+    from .team import runs_as_child
+    from .transcript import AgentRun
 
 
 class TurnRunner:

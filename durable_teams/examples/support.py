@@ -5,7 +5,7 @@ refund tools need a person's approval before they run.
 
 from __future__ import annotations
 
-from activities.tools import tool
+from durable_teams.activities.tools import tool
 from durable_teams.scripted import call, say
 from durable_teams.team import Agent, Supervisor
 

@@ -1,0 +1,39 @@
+"""How conversations look at a terminal: one line per message, event or question."""
+
+from __future__ import annotations
+
+from durable_teams.events import Event
+from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import Question
+
+
+def format_message(m: Message) -> str:
+    who = m.name if m.role == "assistant" and m.name else m.role
+    if m.role == "tool":
+        return f"  [{m.name} result] {m.content}"
+    calls = ", ".join(f"{c.name}({c.arguments if c.arguments not in ('', '{}') else ''})" for c in m.tool_calls)
+    text = (m.content or "").strip()
+    return f"[{who}] {text}{' -> ' if text and calls else ''}{calls}"
+
+
+def format_question(workflow_id: str, q: Question) -> str:
+    lines = [f"{workflow_id}  {q.question_id}  asked by {q.agent} at {q.asked_at:%Y-%m-%d %H:%M:%S} UTC"]
+    if q.kind == "approval":
+        lines.append(f"  Approval needed: {q.tool}({q.arguments})")
+        lines.append(f"  Reply: durable-teams approve {workflow_id} --question {q.question_id}"
+                     f"   (or deny ... --reason '...')")
+    else:
+        lines.append(f"  Question: {q.text}")
+        if q.suggestions:
+            lines.append(f"  Suggestions: {' | '.join(q.suggestions)}")
+        lines.append(f"  Reply: durable-teams answer {workflow_id} \"<your answer>\" --question {q.question_id}")
+    return "\n".join(lines)
+
+
+def format_event(event: Event) -> str:
+    who = event.agent or event.tool or "user"
+    indent = "    " if event.private else ""
+    if event.type in ("tool_usage", "question"):
+        args = "" if event.arguments in (None, "", "{}") else event.arguments
+        return f"{indent}{event.type:<13} [{who}] {event.tool}({args})"
+    return f"{indent}{event.type:<13} [{who}] {event.text}"

