@@ -1,8 +1,10 @@
 """The worker's tool registry and the tool activities.
 
-A tool's failure that the model should see (bad arguments, an exception in the function) comes
-back as data, an error `ToolResult`, recorded once and never retried. Only `RetryableToolError`
-(an infrastructure failure the tool's author wants retried) raises and lets Temporal retry.
+A tool's failure that the model should see (bad arguments, an exception in the function, a
+value that cannot be sent) comes back as data, an error `ToolResult`, recorded once and never
+retried. Only `RetryableToolError` (an infrastructure failure the tool's author wants retried)
+raises, and Temporal retries it only for a tool declared `idempotent=True`: every other tool
+runs at most once per call.
 """
 
 from __future__ import annotations
@@ -11,46 +13,47 @@ import asyncio
 import contextvars
 import copy
 import inspect
-import json
+import logging
+import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_teams.workflows.messages import ToolRequest, ToolResult, ToolSpec
+from durable_teams.workflows.team import TeamError
 
 from .schema import ToolArgumentsError, function_schema, validate_arguments
+from .tool_checks import attempts, check_numbers, check_signature, tool_name
+from .tool_results import Result, ResultError, to_result, unsendable
+
+__all__ = ["Result", "RetryableToolError", "Tool", "ToolActivities", "ToolRegistry",
+           "current_idempotency_key", "tool"]
 
 MAX_RESULT_BYTES = 512 * 1024
 """Tool output above this is truncated with a note the model sees (Temporal rejects payloads
 over 2 MB, and a rejected activity result would be retried to no end)."""
 
+log = logging.getLogger(__name__)
+
+TOOL_TIMEOUT = "ToolTimeout"
+"""Type of the ApplicationError a tool that outlives its deadline ends with."""
+
 _idempotency_key: contextvars.ContextVar[str] = contextvars.ContextVar("idempotency_key", default="")
 
 
 def current_idempotency_key() -> str:
-    """The running tool call's idempotency key (workflow id + tool call id): stable across
-    retries, so a tool with side effects can make an at-least-once retry harmless."""
+    """The running tool call's idempotency key: the same for every retry of one call, different
+    for every other call, so a tool with side effects can make a retry harmless."""
     return _idempotency_key.get()
 
 
 class RetryableToolError(Exception):
-    """Raise from a tool for an infrastructure failure that Temporal should retry."""
-
-
-@dataclass
-class Result:
-    """What a tool may return instead of a plain value (the Swarm cookbook's `Result`)."""
-
-    value: str = ""
-    agent: str | None = None
-    """Hand the conversation to this agent (an object with a `name`, such as an `Agent`, is
-    accepted too and stands for that name)."""
-    context_variables: dict[str, Any] = field(default_factory=dict)
-    """Updates to the conversation's context variables."""
+    """Raise from a tool for an infrastructure failure that Temporal should retry (only a tool
+    declared `idempotent=True` is retried; any other reports the failure to the model)."""
 
 
 @dataclass
@@ -72,19 +75,33 @@ def tool(
     local: bool = False,
     needs_approval: bool = False,
     return_direct: bool = False,
+    idempotent: bool = False,
     timeout_seconds: float = 60.0,
-    max_attempts: int = 5,
+    max_attempts: int | None = None,
+    retry_interval_seconds: float = 1.0,
     task_queue: str | None = None,
 ) -> Any:
-    """Make a function a tool: `@tool`, `@tool(local=True)` or `tool(fn)`."""
+    """Make a function a tool: `@tool`, `@tool(idempotent=True)` or `tool(fn)`.
+
+    A tool runs at most once per call unless it is declared `idempotent=True` (safe to run
+    twice); then it is retried after a failure or a timeout, up to `max_attempts` (default 3)
+    runs. A definition that cannot work raises `TeamError` here.
+    """
 
     def wrap(f: Callable[..., Any] | Tool) -> Tool:
         if isinstance(f, Tool):  # re-wrapping a tool gives it new options
             f = f.fn
-        doc, parameters = function_schema(f)
+        tool_id = tool_name(f, name)
+        check_signature(f, tool_id)
+        check_numbers(tool_id, timeout_seconds, retry_interval_seconds, task_queue)
+        try:
+            doc, parameters = function_schema(f)
+        except Exception as err:  # pydantic cannot build a schema for some annotation
+            raise TeamError(f"tool {tool_id!r}: its parameters cannot be described as a JSON "
+                            f"schema ({type(err).__name__}: {err})") from None
         params = inspect.signature(f).parameters
         spec = ToolSpec(
-            name=name or str(getattr(f, "__name__", type(f).__name__)),
+            name=tool_id,
             description=description if description is not None else doc,
             parameters=parameters,
             local=local,
@@ -92,7 +109,9 @@ def tool(
             return_direct=return_direct,
             context_params=["context_variables"] if "context_variables" in params else [],
             timeout_seconds=timeout_seconds,
-            max_attempts=max_attempts,
+            max_attempts=attempts(tool_id, idempotent, max_attempts, needs_approval),
+            idempotent=idempotent,
+            retry_interval_seconds=retry_interval_seconds,
             task_queue=task_queue,
         )
         return Tool(f, spec)
@@ -108,12 +127,12 @@ class ToolRegistry:
         self.register(*tools)
 
     def register(self, *tools: Tool | Callable[..., Any]) -> None:
-        """Add tools; the same name for a different function is a ValueError."""
+        """Add tools; the same name for a different function is a `TeamError`."""
         for item in tools:
             t = item if isinstance(item, Tool) else tool(item)
             existing = self._tools.get(t.spec.name)
             if existing is not None and existing.fn is not t.fn:
-                raise ValueError(f"two different functions are registered as tool {t.spec.name!r}")
+                raise TeamError(f"two different functions are registered as tool {t.spec.name!r}")
             self._tools[t.spec.name] = t
 
     def get(self, name: str) -> Tool:
@@ -129,27 +148,6 @@ class ToolRegistry:
         return name in self._tools
 
 
-def _content(value: Any) -> str:
-    """A tool's return value as the text the model reads."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return json.dumps(value, default=str)
-
-
-def _as_result(value: Any) -> ToolResult:
-    if not isinstance(value, Result):
-        return ToolResult(content=_content(value))
-    agent = value.agent if value.agent is None else getattr(value.agent, "name", value.agent)
-    # A JSON round trip keeps the updates serialisable: an unencodable activity result would
-    # be retried to no end.
-    updates = json.loads(json.dumps(value.context_variables, default=str))
-    return ToolResult(content=_content(value.value), handoff_to=agent, context_updates=updates)
-
-
 def _bounded(result: ToolResult) -> ToolResult:
     size = len(result.content.encode())
     if size <= MAX_RESULT_BYTES:
@@ -159,15 +157,91 @@ def _bounded(result: ToolResult) -> ToolResult:
     return result.model_copy(update={"content": kept + note})
 
 
-async def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+class _Escaped(Exception):
+    """Carries a BaseException (SystemExit, KeyboardInterrupt, ...) a tool raised, so it
+    becomes an error result instead of stopping the worker's event loop."""
+
+    def __init__(self, original: BaseException):
+        super().__init__(str(original))
+        self.original = original
+
+
+def _in_thread(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
+    """Run a sync tool in a daemon thread of its own, with the caller's context (so
+    current_idempotency_key() works). A tool that blocks past its deadline holds no pool slot
+    and does not hold up the worker's exit; its late outcome is logged and discarded."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+    started = time.monotonic()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():  # cancelled: the call timed out or was cancelled
+            log.warning("tool %s finished %.1fs after it started, after its call had ended "
+                        "(timed out or cancelled); its result was discarded: %r",
+                        getattr(fn, "__name__", fn), time.monotonic() - started, value)
+        elif ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def target() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, context.run(fn, *args, **kwargs))
+        except BaseException as err:  # noqa: BLE001 - every outcome goes back to the loop
+            keep = isinstance(err, Exception) and not isinstance(err, StopIteration)
+            outcome = (False, err if keep else _Escaped(err))
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop is closed: the worker has stopped
+            pass
+
+    threading.Thread(target=target, name=f"tool-{getattr(fn, '__name__', 'fn')}", daemon=True).start()
+    return future
+
+
+async def _call(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Await an async tool; run a sync one in a thread, so a slow tool never blocks the
-    worker's event loop (to_thread copies the context: current_idempotency_key() works)."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(**kwargs)
-    value = await asyncio.to_thread(fn, **kwargs)
-    if inspect.isawaitable(value):  # an async callable object or a partial of one
-        value = await value
-    return value
+    worker's event loop. A BaseException from the tool comes out as `_Escaped`."""
+    try:
+        if inspect.iscoroutinefunction(fn):
+            return await fn(*args, **kwargs)
+        value = await _in_thread(fn, args, kwargs)
+        if inspect.isawaitable(value):  # an async callable object or a partial of one
+            value = await value
+        return value
+    except (Exception, asyncio.CancelledError):
+        raise
+    except BaseException as err:  # noqa: BLE001 - SystemExit and the like from the tool itself
+        raise _Escaped(err) from err
+
+
+async def _with_deadline(call: Any, seconds: float | None, name: str) -> Any:
+    """Await `call`, cancelling it after `seconds`: a tool never goes on after the workflow
+    is told it timed out."""
+    if seconds is None:
+        return await call
+    task = asyncio.ensure_future(call)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:  # the activity itself was cancelled or timed out
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        raise ApplicationError(f"{name} did not finish within {seconds:g}s", type=TOOL_TIMEOUT)
+    return task.result()
+
+
+def _positional(fn: Callable[..., Any], kwargs: dict[str, Any]) -> list[Any]:
+    """Take positional-only parameters out of `kwargs`, in order, to pass them by position."""
+    params = inspect.signature(fn).parameters.values()
+    return [kwargs.pop(p.name) for p in params if p.kind is p.POSITIONAL_ONLY and p.name in kwargs]
+
+
+def _failure(err: BaseException) -> ToolResult:
+    text = str(err)
+    return ToolResult(is_error=True, content=f"Error: {type(err).__name__}" + (f": {text}" if text else ""))
 
 
 class ToolActivities:
@@ -190,14 +264,24 @@ class ToolActivities:
             kwargs["context_variables"] = copy.deepcopy(req.context)
         if "idempotency_key" in params:
             kwargs["idempotency_key"] = req.idempotency_key
+        args = _positional(t.fn, kwargs)
         token = _idempotency_key.set(req.idempotency_key)
         try:
-            result = _as_result(await _call(t.fn, kwargs))
+            result = to_result(await _with_deadline(_call(t.fn, args, kwargs), req.timeout_seconds, req.tool))
         except RetryableToolError as err:
             raise ApplicationError(f"{req.tool}: {err}", type="RetryableToolError") from err
+        except ApplicationError as err:
+            if err.type == TOOL_TIMEOUT:  # our own deadline: the workflow's retry policy decides
+                raise
+            result = _failure(err)
+        except ResultError as err:
+            result = unsendable(req.tool, err)
+        except _Escaped as err:
+            activity.logger.warning("tool %s raised %r", req.tool, err.original)
+            result = _failure(err.original)
         except Exception as err:  # the model should see what went wrong, once
             activity.logger.warning("tool %s failed", req.tool, exc_info=True)
-            result = ToolResult(is_error=True, content=f"Error: {type(err).__name__}: {err}")
+            result = _failure(err)
         finally:
             _idempotency_key.reset(token)
         return _bounded(result)

@@ -35,6 +35,9 @@ from durable_teams.workflows.messages import (
     TeamSpec,
 )
 from durable_teams.workflows.team import WORKFLOW_TOOLS, TeamError, validate_team
+from durable_teams.workflows.team_checks import check_definition
+
+from .team_checks import check_agent, check_members, check_supervisor_options
 
 ToolLike = Callable[..., Any] | Tool | str
 """A function, a `@tool`, or the name of a built-in tool such as "ask_human"."""
@@ -72,6 +75,9 @@ class Agent:
     skills: Sequence[str] = ()
     run_as_child: bool = False
     temperature: float | None = None
+
+    def __post_init__(self) -> None:
+        check_agent(self)
 
     def spec(self, registry: ToolRegistry) -> AgentSpec:
         return AgentSpec(
@@ -135,10 +141,16 @@ class Supervisor:
     ask_human_timeout_seconds: float = 86_400.0
     ask_human_default: str | None = None
 
+    def __post_init__(self) -> None:
+        check_members(f"supervisor {self.name!r}", [_name(a) for a in self.agents])
+        check_supervisor_options(self)
+        self.compile()  # a team that cannot run fails here, where it is defined
+
     def compile(self) -> CompiledTeam:
         registry = ToolRegistry()
         spec = self.team_spec(registry)
         validate_team(spec)
+        check_definition(spec)
         return CompiledTeam(spec, registry)
 
     def team_spec(self, registry: ToolRegistry, _within: tuple[int, ...] = ()) -> TeamSpec:
@@ -200,6 +212,10 @@ class Swarm:
     ask_human_timeout_seconds: float = 86_400.0
     ask_human_default: str | None = None
 
+    def __post_init__(self) -> None:
+        check_members(f"swarm {self.team_name!r}", [a.name for a in self.agents])
+        self.compile()  # a team that cannot run fails here, where it is defined
+
     def compile(self) -> CompiledTeam:
         registry = ToolRegistry()
         spec = TeamSpec(
@@ -213,6 +229,7 @@ class Swarm:
         )
         spec.tools = registry.specs()
         validate_team(spec)
+        check_definition(spec)
         return CompiledTeam(spec, registry)
 
 
@@ -248,7 +265,7 @@ def _register(registry: ToolRegistry, tools: Sequence[ToolLike]) -> list[str]:
     for item in tools:
         if isinstance(item, str):
             if item not in WORKFLOW_TOOLS and item not in registry:
-                raise ValueError(f"unknown built-in tool {item!r}; built-ins: {sorted(WORKFLOW_TOOLS)}")
+                raise TeamError(f"unknown built-in tool {item!r}; built-ins: {sorted(WORKFLOW_TOOLS)}")
             names.append(item)
             continue
         t = item if isinstance(item, Tool) else tool(item)

@@ -216,7 +216,7 @@ def test_tool_decorator_forms_and_spec() -> None:
         return q
 
     @tool(local=True, name="lookup", description="Look it up.", needs_approval=True,
-          return_direct=True, timeout_seconds=5, max_attempts=2, task_queue="io")
+          return_direct=True, timeout_seconds=5, idempotent=True, max_attempts=2, task_queue="io")
     def configured(q: str, context_variables: dict) -> str:
         """Ignored."""
         return q
@@ -227,7 +227,8 @@ def test_tool_decorator_forms_and_spec() -> None:
     spec = configured.spec
     assert (spec.name, spec.description, spec.local, spec.needs_approval, spec.return_direct) == (
         "lookup", "Look it up.", True, True, True)
-    assert (spec.timeout_seconds, spec.max_attempts, spec.task_queue) == (5, 2, "io")
+    assert (spec.timeout_seconds, spec.max_attempts, spec.idempotent, spec.task_queue) == (5, 2, True, "io")
+    assert plain.spec.max_attempts == 1 and not plain.spec.idempotent  # at most once by default
     assert spec.context_params == ["context_variables"]
     assert set(spec.parameters["properties"]) == {"q"}
     wrapped = tool(add)

@@ -206,7 +206,7 @@ class AgentLoop:
             return _done(Message(role="tool", content=content, name=call.name,
                                  tool_call_id=call.id, scope=scope, kind=kind))  # type: ignore[arg-type]
 
-        for call in calls:
+        for position, call in enumerate(calls):
             if call.name in targets:
                 target = targets[call.name]
                 if len(handoffs) >= max_handoffs:
@@ -260,7 +260,7 @@ class AgentLoop:
                 budget.tool_calls += 1
                 if owned[call.name].return_direct:
                     direct.append(len(pending))
-                pending.append(self._remember(self.tools.run(agent, scope, msg_index, call)))
+                pending.append(self._remember(self.tools.run(agent, scope, msg_index, call, position)))
 
         messages = await asyncio.gather(*pending)
         for message in messages:

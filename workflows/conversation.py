@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import live_view
+    from . import live_view, team_checks
     from . import team as teams
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .human import HumanDesk, Interrupted, reply_problem
@@ -67,6 +67,9 @@ class TeamWorkflow:
             start_to_close_timeout=timedelta(seconds=30), summary=f"team: {inp.team_name}")
         try:
             teams.validate_team(team)
+            # what an endpoint would refuse; a conversation started before this check replays
+            if inp.state is None and workflow.patched("team-definition-checks"):
+                team_checks.check_definition(team)
         except teams.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         self.desk.timeout_seconds = team.ask_human_timeout_seconds

@@ -7,11 +7,17 @@ Everything here is plain data: no I/O, no clock, no randomness, safe inside the 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+
+def wire_name(name: str) -> str:
+    """A display name as a message `name` endpoints accept: whitespace becomes `_`."""
+    return re.sub(r"\s+", "_", name.strip())
 
 
 class Wire(BaseModel):
@@ -61,7 +67,7 @@ class Message(Wire):
             out["tool_call_id"] = self.tool_call_id
             return out
         if self.name and self.role in ("user", "assistant"):
-            out["name"] = self.name
+            out["name"] = wire_name(self.name)
         if self.tool_calls:
             out["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -85,7 +91,13 @@ class ToolSpec(Wire):
     context_params: list[str] = Field(default_factory=list)
     """Parameters filled from the conversation's context variables, hidden from the model."""
     timeout_seconds: float = 60.0
-    max_attempts: int = 5
+    max_attempts: int = 1
+    """Runs at most once unless `idempotent`: a retry after a timeout could repeat a side
+    effect the model was told failed."""
+    idempotent: bool = False
+    """Safe to run again (reads, or writes deduplicated by the idempotency key): only such a
+    tool is retried, up to `max_attempts`."""
+    retry_interval_seconds: float = 1.0
     task_queue: str | None = None
 
     def to_openai(self) -> dict[str, Any]:
@@ -271,8 +283,9 @@ class ModelResponse(Reply):
 
 
 class ToolRequest(Wire):
-    """Input of `run_tool`. The idempotency key (workflow id + tool call id) is stable across
-    retries, so a tool with side effects can make an at-least-once retry harmless."""
+    """Input of `run_tool`. The idempotency key (workflow id, the message's index and the
+    call's position in it, tool call id) is the same for every retry of one call and differs
+    between calls, even two calls a model gave the same id."""
 
     tool: str
     arguments: str
@@ -280,6 +293,9 @@ class ToolRequest(Wire):
     idempotency_key: str
     agent: str
     context: dict[str, Any] = Field(default_factory=dict)
+    timeout_seconds: float | None = None
+    """The tool's own deadline, enforced on the worker (the coroutine is cancelled), so a tool
+    never goes on after the workflow was told it timed out. None: only Temporal's timeout."""
 
 
 class ToolResult(Reply):

@@ -11,11 +11,11 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from .human import HumanDesk
-    from .messages import Message, TeamSpec, ToolCall, ToolRequest, ToolResult
+    from .messages import Message, TeamSpec, ToolCall, ToolRequest, ToolResult, ToolSpec
     from .state import ConversationState
 
 MAX_ARGUMENT_BYTES = 256 * 1024
@@ -23,9 +23,44 @@ MAX_ARGUMENT_BYTES = 256 * 1024
 the workflow task, which Temporal retries forever (pydantic-ai issue 7164)."""
 
 
+TOOL_TIMEOUT = "ToolTimeout"
+"""The worker's own deadline for a tool (activities/tools.py), like Temporal's timeout."""
+
+
 def activity_failure_text(err: BaseException) -> str:
     cause = err.cause if isinstance(err, ActivityError) and err.cause else err
     return str(cause.message if isinstance(cause, ApplicationError) else cause)
+
+
+def tool_failure_message(spec: ToolSpec, err: BaseException) -> str:
+    """What the model is told when a tool's activity failed: whether it timed out, and that
+    it may have done its work all the same (and whether it was tried again)."""
+    cause = err.cause if isinstance(err, ActivityError) and err.cause else err
+    timed_out = isinstance(cause, TimeoutError) or (
+        isinstance(cause, ApplicationError) and cause.type == TOOL_TIMEOUT)
+    what = (f"did not finish within {spec.timeout_seconds:g}s" if timed_out
+            else f"failed: {activity_failure_text(err)}")
+    attempts = run_attempts(spec)
+    if attempts == 1:
+        return f"Error: {spec.name} {what}. The tool may or may not have completed; it was not retried."
+    return (f"Error: {spec.name} {what} (it is idempotent and was run up to {attempts} times). "
+            "It may or may not have completed.")
+
+
+def run_attempts(spec: ToolSpec) -> int:
+    """At most once, unless the tool is declared idempotent (a spec built by hand or recorded
+    before that flag existed may say more; it is not trusted)."""
+    return max(spec.max_attempts, 1) if spec.idempotent else 1
+
+
+def sendable(text: str) -> str:
+    """`text` without lone surrogates: a payload holding one cannot be encoded, and a workflow
+    task that cannot schedule its activity would fail again on every retry."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode(errors="replace").decode()
+    return text
 
 
 class ToolRunner:
@@ -40,7 +75,9 @@ class ToolRunner:
         self.handoffs: dict[str, str] = {}
         """Tool call id -> agent, for tools that returned `Result(agent=...)`."""
 
-    async def run(self, agent: str, scope: int, msg_index: int, call: ToolCall) -> Message:
+    async def run(self, agent: str, scope: int, msg_index: int, call: ToolCall, position: int = 0) -> Message:
+        """Run `call`, the `position`-th call of the message at `msg_index`, once (or, for an
+        idempotent tool, up to its attempts) and answer it with one tool message."""
         spec = self.team.tools[call.name]
 
         def reply(result: ToolResult) -> Message:
@@ -63,14 +100,18 @@ class ToolRunner:
                 return reply(ToolResult(content=note))
         request = ToolRequest(
             tool=call.name,
-            arguments=call.arguments,
+            arguments=sendable(call.arguments),
             tool_call_id=call.id,
-            idempotency_key=f"{workflow.info().workflow_id}/{msg_index}/{call.id}",
+            # the position tells apart two calls a model gave the same id
+            idempotency_key=f"{workflow.info().workflow_id}/{msg_index}/{position}/{call.id}",
             agent=agent,
             context=dict(self.state.context) if spec.context_params else {},
+            timeout_seconds=spec.timeout_seconds,
         )
-        retry = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=spec.max_attempts)
-        timeout = timedelta(seconds=spec.timeout_seconds)
+        retry = RetryPolicy(initial_interval=timedelta(seconds=spec.retry_interval_seconds),
+                            maximum_attempts=run_attempts(spec))
+        # a little slack over the worker's own deadline, which reports the timeout first
+        timeout = timedelta(seconds=spec.timeout_seconds * 1.1 + 1)
         self.in_flight += 1
         try:
             if spec.local:
@@ -82,9 +123,7 @@ class ToolRunner:
                     "run_tool", request, result_type=ToolResult, task_queue=spec.task_queue,
                     start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
         except ActivityError as err:
-            result = ToolResult(is_error=True, content=(
-                f"Error: {call.name} failed after {spec.max_attempts} attempts: "
-                f"{activity_failure_text(err)}"))
+            result = ToolResult(is_error=True, content=tool_failure_message(spec, err))
         finally:
             self.in_flight -= 1
         return reply(result)

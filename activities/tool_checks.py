@@ -1,0 +1,69 @@
+"""Checks made when a function becomes a tool (`@tool`, `tool(fn)`, `Agent(tools=[fn])`): its
+name, its signature and its options, so a tool that cannot run fails where it is defined.
+Pure: no Temporal, no I/O.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from durable_teams.workflows.team import TeamError
+from durable_teams.workflows.team_checks import at_least, positive, raise_first, tool_name_problem
+
+DEFAULT_IDEMPOTENT_ATTEMPTS = 3
+"""Attempts of a tool declared `idempotent=True` when it names no `max_attempts`."""
+
+
+def tool_name(fn: Callable[..., Any], name: str | None) -> str:
+    """The tool's name: `name`, else the function's own; a lambda or a callable without a
+    `__name__` (a partial, an instance) must be named explicitly."""
+    if name is not None:
+        raise_first([tool_name_problem(name)])
+        return name
+    own = getattr(fn, "__name__", None)
+    if not isinstance(own, str) or own == "<lambda>":
+        what = "a lambda" if own == "<lambda>" else f"{type(fn).__name__} object without a __name__"
+        raise TeamError(f"a tool needs a name: {what} has none; use def, or tool(fn, name=...)")
+    raise_first([tool_name_problem(own)])
+    return own
+
+
+def check_signature(fn: Callable[..., Any], name: str) -> None:
+    """Parameters a JSON schema can describe: no `*args` / `**kwargs` (positional-only ones
+    work; they are passed by position)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError) as err:
+        raise TeamError(f"tool {name!r}: its signature cannot be read ({err})") from None
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+            raise TeamError(f"tool {name!r}: parameter {star}{p.name} cannot be described to a "
+                            "model; give every parameter a name (and a type)")
+
+
+def attempts(name: str, idempotent: bool, max_attempts: int | None, needs_approval: bool) -> int:
+    """How many times the tool may run for one call: once, unless declared `idempotent`."""
+    if max_attempts is None:
+        return DEFAULT_IDEMPOTENT_ATTEMPTS if idempotent else 1
+    raise_first([at_least(f"tool {name!r}", "max_attempts", max_attempts, 1)])
+    if max_attempts > 1 and not idempotent:
+        why = "needs approval and " if needs_approval else ""
+        raise TeamError(
+            f"tool {name!r} {why}may not be retried (max_attempts={max_attempts}): a retry after a "
+            "timeout could repeat its side effect. Pass idempotent=True if running it twice is "
+            "harmless (a read, or a write deduplicated with its idempotency key)")
+    return max_attempts
+
+
+def check_numbers(name: str, timeout_seconds: float, retry_interval_seconds: float,
+                  task_queue: str | None) -> None:
+    owner = f"tool {name!r}"
+    raise_first([
+        positive(owner, "timeout_seconds", timeout_seconds),
+        positive(owner, "retry_interval_seconds", retry_interval_seconds),
+        None if task_queue is None or (isinstance(task_queue, str) and task_queue.strip())
+        else f"{owner}: task_queue must be a non-empty string, got {task_queue!r}",
+    ])

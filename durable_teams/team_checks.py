@@ -1,0 +1,59 @@
+"""Checks run when an `Agent`, `Supervisor` or `Swarm` is constructed, before any spec is built:
+a definition that cannot run raises `TeamError` on the line that defines it.
+
+The checks of a whole compiled team (wire names, handoff collisions, shadowed tools, numeric
+options) live in `durable_teams.workflows.team_checks`, which `compile()` runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from durable_teams.activities.tools import Tool, tool
+from durable_teams.workflows.team import TeamError
+from durable_teams.workflows.team_checks import agent_name_problem, at_least, raise_first
+
+if TYPE_CHECKING:
+    from .team import Agent, Supervisor
+
+
+def check_agent(agent: Agent) -> None:
+    """The agent's name, its temperature, and every tool it is given as a function."""
+    if not isinstance(agent.name, str):
+        raise TeamError(f"an agent's name must be a string, got {agent.name!r}")
+    raise_first([agent_name_problem(agent.name)])
+    t = agent.temperature
+    if t is not None and not (isinstance(t, int | float) and not isinstance(t, bool) and 0 <= t <= 2):
+        raise TeamError(f"agent {agent.name!r}: temperature must be between 0 and 2, got {t!r}")
+    for item in agent.tools:
+        _check_tool(agent.name, item)
+
+
+def _check_tool(owner: str, item: Any) -> None:
+    if isinstance(item, str | Tool):
+        return
+    if not callable(item):
+        raise TeamError(f"agent {owner!r} is given {item!r} as a tool: pass a function, a @tool "
+                        "or the name of a built-in tool")
+    tool(item)  # the decorator's checks: name, signature, options
+
+
+def check_members(owner: str, names: Sequence[str]) -> None:
+    """A team needs agents, each under its own name."""
+    if not names:
+        raise TeamError(f"{owner} has no agents")
+    for name in names:
+        if names.count(name) > 1:
+            raise TeamError(f"{owner} has two agents named {name!r}")
+
+
+def check_supervisor_options(sup: Supervisor) -> None:
+    """Numeric options checked before the spec is built (pydantic would raise a less helpful
+    ValidationError for some of them)."""
+    owner = f"supervisor {sup.name!r}"
+    raise_first([
+        at_least(owner, "max_parallel_handoffs", sup.max_parallel_handoffs, 1),
+        at_least(owner, "decision_max_retries", sup.decision_max_retries, 0),
+        at_least(owner, "decision_max_tool_rounds", sup.decision_max_tool_rounds, 0),
+    ])

@@ -1,0 +1,158 @@
+"""Checks that a team definition can run, made when it is defined (`Agent(...)`, `Supervisor(...)`,
+`Swarm(...)`, `.compile()`), so a mistake is a `TeamError` naming it, not a failed first turn.
+
+`workflows/team.py`'s `validate_team` checks structure (every name resolves); this module checks
+what an OpenAI-compatible endpoint will accept and what would be ambiguous at run time: wire
+names, handoff tool collisions, tools shadowing handoffs or built-ins, numeric options. Pure.
+
+Agent names are display names: they may contain spaces, which become `_` in the handoff tool
+(`transfer_to_math_expert`) and in the message `name` sent to the model; anything else outside
+letters, digits, `_` and `-` is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+from . import handoff
+from .messages import TeamSpec, wire_name
+from .team import WORKFLOW_TOOLS, TeamError, tree_names
+
+FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""What OpenAI-compatible endpoints accept as a function (tool) name and a message `name`."""
+
+_ALLOWED = "1-64 characters: letters, digits, '_' and '-'"
+
+
+def tool_name_problem(name: str) -> str | None:
+    if FUNCTION_NAME.match(name):
+        return None
+    return f"tool name {name!r} is not accepted by OpenAI-compatible endpoints ({_ALLOWED})"
+
+
+def agent_name_problem(name: str) -> str | None:
+    if not name.strip():
+        return "an agent needs a non-empty name"
+    if FUNCTION_NAME.match(wire_name(name)):
+        return None
+    return (f"agent name {name!r} cannot be sent to a model: its message name would be "
+            f"{wire_name(name)!r}, and names must be {_ALLOWED} (spaces become '_')")
+
+
+def positive(owner: str, option: str, value: float | None) -> str | None:
+    """A problem if `value` is not a finite number > 0 (None means "not set": fine)."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                         and math.isfinite(value) and value > 0):
+        return None
+    return f"{owner}: {option} must be a number > 0, got {value!r}"
+
+
+def at_least(owner: str, option: str, value: int, low: int) -> str | None:
+    """A problem if `value` is not an integer >= `low`."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= low:
+        return None
+    return f"{owner}: {option} must be an integer >= {low}, got {value!r}"
+
+
+def raise_first(problems: Iterable[str | None]) -> None:
+    """Raise a `TeamError` with every problem found, if any."""
+    found = [p for p in problems if p]
+    if found:
+        raise TeamError("; ".join(found))
+
+
+def _numbers(team: TeamSpec) -> list[str | None]:
+    b = team.budgets
+    found = [at_least("budgets", "max_model_calls", b.max_model_calls, 1),
+             at_least("budgets", "max_handoffs", b.max_handoffs, 0),
+             at_least("budgets", "max_tool_calls", b.max_tool_calls, 0),
+             positive(f"team {team.name!r}", "ask_human_timeout_seconds", team.ask_human_timeout_seconds),
+             positive(f"team {team.name!r}", "model_timeout_seconds", team.model_timeout_seconds)]
+    if team.supervisor is not None:
+        found.append(at_least(f"supervisor {team.supervisor.name!r}", "max_parallel_handoffs",
+                              team.supervisor.max_parallel_handoffs, 1))
+    for spec in team.tools.values():
+        found += [positive(f"tool {spec.name!r}", "timeout_seconds", spec.timeout_seconds),
+                  at_least(f"tool {spec.name!r}", "max_attempts", spec.max_attempts, 1),
+                  positive(f"tool {spec.name!r}", "retry_interval_seconds", spec.retry_interval_seconds)]
+    for agent in team.agents.values():
+        t = agent.temperature
+        if t is not None and not (isinstance(t, int | float) and 0 <= t <= 2):
+            found.append(f"agent {agent.name!r}: temperature must be between 0 and 2, got {t!r}")
+    return found
+
+
+def _handoff_tools(team: TeamSpec) -> dict[str, list[tuple[str, str]]]:
+    """Agent (or supervisor) -> [(handoff tool name, target)], duplicates kept."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    sup = team.supervisor
+    if sup is not None and sup.strategy == "llm":
+        out[sup.name] = [(handoff.handoff_tool_name(a, sup.handoff_tool_prefix), a) for a in sup.agents]
+    for name, spec in team.agents.items():
+        out[name] = [(spec.handoff_tool_names.get(a) or handoff.handoff_tool_name(a), a)
+                     for a in spec.handoffs]
+    return out
+
+
+def _handoff_problems(team: TeamSpec) -> list[str]:
+    found: list[str] = []
+    owned = {n: set(a.tools) for n, a in team.agents.items()}
+    if team.supervisor is not None:
+        owned[team.supervisor.name] = set(team.supervisor.tools)
+    for agent, tools in _handoff_tools(team).items():
+        seen: dict[str, str] = {}
+        for tool, target in tools:
+            if not FUNCTION_NAME.match(tool):
+                found.append(f"the handoff tool to {target!r} would be named {tool!r} ({len(tool)} "
+                             f"characters), which endpoints refuse ({_ALLOWED}): use a shorter "
+                             "agent name or handoff prefix")
+            if tool in seen and seen[tool] != target:
+                found.append(f"agents {seen[tool]!r} and {target!r} would both get the handoff "
+                             f"tool {tool!r} of {agent!r}: rename one")
+            seen[tool] = target
+            if tool in owned.get(agent, set()) or tool in WORKFLOW_TOOLS:
+                found.append(f"{agent!r} has a tool named {tool!r}, which shadows its handoff to {target!r}")
+    return found
+
+
+def definition_problems(team: TeamSpec) -> list[str]:
+    """Everything in `team` (nested teams included) that would fail or be ambiguous at run time."""
+    found: list[str | None] = []
+    if team.supervisor is not None and not team.supervisor.agents:
+        found.append(f"supervisor {team.supervisor.name!r} has no agents")
+    if not team.agents:
+        found.append(f"team {team.name!r} has no agents")
+    names = list(team.agents) + ([team.supervisor.name] if team.supervisor else [])
+    found += [agent_name_problem(n) for n in names]
+    for name in team.tools:
+        found.append(tool_name_problem(name))
+        if name in WORKFLOW_TOOLS:
+            found.append(f"tool {name!r} shadows the built-in tool of that name: rename it, or "
+                         f"name the built-in as the string {name!r}")
+    found += _numbers(team)
+    found += _handoff_problems(team)
+    for name, agent in team.agents.items():
+        if agent.team is not None:
+            found += [f"in nested team {name!r}: {p}" for p in definition_problems(agent.team)]
+    return [p for p in found if p]
+
+
+def _normalized_clashes(team: TeamSpec) -> list[str]:
+    """Names that differ but read the same to a model (`Math Expert`, `math_expert`)."""
+    found: list[str] = []
+    first: dict[str, str] = {}
+    for name in tree_names(team):
+        key = handoff.normalize_agent_name(name)
+        if key in first and first[key] != name:
+            found.append(f"agents {first[key]!r} and {name!r} both become {key!r} in handoff "
+                         "tools and routing: rename one")
+        first.setdefault(key, name)
+    return found
+
+
+def check_definition(team: TeamSpec) -> None:
+    """Raise a `TeamError` listing every problem `definition_problems` finds, and names in
+    the whole team tree that a model could not tell apart."""
+    raise_first([*definition_problems(team), *_normalized_clashes(team)])
