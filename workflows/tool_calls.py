@@ -122,7 +122,7 @@ class ToolRunner:
                 result = await workflow.execute_activity(
                     "run_tool", request, result_type=ToolResult, task_queue=spec.task_queue,
                     start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
-        except ActivityError as err:
+        except (ActivityError, ApplicationError, TimeoutError) as err:  # a local activity's comes unwrapped
             result = ToolResult(is_error=True, content=tool_failure_message(spec, err))
         finally:
             self.in_flight -= 1
