@@ -12,7 +12,6 @@ letters, digits, `_` and `-` is refused.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 
@@ -43,8 +42,9 @@ def agent_name_problem(name: str) -> str | None:
 
 def positive(owner: str, option: str, value: float | None) -> str | None:
     """A problem if `value` is not a finite number > 0 (None means "not set": fine)."""
+    # NaN fails both comparisons, so it is refused too
     if value is None or (isinstance(value, int | float) and not isinstance(value, bool)
-                         and math.isfinite(value) and value > 0):
+                         and 0 < value < float("inf")):
         return None
     return f"{owner}: {option} must be a number > 0, got {value!r}"
 
