@@ -22,9 +22,9 @@ from durable_teams.scripted import ScriptedModel, call, raw_call, say
 from durable_teams.team import Agent, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ToolCall
-from durable_teams.workflows.state import ConversationInput
+from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import running_worker
+from .conftest import pending_question, running_worker
 
 RUNS: Counter[str] = Counter()
 """Tool name -> times its function started."""
@@ -162,6 +162,15 @@ async def forgets_await() -> Any:
     return asyncio.sleep(0)
 
 
+@tool(needs_approval=True, **FAST)
+async def approved_refund(amount: int) -> str:
+    """Refunds, after a person approves; hangs past its timeout."""
+    RUNS["approved_refund"] += 1
+    await asyncio.sleep(30)
+    FINISHED["approved_refund"] += 1
+    return "refunded"
+
+
 def charge(amount: int, idempotency_key: str) -> str:
     """Charges a card."""
     RUNS["charge"] += 1
@@ -172,7 +181,7 @@ def charge(amount: int, idempotency_key: str) -> str:
 
 TOOLS = [slow_write, blocking_write, slow_local, slow_read, flaky_write, flaky_read, down_read,
          exits, interrupts, async_exits, circular, tuple_keys, surrogate, echo, huge_context,
-         show_context, gives_generator, forgets_await, charge]
+         show_context, gives_generator, forgets_await, charge, approved_refund]
 
 NOT_RETRIED = "The tool may or may not have completed; it was not retried."
 RAN = "Its side effects, if any, happened; it was not retried."
@@ -284,3 +293,28 @@ async def test_a_late_result_of_a_blocking_tool_is_discarded(client: Client, tas
             break
         await asyncio.sleep(0.01)
     assert (RUNS["blocking_write"], FINISHED["blocking_write"]) == (1, 1)
+
+
+async def test_an_approved_tool_that_times_out_runs_once(client: Client, task_queue: str) -> None:
+    compiled = team().compile()
+    steps = [call("approved_refund", amount=5), say("done")]
+    async with running_worker(client, task_queue, [compiled], ScriptedModel({"clerk": steps})):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=compiled.spec, task="go"),
+            id=f"tool-safety-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        question = await pending_question(handle)
+        assert question.kind == "approval" and RUNS["approved_refund"] == 0
+        await handle.execute_update(TeamWorkflow.answer, HumanReply(
+            question_id=question.question_id, approved=True))
+        result = await asyncio.wait_for(handle.result(), 60)
+        full = await handle.query(TeamWorkflow.transcript, True)
+    assert result.answer == "done"
+    assert (RUNS["approved_refund"], FINISHED["approved_refund"]) == (1, 0)
+    assert tool_messages(full) == [f"Error: approved_refund did not finish within 0.3s. {NOT_RETRIED}"]
+
+
+def test_arguments_with_a_lone_surrogate_can_still_be_scheduled() -> None:
+    from durable_teams.workflows.tool_calls import sendable
+
+    assert sendable('{"text": "x\ud800y"}') == '{"text": "x?y"}'
+    assert sendable('{"text": "caf\u00e9 \U0001f600"}') == '{"text": "caf\u00e9 \U0001f600"}'
