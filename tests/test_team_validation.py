@@ -213,3 +213,18 @@ async def test_a_raw_team_spec_with_a_bad_name_fails_the_conversation_at_once(
     assert caught.value.cause.message == (  # type: ignore[attr-defined]
         f"Invalid team: agent name 'a b.c' cannot be sent to a model: its message name would be "
         f"'a_b.c', and names must be {NAMES} (spaces become '_')")
+
+
+class Socket:
+    """Not a pydantic type, not JSON."""
+
+
+def test_a_parameter_type_without_a_schema_is_refused_at_definition() -> None:
+    def send(sock: Socket) -> str:
+        """Sends."""
+        return ""
+
+    with pytest.raises(TeamError) as caught:
+        Agent("a", tools=[send])
+    assert str(caught.value).startswith(
+        "tool 'send': its parameters cannot be described as a JSON schema (PydanticSchemaGenerationError: ")
