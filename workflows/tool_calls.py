@@ -11,7 +11,8 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from .human import HumanDesk
@@ -36,7 +37,7 @@ def tool_failure_message(spec: ToolSpec, err: BaseException) -> str:
     """What the model is told when a tool's activity failed: whether it timed out, and that
     it may have done its work all the same (and whether it was tried again)."""
     cause = err.cause if isinstance(err, ActivityError) and err.cause else err
-    timed_out = isinstance(cause, TimeoutError) or (
+    timed_out = isinstance(cause, TemporalTimeout) or (
         isinstance(cause, ApplicationError) and cause.type == TOOL_TIMEOUT)
     what = (f"did not finish within {spec.timeout_seconds:g}s" if timed_out
             else f"failed: {activity_failure_text(err)}")
@@ -122,7 +123,7 @@ class ToolRunner:
                 result = await workflow.execute_activity(
                     "run_tool", request, result_type=ToolResult, task_queue=spec.task_queue,
                     start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
-        except (ActivityError, ApplicationError, TimeoutError) as err:  # a local activity's comes unwrapped
+        except (ActivityError, ApplicationError, TemporalTimeout) as err:  # a local activity's comes unwrapped
             result = ToolResult(is_error=True, content=tool_failure_message(spec, err))
         finally:
             self.in_flight -= 1
