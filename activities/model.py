@@ -8,27 +8,32 @@ with the conversation instead of quadratically.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_teams.redact import mask_url
 from durable_teams.workflows.messages import (
     Message,
     ModelRequest,
     ModelResponse,
-    ToolCall,
-    Usage,
 )
 
-from .model_errors import raise_for_openai_error
+from .model_errors import raise_bad_response, raise_for_openai_error, raise_timeout
+from .model_parse import BadModelResponse, decode_body, parse_completion
 from .views import ViewCache, ViewReader
 
 MAX_REPLY_BYTES = 1024 * 1024
 """A reply larger than this is refused: it would bloat the history of every later turn."""
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""A response body larger than this is not read at all (a runaway or hostile server)."""
 
 
 class ModelBackend(Protocol):
@@ -63,11 +68,16 @@ class OpenAIBackend:
     Configured on the worker (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, or the constructor's
     arguments), so the key never travels through workflow history. With only a base URL, the
     key is "not-needed" (local servers ignore it). The client does not retry
-    (`max_retries=0`): Temporal owns retries.
+    (`max_retries=0`): Temporal owns retries. Inside an activity, a request is cut a little
+    before the attempt's own deadline, so a hung endpoint ends as a readable `ModelTimeout`.
+    The body is read by this class (at most `max_body_bytes`) and parsed leniently
+    (activities/model_parse.py): the openai client's own parsing turns a body it cannot read
+    into a string or a bare JSON error that would be retried like a network failure.
     """
 
     def __init__(
-        self, base_url: str | None = None, api_key: str | None = None, timeout: float = 120.0
+        self, base_url: str | None = None, api_key: str | None = None, timeout: float = 120.0,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
@@ -79,6 +89,9 @@ class OpenAIBackend:
                 )
             api_key = "not-needed"
         self.base_url = base_url
+        self.timeout = timeout
+        self.max_body_bytes = max_body_bytes
+        self.secrets = [api_key] if len(api_key) >= 4 else []
         self.client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout
         )
@@ -101,46 +114,82 @@ class OpenAIBackend:
             }
         return params
 
+    def where(self) -> str:
+        return mask_url(str(self.client.base_url).rstrip("/") + "/chat/completions")
+
     async def complete(
         self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelResponse:
+        timeout = attempt_timeout(self.timeout)
+        create = self.client.chat.completions.with_streaming_response.create
         try:
-            completion = await self.client.chat.completions.create(
-                **self.params(req, messages, tools)
-            )
+            async with asyncio.timeout(timeout):  # the read timeout is per chunk: bound it all
+                async with create(**self.params(req, messages, tools), timeout=timeout) as resp:
+                    content_type = resp.headers.get("content-type", "")
+                    raw = await self._read(resp)
         except openai.OpenAIError as err:
-            raise_for_openai_error(err, req.model)
-        return to_model_response(completion, req.model)
+            raise_for_openai_error(err, req.model, timeout)
+        except TimeoutError:
+            raise_timeout(self.where(), timeout)
+        try:
+            data = decode_body(raw, content_type, self.secrets)
+            return parse_completion(data, req.model, self.secrets)
+        except BadModelResponse as err:
+            raise_bad_response(err, current_attempt())
+
+    async def _read(self, resp: Any) -> bytes:
+        """The body, refused beyond `max_body_bytes` before it is all in memory."""
+        declared = resp.headers.get("content-length") or ""
+        chunks: list[bytes] = []
+        size = int(declared) if declared.isdigit() else 0
+        if size <= self.max_body_bytes:
+            size = 0
+            async for chunk in resp.iter_bytes():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    break
+                chunks.append(chunk)
+        if size > self.max_body_bytes:
+            raise ApplicationError(
+                f"The model endpoint at {self.where()} sent a response over the "
+                f"{self.max_body_bytes:,}-byte limit; it was not read.",
+                type="ModelResponseTooLarge", non_retryable=True)
+        return b"".join(chunks)
+
+
+def current_attempt() -> int:
+    """The activity's attempt number (1 outside an activity)."""
+    return activity.info().attempt if activity.in_activity() else 1
+
+
+def attempt_timeout(default: float) -> float:
+    """Seconds this HTTP request may take: `default`, but a little under what is left of the
+    activity attempt (start-to-close and schedule-to-close), so the endpoint's silence is
+    reported by us, in words, before Temporal's own timeout cuts the attempt."""
+    if not activity.in_activity():
+        return default
+    info = activity.info()
+    now = datetime.now(timezone.utc)
+    deadlines = []
+    if info.start_to_close_timeout:
+        deadlines.append(info.started_time + info.start_to_close_timeout)
+    if info.schedule_to_close_timeout:
+        deadlines.append(info.scheduled_time + info.schedule_to_close_timeout)
+    if not deadlines:
+        return default
+    left = (min(deadlines) - now).total_seconds()
+    return max(0.5, min(default, left - min(5.0, left * 0.1)))
 
 
 def to_model_response(completion: Any, model: str = "") -> ModelResponse:
-    """A ChatCompletion as our wire type. Tool-call arguments pass through unchanged, even
-    malformed JSON: the tool runner tells the model, which can then correct itself."""
-    choices = getattr(completion, "choices", None) or []
-    if not choices or getattr(choices[0], "message", None) is None:
-        raise ApplicationError(
-            f"The model endpoint returned a completion with no choices (model {model!r}), so "
-            "there is no reply to use. The server may have filtered the output.",
-            type="ModelBadResponse",
-            non_retryable=True,
-        )
-    choice = choices[0]
-    reply = choice.message
-    calls = [
-        ToolCall(id=c.id or "", name=c.function.name, arguments=c.function.arguments or "")
-        for c in (reply.tool_calls or [])
-        if getattr(c, "function", None) is not None
-    ]
-    content = reply.content if reply.content is not None else getattr(reply, "refusal", None)
-    usage = getattr(completion, "usage", None)
-    return ModelResponse(
-        message=Message(role="assistant", content=content, tool_calls=calls),
-        finish_reason=choice.finish_reason,
-        usage=Usage(
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-        ),
-    )
+    """A ChatCompletion (object or dict) as our wire type. Tool-call arguments pass through
+    unchanged, even malformed JSON: the tool runner tells the model, which can then correct
+    itself."""
+    data = completion.model_dump() if hasattr(completion, "model_dump") else completion
+    try:
+        return parse_completion(data if isinstance(data, dict) else {}, model)
+    except BadModelResponse as err:
+        raise_bad_response(err, current_attempt())
 
 
 class ModelActivities:
@@ -163,6 +212,7 @@ class ModelActivities:
         messages += [m.to_openai() for m in view.messages]
         tools = [t.to_openai() for t in view.tools]
         response = await self.backend.complete(req, messages, tools)
+        refuse_empty(response, req, current_attempt())
         calls = [
             c if c.id else c.model_copy(update={"id": f"call_{req.transcript_length}_{i}"})
             for i, c in enumerate(response.message.tool_calls)
@@ -179,3 +229,25 @@ class ModelActivities:
                 non_retryable=True,
             )
         return response.model_copy(update={"message": message})
+
+
+_EMPTY_WHY = {
+    "content_filter": "the endpoint's content filter withheld it",
+    "length": "it reached the output token limit before writing any text",
+}
+
+
+def refuse_empty(response: ModelResponse, req: ModelRequest, attempt: int) -> None:
+    """An answer with no text and no tool calls is never a silent "completed": it fails the
+    attempt, retried once, then fails the call for good (the turn fails with this message)."""
+    if response.message.tool_calls or (response.message.content or "").strip():
+        return
+    reason = response.finish_reason
+    why = _EMPTY_WHY.get(reason or "", "no text and no tool calls")
+    tried = " It was asked twice." if attempt > 1 else ""
+    raise ApplicationError(
+        f"The model {req.model!r} gave {req.agent} an empty answer ({why}; finish_reason "
+        f"{reason!r}).{tried}",
+        type="EmptyModelResponse",
+        non_retryable=attempt > 1,
+    )

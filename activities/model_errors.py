@@ -11,13 +11,16 @@ message: any text taken from the server is scrubbed of the key the request carri
 from __future__ import annotations
 
 import email.utils
-import os
 import time
 from datetime import timedelta
 from typing import Any, NoReturn
 
 import openai
 from temporalio.exceptions import ApplicationError
+
+from durable_teams.redact import scrub
+
+from .model_parse import BadModelResponse
 
 MAX_RETRY_AFTER = 60.0
 """Cap, in seconds, on a server's `retry-after` (a misbehaving server cannot park a turn)."""
@@ -63,22 +66,21 @@ def retry_after(headers: Any) -> float | None:
     return max(0.0, min(seconds, MAX_RETRY_AFTER))
 
 
-def _secrets(err: Exception) -> list[str]:
-    """The credentials this request carried (and the worker's key), to scrub from messages."""
-    found = [os.environ.get("OPENAI_API_KEY", "")]
+def request_secrets(err: Exception) -> list[str]:
+    """The credentials this request carried, to scrub from messages (the worker's own key and
+    URL password are scrubbed by `scrub` itself)."""
+    found: list[str] = []
     request = getattr(err, "request", None)
     headers = getattr(request, "headers", None) if request is not None else None
     if headers is not None:
         auth = headers.get("authorization") or ""
         found.append(auth.split(" ", 1)[1] if auth.lower().startswith("bearer ") else auth)
-        found.append(headers.get("api-key") or "")
+        found += [headers.get("api-key") or "", headers.get("x-api-key") or ""]
     return [s for s in found if len(s) >= 4]
 
 
 def _scrub(text: str, err: Exception) -> str:
-    for secret in _secrets(err):
-        text = text.replace(secret, "***")
-    return text
+    return scrub(text, request_secrets(err))
 
 
 def _server_text(err: openai.APIStatusError) -> str:
@@ -108,25 +110,30 @@ def _where(err: Exception) -> str:
     return f"{url.scheme}://{url.host}{f':{url.port}' if url.port else ''}{url.path}"
 
 
-def raise_for_openai_error(exc: Exception, model: str = "") -> NoReturn:
+def status_meaning(status: int, model: str = "", where: str = "") -> tuple[str, str, bool]:
+    """(error type, readable text, retryable) for an HTTP status from the model endpoint."""
+    if status == 404:
+        return "ModelNotFound", (
+            f"The model endpoint answered HTTP 404 (not found) for model {model or '?'!r} at "
+            f"{where}. Check the model name and OPENAI_BASE_URL on the worker."), False
+    retryable = status in (408, 409, 429) or status >= 500
+    if status in _MEANING:
+        return (*_MEANING[status], retryable)
+    if status >= 500:
+        return "ModelServerError", f"The model endpoint failed (HTTP {status}).", True
+    return "ModelBadRequest", f"The model endpoint rejected the request (HTTP {status}).", False
+
+
+def raise_for_openai_error(exc: Exception, model: str = "", timeout: float | None = None,
+                           ) -> NoReturn:
     """Re-raise an openai error as an ApplicationError Temporal retries, or not.
 
-    `model` (optional) is named in the message of a 404. Anything that is not an openai API
-    error is re-raised unchanged.
+    `model` (optional) is named in the message of a 404, `timeout` (seconds) in that of a
+    timeout. Anything that is not an openai API error is re-raised unchanged.
     """
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        if status == 404:
-            kind, text = "ModelNotFound", (
-                f"The model endpoint answered HTTP 404 (not found) for model {model or '?'!r} at "
-                f"{_where(exc)}. Check the model name and OPENAI_BASE_URL on the worker.")
-        elif status in _MEANING:
-            kind, text = _MEANING[status]
-        elif status >= 500:
-            kind, text = "ModelServerError", f"The model endpoint failed (HTTP {status})."
-        else:
-            kind, text = "ModelBadRequest", f"The model endpoint rejected the request (HTTP {status})."
-        retryable = status in (408, 409, 429) or status >= 500
+        kind, text, retryable = status_meaning(status, model, _where(exc))
         if status == 429 and _error_code(exc) == "insufficient_quota":
             kind, retryable = "ModelQuotaExceeded", False  # waiting does not buy quota
             text = ("The model endpoint reports the account is out of quota (HTTP 429). "
@@ -134,7 +141,7 @@ def raise_for_openai_error(exc: Exception, model: str = "") -> NoReturn:
         should_retry = (exc.response.headers.get("x-should-retry") or "").lower()
         if should_retry in ("true", "false"):
             retryable = should_retry == "true"
-        detail = _scrub(_server_text(exc), exc).strip()[:MAX_DETAIL]
+        detail = " ".join(_scrub(_server_text(exc), exc).split())[:MAX_DETAIL]
         delay = retry_after(exc.response.headers) if retryable else None
         raise ApplicationError(
             f"{text} Server said: {detail}" if detail else text,
@@ -143,10 +150,7 @@ def raise_for_openai_error(exc: Exception, model: str = "") -> NoReturn:
             next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
         ) from None
     if isinstance(exc, openai.APITimeoutError):
-        raise ApplicationError(
-            f"The model endpoint at {_where(exc)} did not answer in time.",
-            type="ModelTimeout",
-        ) from None
+        raise_timeout(_where(exc), timeout)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
         reason = _scrub(f"{type(cause).__name__}: {cause}" if cause else exc.message, exc)
@@ -163,3 +167,20 @@ def raise_for_openai_error(exc: Exception, model: str = "") -> NoReturn:
             non_retryable=True,
         ) from None
     raise exc
+
+
+def raise_timeout(where: str, timeout: float | None) -> NoReturn:
+    """A model endpoint that did not answer within this attempt's time: retried."""
+    within = f" within {timeout:g} s" if timeout else " in time"
+    raise ApplicationError(
+        f"The model endpoint at {where} did not answer{within}.", type="ModelTimeout",
+    ) from None
+
+
+def raise_bad_response(err: BadModelResponse, attempt: int) -> NoReturn:
+    """A response with no usable answer: not retried, retried once (on attempt 1 only), or,
+    for an error object carrying an HTTP status, retried as that status would be."""
+    retryable = (err.retry == "once" and attempt <= 1) or (
+        err.retry == "status" and status_meaning(err.status)[2])
+    kind = status_meaning(err.status)[0] if err.retry == "status" else err.kind
+    raise ApplicationError(err.message, type=kind, non_retryable=not retryable) from None

@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "current_idempotency_key": "durable_teams.activities.tools",
     "RoutingRule": "durable_teams.workflows.messages",
     "Budgets": "durable_teams.workflows.messages",
+    "ModelCalls": "durable_teams.workflows.messages",
     # the workflow and its wire types
     "TeamWorkflow": "durable_teams.workflows.conversation",
     "ConversationInput": "durable_teams.workflows.state",
@@ -67,6 +68,7 @@ __all__ = [
     "HumanReply",
     "Message",
     "ModelBackend",
+    "ModelCalls",
     "OpenAIBackend",
     "Question",
     "ReplyRejected",
@@ -119,7 +121,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from durable_teams.scripted import ScriptedModel
     from durable_teams.team import Agent, CompiledTeam, Supervisor, Swarm, handoff
     from durable_teams.workflows.conversation import TeamWorkflow
-    from durable_teams.workflows.messages import Budgets, Message, RoutingRule
+    from durable_teams.workflows.messages import Budgets, Message, ModelCalls, RoutingRule
     from durable_teams.workflows.state import (
         ConversationInput,
         ConversationResult,

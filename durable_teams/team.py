@@ -28,6 +28,7 @@ from durable_teams.activities.tools import Tool, ToolRegistry, tool
 from durable_teams.workflows.messages import (
     AgentSpec,
     Budgets,
+    ModelCalls,
     OutputMode,
     RoutingRule,
     Strategy,
@@ -75,6 +76,8 @@ class Agent:
     skills: Sequence[str] = ()
     run_as_child: bool = False
     temperature: float | None = None
+    model_calls: ModelCalls | None = None
+    """This agent's model-call timeouts and retries (default: the team's)."""
 
     def __post_init__(self) -> None:
         check_agent(self)
@@ -92,6 +95,7 @@ class Agent:
             skills=list(self.skills),
             run_as_child=self.run_as_child,
             temperature=self.temperature,
+            model_calls=self.model_calls,
         )
 
 
@@ -140,6 +144,8 @@ class Supervisor:
     budgets: Budgets = field(default_factory=Budgets)
     ask_human_timeout_seconds: float = 86_400.0
     ask_human_default: str | None = None
+    model_calls: ModelCalls = field(default_factory=ModelCalls)
+    """Timeouts and retries of every model call (see `ModelCalls`; an agent may override)."""
 
     def __post_init__(self) -> None:
         check_members(f"supervisor {self.name!r}", [_name(a) for a in self.agents])
@@ -195,6 +201,7 @@ class Supervisor:
             budgets=self.budgets,
             ask_human_timeout_seconds=self.ask_human_timeout_seconds,
             ask_human_default=self.ask_human_default,
+            model_calls=self.model_calls,
         )
         registry.register(*(own.get(n) for n in own.names()))
         return spec
@@ -211,6 +218,8 @@ class Swarm:
     budgets: Budgets = field(default_factory=Budgets)
     ask_human_timeout_seconds: float = 86_400.0
     ask_human_default: str | None = None
+    model_calls: ModelCalls = field(default_factory=ModelCalls)
+    """Timeouts and retries of every model call (see `ModelCalls`; an agent may override)."""
 
     def __post_init__(self) -> None:
         check_members(f"swarm {self.team_name!r}", [a.name for a in self.agents])
@@ -226,6 +235,7 @@ class Swarm:
             budgets=self.budgets,
             ask_human_timeout_seconds=self.ask_human_timeout_seconds,
             ask_human_default=self.ask_human_default,
+            model_calls=self.model_calls,
         )
         spec.tools = registry.specs()
         validate_team(spec)

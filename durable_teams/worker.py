@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_model_configured
 from durable_teams.devserver import DevServer
 from durable_teams.examples import example_script, example_teams
+from durable_teams.redact import mask_url
 from durable_teams.runtime import TASK_QUEUE, build_worker, connect, ensure_search_attributes
 from durable_teams.scripted import ScriptedModel
 from durable_teams.team import CompiledTeam, Supervisor, Swarm
@@ -38,7 +39,7 @@ def load_teams(specs: Sequence[str]) -> list[CompiledTeam]:
 
 def model_backend() -> ModelBackend:
     if is_live_model_configured():
-        where = os.environ.get("OPENAI_BASE_URL", "api.openai.com")
+        where = mask_url(os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"))
         print(f"Model: live, OpenAI-compatible endpoint at {where}")
         return OpenAIBackend()
     print(

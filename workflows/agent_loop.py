@@ -11,11 +11,9 @@ import asyncio
 import json
 from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
 from typing import Literal
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -23,16 +21,9 @@ with workflow.unsafe.imports_passed_through():
     from . import team as teams
     from .human import HumanDesk, Interrupted
     from .messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall
+    from .model_calls import activity_options, failure_text, policy_for
     from .state import ConversationState
-    from .tool_calls import ToolRunner, activity_failure_text
-
-MODEL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=60),
-    maximum_attempts=8,
-)
-
+    from .tool_calls import ToolRunner
 
 class TurnFailed(Exception):
     """The turn cannot go on (the model kept failing); carries a message a user can read."""
@@ -128,6 +119,7 @@ class AgentLoop:
     async def call_model(self, agent: str, view_id: int, budget: Budget) -> tuple[Message, dict | None]:
         """One model call for `agent` on view `view_id` (not yet appended to the transcript)."""
         spec = teams.agent_spec(self.team, agent)
+        policy = policy_for(self.team, spec)
         sup = self.team.supervisor
         instructions = spec.instructions
         if sup is not None and agent != sup.name and sup.worker_preamble:
@@ -161,12 +153,11 @@ class AgentLoop:
                 "call_model",
                 request,
                 result_type=ModelResponse,
-                start_to_close_timeout=timedelta(seconds=self.team.model_timeout_seconds),
-                retry_policy=MODEL_RETRY,
                 summary=f"model: {agent} ({length} messages)",
+                **activity_options(policy),
             )
         except ActivityError as err:
-            raise TurnFailed(f"The model call for {agent} failed: {activity_failure_text(err)}") from err
+            raise TurnFailed(f"The model call for {agent} failed: {failure_text(err, policy)}") from err
         message = response.message.model_copy(update={"name": agent, "scope": view_id})
         structured = None
         if spec.output_schema is not None and not message.tool_calls and message.content:

@@ -133,6 +133,8 @@ class AgentSpec(Wire):
     """Run this agent in a child workflow of its own (a one-agent team): for long or risky
     agents, whose steps then get their own history, ids and UI page."""
     temperature: float | None = None
+    model_calls: ModelCalls | None = None
+    """This agent's model-call timeouts and retries (None: the team's)."""
     team: TeamSpec | None = None
     """A nested team: this "agent" is a whole team (usually a supervisor with its own agents)
     that runs as a child workflow. The team travels here as data, so the child needs no
@@ -199,6 +201,20 @@ class SupervisorSpec(Wire):
     may make before it must decide."""
 
 
+class ModelCalls(Wire):
+    """How long one model call may take and how often it is tried (per team, or per agent).
+
+    The defaults surface a hung endpoint in about four minutes: each attempt may take
+    `timeout_seconds`, at most `max_attempts` attempts are made (waiting `retry_interval_seconds`,
+    doubling, between them), and all of them together, waits included, stop after
+    `total_timeout_seconds`."""
+
+    timeout_seconds: float = Field(default=90.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+    total_timeout_seconds: float = Field(default=240.0, gt=0)
+    retry_interval_seconds: float = Field(default=1.0, gt=0)
+
+
 class Budgets(Wire):
     """Limits that end a runaway loop with a clear final message instead of a crash."""
 
@@ -223,7 +239,11 @@ class TeamSpec(Wire):
     ask_human_timeout_seconds: float = 86_400.0
     ask_human_default: str | None = None
     """What an unanswered question resolves to; None gives the model a clear "no answer"."""
-    model_timeout_seconds: float = 180.0
+    model_calls: ModelCalls = Field(default_factory=ModelCalls)
+    """Timeouts and retries of model calls; an agent's own `model_calls` replaces them."""
+    model_timeout_seconds: float | None = None
+    """Superseded by `model_calls`; kept so recorded conversations still read. When set, it is
+    the per-attempt timeout."""
     continue_as_new_after_events: int = 10_000
     """Continue as new once the run's history has this many events (or when Temporal suggests
     it), between turns or while waiting for a person; the conversation goes on unnoticed."""

@@ -1,0 +1,70 @@
+"""Timeouts and retries of the `call_model` activity, and the words a user reads when it fails.
+
+The policy comes from the team (`TeamSpec.model_calls`) or the agent (`AgentSpec.model_calls`);
+see `ModelCalls` for the defaults. Activity options are not part of what replay compares, so
+changing them does not disturb running conversations.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+from temporalio.exceptions import TimeoutError as TimedOut
+
+from .messages import AgentSpec, ModelCalls, TeamSpec
+
+MAX_RETRY_INTERVAL = 30.0
+"""Seconds: the longest wait between two attempts that the policy itself makes (a server's
+`retry-after` may ask for longer, up to activities/model_errors.MAX_RETRY_AFTER)."""
+
+
+def policy_for(team: TeamSpec, agent: AgentSpec) -> ModelCalls:
+    """The agent's policy, else the team's (with a recorded `model_timeout_seconds` applied)."""
+    if agent.model_calls is not None:
+        return agent.model_calls
+    if team.model_timeout_seconds is not None:
+        return team.model_calls.model_copy(update={"timeout_seconds": team.model_timeout_seconds})
+    return team.model_calls
+
+
+def activity_options(policy: ModelCalls) -> dict[str, Any]:
+    """Keyword arguments of `workflow.execute_activity` for one model call."""
+    first = policy.retry_interval_seconds
+    return {
+        "start_to_close_timeout": timedelta(seconds=policy.timeout_seconds),
+        "schedule_to_close_timeout": timedelta(seconds=policy.total_timeout_seconds),
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(seconds=first),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=max(first, MAX_RETRY_INTERVAL)),
+            maximum_attempts=policy.max_attempts,
+        ),
+    }
+
+
+def _last_failure(err: BaseException | None) -> str:
+    while isinstance(err, TimedOut):
+        err = err.cause
+    if isinstance(err, ApplicationError):
+        return err.message
+    return str(err) if err is not None else ""
+
+
+def failure_text(err: ActivityError, policy: ModelCalls) -> str:
+    """Why the model call failed, for the user: the activity's own message, or for a timeout
+    the limits that were reached (and the last attempt's error, if any)."""
+    cause = err.cause
+    attempts = policy.max_attempts
+    if isinstance(cause, TimedOut):
+        last = _last_failure(cause.cause)
+        text = (f"no answer within the model-call time limits ({policy.timeout_seconds:g} s per "
+                f"attempt, {attempts} attempt{'s' if attempts != 1 else ''}, "
+                f"{policy.total_timeout_seconds:g} s in all)")
+        return f"{text}. Last error: {last}" if last else f"{text}."
+    text = _last_failure(cause) or str(err)
+    if err.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED and attempts > 1:
+        return f"{text} (gave up after {attempts} attempts)"
+    return text
