@@ -10,6 +10,7 @@ no message, an `error` object). Pure: no Temporal, no HTTP. A body that cannot b
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from durable_teams.redact import scrub
@@ -17,6 +18,8 @@ from durable_teams.workflows.messages import Message, ModelResponse, ToolCall, U
 
 QUOTE_CHARS = 300
 """Characters of the server's text quoted in a message (an HTML page can be megabytes)."""
+
+_TAG = re.compile(r"<[^>]*>")
 
 Retry = Literal["never", "once", "status"]
 
@@ -41,8 +44,11 @@ class BadModelResponse(Exception):
 
 
 def quote_text(text: str, secrets: list[str] | None = None) -> str:
-    """The first QUOTE_CHARS characters of `text`, secrets scrubbed, on one line."""
+    """The first QUOTE_CHARS characters of `text`, secrets scrubbed, on one line; an HTML page
+    as its text, without tags."""
     text = scrub(text, secrets or [])
+    if text.lstrip()[:1] == "<":
+        text = _TAG.sub(" ", text)
     short = " ".join(text.split())
     return short[:QUOTE_CHARS] + ("..." if len(short) > QUOTE_CHARS else "")
 
@@ -61,10 +67,10 @@ def decode_body(raw: bytes, content_type: str, secrets: list[str]) -> dict[str, 
                                    f"with an empty body ({kind}).", retry="once") from None
         if "json" in kind and text.lstrip()[:1] in "{[":  # cut off mid-way: maybe a glitch
             raise BadModelResponse("ModelBadResponse", "The model endpoint sent truncated or "
-                                   f"invalid JSON ({err.msg} at character {err.pos}). Server "
+                                   f"invalid JSON ({err.msg}, character {err.pos}). Server "
                                    f"said: {said}", retry="once") from None
-        raise BadModelResponse("ModelBadResponse", f"The model endpoint answered with {kind}, "
-                               f"not a JSON Chat Completion. Server said: {said}") from None
+        raise BadModelResponse("ModelBadResponse", "The model endpoint sent a response that is "
+                               f"not JSON ({kind}). Server said: {said}") from None
     except RecursionError:  # JSON nested deeper than the parser's stack
         raise BadModelResponse("ModelBadResponse", "The model endpoint sent JSON nested too "
                                f"deeply to read. Server said: {said}") from None

@@ -3,6 +3,11 @@
 The real openai client talks to it, so the model activity's HTTP path (status codes,
 `retry-after`, malformed tool arguments, what is actually sent) is exercised without a network.
 Use it as a context manager (`with FakeOpenAI() as fake:`) or through the `fake_openai` fixture.
+
+It can also misbehave: a queued `Raw` response is sent byte for byte (any status, content type,
+body; after a delay, dripped slowly, or the connection dropped), and with `modes` given
+(tests/hostile_openai.py) a request whose model is `hostile:<mode>` gets that mode's response
+when nothing is queued, so a team's agents can each meet their own fault.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -20,6 +26,29 @@ PATHS = ("/v1/chat/completions", "/chat/completions")
 
 Scripted = tuple[int, dict[str, Any], dict[str, str]]
 """One scripted response: (HTTP status, JSON body, extra headers)."""
+
+
+@dataclass
+class Raw:
+    """A response sent exactly as given: any bytes, status and content type."""
+
+    body: bytes | str = b""
+    status: int = 200
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    """Seconds to wait before answering (cut short when the server stops): a hung endpoint."""
+    drip: float = 0.0
+    """Seconds between chunks of 16 bytes once the headers are sent: a body that never ends."""
+    drop: bool = False
+    """Close the connection without any response."""
+    content_length: bool = True
+    """Send Content-Length (else the body is delimited by closing the connection)."""
+
+
+Response = Scripted | Raw
+Mode = Callable[[dict[str, Any]], Raw]
+"""A hostile mode: the request body -> the response."""
 
 
 def completion(
@@ -59,15 +88,18 @@ class FakeOpenAI:
     of script fails fast instead of retrying.
     """
 
-    def __init__(self, responses: Iterable[Scripted] = ()) -> None:
-        self.responses: list[Scripted] = list(responses)
+    def __init__(self, responses: Iterable[Response] = (),
+                 modes: Mapping[str, Mode] | None = None) -> None:
+        self.responses: list[Response] = list(responses)
+        self.modes = dict(modes or {})
+        self.stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
         self.times: list[float] = []
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -82,29 +114,65 @@ class FakeOpenAI:
                     fake.times.append(time.monotonic())
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                     fake.requests.append(json.loads(raw) if raw else {})
-                    if path not in PATHS:
-                        scripted: Scripted = (404, error_body(f"no route {path}"), {})
-                    elif fake.responses:
-                        scripted = fake.responses.pop(0)
-                    else:
-                        scripted = (500, error_body("fake server: script exhausted"),
-                                    {"x-should-retry": "false"})
-                self._send(*scripted)
+                    scripted = fake.next_response(path, fake.requests[-1])
+                if isinstance(scripted, Raw):
+                    self._send_raw(scripted)
+                else:
+                    status, payload, headers = scripted
+                    self._send_raw(Raw(json.dumps(payload), status, headers=headers))
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in headers.items():
+            def _send_raw(self, raw: Raw) -> None:
+                if raw.delay and fake.stopping.wait(raw.delay):
+                    return
+                if raw.drop:
+                    self.close_connection = True
+                    return
+                data = raw.body.encode() if isinstance(raw.body, str) else raw.body
+                self.send_response(raw.status)
+                if raw.content_type:
+                    self.send_header("Content-Type", raw.content_type)
+                if raw.content_length:
+                    self.send_header("Content-Length", str(len(data)))
+                else:
+                    self.close_connection = True
+                for key, value in raw.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self._write(data, raw.drip)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up: what a hostile test expects
+
+            def _write(self, data: bytes, drip: float) -> None:
+                if not drip:
+                    self.wfile.write(data)
+                    return
+                for i in range(0, len(data), 16):
+                    if fake.stopping.wait(drip):
+                        return
+                    self.wfile.write(data[i:i + 16])
+                    self.wfile.flush()
 
             def log_message(self, *args: object) -> None:
                 pass
 
         return Handler
+
+    def next_response(self, path: str, body: dict[str, Any]) -> Response:
+        """The queued response, else the hostile mode the model name asks for, else a 500."""
+        model = str(body.get("model") or "")
+        if path not in PATHS:
+            return (404, error_body(f"no route {path}"), {})
+        if self.responses:
+            return self.responses.pop(0)
+        if model.startswith("hostile:") and model[8:] in self.modes:
+            return self.modes[model[8:]](body)
+        return (500, error_body("fake server: script exhausted"), {"x-should-retry": "false"})
+
+    def raw(self, response: Raw) -> None:
+        """Queue one response sent byte for byte."""
+        with self.lock:
+            self.responses.append(response)
 
     @property
     def base_url(self) -> str:
@@ -129,6 +197,7 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
 
