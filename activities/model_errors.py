@@ -171,7 +171,7 @@ def raise_for_openai_error(exc: Exception, model: str = "", timeout: float | Non
 
 def raise_timeout(where: str, timeout: float | None) -> NoReturn:
     """A model endpoint that did not answer within this attempt's time: retried."""
-    within = f" within {timeout:g} s" if timeout else " in time"
+    within = f" within {round(timeout, 1):g} s" if timeout else " in time"
     raise ApplicationError(
         f"The model endpoint at {where} did not answer{within}.", type="ModelTimeout",
     ) from None

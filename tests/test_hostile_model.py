@@ -9,6 +9,7 @@ message (quoting the server, holding no secret) and how many requests the server
 from __future__ import annotations
 
 import dataclasses
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -184,3 +185,19 @@ def test_empty_answer_message_says_it_was_asked_twice() -> None:
     assert caught.value.message == ("The model 'm' gave calc an empty answer (no text and no "
                                     "tool calls; finish_reason None). It was asked twice.")
     assert caught.value.non_retryable
+
+
+async def test_a_password_in_the_base_url_never_shows() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    backend = OpenAIBackend(base_url=f"http://user:pw-secret-55@127.0.0.1:{port}/v1",
+                            api_key=OWN_KEY)
+    assert backend.where() == f"http://user:***@127.0.0.1:{port}/v1/chat/completions"
+    req = ModelRequest(workflow_id="w", run_id="r", agent="calc", model="m", view_id=0,
+                       transcript_length=1)
+    with pytest.raises(ApplicationError) as caught:
+        await backend.complete(req, [{"role": "user", "content": "hi"}], [])
+    assert caught.value.type == "ModelConnectionError" and not caught.value.non_retryable
+    assert f"127.0.0.1:{port}" in caught.value.message
+    assert "pw-secret-55" not in caught.value.message

@@ -58,13 +58,13 @@ def failure_text(err: ActivityError, policy: ModelCalls) -> str:
     the limits that were reached (and the last attempt's error, if any)."""
     cause = err.cause
     attempts = policy.max_attempts
-    if isinstance(cause, TimedOut):
-        last = _last_failure(cause.cause)
+    if isinstance(cause, TimedOut) or err.retry_state == RetryState.TIMEOUT:
+        last = _last_failure(cause)
         text = (f"no answer within the model-call time limits ({policy.timeout_seconds:g} s per "
                 f"attempt, {attempts} attempt{'s' if attempts != 1 else ''}, "
                 f"{policy.total_timeout_seconds:g} s in all)")
         return f"{text}. Last error: {last}" if last else f"{text}."
     text = _last_failure(cause) or str(err)
     if err.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED and attempts > 1:
-        return f"{text} (gave up after {attempts} attempts)"
+        return f"{text.rstrip('.')} (gave up after {attempts} attempts)."
     return text

@@ -1,0 +1,54 @@
+"""Secrets never reach a message or a printed URL: one scrub function (durable_teams/redact.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from durable_teams import worker
+from durable_teams.redact import mask_url, scrub
+
+
+@pytest.mark.parametrize("text,secret,kept", [
+    ("Authorization: Bearer abc.def-123", "abc.def-123", "Authorization: ***"),
+    ("proxy-authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz", "proxy-authorization: ***"),
+    ("api-key: azure-0123456789", "azure-0123456789", "api-key: ***"),
+    ("X-Api-Key=my-secret-value", "my-secret-value", "X-Api-Key=***"),
+    ("Cookie: session=s3cr3t; other=1", "s3cr3t", "Cookie: ***"),
+    ("set-cookie: id=abcd1234; Path=/", "abcd1234", "set-cookie: ***"),
+    ('{"headers": {"x-api-key": "k-777-secret", "a": 1}}', "k-777-secret",
+     '"x-api-key": "***", "a": 1'),
+    ("{'Cookie': 'c-secret-1', 'Accept': 'json'}", "c-secret-1", "'Cookie': '***', 'Accept'"),
+    ("used key sk-proj-AbCdEf0123456789 here", "AbCdEf0123456789", "used key sk-*** here"),
+    ("token is Bearer tok_live_12345, retry", "tok_live_12345", "token is Bearer ***, retry"),
+    ("see https://bob:hunter22@proxy.local/v1", "hunter22", "https://bob:***@proxy.local/v1"),
+    ("GET /v1/models?key=AIzaSecret123&alt=json", "AIzaSecret123", "?key=***&alt=json"),
+    ("The model's maximum context is 8192 tokens.", "", "The model's maximum context is 8192 tokens."),
+])
+def test_scrub_hides_credentials_and_keeps_the_rest(text: str, secret: str, kept: str) -> None:
+    out = scrub(text)
+    assert kept in out
+    if secret:
+        assert secret not in out
+
+
+def test_scrub_hides_known_secrets_of_any_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "plainkey-9999")
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://me:p%40ss-word@host/v1")
+    out = scrub("echo plainkey-9999 and p@ss-word and p%40ss-word and given-one", ["given-one"])
+    assert out == "echo *** and *** and *** and ***"
+
+
+def test_mask_url() -> None:
+    assert mask_url("https://user:secret@host:8443/v1") == "https://user:***@host:8443/v1"
+    assert mask_url("https://:secret@host/v1") == "https://:***@host/v1"
+    assert mask_url("http://127.0.0.1:11434/v1") == "http://127.0.0.1:11434/v1"
+    assert mask_url("https://host/v1?api-key=abc123") == "https://host/v1?api-key=***"
+
+
+def test_the_worker_start_line_masks_the_password(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://user:pw-secret-55@models.example/v1")
+    worker.model_backend()
+    out = capsys.readouterr().out
+    assert out == "Model: live, OpenAI-compatible endpoint at https://user:***@models.example/v1\n"
