@@ -25,7 +25,12 @@ from durable_teams.workflows.messages import (
     ModelResponse,
 )
 
-from .model_errors import raise_bad_response, raise_for_openai_error, raise_timeout
+from .model_errors import (
+    raise_bad_response,
+    raise_for_openai_error,
+    raise_for_read_error,
+    raise_timeout,
+)
 from .model_parse import BadModelResponse, decode_body, parse_completion
 from .views import ViewCache, ViewReader
 
@@ -131,6 +136,9 @@ class OpenAIBackend:
             raise_for_openai_error(err, req.model, timeout)
         except TimeoutError:
             raise_timeout(self.where(), timeout)
+        except Exception as err:
+            raise_for_read_error(err, self.where())
+            raise
         try:
             data = decode_body(raw, content_type, self.secrets)
             return parse_completion(data, req.model, self.secrets)

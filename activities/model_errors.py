@@ -11,6 +11,7 @@ message: any text taken from the server is scrubbed of the key the request carri
 from __future__ import annotations
 
 import email.utils
+import importlib
 import time
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -167,6 +168,35 @@ def raise_for_openai_error(exc: Exception, model: str = "", timeout: float | Non
             non_retryable=True,
         ) from None
     raise exc
+
+
+def _http_module() -> Any:
+    """The HTTP library the openai client uses: httpx2 in newer releases, httpx before."""
+    for name in ("httpx2", "httpx"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+_HTTP = _http_module()
+
+
+def raise_for_read_error(exc: Exception, where: str) -> None:
+    """An HTTP-library error while the body was read (the openai client does not wrap these):
+    a broken connection is retried, a body that cannot be decoded is not. Returns for
+    anything else."""
+    if _HTTP is None or not isinstance(exc, _HTTP.HTTPError):
+        return
+    reason = scrub(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, _HTTP.TransportError):
+        raise ApplicationError(
+            f"The connection to the model endpoint at {where} broke while its response was "
+            f"read ({reason}).", type="ModelConnectionError") from None
+    raise ApplicationError(
+        f"The model endpoint at {where} sent a response that could not be decoded ({reason}).",
+        type="ModelBadResponse", non_retryable=True) from None
 
 
 def raise_timeout(where: str, timeout: float | None) -> NoReturn:

@@ -44,6 +44,8 @@ class Raw:
     """Close the connection without any response."""
     content_length: bool = True
     """Send Content-Length (else the body is delimited by closing the connection)."""
+    declared_length: int | None = None
+    """A Content-Length to claim instead of the true one (more than is sent: a cut body)."""
 
 
 Response = Scripted | Raw
@@ -132,7 +134,8 @@ class FakeOpenAI:
                 if raw.content_type:
                     self.send_header("Content-Type", raw.content_type)
                 if raw.content_length:
-                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("Content-Length", str(raw.declared_length or len(data)))
+                    self.close_connection = raw.declared_length is not None
                 else:
                     self.close_connection = True
                 for key, value in raw.headers.items():

@@ -107,6 +107,8 @@ HOSTILE: dict[str, Mode] = {
     "hang": _raw(body(), delay=60.0),
     "drip": _raw(body(), drip=1.0),
     "drop": _raw("", drop=True),
+    "cut_body": _raw(body(), declared_length=10_000),
+    "bad_gzip": _raw(body(), headers={"Content-Encoding": "gzip"}),
     "huge": _raw(message({"role": "assistant", "content": "x" * 300_000})),
     "huge_unannounced": _raw(message({"role": "assistant", "content": "x" * 300_000}),
                              content_length=False),

@@ -134,6 +134,8 @@ FAILURES: dict[str, tuple[str, bool, bool, list[str]]] = {
     "hang": ("ModelTimeout", True, True, [f"did not answer within {TIMEOUT:g} s"]),
     "drip": ("ModelTimeout", True, True, [f"did not answer within {TIMEOUT:g} s"]),
     "drop": ("ModelConnectionError", True, True, ["Server disconnected"]),
+    "cut_body": ("ModelConnectionError", True, True, ["broke while its response was read"]),
+    "bad_gzip": ("ModelBadResponse", False, False, ["could not be decoded", "DecodingError"]),
     "huge": ("ModelResponseTooLarge", False, False, [f"over the {MAX_BODY:,}-byte limit"]),
     "huge_unannounced": ("ModelResponseTooLarge", False, False, [f"{MAX_BODY:,}-byte limit"]),
     "echo_401": ("ModelAuthError", False, False, ["HTTP 401", "Bad key. Request headers:"]),
