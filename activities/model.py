@@ -23,6 +23,7 @@ from durable_teams.workflows.messages import (
     Message,
     ModelRequest,
     ModelResponse,
+    ToolSpec,
 )
 
 from .model_errors import (
@@ -42,14 +43,22 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 class ModelBackend(Protocol):
-    """Something that answers one model call: OpenAI-compatible HTTP, or a script."""
+    """Something that answers one model call: an OpenAI-compatible endpoint, a script, or any
+    provider. It takes the project's own types; each backend owns its wire format and maps its
+    own errors to `ApplicationError`s (retryable or not, with a type and a readable message)."""
 
     async def complete(
-        self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
     ) -> ModelResponse:
-        """`messages` are Chat Completions dicts (system message first); `tools` are Chat
-        Completions tool dicts (empty when the agent has none)."""
+        """Answer `req`: `messages` are the agent's view of the conversation (the system prompt
+        is `req.instructions`, not among them), `tools` the tools it may call."""
         ...
+
+
+def chat_messages(instructions: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """The Chat Completions `messages`: the system prompt (if any), then the view's."""
+    out = [{"role": "system", "content": instructions}] if instructions else []
+    return out + [m.to_openai() for m in messages]
 
 
 def is_live_model_configured() -> bool:
@@ -123,13 +132,14 @@ class OpenAIBackend:
         return mask_url(str(self.client.base_url).rstrip("/") + "/chat/completions")
 
     async def complete(
-        self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
     ) -> ModelResponse:
+        params = self.params(req, chat_messages(req.instructions, messages),
+                             [t.to_openai() for t in tools])
         timeout = attempt_timeout(self.timeout)
-        create = self.client.chat.completions.with_streaming_response.create
         try:
             async with asyncio.timeout(timeout):  # the read timeout is per chunk: bound it all
-                async with create(**self.params(req, messages, tools), timeout=timeout) as resp:
+                async with self._send(params, timeout) as resp:
                     content_type = resp.headers.get("content-type", "")
                     raw = await self._read(resp)
         except openai.OpenAIError as err:
@@ -144,6 +154,11 @@ class OpenAIBackend:
             return parse_completion(data, req.model, self.secrets)
         except BadModelResponse as err:
             raise_bad_response(err, current_attempt())
+
+    def _send(self, params: dict[str, Any], timeout: float) -> Any:
+        """The request, as a context manager over the unread response (errors raise here)."""
+        create = self.client.chat.completions.with_streaming_response.create
+        return create(**params, timeout=timeout)
 
     async def _read(self, resp: Any) -> bytes:
         """The body, refused beyond `max_body_bytes` before it is all in memory."""
@@ -216,10 +231,7 @@ class ModelActivities:
     async def call_model(self, req: ModelRequest) -> ModelResponse:
         """Call the model for one agent on its view of the transcript."""
         view = await self.view_reader(req)
-        messages = [{"role": "system", "content": req.instructions}] if req.instructions else []
-        messages += [m.to_openai() for m in view.messages]
-        tools = [t.to_openai() for t in view.tools]
-        response = await self.backend.complete(req, messages, tools)
+        response = await self.backend.complete(req, view.messages, view.tools)
         refuse_empty(response, req, current_attempt())
         calls = [
             c if c.id else c.model_copy(update={"id": f"call_{req.transcript_length}_{i}"})

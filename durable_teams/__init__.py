@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     # serving teams
     "build_worker": "durable_teams.runtime",
     "ModelBackend": "durable_teams.activities.model",
+    "ModelRouter": "durable_teams.activities.model_router",
     "OpenAIBackend": "durable_teams.activities.model",
     "ScriptedModel": "durable_teams.scripted",
 }
@@ -69,6 +70,7 @@ __all__ = [
     "Message",
     "ModelBackend",
     "ModelCalls",
+    "ModelRouter",
     "OpenAIBackend",
     "Question",
     "ReplyRejected",
@@ -109,6 +111,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and editors see
     from durable_teams.activities.model import ModelBackend, OpenAIBackend
+    from durable_teams.activities.model_router import ModelRouter
     from durable_teams.activities.tools import (
         Result,
         RetryableToolError,

@@ -14,8 +14,14 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from durable_teams.activities.model import ModelBackend
-from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, ToolCall
+from durable_teams.activities.model import ModelBackend, chat_messages
+from durable_teams.workflows.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+)
 
 Step = Message
 """One scripted reply: an assistant message (text, tool calls, or both)."""
@@ -53,7 +59,9 @@ def raw_call(tool: str, raw_arguments: str) -> Step:
 
 
 class ScriptedModel(ModelBackend):
-    """A `ModelBackend` that replays a script and records what it was asked (`requests`)."""
+    """A `ModelBackend` that replays a script and records what it was asked (`requests`): each
+    request with its messages and tools in Chat Completions form, as a log of an OpenAI-style
+    model would show them (and as a callable script receives them)."""
 
     def __init__(self, script: dict[str, list[Step]] | ScriptFn) -> None:
         self.script = script
@@ -79,10 +87,14 @@ class ScriptedModel(ModelBackend):
         return steps[index]
 
     async def complete(
-        self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
     ) -> ModelResponse:
-        self.requests.append((req, messages, tools))
-        step = self.step_for(req, messages, tools)
+        # Recorded and shown to a callable script as a Chat Completions model would see them
+        # (system prompt first), so scripts and tests read requests the way they read a log.
+        chat = chat_messages(req.instructions, messages)
+        tool_dicts = [t.to_openai() for t in tools]
+        self.requests.append((req, chat, tool_dicts))
+        step = self.step_for(req, chat, tool_dicts)
         response = step if isinstance(step, ModelResponse) else ModelResponse(message=step)
         ids = [
             c if c.id else c.model_copy(update={"id": f"call_{req.agent}_{req.agent_call_index}_{j}"})

@@ -199,7 +199,7 @@ async def test_a_password_in_the_base_url_never_shows() -> None:
     req = ModelRequest(workflow_id="w", run_id="r", agent="calc", model="m", view_id=0,
                        transcript_length=1)
     with pytest.raises(ApplicationError) as caught:
-        await backend.complete(req, [{"role": "user", "content": "hi"}], [])
+        await backend.complete(req, [Message(role="user", content="hi")], [])
     assert caught.value.type == "ModelConnectionError" and not caught.value.non_retryable
     assert f"127.0.0.1:{port}" in caught.value.message
     assert "pw-secret-55" not in caught.value.message

@@ -254,7 +254,7 @@ async def test_unreachable_endpoint_is_retryable() -> None:
         port = s.getsockname()[1]
     backend = OpenAIBackend(base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET)
     with pytest.raises(ApplicationError) as caught:
-        await backend.complete(request(), [{"role": "user", "content": "hi"}], [])
+        await backend.complete(request(), [Message(role="user", content="hi")], [])
     assert caught.value.type == "ModelConnectionError" and not caught.value.non_retryable
     assert str(port) in caught.value.message and SECRET not in caught.value.message
 
@@ -368,7 +368,8 @@ async def test_scripted_callable_and_call_model_stamping() -> None:
     assert msg.tool_calls[0].id == "call_calculator_0_0"  # the scripted model's own id
 
     class NoIds:
-        async def complete(self, req: ModelRequest, messages: list[dict], tools: list[dict]) -> ModelResponse:
+        async def complete(self, req: ModelRequest, messages: list[Message],
+                           tools: list[ToolSpec]) -> ModelResponse:
             return ModelResponse(message=say("x").model_copy(update={"tool_calls": [
                 ToolCall(id="", name="add"), ToolCall(id="keep", name="add")]}))
 
