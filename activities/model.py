@@ -18,7 +18,7 @@ import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_teams.redact import mask_url
+from durable_teams.redact import mask_url, scrub_client_logs
 from durable_teams.workflows.messages import (
     Message,
     ModelRequest,
@@ -103,6 +103,7 @@ class OpenAIBackend:
                 )
             api_key = "not-needed"
         self.base_url = base_url
+        scrub_client_logs()
         self.timeout = timeout
         self.max_body_bytes = max_body_bytes
         self.secrets = [api_key] if len(api_key) >= 4 else []

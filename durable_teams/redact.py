@@ -2,11 +2,13 @@
 
 Every error message built from what a model endpoint sent back (its body, echoed headers, a
 connection error) goes through `scrub`, and every printed endpoint URL through `mask_url`.
-Pure string functions: no I/O beyond reading the environment for the worker's own secrets.
+Pure string functions (no I/O beyond reading the environment for the worker's own secrets),
+and a logging filter that applies `scrub` to the model client's own log lines.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -72,3 +74,27 @@ def mask_url(url: str) -> str:
     if parts.password is not None:
         netloc = f"{parts.username or ''}:{MASK}@{netloc.rpartition('@')[2]}"
     return scrub(urlunsplit(parts._replace(netloc=netloc)))
+
+
+class ScrubFilter(logging.Filter):
+    """Scrubs each record of the loggers it is added to (the HTTP client logs every request's
+    URL at INFO level, a password in `OPENAI_BASE_URL` included)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        return True
+
+
+SCRUBBED_LOGGERS = ("httpx", "httpx2", "openai", "openai._base_client")
+_FILTER = ScrubFilter()
+
+
+def scrub_client_logs() -> None:
+    """Add the scrubbing filter to the model client's loggers (once; safe to call again)."""
+    for name in SCRUBBED_LOGGERS:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)

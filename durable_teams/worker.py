@@ -39,7 +39,7 @@ def load_teams(specs: Sequence[str]) -> list[CompiledTeam]:
 
 def model_backend() -> ModelBackend:
     if is_live_model_configured():
-        where = mask_url(os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"))
+        where = mask_url(os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
         print(f"Model: live, OpenAI-compatible endpoint at {where}")
         return OpenAIBackend()
     print(

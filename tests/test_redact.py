@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from durable_teams import worker
@@ -52,3 +54,22 @@ def test_the_worker_start_line_masks_the_password(
     worker.model_backend()
     out = capsys.readouterr().out
     assert out == "Model: live, OpenAI-compatible endpoint at https://user:***@models.example/v1\n"
+
+
+async def test_the_http_clients_log_lines_hide_a_url_password(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from durable_teams.activities.model import OpenAIBackend
+    from durable_teams.workflows.messages import Message, ModelRequest
+
+    from .fake_openai import FakeOpenAI, completion
+
+    with FakeOpenAI() as fake, caplog.at_level(logging.DEBUG):
+        fake.reply(completion("hi"))
+        backend = OpenAIBackend(base_url=fake.base_url.replace("//", "//bob:pw-secret-55@"),
+                                api_key="k-secret-0001")
+        req = ModelRequest(workflow_id="w", run_id="r", agent="a", model="m", view_id=0,
+                           transcript_length=1)
+        reply = await backend.complete(req, [Message(role="user", content="x")], [])
+    assert reply.message.content == "hi"
+    assert "HTTP Request: POST http://bob:***@127.0.0.1" in caplog.text  # logged, masked
+    assert "pw-secret-55" not in caplog.text and "k-secret-0001" not in caplog.text
