@@ -48,6 +48,8 @@ _EXPORTS: dict[str, str] = {
     "ConversationEnded": "durable_teams.client",
     "ReplyRejected": "durable_teams.client",
     "follow": "durable_teams.events",
+    "EncryptionCodec": "durable_teams.codec",
+    "EncryptionKeyError": "durable_teams.codec",
     "Event": "durable_teams.events",
     # serving teams
     "build_worker": "durable_teams.runtime",
@@ -65,6 +67,8 @@ __all__ = [
     "ConversationInput",
     "ConversationResult",
     "ConversationStatus",
+    "EncryptionCodec",
+    "EncryptionKeyError",
     "Event",
     "HumanReply",
     "Message",
@@ -119,6 +123,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
         tool,
     )
     from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
+    from durable_teams.codec import EncryptionCodec, EncryptionKeyError
     from durable_teams.events import Event, follow
     from durable_teams.runtime import TASK_QUEUE, build_worker, connect
     from durable_teams.scripted import ScriptedModel

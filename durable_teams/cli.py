@@ -11,6 +11,7 @@
     durable-teams pending                      # every question waiting for a person
     durable-teams answer <workflow-id> "text" [--question q2]
     durable-teams approve|deny <workflow-id> [--question q2] [--reason "..."]
+    durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client import ReplyRejected, send_reply
+from durable_teams.codec import EncryptionKeyError
 from durable_teams.console import format_event, format_message, format_question
 from durable_teams.events import follow
 from durable_teams.runtime import TASK_QUEUE, connect
@@ -143,6 +145,7 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("name", nargs="?", default="faang")
     worker = sub.add_parser("worker", help="run a worker (same as python worker.py)")
     worker.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
+    sub.add_parser("codec-server", help="decrypt payloads for the Web UI (codec-server --help)")
     sub.add_parser("server-stop", help="stop the embedded dev server started by the CLI or worker")
     chat = sub.add_parser("chat", help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
@@ -181,6 +184,11 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["codec-server"]:  # its own options: durable_teams/codec_server.py
+        from durable_teams.codec_server import main as codec_server
+
+        return codec_server(argv[1:])
     args = parser().parse_args(argv)
     if args.command == "server-stop":
         from durable_teams.devserver import DevServer
@@ -216,7 +224,7 @@ async def run_command(args: argparse.Namespace) -> int | str:
         return f"durable-teams: the Temporal server refused the call: {err.message}"
     except WorkflowQueryFailedError as err:
         return f"durable-teams: the workflow could not answer: {err.message}"
-    except ReplyRejected as err:
+    except (ReplyRejected, EncryptionKeyError) as err:
         return f"durable-teams: {err}"
     except SystemExit as stop:  # a command's own sys.exit("reason")
         if stop.code is None:

@@ -14,6 +14,7 @@ from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.teams import TeamActivities
 from durable_teams.activities.tools import ToolActivities, ToolRegistry
 from durable_teams.activities.views import ViewReader
+from durable_teams.codec import KeySetting, codec_for, with_codec
 from durable_teams.team import CompiledTeam
 from durable_teams.workflows.conversation import TeamWorkflow
 
@@ -21,12 +22,15 @@ TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
 NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
 
 
-async def connect(address: str | None = None) -> Client:
-    """A client using pydantic on the wire (our message types are pydantic models)."""
+async def connect(address: str | None = None, *, encryption: KeySetting = None) -> Client:
+    """A client using pydantic on the wire (our message types are pydantic models). Payloads
+    are encrypted when `encryption` (keys as in DURABLE_TEAMS_ENCRYPTION_KEY, or an
+    `EncryptionCodec`) or the environment configures a key; see durable_teams/codec.py.
+    A worker built on this client encodes with the same codec."""
     return await Client.connect(
         address or os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
         namespace=NAMESPACE,
-        data_converter=pydantic_data_converter,
+        data_converter=with_codec(pydantic_data_converter, codec_for(encryption)),
     )
 
 

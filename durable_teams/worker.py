@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 
 from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_model_configured
+from durable_teams.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.devserver import DevServer
 from durable_teams.examples import example_script, example_teams
 from durable_teams.redact import mask_url
@@ -64,6 +65,9 @@ def embedded_or_remote() -> tuple[str, DevServer | None]:
 async def run_worker(team_specs: Sequence[str] = ()) -> None:
     address, _ = embedded_or_remote()
     client = await connect(address)
+    codec = client.data_converter.payload_codec
+    if isinstance(codec, EncryptionCodec):
+        print(f"Payloads: encrypted (AES-GCM, current key id {codec.current_key_id!r})")
     await ensure_search_attributes(client)
     teams = load_teams(team_specs)
     worker = build_worker(client, teams, model_backend())
@@ -79,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(run_worker(args.team))
     except KeyboardInterrupt:
         pass
+    except EncryptionKeyError as err:  # a key setting that does not parse: one line, no traceback
+        raise SystemExit(f"durable-teams worker: {err}") from None
 
 
 if __name__ == "__main__":
