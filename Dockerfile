@@ -4,5 +4,6 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 COPY . .
-RUN pip install .
+# the `crypto` extra: encryption at rest when DURABLE_TEAMS_ENCRYPTION_KEY is set
+RUN pip install ".[crypto]"
 CMD ["python", "worker.py"]

