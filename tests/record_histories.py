@@ -5,10 +5,13 @@
 
 One-shot examples (`EXAMPLES`) answer one task. Conversations (`CONVERSATIONS`) are driven turn
 by turn: updates, a person's answers, routing decisions and a continue-as-new are in their
-histories, so replaying them pins that logic too.
+histories, so replaying them pins that logic too. Parked conversations (`PARKED`) are recorded
+mid-wait, as a rolling upgrade meets them: still running, waiting for a person's answer or
+approval (a supervisor, a swarm after a handoff, a nested team's child and its parent).
 
-Re-record only on purpose: a committed history is the proof that conversations started with
-older code still replay under the new code.
+Never re-record a committed history to make a test pass: each is the proof that conversations
+started with that release still replay under the new code (README, "Upgrading workers").
+Record new ones under new names instead.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from durable_teams.client import send_turn
-from durable_teams.examples import acme, faang, faang_teams
+from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel, Step, call, say
-from durable_teams.team import Agent, Supervisor
+from durable_teams.team import Agent, CompiledTeam, Supervisor
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
@@ -88,8 +93,89 @@ async def routing_conversation(client: Client, name: str) -> None:
         await handle.result()
 
 
-CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[None]]] = {
+async def parked(handle: WorkflowHandle) -> None:
+    """Until `handle` waits (a question's timer, or a child running) with no task in flight."""
+    in_flight = {EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED}
+    waits = {EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED}
+    for _ in range(400):
+        kinds = [e.event_type for e in (await handle.fetch_history()).events]
+        if waits & set(kinds) and kinds[-1] not in in_flight:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{handle.id} never settled into a wait")
+
+
+async def park(client: Client, name: str, compiled: CompiledTeam, script: dict[str, list[Step]],
+               task: str, answers: list[HumanReply]) -> WorkflowHandle:
+    """Start `compiled` on `task`, answer the first questions with `answers`, and return once
+    it waits for the next one (the worker is gone afterwards: the history ends in the wait)."""
+    async with running_worker(client, "record", [compiled], ScriptedModel(script)):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=compiled.spec, task=task),
+            id=name, task_queue="record")
+        for reply in answers:
+            question = await pending_question(handle)
+            await handle.execute_update(TeamWorkflow.answer, reply.model_copy(
+                update={"question_id": question.question_id}))
+        await pending_question(handle)
+        await parked(handle)
+    return handle
+
+
+async def support_waiting_question(client: Client, name: str) -> None:
+    """The supervisor asked the customer for the order number; no answer yet."""
+    await park(client, name, support.build().compile(), support.SCRIPT, support.QUESTION, [])
+
+
+async def support_waiting_approval(client: Client, name: str) -> None:
+    """Answered, routed to repairs, the item looked up: the refund waits for a person's approval."""
+    await park(client, name, support.build().compile(), support.SCRIPT, support.QUESTION,
+               [HumanReply(question_id="", text="Order 4711")])
+
+
+async def swarm_waiting_approval(client: Client, name: str) -> None:
+    """The swarm's triage handed off to repairs, whose refund waits for approval."""
+    script = {"triage": [call("transfer_to_issues_and_repairs")], "repairs": acme.SCRIPT["repairs"]}
+    await park(client, name, acme.build().compile(), script, "My boots fell apart, refund them.", [])
+
+
+def nested_asking_team() -> CompiledTeam:
+    team = faang_teams.build()
+    team.agents[0].tools = ["ask_human"]  # type: ignore[union-attr] - the nested team's lead asks
+    return team.compile()
+
+
+NESTED_ASKING = {**faang_teams.SCRIPT, "research_team": [
+    call("ask_human", question="Which year?", suggestions=["2024"]),
+    call("transfer_to_research_expert"), say(faang_teams.RESEARCH_SUMMARY)]}
+
+
+async def nested_waiting(client: Client, name: str) -> dict[str, str]:
+    """A nested team's lead asked the person: the child waits for the answer, the parent for
+    the child. Both histories are kept (`nested_waiting_child`)."""
+    compiled = nested_asking_team()
+    async with running_worker(client, "record", [compiled], ScriptedModel(NESTED_ASKING)):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=compiled.spec, task=faang.QUESTION),
+            id=name, task_queue="record")
+        child = client.get_workflow_handle(f"{name}/research_team-1")
+        for _ in range(400):  # the child exists once the parent's task started it
+            try:
+                await pending_question(child)
+                break
+            except Exception:  # noqa: BLE001 - not started yet
+                await asyncio.sleep(0.05)
+        await parked(child)
+        await parked(handle)
+    return {f"{name}_child": child.id}
+
+
+CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None]]] = {
     "acme_conversation": acme_conversation, "routing_conversation": routing_conversation,
+    "support_waiting_question": support_waiting_question,
+    "support_waiting_approval": support_waiting_approval,
+    "swarm_waiting_approval": swarm_waiting_approval,
+    "nested_waiting": nested_waiting,
 }
 
 
@@ -104,18 +190,24 @@ async def one_shot(client: Client, name: str) -> None:
         await handle.result()
 
 
+async def save(client: Client, stem: str, workflow_id: str) -> None:
+    # The first run: for a conversation that continued as new, the run that did so.
+    described = await client.get_workflow_handle(workflow_id).describe()
+    first_run = described.raw_description.workflow_execution_info.first_run_id
+    history = await client.get_workflow_handle(workflow_id, run_id=first_run).fetch_history()
+    (HERE / f"{stem}.json").write_text(history.to_json())
+    print(f"wrote {HERE / f'{stem}.json'}")
+
+
 async def main(names: list[str]) -> None:
     async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter, dev_server_existing_path=binary("temporal")
+        data_converter=pydantic_data_converter, dev_server_existing_path=binary("temporal"),
+        search_attributes=[AWAITING_HUMAN],
     ) as env:
         for name in names:
-            await CONVERSATIONS.get(name, one_shot)(env.client, name)
-            # The first run: for a conversation that continued as new, the run that did so.
-            described = await env.client.get_workflow_handle(name).describe()
-            first_run = described.raw_description.workflow_execution_info.first_run_id
-            history = await env.client.get_workflow_handle(name, run_id=first_run).fetch_history()
-            (HERE / f"{name}.json").write_text(history.to_json())
-            print(f"wrote {HERE / f'{name}.json'}")
+            extra = await CONVERSATIONS.get(name, one_shot)(env.client, name)
+            for stem, workflow_id in {name: name, **(extra or {})}.items():
+                await save(env.client, stem, workflow_id)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -12,16 +13,39 @@ from temporalio.worker import Replayer
 from durable_teams.workflows.conversation import TeamWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1"}
+"""File stem -> workflow id, where the id cannot be a file name (a child's id has a slash)."""
+PARKED = ["nested_waiting", "nested_waiting_child", "support_waiting_approval",
+          "support_waiting_question", "swarm_waiting_approval"]
+"""Recorded mid-wait: still running, waiting for a person (or, the parent, for its child)."""
 
 
 def test_there_are_recorded_histories() -> None:
-    assert [p.name for p in HISTORIES] == [
-        "acme_conversation.json", "faang.json", "faang_teams.json", "routing_conversation.json"]
+    """Histories of every release stay (README, "Upgrading workers"): later ones only add."""
+    assert {p.stem for p in HISTORIES} >= {
+        "acme_conversation", "faang", "faang_teams", "routing_conversation", *PARKED}
+
+
+@pytest.mark.parametrize("stem", PARKED)
+def test_parked_histories_end_in_a_wait(stem: str) -> None:
+    path = Path(__file__).parent / "histories" / f"{stem}.json"
+    events = WorkflowHistory.from_json(stem, path.read_text()).events
+    kinds = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in events]
+    closed = {f"WORKFLOW_EXECUTION_{end}" for end in (
+        "COMPLETED", "FAILED", "CONTINUED_AS_NEW", "TIMED_OUT", "TERMINATED", "CANCELED")}
+    assert not closed & set(kinds)
+    if stem == "nested_waiting":  # the parent waits for its child, which waits for the person
+        assert "CHILD_WORKFLOW_EXECUTION_STARTED" in kinds
+        assert "CHILD_WORKFLOW_EXECUTION_COMPLETED" not in kinds
+    else:  # the question is flagged for `pending`, and its deadline timer runs
+        assert kinds[-3:] == ["WORKFLOW_TASK_COMPLETED", "UPSERT_WORKFLOW_SEARCH_ATTRIBUTES",
+                              "TIMER_STARTED"]
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())  # noqa: ASYNC240 - tiny file
+    text = path.read_text()  # noqa: ASYNC240 - a small file
+    history = WorkflowHistory.from_json(WORKFLOW_IDS.get(path.stem, path.stem), text)
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
