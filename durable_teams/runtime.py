@@ -57,6 +57,7 @@ def build_worker(
     tools = ToolActivities(merged_registry(teams))
     resolver = TeamActivities({t.spec.name: t.spec for t in teams})
     options: dict = {
+        "workflows": [TeamWorkflow],  # a test may serve another version of it (tests/next_release.py)
         "max_concurrent_activities": 200,
         # Our workflow package holds no module-level state, so it is imported once instead of
         # into every conversation's sandbox, and the model activity can read a cached
@@ -69,7 +70,6 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[TeamWorkflow],
         activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team],
         **options,
     )

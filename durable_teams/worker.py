@@ -15,7 +15,12 @@ import argparse
 import asyncio
 import importlib
 import os
+import signal
+import sys
 from collections.abc import Sequence
+from datetime import timedelta
+
+from temporalio.worker import Worker
 
 from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_model_configured
 from durable_teams.codec import EncryptionCodec, EncryptionKeyError
@@ -70,9 +75,30 @@ async def run_worker(team_specs: Sequence[str] = ()) -> None:
         print(f"Payloads: encrypted (AES-GCM, current key id {codec.current_key_id!r})")
     await ensure_search_attributes(client)
     teams = load_teams(team_specs)
-    worker = build_worker(client, teams, model_backend())
+    worker = build_worker(client, teams, model_backend(),
+                          graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SECONDS))
+    stop_on_signals(worker)
     print(f"Worker: polling task queue {TASK_QUEUE!r}; teams: {', '.join(t.spec.name for t in teams)}")
     await worker.run()
+    print("Worker: stopped.")
+
+
+GRACEFUL_SECONDS = float(os.environ.get("DURABLE_TEAMS_GRACEFUL_SHUTDOWN_SECONDS", "20"))
+"""On SIGTERM, how long running model and tool calls may take to finish before they are cancelled
+(and retried elsewhere). Docker waits 10 s by default: docker-compose.yml gives workers 30 s."""
+
+
+def stop_on_signals(worker: Worker) -> None:
+    """SIGTERM or SIGINT (a rolling deployment, Ctrl-C) stop the worker gracefully: no new tasks,
+    running activities get GRACEFUL_SECONDS, and the server is told, so the next task of a
+    conversation this worker had cached goes to another worker at once instead of waiting out
+    the sticky queue's timeout."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, lambda: asyncio.ensure_future(worker.shutdown()))
+        except (NotImplementedError, RuntimeError):  # Windows: KeyboardInterrupt still works
+            pass
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -85,6 +111,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         pass
     except EncryptionKeyError as err:  # a key setting that does not parse: one line, no traceback
         raise SystemExit(f"durable-teams worker: {err}") from None
+    # Stopped cleanly. Skip interpreter teardown, as the CLI does: the Temporal client's native
+    # threads can outlive the event loop and abort the process while Python finalizes
+    # ("PyGILState_Release"), which would turn a clean stop into exit code 134.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

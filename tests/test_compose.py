@@ -213,3 +213,12 @@ def test_secrets_come_from_the_shell_not_the_file() -> None:
         assert env(service)["DURABLE_TEAMS_ENCRYPTION_KEY"] == "${DURABLE_TEAMS_ENCRYPTION_KEY:-}"
     assert not re.search(r"sk-[A-Za-z0-9]{8,}", COMPOSE_TEXT)
     assert "OPENAI_API_KEY" not in (ROOT / "Dockerfile").read_text()
+
+
+def test_workers_get_the_time_to_stop_gracefully() -> None:
+    """`docker compose stop` / a rolling update sends SIGTERM, then SIGKILL after the grace
+    period: it must outlast the worker's own graceful shutdown (durable_teams/worker.py)."""
+    from durable_teams.worker import GRACEFUL_SECONDS
+
+    grace = re.fullmatch(r"(\d+)s", SERVICES[WORKER]["stop_grace_period"])
+    assert grace and int(grace.group(1)) >= GRACEFUL_SECONDS + 5

@@ -1,8 +1,14 @@
-"""A worker in its own process, for tests that kill it: python -m tests.worker_process ADDR QUEUE"""
+"""A worker in its own process, for tests that kill it or replace it with another release:
+
+    python -m tests.worker_process ADDR QUEUE [module:WorkflowClass]
+
+The optional third argument serves another version of TeamWorkflow (tests/next_release.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import signal
 import sys
 
 from durable_teams.examples import example_script, example_teams
@@ -10,12 +16,24 @@ from durable_teams.runtime import build_worker, connect
 from durable_teams.scripted import ScriptedModel
 
 
-async def main(address: str, task_queue: str) -> None:
+async def main(address: str, task_queue: str, workflow: str | None = None) -> None:
     client = await connect(address)
-    worker = build_worker(client, example_teams(), ScriptedModel(example_script()), task_queue=task_queue)
+    options = {}
+    if workflow:
+        module, _, name = workflow.partition(":")
+        # no cache: every workflow task replays the conversation's whole history from the server
+        options = {"workflows": [getattr(importlib.import_module(module), name)],
+                   "max_cached_workflows": 0}
+    worker = build_worker(client, example_teams(), ScriptedModel(example_script()),
+                          task_queue=task_queue, **options)
+    # SIGTERM (what a rolling deployment sends) shuts the worker down gracefully: the server is
+    # told, so the next task of a conversation this worker had cached goes to another worker at
+    # once instead of waiting out the sticky queue's timeout.
+    asyncio.get_running_loop().add_signal_handler(
+        signal.SIGTERM, lambda: asyncio.ensure_future(worker.shutdown()))
     print("worker ready", flush=True)
     await worker.run()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(*sys.argv[1:4]))

@@ -40,6 +40,9 @@ KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
 
 
+# Upgrade policy (README, "Upgrading workers"): a change in workflows/ that alters the commands
+# an old history recorded keeps the old path behind `workflow.patched("<id>")`; the histories in
+# tests/histories/ (some parked mid-wait) are from past releases and must keep replaying.
 @workflow.defn(name="TeamWorkflow")
 class TeamWorkflow:
     @workflow.init
