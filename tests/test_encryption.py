@@ -255,3 +255,25 @@ async def test_failure_messages_are_encrypted_too(env: WorkflowEnvironment, task
     assert [f.message for f in failures] == ["Encoded failure", "Encoded failure"]
     raw = History(events=history.events).SerializeToString()
     assert secret.encode() not in raw and b"WALRUS" not in raw and TASK.encode() not in raw
+
+
+async def test_a_worker_without_the_key_says_why_it_cannot_run_the_conversation(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    """Its workflow task fails with the reason (shown in the Web UI), and the conversation waits
+    for a worker that has the key instead of running on garbage."""
+    address = env.client.service_client.config.target_host
+    keyed, keyless = await connect(address, encryption=RING), await connect(address, encryption={})
+    handle = await keyed.start_workflow(
+        TeamWorkflow.run, ConversationInput(team=team().spec, task=TASK),
+        id=f"parcels-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+    async with running_worker(keyless, task_queue, [team()], ScriptedModel(script)):
+        for _ in range(400):
+            failed = [e.workflow_task_failed_event_attributes.failure.message
+                      for e in (await env.client.get_workflow_handle(handle.id).fetch_history()).events
+                      if e.HasField("workflow_task_failed_event_attributes")]
+            if failed:
+                break
+            await asyncio.sleep(0.05)
+    await handle.terminate("test over")
+    assert failed and "encrypted (key id 'new') and no key is configured" in failed[0]
