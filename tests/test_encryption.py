@@ -119,9 +119,16 @@ async def test_no_message_text_in_the_raw_history(parked: Parked) -> None:
         assert secret.encode() not in raw, secret
     key_ids = {p.metadata[KEY_ID] for p in payloads(parked.history) if KEY_ID in p.metadata}
     assert key_ids == {b"old", b"new"}  # parked under the old key, finished under the new one
-    # what stays in clear: the AwaitingHuman search attribute (the server indexes it), a flag
-    plain = {(p.metadata.get("type"), p.data) for p in payloads(parked.history) if KEY_ID not in p.metadata}
-    assert plain == {(b"Bool", b"true"), (b"Bool", b"false")}
+    # What stays in clear: search attributes (the server indexes them): the AwaitingHuman flag
+    # and the ids of `workflow.patched` changes (TemporalChangeVersion); and the SDK's own patch
+    # markers, which hold a patch id.
+    plain = [p for p in payloads(parked.history) if KEY_ID not in p.metadata]
+    flags = {p.data for p in plain if p.metadata.get("type") == b"Bool"}
+    patch_ids = {p.data for p in plain if p.metadata.get("type") == b"KeywordList"}
+    markers = [json.loads(p.data) for p in plain if "type" not in p.metadata]
+    assert flags == {b"true", b"false"}
+    assert all(json.loads(ids) and all(isinstance(i, str) for i in json.loads(ids)) for ids in patch_ids)
+    assert all(set(m) == {"id", "deprecated"} for m in markers)
 
 
 async def test_the_key_holder_reads_result_and_transcript(parked: Parked) -> None:
