@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
@@ -44,7 +45,7 @@ class EncryptionKeyError(ValueError):
     """A key is missing, malformed, or not the one a payload was encrypted with."""
 
 
-def _aesgcm(key: bytes):  # noqa: ANN202 - the type lives in the optional dependency
+def _aesgcm(key: bytes) -> Any:  # AESGCM, from the optional dependency
     try:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     except ImportError as err:  # pragma: no cover - depends on the installed extras
