@@ -143,7 +143,10 @@ class EncryptionCodec(PayloadCodec):
 
 class EncryptedPayloadGuard(PayloadCodec):
     """Installed when no key is configured: leaves payloads as they are, and turns an encrypted
-    one into a clear error instead of the converter's "unknown encoding"."""
+    one into a clear error instead of the converter's "unknown encoding". A codec rather than a
+    payload converter so that, in a worker, the error is a workflow task failure (retried until
+    a worker with the key takes over), never a conversation failed by its own input check. Its
+    cost is nil: the SDK copies every payload sequence whether a codec is set or not."""
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         return list(payloads)
