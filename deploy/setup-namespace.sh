@@ -12,12 +12,12 @@ for i in $(seq 1 60); do
 done
 temporal operator namespace describe -n "$NAMESPACE" --address "$ADDRESS" >/dev/null 2>&1 \
     || temporal operator namespace create -n "$NAMESPACE" --retention 7d --address "$ADDRESS"
-for i in $(seq 1 30); do
+for i in $(seq 1 60); do  # a new namespace takes a moment to reach every service
     temporal operator search-attribute list --namespace "$NAMESPACE" --address "$ADDRESS" \
         | grep -q AwaitingHuman && exit 0
     temporal operator search-attribute create --name AwaitingHuman --type Bool \
         --namespace "$NAMESPACE" --address "$ADDRESS" || true
-    sleep 2
+    sleep 1
 done
 echo "could not register AwaitingHuman on $ADDRESS" >&2
 exit 1

@@ -1,19 +1,25 @@
 """docker-compose.yml cannot run here (no Docker engine), so its wiring is checked by parsing:
 the supported images at the version the tests run against, the start-up order Temporal's own
-compose files use, and workers that scale (`docker compose up --scale worker=4`)."""
+compose files use, and workers that scale (`docker compose up --scale worker=4`). The namespace
+job's script also runs for real against the tests' server."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_TEXT = (ROOT / "docker-compose.yml").read_text()
@@ -222,3 +228,22 @@ def test_workers_get_the_time_to_stop_gracefully() -> None:
 
     grace = re.fullmatch(r"(\d+)s", SERVICES[WORKER]["stop_grace_period"])
     assert grace and int(grace.group(1)) >= GRACEFUL_SECONDS + 5
+
+
+async def test_the_namespace_job_runs_against_the_tests_server(client: Client) -> None:
+    """The one-shot's script, run as the admin-tools container runs it (sh, `temporal` on the
+    PATH), against the dev server: it creates the namespace and the search attribute, and a
+    second run (the next `docker compose up`) succeeds without changing anything."""
+    namespace = f"compose-{uuid.uuid4().hex[:6]}"
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
+           "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+           "DEFAULT_NAMESPACE": namespace}
+    for _ in range(2):
+        proc = await asyncio.create_subprocess_exec(
+            "sh", str(ROOT / "deploy" / "setup-namespace.sh"), env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout=120)
+        assert proc.returncode == 0, out.decode()
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace))
+    assert listed.custom_attributes["AwaitingHuman"] == IndexedValueType.INDEXED_VALUE_TYPE_BOOL
