@@ -24,7 +24,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_teams.workflows.messages import ToolRequest, ToolResult, ToolSpec
-from durable_teams.workflows.team import TeamError
+from durable_teams.workflows.roster import TeamError
 
 from .schema import ToolArgumentsError, function_schema, validate_arguments
 from .tool_checks import attempts, check_numbers, check_signature, tool_name

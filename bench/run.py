@@ -31,10 +31,10 @@ from temporalio.worker import Worker
 
 from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
 from durable_teams.activities.views import ViewCache
+from durable_teams.builders import Agent, Swarm
 from durable_teams.devserver import find_temporal_binary
 from durable_teams.runtime import build_worker
 from durable_teams.scripted import ScriptedModel, call, say
-from durable_teams.team import Agent, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import Budgets, Message, ModelView

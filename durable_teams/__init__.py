@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 # public name -> module that defines it (one place for each concept)
 _EXPORTS: dict[str, str] = {
     # defining teams
-    "Agent": "durable_teams.team",
-    "Supervisor": "durable_teams.team",
-    "Swarm": "durable_teams.team",
-    "handoff": "durable_teams.team",
-    "CompiledTeam": "durable_teams.team",
-    "TeamError": "durable_teams.workflows.team",
+    "Agent": "durable_teams.builders",
+    "Supervisor": "durable_teams.builders",
+    "Swarm": "durable_teams.builders",
+    "handoff": "durable_teams.builders",
+    "CompiledTeam": "durable_teams.builders",
+    "TeamError": "durable_teams.workflows.roster",
     "tool": "durable_teams.activities.tools",
     "Result": "durable_teams.activities.tools",
     "RetryableToolError": "durable_teams.activities.tools",
@@ -122,14 +122,15 @@ if TYPE_CHECKING:  # what type checkers and editors see
         current_idempotency_key,
         tool,
     )
+    from durable_teams.builders import Agent, CompiledTeam, Supervisor, Swarm, handoff
     from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
     from durable_teams.codec import EncryptionCodec, EncryptionKeyError
     from durable_teams.events import Event, follow
     from durable_teams.runtime import TASK_QUEUE, build_worker, connect
     from durable_teams.scripted import ScriptedModel
-    from durable_teams.team import Agent, CompiledTeam, Supervisor, Swarm, handoff
     from durable_teams.workflows.conversation import TeamWorkflow
     from durable_teams.workflows.messages import Budgets, Message, ModelCalls, RoutingRule
+    from durable_teams.workflows.roster import TeamError
     from durable_teams.workflows.state import (
         ConversationInput,
         ConversationResult,
@@ -139,4 +140,3 @@ if TYPE_CHECKING:  # what type checkers and editors see
         TurnReply,
         UserTurn,
     )
-    from durable_teams.workflows.team import TeamError

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from durable_teams.activities.tools import Tool, tool
-from durable_teams.workflows.team import TeamError
+from durable_teams.workflows.roster import TeamError
 from durable_teams.workflows.team_checks import agent_name_problem, at_least, raise_first
 
 if TYPE_CHECKING:
-    from .team import Agent, Supervisor
+    from .builders import Agent, Supervisor
 
 
 def check_agent(agent: Agent) -> None:

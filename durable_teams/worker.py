@@ -24,12 +24,12 @@ from temporalio.worker import Worker
 
 from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_model_configured
 from durable_teams.codec import EncryptionCodec, EncryptionKeyError
+from durable_teams.builders import CompiledTeam, Supervisor, Swarm
 from durable_teams.devserver import DevServer
 from durable_teams.examples import example_script, example_teams
 from durable_teams.redact import mask_url
 from durable_teams.runtime import TASK_QUEUE, build_worker, connect, ensure_search_attributes
 from durable_teams.scripted import ScriptedModel
-from durable_teams.team import CompiledTeam, Supervisor, Swarm
 
 
 def load_teams(specs: Sequence[str]) -> list[CompiledTeam]:

@@ -17,8 +17,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from durable_teams.builders import CompiledTeam
 from durable_teams.runtime import build_worker
-from durable_teams.team import CompiledTeam
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.state import Question

@@ -7,9 +7,9 @@ from typing import Any
 
 from temporalio.client import Client
 
+from durable_teams.builders import Agent, Swarm
 from durable_teams.events import Event, events_of, follow
 from durable_teams.scripted import ScriptedModel, call, say
-from durable_teams.team import Agent, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ToolCall
 from durable_teams.workflows.state import ConversationInput, HumanReply

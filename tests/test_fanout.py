@@ -17,12 +17,12 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
+from durable_teams.builders import Agent, Supervisor
 from durable_teams.scripted import ScriptedModel, call, calls, say
-from durable_teams.team import Agent, Supervisor
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
+from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.state import ConversationInput, ConversationResult
-from durable_teams.workflows.team import TeamError, validate_team
 
 from .conftest import running_worker
 

@@ -11,10 +11,10 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.activities.views import ViewCache, query_view
+from durable_teams.builders import CompiledTeam
 from durable_teams.client import send_turn
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel
-from durable_teams.team import CompiledTeam
 from durable_teams.workflows import live_view
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, TeamSpec

@@ -11,15 +11,15 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.activities.tools import Result
+from durable_teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.cli import pending_questions, send_reply
 from durable_teams.examples import faang, faang_teams
 from durable_teams.scripted import ScriptedModel, call, calls, say
-from durable_teams.team import Agent, CompiledTeam, Supervisor
 from durable_teams.workflows.children import bounded_history, child_id, child_team
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
+from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.state import ConversationInput, ConversationResult, ConversationStatus
-from durable_teams.workflows.team import TeamError, validate_team
 
 from .conftest import running_worker
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from durable_teams.team import Agent, Supervisor
+from durable_teams.builders import Agent, Supervisor
 from durable_teams.workflows import routing
 from durable_teams.workflows.decision_format import (
     decision_instructions,
@@ -25,6 +25,7 @@ from durable_teams.workflows.messages import (
     SupervisorSpec,
     TeamSpec,
 )
+from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.routing import (
     decisions_made,
     keyword_pattern,
@@ -36,7 +37,6 @@ from durable_teams.workflows.routing import (
     route_round_robin,
     routing_record,
 )
-from durable_teams.workflows.team import TeamError, validate_team
 
 AGENTS = ["general", "billing", "tech"]
 RULES = [

@@ -15,13 +15,13 @@ from temporalio.testing import ActivityEnvironment
 
 from durable_teams import TeamError
 from durable_teams.activities.tools import ToolActivities, ToolRegistry, tool
+from durable_teams.builders import Agent, Supervisor, Swarm
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel
-from durable_teams.team import Agent, Supervisor, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import AgentSpec, Budgets, Message, TeamSpec, ToolRequest
+from durable_teams.workflows.roster import WORKFLOW_TOOLS
 from durable_teams.workflows.state import ConversationInput
-from durable_teams.workflows.team import WORKFLOW_TOOLS
 
 from .conftest import running_worker
 

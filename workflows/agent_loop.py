@@ -17,8 +17,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import builtins, handoff
-    from . import team as teams
+    from . import builtins, handoff, roster
     from .human import HumanDesk, Interrupted
     from .messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall
     from .model_calls import activity_options, failure_text, policy_for
@@ -118,13 +117,13 @@ class AgentLoop:
 
     async def call_model(self, agent: str, view_id: int, budget: Budget) -> tuple[Message, dict | None]:
         """One model call for `agent` on view `view_id` (not yet appended to the transcript)."""
-        spec = teams.agent_spec(self.team, agent)
+        spec = roster.agent_spec(self.team, agent)
         policy = policy_for(self.team, spec)
         sup = self.team.supervisor
         instructions = spec.instructions
         if sup is not None and agent != sup.name and sup.worker_preamble:
-            instructions = teams.supervisor_block(sup.name) + instructions
-        instructions = teams.render_instructions(
+            instructions = roster.supervisor_block(sup.name) + instructions
+        instructions = roster.render_instructions(
             instructions, now=workflow.now(), agent=agent,
             supervisor=sup.name if sup else None, context=self.state.context,
         )
@@ -182,9 +181,9 @@ class AgentLoop:
     async def _answer(
         self, agent: str, scope: int, msg_index: int, calls: list[ToolCall], budget: Budget
     ) -> AgentOutcome | None:
-        owned = {t.name: t for t in teams.agent_tools(self.team, agent)}
+        owned = {t.name: t for t in roster.agent_tools(self.team, agent)}
         answered = self.state.answered_calls
-        targets = teams.handoff_targets(self.team, agent)
+        targets = roster.handoff_targets(self.team, agent)
         sup = self.team.supervisor
         max_handoffs = (sup.max_parallel_handoffs if sup.parallel_tool_calls else 1) if sup else 1
         handoffs: list[tuple[str, ToolCall]] = []

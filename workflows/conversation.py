@@ -14,8 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import live_view, team_checks
-    from . import team as teams
+    from . import live_view, roster, team_checks
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .human import HumanDesk, Interrupted, reply_problem
     from .messages import Message, ModelView, TeamSpec
@@ -69,11 +68,11 @@ class TeamWorkflow:
             "resolve_team", inp.team_name or "", result_type=TeamSpec,
             start_to_close_timeout=timedelta(seconds=30), summary=f"team: {inp.team_name}")
         try:
-            teams.validate_team(team)
+            roster.validate_team(team)
             # what an endpoint would refuse; a conversation started before this check replays
             if inp.state is None and workflow.patched("team-definition-checks"):
                 team_checks.check_definition(team)
-        except teams.TeamError as err:
+        except roster.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         self.desk.timeout_seconds = team.ask_human_timeout_seconds
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(
@@ -104,7 +103,7 @@ class TeamWorkflow:
     ) -> TurnReply:
         target = resume.agent if resume and resume.direct else None
         if resume is None and turn.text:  # an empty turn (a nested team's) answers the history
-            target, text, problem = teams.parse_mention(team, turn.text)
+            target, text, problem = roster.parse_mention(team, turn.text)
             self.state.transcript.append(Message(role="user", content=text, name=turn.sender))
             if problem is not None:  # an unknown @name: answered without a model call
                 agent = team.supervisor.name if team.supervisor else "team"
@@ -263,7 +262,7 @@ class TeamWorkflow:
         """The shared conversation; `full=True` adds every agent's private working messages."""
         if full:
             return list(self.state.transcript.log)
-        return self.state.transcript.view(0, show_handoffs=not self.team or teams.shows_handoffs(self.team))
+        return self.state.transcript.view(0, show_handoffs=not self.team or roster.shows_handoffs(self.team))
 
     @workflow.query
     def log_page(self, start: int, limit: int = 200) -> LogPage:
@@ -290,8 +289,8 @@ class TeamWorkflow:
         enters history as activity input (each message is recorded once)."""
         assert self.team is not None
         return ModelView(
-            messages=self.state.transcript.view(view_id, upto, show_handoffs=teams.shows_handoffs(self.team)),
-            tools=teams.agent_tools(self.team, agent),
+            messages=self.state.transcript.view(view_id, upto, show_handoffs=roster.shows_handoffs(self.team)),
+            tools=roster.agent_tools(self.team, agent),
         )
 
     @workflow.query
@@ -303,5 +302,5 @@ class TeamWorkflow:
         here instead of O(transcript)."""
         assert self.team is not None
         return self.state.transcript.delta(
-            log_start, shared_start, upto, show_handoffs=teams.shows_handoffs(self.team),
-            tools=teams.agent_tools(self.team, agent) if with_tools else None)
+            log_start, shared_start, upto, show_handoffs=roster.shows_handoffs(self.team),
+            tools=roster.agent_tools(self.team, agent) if with_tools else None)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import weakref
 from typing import Protocol
 
-from . import team as teams
+from . import roster
 from .messages import ModelRequest, ModelView, TeamSpec
 from .transcript import Transcript
 
@@ -68,5 +68,5 @@ def read(req: ModelRequest) -> ModelView | None:
     if req.view_id and req.view_id not in runs:
         return None
     snapshot = Transcript.model_construct(log=log, shared=shared, runs=runs)
-    messages = snapshot.view(req.view_id, req.transcript_length, show_handoffs=teams.shows_handoffs(team))
-    return ModelView(messages=messages, tools=teams.agent_tools(team, req.agent))
+    messages = snapshot.view(req.view_id, req.transcript_length, show_handoffs=roster.shows_handoffs(team))
+    return ModelView(messages=messages, tools=roster.agent_tools(team, req.agent))

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from . import handoff
 from .messages import TeamSpec, wire_name
-from .team import WORKFLOW_TOOLS, TeamError, tree_names
+from .roster import WORKFLOW_TOOLS, TeamError, tree_names
 
 FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI-compatible endpoints accept as a function (tool) name and a message `name`."""

@@ -22,15 +22,14 @@ import json
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from . import routing
-    from . import team as teams
+    from . import roster, routing
     from .agent_loop import AgentLoop, AgentOutcome, Budget
     from .children import run_child
     from .deciding import decide_with_model, fold_decision_run
     from .handoff import handoff_back_messages
     from .messages import Message, RoutingDecision, ToolCall
+    from .roster import runs_as_child
     from .state import TurnProgress
-    from .team import runs_as_child
     from .transcript import AgentRun
 
 
@@ -102,7 +101,7 @@ class TurnRunner:
         sup = self.team.supervisor
         assert sup is not None and sup.aggregate is not None
         answers = [{"agent": run.agent, "answer": r.text} for run, r in zip(runs, results, strict=True)]
-        if sup.aggregate == teams.CONCATENATE:
+        if sup.aggregate == roster.CONCATENATE:
             text = "\n\n".join(f"{a['agent']}: {a['answer']}" for a in answers)
         else:  # the team's own function, as a tool activity (retries, timeout, size guard)
             call = ToolCall(id=f"aggregate_{runs[0].id}", name=sup.aggregate,

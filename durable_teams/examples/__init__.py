@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from durable_teams.builders import CompiledTeam
 from durable_teams.scripted import Step
-from durable_teams.team import CompiledTeam
 
 
 def example_teams() -> list[CompiledTeam]:

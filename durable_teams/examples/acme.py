@@ -7,9 +7,9 @@ The tools are the support example's (a person approves every order and refund).
 
 from __future__ import annotations
 
+from durable_teams.builders import Agent, Swarm, handoff
 from durable_teams.examples.support import execute_order, execute_refund, look_up_item
 from durable_teams.scripted import call, say
-from durable_teams.team import Agent, Swarm, handoff
 
 
 def build(model: str | None = None) -> Swarm:

@@ -7,8 +7,8 @@ model (and says so); the tools are real and run as real activities either way.
 
 from __future__ import annotations
 
+from durable_teams.builders import Agent, Supervisor
 from durable_teams.scripted import call, say
-from durable_teams.team import Agent, Supervisor
 
 QUESTION = "what's the combined headcount of the FAANG companies in 2024?"
 

@@ -35,7 +35,7 @@ from durable_teams.workflows.messages import (
     SupervisorSpec,
     TeamSpec,
 )
-from durable_teams.workflows.team import WORKFLOW_TOOLS, TeamError, validate_team
+from durable_teams.workflows.roster import WORKFLOW_TOOLS, TeamError, validate_team
 from durable_teams.workflows.team_checks import check_definition
 
 from .team_checks import check_agent, check_members, check_supervisor_options
