@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from durable_teams.activities.tools import Tool, ToolRegistry, tool
+from durable_teams.workflows.builtins import BUILTINS
 from durable_teams.workflows.messages import (
     AgentSpec,
     Budgets,
@@ -35,7 +36,7 @@ from durable_teams.workflows.messages import (
     SupervisorSpec,
     TeamSpec,
 )
-from durable_teams.workflows.roster import WORKFLOW_TOOLS, TeamError, validate_team
+from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.team_checks import check_definition
 
 from .team_checks import check_agent, check_members, check_supervisor_options
@@ -274,8 +275,8 @@ def _register(registry: ToolRegistry, tools: Sequence[ToolLike]) -> list[str]:
     names = []
     for item in tools:
         if isinstance(item, str):
-            if item not in WORKFLOW_TOOLS and item not in registry:
-                raise TeamError(f"unknown built-in tool {item!r}; built-ins: {sorted(WORKFLOW_TOOLS)}")
+            if item not in BUILTINS and item not in registry:
+                raise TeamError(f"unknown built-in tool {item!r}; built-ins: {sorted(BUILTINS)}")
             names.append(item)
             continue
         t = item if isinstance(item, Tool) else tool(item)

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from durable_teams.workflows.handoff import ASK_HUMAN
+from durable_teams.workflows.builtins import ASK_HUMAN
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import LogPage
 

@@ -18,9 +18,9 @@ from durable_teams.activities.tools import ToolActivities, ToolRegistry, tool
 from durable_teams.builders import Agent, Supervisor, Swarm
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel
+from durable_teams.workflows.builtins import BUILTINS
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import AgentSpec, Budgets, Message, TeamSpec, ToolRequest
-from durable_teams.workflows.roster import WORKFLOW_TOOLS
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
@@ -109,9 +109,9 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
      "'a' has a tool named 'transfer_to_b', which shadows its handoff to 'b'"),
     *[(f"tool shadows built-in {b}", functools.partial(lambda b: Swarm([Agent("a", tools=[named(b)])]), b),
        f"tool '{b}' shadows the built-in tool of that name: rename it, or name the built-in as "
-       f"the string '{b}'") for b in sorted(WORKFLOW_TOOLS)],
+       f"the string '{b}'") for b in sorted(BUILTINS)],
     ("unknown built-in", lambda: Agent("a", tools=["ask_humans"]).spec(ToolRegistry()),
-     f"unknown built-in tool 'ask_humans'; built-ins: {sorted(WORKFLOW_TOOLS)}"),
+     f"unknown built-in tool 'ask_humans'; built-ins: {sorted(BUILTINS)}"),
     # tools without a name or with signatures a schema cannot express
     ("lambda tool", lambda: Agent("a", tools=[lambda q: q]),
      "a tool needs a name: a lambda has none; use def, or tool(fn, name=...)"),

@@ -10,10 +10,6 @@ import re
 
 from .messages import Message, ToolCall, ToolSpec
 
-ASK_HUMAN = "ask_human"
-REQUEST_HELP = "request_help"
-FORWARD_MESSAGE = "forward_message"
-
 
 def normalize_agent_name(name: str) -> str:
     """`Research Expert` -> `research_expert`: lowercased, whitespace to underscores."""
@@ -74,55 +70,3 @@ def handoff_back_messages(agent: str, supervisor: str, call_id: str) -> list[Mes
             kind="handoff_back",
         ),
     ]
-
-
-def ask_human_spec() -> ToolSpec:
-    return ToolSpec(
-        name=ASK_HUMAN,
-        description=(
-            "Ask the human user a question and wait for the answer. Use it when you need "
-            "information only the user has (an order number, a choice, a confirmation)."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "question": {"type": "string", "description": "The question to ask."},
-                "suggestions": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Optional suggested answers.",
-                },
-            },
-            "required": ["question"],
-        },
-    )
-
-
-def request_help_spec(supervisor: str) -> ToolSpec:
-    return ToolSpec(
-        name=REQUEST_HELP,
-        description=(
-            f"Escalate back to {supervisor} when the request is outside your expertise or you "
-            "cannot complete it. Give the reason."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {"reason": {"type": "string", "description": "Why you need help."}},
-            "required": ["reason"],
-        },
-    )
-
-
-def forward_message_spec() -> ToolSpec:
-    return ToolSpec(
-        name=FORWARD_MESSAGE,
-        description=(
-            "Forwards the latest message from the specified agent to the user without any "
-            "changes. Use this to save time when the agent's answer is already final."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {"from_agent": {"type": "string", "description": "The agent's name."}},
-            "required": ["from_agent"],
-        },
-    )

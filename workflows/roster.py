@@ -1,8 +1,8 @@
 """What each agent of a team may do: its tools, its handoff targets, its instructions. Pure.
 
-Built-in tools (`ask_human`, `request_help`, `forward_message`, `list_tools`, `list_agents`,
-`current_datetime`) are handled inside the workflow; every other tool name must be in
-`team.tools` and runs as an activity on the worker that has its function.
+Built-in tools (workflows/builtins.py: `ask_human`, `request_help`, `forward_message`,
+`list_tools`, `list_agents`, `current_datetime`) are answered inside the workflow; every other
+tool name must be in `team.tools` and runs as an activity on the worker that has its function.
 """
 
 from __future__ import annotations
@@ -11,15 +11,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from . import builtins, decision_format, handoff, routing
-from .builtins import CURRENT_DATETIME, LIST_AGENTS, LIST_TOOLS
+from . import decision_format, handoff, routing
+from .builtins import BUILTINS, REQUEST_HELP
 from .messages import AgentSpec, TeamSpec, ToolSpec
-
-WORKFLOW_TOOLS = {
-    handoff.ASK_HUMAN, handoff.REQUEST_HELP, handoff.FORWARD_MESSAGE,
-    LIST_TOOLS, LIST_AGENTS, CURRENT_DATETIME,
-}
-
 
 CONCATENATE = "concatenate"
 """The built-in aggregation: answers joined in call order."""
@@ -88,7 +82,7 @@ def _validate(team: TeamSpec, depth: int) -> None:
         if name != agent.name:
             raise TeamError(f"agent registered as {name!r} is named {agent.name!r}")
         for tool in agent.tools:
-            if tool not in team.tools and tool not in WORKFLOW_TOOLS:
+            if tool not in team.tools and tool not in BUILTINS:
                 raise TeamError(f"agent {name!r} names unknown tool {tool!r}")
         for peer in [*agent.handoffs, *agent.handoff_tool_names]:
             if peer not in team.agents:
@@ -101,7 +95,7 @@ def _validate(team: TeamSpec, depth: int) -> None:
             if agent_name not in team.agents:
                 raise TeamError(f"supervisor names unknown agent {agent_name!r}")
         for tool in sup.tools:
-            if tool not in team.tools and tool not in WORKFLOW_TOOLS:
+            if tool not in team.tools and tool not in BUILTINS:
                 raise TeamError(f"supervisor names unknown tool {tool!r}")
         if sup.aggregate not in (None, CONCATENATE) and sup.aggregate not in team.tools:
             raise TeamError(f"aggregate names unknown tool {sup.aggregate!r} (use a tool of the "
@@ -148,28 +142,14 @@ def handoff_targets(team: TeamSpec, agent: str) -> dict[str, str]:
     return {spec.handoff_tool_names.get(a) or handoff.handoff_tool_name(a): a for a in spec.handoffs}
 
 
-def _workflow_tool_spec(team: TeamSpec, name: str) -> ToolSpec:
-    if name == handoff.ASK_HUMAN:
-        return handoff.ask_human_spec()
-    if name == handoff.REQUEST_HELP:
-        return handoff.request_help_spec(team.supervisor.name if team.supervisor else "supervisor")
-    if name == handoff.FORWARD_MESSAGE:
-        return handoff.forward_message_spec()
-    if name == LIST_TOOLS:
-        return ToolSpec(name=LIST_TOOLS, description="List the tools you can use.")
-    if name == CURRENT_DATETIME:
-        return builtins.current_datetime_spec()
-    return ToolSpec(name=LIST_AGENTS, description="List the agents of this team and what they do.")
-
-
 def agent_tools(team: TeamSpec, agent: str) -> list[ToolSpec]:
     """Every tool `agent` is offered, in a stable order: its own tools, then handoffs."""
     spec = agent_spec(team, agent)
     names = list(spec.tools)
     sup = team.supervisor
-    if sup is not None and sup.worker_preamble and agent != sup.name and handoff.REQUEST_HELP not in names:
-        names.append(handoff.REQUEST_HELP)  # the preamble tells workers to escalate with it
-    tools = [_workflow_tool_spec(team, t) if t in WORKFLOW_TOOLS else team.tools[t] for t in names]
+    if sup is not None and sup.worker_preamble and agent != sup.name and REQUEST_HELP not in names:
+        names.append(REQUEST_HELP)  # the preamble tells workers to escalate with it
+    tools = [BUILTINS[t].spec(team) if t in BUILTINS else team.tools[t] for t in names]
     for tool_name, target in handoff_targets(team, agent).items():
         description = team.agents[target].description if sup is None else ""
         tools.append(handoff.handoff_tool_spec(target, description=description)
@@ -211,7 +191,7 @@ def supervisor_block(supervisor: str) -> str:
     return (
         f"You are a specialized agent working under {supervisor}. Do only the part of the task "
         f"within your expertise. If the request is outside it, or you cannot complete it, call "
-        f"{handoff.REQUEST_HELP} with the reason instead of guessing.\n\n"
+        f"{REQUEST_HELP} with the reason instead of guessing.\n\n"
     )
 
 

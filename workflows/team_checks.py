@@ -16,8 +16,9 @@ import re
 from collections.abc import Iterable
 
 from . import handoff
+from .builtins import BUILTINS
 from .messages import TeamSpec, wire_name
-from .roster import WORKFLOW_TOOLS, TeamError, tree_names
+from .roster import TeamError, tree_names
 
 FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI-compatible endpoints accept as a function (tool) name and a message `name`."""
@@ -112,7 +113,7 @@ def _handoff_problems(team: TeamSpec) -> list[str]:
                 found.append(f"agents {seen[tool]!r} and {target!r} would both get the handoff "
                              f"tool {tool!r} of {agent!r}: rename one")
             seen[tool] = target
-            if tool in owned.get(agent, set()) or tool in WORKFLOW_TOOLS:
+            if tool in owned.get(agent, set()) or tool in BUILTINS:
                 found.append(f"{agent!r} has a tool named {tool!r}, which shadows its handoff to {target!r}")
     return found
 
@@ -128,7 +129,7 @@ def definition_problems(team: TeamSpec) -> list[str]:
     found += [agent_name_problem(n) for n in names]
     for name in team.tools:
         found.append(tool_name_problem(name))
-        if name in WORKFLOW_TOOLS:
+        if name in BUILTINS:
             found.append(f"tool {name!r} shadows the built-in tool of that name: rename it, or "
                          f"name the built-in as the string {name!r}")
     found += _numbers(team)
