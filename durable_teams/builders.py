@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -126,6 +126,13 @@ class Supervisor:
     add_handoff_messages: bool = True
     add_handoff_back_messages: bool | None = None
     """Defaults to `add_handoff_messages`, as in langgraph-supervisor."""
+    workers_see_handoffs: Literal["own", "all"] = "own"
+    """What a worker is shown of the handoffs before its run (with `add_handoff_messages`).
+    "own": only the call that engaged it; a worker is never shown calls to `transfer_*` tools
+    it does not have, which weaker models imitate (and then get an error listing their tools).
+    "all": langgraph-supervisor's view: every earlier handoff call and hand-back pair, so the
+    requests match langgraph-supervisor's message for message, at the cost of showing workers
+    calls they cannot make."""
     handoff_tool_prefix: str = "transfer_to_"
     parallel_tool_calls: bool = False
     max_parallel_handoffs: int = 8
@@ -185,6 +192,7 @@ class Supervisor:
                 output_mode=self.output_mode,
                 add_handoff_messages=self.add_handoff_messages,
                 add_handoff_back_messages=back,
+                workers_see_handoffs=self.workers_see_handoffs,
                 handoff_tool_prefix=self.handoff_tool_prefix,
                 parallel_tool_calls=self.parallel_tool_calls,
                 max_parallel_handoffs=self.max_parallel_handoffs,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -93,3 +95,65 @@ async def test_history_records_each_step_as_an_activity_with_a_summary(client: C
     summaries = [e.user_metadata.summary.data.decode() for e in scheduled]
     assert json.loads(summaries[0]).startswith("model: supervisor")
     assert json.loads(summaries[3]) == "tool: web_search" or "tool: web_search" in summaries[2] + summaries[1]
+
+
+SEED = Path(__file__).parent / "seeds" / "langgraph_supervisor_faang_requests.json"
+
+
+def normalized(messages: list[Any]) -> list[tuple]:
+    """Messages as (role, name, content, calls, answered call): call ids replaced by their order
+    of appearance, so scripted ids compare with the seed's."""
+    ids: dict[str, int] = {}
+    out = []
+    for m in messages:
+        m = m if isinstance(m, dict) else m.to_openai()
+        calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+                 for c in m.get("tool_calls") or []]
+        for c in m.get("tool_calls") or []:
+            ids.setdefault(c["id"], len(ids))
+        answered = ids.get(m["tool_call_id"]) if m.get("tool_call_id") else None
+        # The walkthrough's request logs hyphenate one word of the answer its log of the model's
+        # response gives as "headcount".
+        content = (m.get("content") or None) and m["content"].replace("head - count", "headcount")
+        out.append((m["role"], m.get("name"), content, calls, answered))
+    return out
+
+
+def tool_schemas(tools: list[dict]) -> list[tuple]:
+    return [(t["function"]["name"], t["function"]["description"], t["function"]["parameters"]["properties"])
+            for t in tools]
+
+
+async def test_faang_requests_match_the_seeds_message_for_message(client: Client, task_queue: str) -> None:
+    """The walkthrough logged 8 of the run's model requests: supervisor, research twice,
+    supervisor, math four times. The example's requests are the same messages in the same
+    order, workers seeing earlier handoffs and hand-backs (`workers_see_handoffs="all"`)."""
+    assert faang.build().workers_see_handoffs == "all"
+    _, result, _, _, model = await run_faang(client, task_queue)
+    assert result.answer == faang.ANSWER
+    seed = json.loads(SEED.read_text())["requests"]
+    ours = [(req.agent, msgs, tools) for req, msgs, tools in model.requests]
+    assert [agent for agent, _, _ in ours] == (
+        ["supervisor"] + ["research_expert"] * 2 + ["supervisor"] + ["math_expert"] * 5 + ["supervisor"])
+    # The first six logged requests, exactly: messages, tools, parallel_tool_calls.
+    logged = [0, 1, 2, 3, 4, 5]
+    for i in logged:
+        assert normalized(ours[i][1]) == normalized(seed[i]["messages"]), f"request {i + 1}"
+        assert tool_schemas(ours[i][2]) == tool_schemas(seed[i]["tools"]), f"request {i + 1}"
+    assert [r.parallel_tool_calls for r, _, _ in model.requests[:4:3]] == [False, False]
+    assert [r.get("parallel_tool_calls") for r in seed[:4:3]] == [False, False]
+    # The log's last two entries are abridged: the seventh repeats the sixth verbatim, the
+    # eighth is the third math request showing only its latest add call and result (under
+    # the first call's id). What it does show matches.
+    assert seed[6] == seed[5]
+    third_math, logged_third = normalized(ours[6][1]), normalized(seed[7]["messages"])
+    assert logged_third[:9] == third_math[:9]
+    assert [m[:4] for m in logged_third[9:]] == [m[:4] for m in third_math[-2:]]
+
+
+async def test_by_default_a_worker_sees_only_the_handoff_that_engaged_it(client: Client, task_queue: str) -> None:
+    _, result, _, _, model = await run_faang(client, task_queue, workers_see_handoffs="own")
+    assert result.answer == faang.ANSWER
+    first_math = next(msgs for req, msgs, _ in model.requests if req.agent == "math_expert")
+    calls = [name for _, _, _, names, _ in normalized(first_math) for name, _ in names]
+    assert calls == ["transfer_to_math_expert"]  # no research handoff, no transfer_back pair

@@ -110,6 +110,31 @@ def test_second_worker_is_not_shown_handoff_calls_it_cannot_make() -> None:
     assert "1+2 is 3." in [m.content for m in seen]
 
 
+def test_all_handoffs_view_shows_earlier_handoffs_as_langgraph_supervisor_does() -> None:
+    t = supervised_run("last_message")
+    second = ToolCall(id="c9", name="transfer_to_research_expert")
+    t.append(ai("supervisor", calls=[second]))
+    t.append(handoff_message("research_expert", second))
+    run = t.start_run("research_expert", second.id)
+    seen = t.view(run.id, handoffs="all")
+    assert [c.name for m in seen for c in m.tool_calls] == [
+        "transfer_to_math_expert", "transfer_back_to_supervisor", "transfer_to_research_expert"]
+    assert seen == t.view(0)  # the shared conversation as it was when the worker was engaged
+
+
+def test_all_handoffs_view_still_filters_a_parallel_handoff_to_the_workers_call() -> None:
+    t = Transcript()
+    t.append(Message(role="user", content="two things"))
+    a, b = ToolCall(id="a", name="transfer_to_x"), ToolCall(id="b", name="transfer_to_y")
+    t.append(ai("supervisor", calls=[a, b]))
+    t.append(handoff_message("x", a))
+    t.append(handoff_message("y", b))
+    rx = t.start_run("x", "a")
+    view_x = t.view(rx.id, handoffs="all")
+    assert [c.id for m in view_x for c in m.tool_calls] == ["a"]
+    assert [m.tool_call_id for m in view_x if m.role == "tool"] == ["a"]
+
+
 def test_parallel_handoff_worker_sees_the_supervisor_message_filtered_to_its_call() -> None:
     t = Transcript()
     t.append(Message(role="user", content="two things"))
@@ -132,9 +157,9 @@ def test_parallel_handoff_worker_sees_the_supervisor_message_filtered_to_its_cal
 
 def test_hidden_handoff_messages_leave_no_dangling_calls() -> None:
     t = supervised_run("last_message")
-    shown = t.view(0, show_handoffs=False)
+    shown = t.view(0, handoffs="none")
     assert [m.content for m in shown] == ["what is 1+2?", "1+2 is 3.", "The answer is 3."]
-    assert shape(t.view(1, show_handoffs=False))[0:2] == [
+    assert shape(t.view(1, handoffs="none"))[0:2] == [
         ("user", None, "what is 1+2?"),
         ("assistant", "math_expert", ""),
     ]

@@ -12,7 +12,7 @@ from temporalio.client import WorkflowQueryFailedError
 from durable_teams.activities.views import ViewCache
 from durable_teams.workflows.handoff import handoff_back_messages, handoff_message
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolCall, ToolSpec
-from durable_teams.workflows.transcript import LogDelta, Transcript, view_from_delta
+from durable_teams.workflows.transcript import HandoffView, LogDelta, Transcript, view_from_delta
 
 TOOLS = {"supervisor": [ToolSpec(name="transfer_to_math")], "math": [ToolSpec(name="add")]}
 
@@ -71,16 +71,16 @@ def wire(delta: LogDelta) -> LogDelta:
 
 
 @pytest.mark.parametrize("output_mode", ["last_message", "full_history"])
-@pytest.mark.parametrize("show", [True, False])
-def test_views_from_deltas_equal_full_views_at_every_point(output_mode: str, show: bool) -> None:
+@pytest.mark.parametrize("show", ["own", "all", "none"])
+def test_views_from_deltas_equal_full_views_at_every_point(output_mode: str, show: HandoffView) -> None:
     log: list[Message] = []
     shared: list[int] = []
     for t in conversation(output_mode):
         for view_id in [0, *t.runs]:
             for upto in sorted({1, len(t.log) // 2, len(t.log) - 1, len(t.log)} - {0}):
-                delta = wire(t.delta(len(log), len(shared), upto, show_handoffs=show))
+                delta = wire(t.delta(len(log), len(shared), upto, handoffs=show))
                 got = view_from_delta(log, shared, delta, view_id, upto)
-                assert got == t.view(view_id, upto, show_handoffs=show)
+                assert got == t.view(view_id, upto, handoffs=show)
                 # a reader starting from nothing gets the same
                 fresh = view_from_delta([], [], wire(t.delta(0, 0, upto, show)), view_id, upto)
                 assert fresh == got

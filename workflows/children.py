@@ -96,7 +96,7 @@ async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
     cid = child_id(info.workflow_id, run.agent, run.id)
     inp = ConversationInput(
         team=child_team(team, run.agent),
-        history=bounded_history(transcript.view(run.id, show_handoffs=roster.shows_handoffs(team))),
+        history=bounded_history(transcript.view(run.id, handoffs=roster.handoff_view(team))),
         single_turn=True,
         context=dict(loop.state.context),
         set_search_attributes=loop.desk.use_search_attribute,

@@ -262,7 +262,7 @@ class TeamWorkflow:
         """The shared conversation; `full=True` adds every agent's private working messages."""
         if full:
             return list(self.state.transcript.log)
-        return self.state.transcript.view(0, show_handoffs=not self.team or roster.shows_handoffs(self.team))
+        return self.state.transcript.view(0, handoffs=roster.handoff_view(self.team) if self.team else "own")
 
     @workflow.query
     def log_page(self, start: int, limit: int = 200) -> LogPage:
@@ -289,7 +289,7 @@ class TeamWorkflow:
         enters history as activity input (each message is recorded once)."""
         assert self.team is not None
         return ModelView(
-            messages=self.state.transcript.view(view_id, upto, show_handoffs=roster.shows_handoffs(self.team)),
+            messages=self.state.transcript.view(view_id, upto, handoffs=roster.handoff_view(self.team)),
             tools=roster.agent_tools(self.team, agent),
         )
 
@@ -302,5 +302,5 @@ class TeamWorkflow:
         here instead of O(transcript)."""
         assert self.team is not None
         return self.state.transcript.delta(
-            log_start, shared_start, upto, show_handoffs=roster.shows_handoffs(self.team),
+            log_start, shared_start, upto, handoffs=roster.handoff_view(self.team),
             tools=roster.agent_tools(self.team, agent) if with_tools else None)

@@ -68,5 +68,5 @@ def read(req: ModelRequest) -> ModelView | None:
     if req.view_id and req.view_id not in runs:
         return None
     snapshot = Transcript.model_construct(log=log, shared=shared, runs=runs)
-    messages = snapshot.view(req.view_id, req.transcript_length, show_handoffs=roster.shows_handoffs(team))
+    messages = snapshot.view(req.view_id, req.transcript_length, handoffs=roster.handoff_view(team))
     return ModelView(messages=messages, tools=roster.agent_tools(team, req.agent))

@@ -176,6 +176,7 @@ class SupervisorSpec(Wire):
     output_mode: OutputMode = "last_message"
     add_handoff_messages: bool = True
     add_handoff_back_messages: bool = True
+    workers_see_handoffs: Literal["own", "all"] = "own"
     handoff_tool_prefix: str = "transfer_to_"
     parallel_tool_calls: bool = False
     max_parallel_handoffs: int = 8

@@ -14,6 +14,7 @@ from typing import Any
 from . import decision_format, handoff, routing
 from .builtins import BUILTINS, REQUEST_HELP
 from .messages import AgentSpec, TeamSpec, ToolSpec
+from .transcript import HandoffView
 
 CONCATENATE = "concatenate"
 """The built-in aggregation: answers joined in call order."""
@@ -107,10 +108,14 @@ def _validate(team: TeamSpec, depth: int) -> None:
         raise TeamError("a swarm needs at least one agent and a valid start_agent")
 
 
-def shows_handoffs(team: TeamSpec) -> bool:
-    """Whether agents are shown handoff calls and their tool messages (langgraph-supervisor's
-    `add_handoff_messages`; a swarm always shows them)."""
-    return team.supervisor.add_handoff_messages if team.supervisor else True
+def handoff_view(team: TeamSpec) -> HandoffView:
+    """What agents are shown of handoff calls and their tool messages: none with
+    langgraph-supervisor's `add_handoff_messages=False`, else the supervisor's
+    `workers_see_handoffs` ("own" in a swarm)."""
+    sup = team.supervisor
+    if sup is None:
+        return "own"
+    return sup.workers_see_handoffs if sup.add_handoff_messages else "none"
 
 
 def supervisor_agent(team: TeamSpec) -> AgentSpec:

@@ -16,9 +16,18 @@ view it was scheduled with, even if parallel agents appended messages in between
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from .messages import Message, OutputMode, Reply, ToolCall, ToolSpec, Wire
+
+HandoffView = Literal["none", "own", "all"]
+"""What a worker is shown of the handoffs in the shared conversation before its run:
+"own": only the handoff call that engaged it (the default: a worker is never shown calls to
+`transfer_*` tools it does not have, which weaker models imitate); "all": every handoff call and
+hand-back pair, as langgraph-supervisor shows them with `add_handoff_messages=True`; "none": no
+handoff messages at all, not even to the supervisor (`add_handoff_messages=False`)."""
 
 
 class AgentRun(Wire):
@@ -73,30 +82,33 @@ class Transcript(Wire):
         end = len(self.log) if upto is None else upto
         return [self.log[i] for i in self.shared if i < end]
 
-    def view(self, view_id: int, upto: int | None = None, show_handoffs: bool = True) -> list[Message]:
+    def view(self, view_id: int, upto: int | None = None, handoffs: HandoffView = "own") -> list[Message]:
         """The messages agent run `view_id` sees (0: the shared conversation).
 
-        `show_handoffs=False` is langgraph-supervisor's `add_handoff_messages=False`: handoff
-        calls and their tool messages stay in the log (for audit) but no agent sees them.
+        `handoffs` is what a worker is shown of handoff calls and their tool messages (they
+        always stay in the log, for audit): see `HandoffView`. The shared conversation shows
+        them all unless it is "none".
         """
         if view_id == 0:
             shared = self.shared_messages(upto)
-            return shared if show_handoffs else strip_foreign_handoffs(shared, None)
+            return strip_foreign_handoffs(shared, None) if handoffs == "none" else shared
         run = self.runs[view_id]
         end = len(self.log) if upto is None else upto
         # Routing records are for people and audits: no worker is shown them.
         prefix = [self.log[i] for i in self.shared[: run.shared_start]
                   if i < end and self.log[i].kind != "routing"]
-        keep = run.handoff_call_id if show_handoffs else None
         own = [self.log[i] for i in self.run_messages(view_id, end)]
+        if handoffs == "all":
+            return strip_siblings(prefix, run.handoff_call_id) + own
+        keep = run.handoff_call_id if handoffs == "own" else None
         return strip_foreign_handoffs(prefix, keep_call_id=keep) + own
 
     def delta(
-        self, log_start: int, shared_start: int, upto: int, show_handoffs: bool = True,
+        self, log_start: int, shared_start: int, upto: int, handoffs: HandoffView = "own",
         tools: list[ToolSpec] | None = None,
     ) -> LogDelta:
         """`log_delta(self, ...)`: what a reader holding a prefix of the log lacks."""
-        return log_delta(self, log_start, shared_start, upto, show_handoffs, tools)
+        return log_delta(self, log_start, shared_start, upto, handoffs, tools)
 
 
 def last_answer(log: list[Message], indices: list[int]) -> list[int]:
@@ -117,6 +129,21 @@ def handoff_call_ids(messages: list[Message]) -> set[str]:
     }
 
 
+def strip_siblings(messages: list[Message], keep_call_id: str | None) -> list[Message]:
+    """Every handoff stays, except the calls made beside the one that started this run (a
+    parallel handoff): the worker sees the supervisor's message filtered to its own call."""
+    siblings = _siblings(messages, keep_call_id)
+    return _drop_calls(messages, siblings) if siblings else messages
+
+
+def _siblings(messages: list[Message], keep_call_id: str | None) -> set[str]:
+    if keep_call_id is not None:
+        for m in messages:
+            if any(c.id == keep_call_id for c in m.tool_calls):
+                return {c.id for c in m.tool_calls if c.id != keep_call_id}
+    return set()
+
+
 def strip_foreign_handoffs(messages: list[Message], keep_call_id: str | None) -> list[Message]:
     """Remove handoff calls and their tool messages, except the one that started this run.
 
@@ -126,13 +153,13 @@ def strip_foreign_handoffs(messages: list[Message], keep_call_id: str | None) ->
     tool call), the worker sees the supervisor's message filtered to its own call, as
     langgraph-supervisor does for parallel handoffs.
     """
-    handoffs = handoff_call_ids(messages)
-    siblings: set[str] = set()
-    if keep_call_id is not None:
-        for m in messages:
-            if any(c.id == keep_call_id for c in m.tool_calls):
-                siblings = {c.id for c in m.tool_calls if c.id != keep_call_id}
-    drop = (handoffs | siblings) - {keep_call_id}
+    drop = (handoff_call_ids(messages) | _siblings(messages, keep_call_id)) - {keep_call_id}
+    return _drop_calls(messages, drop)
+
+
+def _drop_calls(messages: list[Message], drop: set[str]) -> list[Message]:
+    """Messages without the calls in `drop` and their tool messages; an assistant message left
+    with neither text nor calls (or a hand-back) is dropped."""
     out: list[Message] = []
     for m in messages:
         if m.role == "tool" and m.tool_call_id in drop:
@@ -167,13 +194,16 @@ class LogDelta(Reply):
     """shared[shared_start:], as the workflow holds it now."""
     runs: dict[int, AgentRun]
     show_handoffs: bool = True
+    all_handoffs: bool = False
+    """With `show_handoffs`, the `HandoffView` the view is built with (two flags, so a reader
+    older than "all" still reads the other two)."""
     tools: list[ToolSpec] | None = None
     """The agent's tool schemas, when asked for (they do not change within a run)."""
 
 
 def log_delta(
     transcript: Transcript, log_start: int, shared_start: int, upto: int,
-    show_handoffs: bool = True, tools: list[ToolSpec] | None = None,
+    handoffs: HandoffView = "own", tools: list[ToolSpec] | None = None,
 ) -> LogDelta:
     """The delta for a reader holding `log[:log_start]` and `shared[:shared_start]`, for a view
     as of log length `upto`. A reader claiming more than exists is sent everything from 0."""
@@ -186,7 +216,8 @@ def log_delta(
         shared_start=shared_start,
         shared=transcript.shared[shared_start:],
         runs=transcript.runs,
-        show_handoffs=show_handoffs,
+        show_handoffs=handoffs != "none",
+        all_handoffs=handoffs == "all",
         tools=tools,
     )
 
@@ -195,7 +226,7 @@ def view_from_delta(
     log: list[Message], shared: list[int], delta: LogDelta, view_id: int, upto: int
 ) -> list[Message]:
     """Merge `delta` into a reader's `log` and `shared` prefixes (in place) and return the view
-    `Transcript.view(view_id, upto, delta.show_handoffs)` the workflow would have returned.
+    `Transcript.view(view_id, upto, handoffs)` the workflow would have returned.
 
     Several readers may merge overlapping deltas of the same log in any order: only what extends
     the prefixes is added, and the view is built from the prefixes as long as this delta saw them.
@@ -216,4 +247,5 @@ def view_from_delta(
     transcript = Transcript.model_construct(
         log=log[:upto], shared=shared[:shared_end], runs=delta.runs
     )
-    return transcript.view(view_id, upto, show_handoffs=delta.show_handoffs)
+    handoffs: HandoffView = ("all" if delta.all_handoffs else "own") if delta.show_handoffs else "none"
+    return transcript.view(view_id, upto, handoffs=handoffs)

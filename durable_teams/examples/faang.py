@@ -2,7 +2,9 @@
 math expert, answering "what's the combined headcount of the FAANG companies in 2024?".
 
 `SCRIPT` replays the model responses logged in the walkthrough, so the demo runs without a
-model (and says so); the tools are real and run as real activities either way.
+model (and says so); the tools are real and run as real activities either way. Workers see
+every earlier handoff, as langgraph-supervisor shows them (`workers_see_handoffs="all"`), so
+each model request matches the walkthrough's log message for message (tests/test_faang.py).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def build(model: str | None = None) -> Supervisor:
         [research_agent, math_agent],
         model=model,
         team_name="faang",
+        workers_see_handoffs="all",
         instructions=(
             "You are a team supervisor managing a research expert and a math expert. "
             "For current events, use research_agent. "
