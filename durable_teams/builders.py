@@ -51,14 +51,19 @@ def default_model() -> str:
 
 @dataclass(frozen=True)
 class Handoff:
-    """A peer handoff under a tool name of your choosing (`transfer_back_to_triage`)."""
+    """A peer handoff with its own tool name or description."""
 
     agent: str
-    tool_name: str
+    tool_name: str | None = None
+    description: str = ""
 
 
-def handoff(agent: Agent | str, tool_name: str) -> Handoff:
-    return Handoff(agent if isinstance(agent, str) else agent.name, tool_name)
+def handoff(agent: Agent | str, tool_name: str | None = None, *, description: str = "") -> Handoff:
+    """A handoff to `agent` under `tool_name` (default `transfer_to_<agent>`), described to the
+    model by `description`: when to use it, as the Swarm cookbook's `transfer_back_to_triage`
+    says "Call this if the user brings up a topic outside of your purview". Without one the
+    tool is described by the target agent's `description`."""
+    return Handoff(agent if isinstance(agent, str) else agent.name, tool_name, description)
 
 
 @dataclass
@@ -72,7 +77,8 @@ class Agent:
     description: str = ""
     handoffs: Sequence[Agent | str | Handoff] = ()
     """Peers this agent may hand the conversation to (swarm style): `transfer_to_<peer>`
-    tools, or `handoff(peer, "transfer_back_to_triage")` for a name of your own."""
+    tools, or `handoff(peer, "transfer_back_to_triage", description=...)` for a name and a
+    description of your own."""
     output_type: type[BaseModel] | None = None
     skills: Sequence[str] = ()
     run_as_child: bool = False
@@ -91,7 +97,10 @@ class Agent:
             description=self.description,
             tools=_register(registry, self.tools),
             handoffs=[_peer(h) for h in self.handoffs],
-            handoff_tool_names={h.agent: h.tool_name for h in self.handoffs if isinstance(h, Handoff)},
+            handoff_tool_names={h.agent: h.tool_name for h in self.handoffs
+                                if isinstance(h, Handoff) and h.tool_name},
+            handoff_descriptions={h.agent: h.description for h in self.handoffs
+                                  if isinstance(h, Handoff) and h.description},
             output_schema=self.output_type.model_json_schema() if self.output_type else None,
             skills=list(self.skills),
             run_as_child=self.run_as_child,

@@ -126,6 +126,9 @@ class AgentSpec(Wire):
     handoff_tool_names: dict[str, str] = Field(default_factory=dict)
     """Peer -> tool name, where it is not `transfer_to_<peer>` (the Swarm cookbook's
     `transfer_back_to_triage`)."""
+    handoff_descriptions: dict[str, str] = Field(default_factory=dict)
+    """Peer -> description of the handoff tool, where the peer's own `description` is not the
+    right cue (the cookbook's "Call this if the user brings up a topic outside of your purview")."""
     output_schema: dict[str, Any] | None = None
     """JSON schema of a structured final answer (response_format json_schema)."""
     skills: list[str] = Field(default_factory=list)

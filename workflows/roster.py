@@ -156,7 +156,7 @@ def agent_tools(team: TeamSpec, agent: str) -> list[ToolSpec]:
         names.append(REQUEST_HELP)  # the preamble tells workers to escalate with it
     tools = [BUILTINS[t].spec(team) if t in BUILTINS else team.tools[t] for t in names]
     for tool_name, target in handoff_targets(team, agent).items():
-        description = team.agents[target].description if sup is None else ""
+        description = spec.handoff_descriptions.get(target) or (team.agents[target].description if sup is None else "")
         tools.append(handoff.handoff_tool_spec(target, description=description)
                      .model_copy(update={"name": tool_name}))
     return tools

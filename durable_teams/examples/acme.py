@@ -1,15 +1,31 @@
 """ACME customer service as the Swarm cookbook writes it: no supervisor, three peers handing
 the conversation to each other. Triage routes; sales and issues-and-repairs hand back with
-`transfer_back_to_triage`. The agent that answered stays active for the customer's next turn.
+`transfer_back_to_triage`, described as the cookbook describes it; triage can escalate to a
+person with the cookbook's `escalate_to_human`. The agent that answered stays active for the
+customer's next turn.
 
 The tools are the support example's (a person approves every order and refund).
 """
 
 from __future__ import annotations
 
+from durable_teams.activities.tools import tool
 from durable_teams.builders import Agent, Swarm, handoff
 from durable_teams.examples.support import execute_order, execute_refund, look_up_item
 from durable_teams.scripted import call, say
+
+ESCALATIONS: list[str] = []
+
+BACK_TO_TRIAGE = ("Call this if the user brings up a topic outside of your purview, including "
+                  "escalating to human.")
+"""The cookbook's docstring of `transfer_back_to_triage`: when to call it, a cue models use."""
+
+
+@tool(return_direct=True)
+def escalate_to_human(summary: str) -> str:
+    """Only call this if explicitly asked to."""
+    ESCALATIONS.append(summary)
+    return f"Escalating to a human agent. Summary: {summary}"
 
 
 def build(model: str | None = None) -> Swarm:
@@ -22,6 +38,7 @@ def build(model: str | None = None) -> Swarm:
             "brief. Gather information to direct the customer to the right department. But "
             "make your questions subtle and natural."
         ),
+        tools=[escalate_to_human],
     )
     sales = Agent(
         name="sales",
@@ -36,7 +53,7 @@ def build(model: str | None = None) -> Swarm:
             "caveat and execute their order."
         ),
         tools=[execute_order],
-        handoffs=[handoff("triage", "transfer_back_to_triage")],
+        handoffs=[handoff("triage", "transfer_back_to_triage", description=BACK_TO_TRIAGE)],
     )
     repairs = Agent(
         name="repairs",
@@ -50,7 +67,7 @@ def build(model: str | None = None) -> Swarm:
             "4. If accepted, search for the ID and then execute refund."
         ),
         tools=[execute_refund, look_up_item],
-        handoffs=[handoff("triage", "transfer_back_to_triage")],
+        handoffs=[handoff("triage", "transfer_back_to_triage", description=BACK_TO_TRIAGE)],
     )
     triage.handoffs = [
         handoff(sales, "transfer_to_sales_agent"),
