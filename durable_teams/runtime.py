@@ -59,10 +59,12 @@ def build_worker(
     options: dict = {
         "workflows": [TeamWorkflow],  # a test may serve another version of it (tests/next_release.py)
         "max_concurrent_activities": 200,
-        # Our workflow package holds no module-level state, so it is imported once instead of
-        # into every conversation's sandbox, and the model activity can read a cached
-        # conversation's view directly (workflows/live_view.py). What the sandbox would catch
-        # at run time in that code (the wall clock, random, I/O) a test checks in the source.
+        # Our workflow package is imported once instead of into every conversation's sandbox.
+        # Its one piece of module-level state is live_view's weak map of the conversations this
+        # process holds, which workflows only write and only the model activity reads (to read a
+        # cached conversation's view directly); no workflow reads anything another one wrote.
+        # What the sandbox would catch at run time in that code (the wall clock, random, I/O) a
+        # test checks in the source.
         "workflow_runner": SandboxedWorkflowRunner(
             restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows")),
     }

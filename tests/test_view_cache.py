@@ -10,9 +10,9 @@ import pytest
 from temporalio.client import WorkflowQueryFailedError
 
 from durable_teams.activities.views import ViewCache
-from durable_teams.workflows.handoff import handoff_back_messages, handoff_message
+from durable_teams.workflows.handoff import HandoffView, handoff_back_messages, handoff_message
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolCall, ToolSpec
-from durable_teams.workflows.transcript import HandoffView, LogDelta, Transcript, view_from_delta
+from durable_teams.workflows.transcript import LogDelta, Transcript, view_from_delta
 
 TOOLS = {"supervisor": [ToolSpec(name="transfer_to_math")], "math": [ToolSpec(name="add")]}
 

@@ -74,7 +74,4 @@ async def decide_with_model(
 
 def fold_decision_run(loop: AgentLoop, run: AgentRun) -> None:
     """Share what the supervisor's tools learned (calls and answers), not its attempts."""
-    transcript = loop.transcript
-    run.done = True
-    transcript.shared.extend(
-        i for i in transcript.run_messages(run.id) if transcript.log[i].kind != "routing")
+    loop.transcript.finish_run(run.id, "full_history", unshared={"routing"})

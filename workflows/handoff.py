@@ -1,14 +1,23 @@
 """Handoff conventions, as langgraph-supervisor writes them, so transcripts look familiar.
 
-Pure functions: names of handoff tools, their schemas, and the exact messages they leave in the
-transcript. No Temporal imports; unit-tested in milliseconds.
+Pure functions: names of handoff tools, their schemas, the exact messages they leave in the
+transcript, and what an agent's view shows of them. No Temporal imports; unit-tested in
+milliseconds.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from .messages import Message, ToolCall, ToolSpec
+
+HandoffView = Literal["none", "own", "all"]
+"""What a worker is shown of the handoffs in the shared conversation before its run:
+"own": only the handoff call that engaged it (the default: a worker is never shown calls to
+`transfer_*` tools it does not have, which weaker models imitate); "all": every handoff call and
+hand-back pair, as langgraph-supervisor shows them with `add_handoff_messages=True`; "none": no
+handoff messages at all, not even to the supervisor (`add_handoff_messages=False`)."""
 
 
 def normalize_agent_name(name: str) -> str:
@@ -70,3 +79,59 @@ def handoff_back_messages(agent: str, supervisor: str, call_id: str) -> list[Mes
             kind="handoff_back",
         ),
     ]
+
+
+# ---- what a view shows of handoffs ----------------------------------------------------------
+
+
+def handoff_call_ids(messages: list[Message]) -> set[str]:
+    """Ids of tool calls that are handoff artifacts (answered by a handoff tool message)."""
+    return {
+        m.tool_call_id
+        for m in messages
+        if m.role == "tool" and m.kind in ("handoff", "handoff_back") and m.tool_call_id
+    }
+
+
+def strip_siblings(messages: list[Message], keep_call_id: str | None) -> list[Message]:
+    """Every handoff stays, except the calls made beside the one that started this run (a
+    parallel handoff): the worker sees the supervisor's message filtered to its own call."""
+    siblings = _siblings(messages, keep_call_id)
+    return _drop_calls(messages, siblings) if siblings else messages
+
+
+def _siblings(messages: list[Message], keep_call_id: str | None) -> set[str]:
+    if keep_call_id is not None:
+        for m in messages:
+            if any(c.id == keep_call_id for c in m.tool_calls):
+                return {c.id for c in m.tool_calls if c.id != keep_call_id}
+    return set()
+
+
+def strip_foreign_handoffs(messages: list[Message], keep_call_id: str | None) -> list[Message]:
+    """Remove handoff calls and their tool messages, except the one that started this run.
+
+    An assistant message left with neither text nor calls is dropped. Tool messages that answer
+    a call dropped this way are dropped too, so the view stays valid Chat Completions input.
+    When the kept handoff came with sibling calls (parallel handoff, or a handoff mixed with a
+    tool call), the worker sees the supervisor's message filtered to its own call, as
+    langgraph-supervisor does for parallel handoffs.
+    """
+    drop = (handoff_call_ids(messages) | _siblings(messages, keep_call_id)) - {keep_call_id}
+    return _drop_calls(messages, drop)
+
+
+def _drop_calls(messages: list[Message], drop: set[str]) -> list[Message]:
+    """Messages without the calls in `drop` and their tool messages; an assistant message left
+    with neither text nor calls (or a hand-back) is dropped."""
+    out: list[Message] = []
+    for m in messages:
+        if m.role == "tool" and m.tool_call_id in drop:
+            continue
+        if m.tool_calls and any(c.id in drop for c in m.tool_calls):
+            calls: list[ToolCall] = [c for c in m.tool_calls if c.id not in drop]
+            if not calls and (not m.content or m.kind == "handoff_back"):
+                continue
+            m = m.model_copy(update={"tool_calls": calls})
+        out.append(m)
+    return out

@@ -7,14 +7,14 @@ activity runs in the worker process that holds the conversation's workflow in it
 common case with one worker), it can read the same view from that workflow's state directly.
 
 Why this is exact, not a cache that can go stale: within one workflow run the log and the
-shared list only ever grow at their ends, and every workflow instance of a run (the cached one,
-one evicted earlier, one replaying) holds a prefix of the same deterministic state. A request
-names the log length and shared length it was scheduled with, so a view built from
-`log[:transcript_length]` and `shared[:shared_length]` is the view the query would return
-whenever both prefixes exist; otherwise the caller queries. The workflow only registers itself
-(a weak reference: nothing is kept alive for this); it never reads anything here, so replay and
-determinism are untouched. Reads happen on the activity's thread while a workflow activation may
-append on another: slicing a list and copying a dict are atomic under the GIL.
+shared list only ever grow at their ends (the rule `Transcript` keeps), and every workflow
+instance of a run (the cached one, one evicted earlier, one replaying) holds a prefix of the
+same deterministic state. A request names the log length and shared length it was scheduled
+with, so a view built from `log[:transcript_length]` and `shared[:shared_length]` is the view
+the query would return whenever both prefixes exist; otherwise the caller queries. The workflow
+only registers itself (a weak reference: nothing is kept alive for this); it never reads
+anything here, so replay and determinism are untouched. Reads happen on the activity's thread
+while a workflow activation may append on another (`Transcript.prefix` says why that is safe).
 """
 
 from __future__ import annotations
@@ -59,14 +59,8 @@ def read(req: ModelRequest) -> ModelView | None:
     team = conversation.team if conversation is not None else None
     if conversation is None or team is None:
         return None
-    transcript = conversation.state.transcript
-    log = transcript.log[: req.transcript_length]
-    shared = transcript.shared[: req.shared_length]
-    runs = dict(transcript.runs)
-    if len(log) < req.transcript_length or len(shared) < req.shared_length:
+    snapshot = conversation.state.transcript.prefix(req.transcript_length, req.shared_length)
+    if snapshot is None or (req.view_id and req.view_id not in snapshot.runs):
         return None
-    if req.view_id and req.view_id not in runs:
-        return None
-    snapshot = Transcript.model_construct(log=log, shared=shared, runs=runs)
     messages = snapshot.view(req.view_id, req.transcript_length, handoffs=roster.handoff_view(team))
     return ModelView(messages=messages, tools=roster.agent_tools(team, req.agent))

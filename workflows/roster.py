@@ -13,8 +13,8 @@ from typing import Any
 
 from . import decision_format, handoff, routing
 from .builtins import BUILTINS, REQUEST_HELP
+from .handoff import HandoffView
 from .messages import AgentSpec, TeamSpec, ToolSpec
-from .transcript import HandoffView
 
 CONCATENATE = "concatenate"
 """The built-in aggregation: answers joined in call order."""

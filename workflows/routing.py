@@ -10,12 +10,12 @@ Four strategies need no model at all, and take no model argument, so that is che
 `rules` and `skills` fall back to `fallback_agent` (or the first agent) when nothing matches.
 Ties always go to the agent listed first in the supervisor, so a replay decides the same.
 
-For `llm-decision` (the model answers with JSON instead of calling a handoff tool) this module
-holds the pure part: the instructions and JSON schema given to the model, and
-`parse_decision`, which turns the model's text into a `RoutingDecision` or into the error text
-to send back to the model.
+The other two strategies call the supervisor's model: `llm` through handoff tools (the agent
+loop, workflows/agent_loop.py), `llm-decision` with a JSON decision (its pure part, the
+instructions, schema and parsing, is workflows/decision_format.py; its loop is
+workflows/deciding.py). This module also checks a team's routing options (`strategy_problems`).
 
-Every strategy returns a `RoutingDecision` (target, strategy, reasoning, confidence);
+Every strategy but `llm` ends in a `RoutingDecision` (target, strategy, reasoning, confidence);
 `routing_record` makes the transcript message (kind="routing") that records it.
 """
 

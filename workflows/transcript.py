@@ -6,9 +6,10 @@ Every message ever produced is appended once to `log`. Agents see *views* built 
   view). With `output_mode="full_history"` a worker's whole run is added to it when the worker
   finishes; with `"last_message"` only its final answer is.
 - A worker's run k sees the shared conversation as it was when it was handed the task, plus
-  its own private messages (scope k). Handoff artifacts of *other* runs are stripped, so a
-  worker is never shown a `transfer_*` call to a tool it does not own (the langgraph-supervisor
-  trap where workers invent `transfer_back_to_supervisor`).
+  its own private messages (scope k). By default handoff artifacts of *other* runs are
+  stripped, so a worker is never shown a `transfer_*` call to a tool it does not own (the
+  langgraph-supervisor trap where workers invent `transfer_back_to_supervisor`); what it is
+  shown of them is a `handoff.HandoffView`.
 
 Views read the log only up to a given length, so a model call retried later sees exactly the
 view it was scheduled with, even if parallel agents appended messages in between.
@@ -16,18 +17,54 @@ view it was scheduled with, even if parallel agents appended messages in between
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar, overload
 
-from pydantic import Field
+from pydantic import (
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    model_serializer,
+    model_validator,
+)
 
-from .messages import Message, OutputMode, Reply, ToolCall, ToolSpec, Wire
+from .handoff import HandoffView, strip_foreign_handoffs, strip_siblings
+from .messages import Message, OutputMode, Reply, ToolSpec, Wire
 
-HandoffView = Literal["none", "own", "all"]
-"""What a worker is shown of the handoffs in the shared conversation before its run:
-"own": only the handoff call that engaged it (the default: a worker is never shown calls to
-`transfer_*` tools it does not have, which weaker models imitate); "all": every handoff call and
-hand-back pair, as langgraph-supervisor shows them with `add_handoff_messages=True`; "none": no
-handoff messages at all, not even to the supervisor (`add_handoff_messages=False`)."""
+T = TypeVar("T")
+
+
+class ReadOnlyList(Sequence[T], Generic[T]):
+    """A list seen without its mutators: indexing, slicing (a copy), length, iteration."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[T]):
+        self._items = items
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        return self._items == (list(other) if isinstance(other, ReadOnlyList) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._items)
 
 
 class AgentRun(Wire):
@@ -41,46 +78,113 @@ class AgentRun(Wire):
     done: bool = False
 
 
-class Transcript(Wire):
+class _TranscriptWire(Wire):
+    """How a `Transcript` travels (its fields, under their historical names)."""
+
     log: list[Message] = Field(default_factory=list)
     shared: list[int] = Field(default_factory=list)
     runs: dict[int, AgentRun] = Field(default_factory=dict)
 
+
+class Transcript(Wire):
+    """The log, the shared index and the agent runs, behind one rule.
+
+    **Append-only within a workflow run.** `log` and `shared` only ever grow at their ends
+    (`append`, `finish_run`), and runs are only added; nothing outside this class can change
+    them, as they are private and read through read-only views. Two readers depend on it: a
+    model call reads its view in process from a prefix of the lists (workflows/live_view.py),
+    and the query path keeps a per-worker copy and asks only for what it lacks (`LogDelta`).
+    Both name the lengths they were scheduled with, so a prefix they read can never change.
+    A new run (after continue-as-new) has a new run id, so nothing carries over to it.
+
+    On the wire (workflow input after continue-as-new) it is `{"log", "shared", "runs"}`.
+    """
+
+    _log: list[Message] = PrivateAttr(default_factory=list)
+    _shared: list[int] = PrivateAttr(default_factory=list)
+    _runs: dict[int, AgentRun] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def of(cls, log: list[Message], shared: list[int], runs: dict[int, AgentRun]) -> Transcript:
+        """A transcript holding these lists (taken, not copied): snapshots for reading views."""
+        transcript = cls.model_construct()
+        transcript._log, transcript._shared, transcript._runs = log, shared, runs
+        return transcript
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _from_wire(cls, data: Any, handler: ModelWrapValidatorHandler[Transcript]) -> Transcript:
+        if isinstance(data, Transcript):
+            return data
+        wire = _TranscriptWire.model_validate(data)
+        transcript = handler({})
+        transcript._log, transcript._shared, transcript._runs = wire.log, wire.shared, wire.runs
+        return transcript
+
+    @model_serializer(mode="plain")
+    def _to_wire(self) -> _TranscriptWire:
+        return _TranscriptWire.model_construct(log=self._log, shared=self._shared, runs=self._runs)
+
+    @property
+    def log(self) -> ReadOnlyList[Message]:
+        """Every message ever produced, in order (read-only)."""
+        return ReadOnlyList(self._log)
+
+    @property
+    def shared(self) -> ReadOnlyList[int]:
+        """Log indices of the conversation everyone shares (read-only)."""
+        return ReadOnlyList(self._shared)
+
+    @property
+    def runs(self) -> Mapping[int, AgentRun]:
+        return MappingProxyType(self._runs)
+
+    def prefix(self, log_length: int, shared_length: int) -> Transcript | None:
+        """The transcript as it was when the log and the shared index had these lengths (runs
+        started since included: they are only added), or None when it does not hold that much
+        yet. May be called from another thread while the workflow appends: slicing a list and
+        copying a dict are atomic under the GIL."""
+        log, shared = self._log[:log_length], self._shared[:shared_length]
+        if len(log) < log_length or len(shared) < shared_length:
+            return None
+        return Transcript.of(log, shared, dict(self._runs))
+
     def append(self, message: Message) -> int:
         """Append to the log (and to the shared conversation if scope 0); returns the index."""
-        self.log.append(message)
-        index = len(self.log) - 1
+        self._log.append(message)
+        index = len(self._log) - 1
         if message.scope == 0:
-            self.shared.append(index)
+            self._shared.append(index)
         return index
 
     def start_run(self, agent: str, handoff_call_id: str | None) -> AgentRun:
         run = AgentRun(
-            id=len(self.runs) + 1,
+            id=len(self._runs) + 1,
             agent=agent,
-            shared_start=len(self.shared),
+            shared_start=len(self._shared),
             handoff_call_id=handoff_call_id,
         )
-        self.runs[run.id] = run
+        self._runs[run.id] = run
         return run
 
     def run_messages(self, run_id: int, upto: int | None = None) -> list[int]:
-        end = len(self.log) if upto is None else upto
-        return [i for i in range(end) if self.log[i].scope == run_id]
+        end = len(self._log) if upto is None else upto
+        return [i for i in range(end) if self._log[i].scope == run_id]
 
-    def finish_run(self, run_id: int, output_mode: OutputMode) -> list[int]:
-        """Fold a finished run into the shared conversation; returns the indices added."""
-        run = self.runs[run_id]
+    def finish_run(self, run_id: int, output_mode: OutputMode, *, unshared: Collection[str] = ()) -> list[int]:
+        """Fold a finished run into the shared conversation; returns the indices added.
+        Messages of a kind in `unshared` stay private (a routing decision's attempts)."""
+        run = self._runs[run_id]
         run.done = True
-        own = self.run_messages(run_id)
+        own = [i for i in self.run_messages(run_id) if self._log[i].kind not in unshared]
         if output_mode == "last_message":
-            own = last_answer(self.log, own)
-        self.shared.extend(own)
+            own = last_answer(self._log, own)
+        self._shared.extend(own)
         return own
 
     def shared_messages(self, upto: int | None = None) -> list[Message]:
-        end = len(self.log) if upto is None else upto
-        return [self.log[i] for i in self.shared if i < end]
+        end = len(self._log) if upto is None else upto
+        return [self._log[i] for i in self._shared if i < end]
 
     def view(self, view_id: int, upto: int | None = None, handoffs: HandoffView = "own") -> list[Message]:
         """The messages agent run `view_id` sees (0: the shared conversation).
@@ -92,12 +196,12 @@ class Transcript(Wire):
         if view_id == 0:
             shared = self.shared_messages(upto)
             return strip_foreign_handoffs(shared, None) if handoffs == "none" else shared
-        run = self.runs[view_id]
-        end = len(self.log) if upto is None else upto
+        run = self._runs[view_id]
+        end = len(self._log) if upto is None else upto
         # Routing records are for people and audits: no worker is shown them.
-        prefix = [self.log[i] for i in self.shared[: run.shared_start]
-                  if i < end and self.log[i].kind != "routing"]
-        own = [self.log[i] for i in self.run_messages(view_id, end)]
+        prefix = [self._log[i] for i in self._shared[: run.shared_start]
+                  if i < end and self._log[i].kind != "routing"]
+        own = [self._log[i] for i in self.run_messages(view_id, end)]
         if handoffs == "all":
             return strip_siblings(prefix, run.handoff_call_id) + own
         keep = run.handoff_call_id if handoffs == "own" else None
@@ -120,59 +224,6 @@ def last_answer(log: list[Message], indices: list[int]) -> list[int]:
     return indices[-1:]
 
 
-def handoff_call_ids(messages: list[Message]) -> set[str]:
-    """Ids of tool calls that are handoff artifacts (answered by a handoff tool message)."""
-    return {
-        m.tool_call_id
-        for m in messages
-        if m.role == "tool" and m.kind in ("handoff", "handoff_back") and m.tool_call_id
-    }
-
-
-def strip_siblings(messages: list[Message], keep_call_id: str | None) -> list[Message]:
-    """Every handoff stays, except the calls made beside the one that started this run (a
-    parallel handoff): the worker sees the supervisor's message filtered to its own call."""
-    siblings = _siblings(messages, keep_call_id)
-    return _drop_calls(messages, siblings) if siblings else messages
-
-
-def _siblings(messages: list[Message], keep_call_id: str | None) -> set[str]:
-    if keep_call_id is not None:
-        for m in messages:
-            if any(c.id == keep_call_id for c in m.tool_calls):
-                return {c.id for c in m.tool_calls if c.id != keep_call_id}
-    return set()
-
-
-def strip_foreign_handoffs(messages: list[Message], keep_call_id: str | None) -> list[Message]:
-    """Remove handoff calls and their tool messages, except the one that started this run.
-
-    An assistant message left with neither text nor calls is dropped. Tool messages that answer
-    a call dropped this way are dropped too, so the view stays valid Chat Completions input.
-    When the kept handoff came with sibling calls (parallel handoff, or a handoff mixed with a
-    tool call), the worker sees the supervisor's message filtered to its own call, as
-    langgraph-supervisor does for parallel handoffs.
-    """
-    drop = (handoff_call_ids(messages) | _siblings(messages, keep_call_id)) - {keep_call_id}
-    return _drop_calls(messages, drop)
-
-
-def _drop_calls(messages: list[Message], drop: set[str]) -> list[Message]:
-    """Messages without the calls in `drop` and their tool messages; an assistant message left
-    with neither text nor calls (or a hand-back) is dropped."""
-    out: list[Message] = []
-    for m in messages:
-        if m.role == "tool" and m.tool_call_id in drop:
-            continue
-        if m.tool_calls and any(c.id in drop for c in m.tool_calls):
-            calls: list[ToolCall] = [c for c in m.tool_calls if c.id not in drop]
-            if not calls and (not m.content or m.kind == "handoff_back"):
-                continue
-            m = m.model_copy(update={"tool_calls": calls})
-        out.append(m)
-    return out
-
-
 # ---- reading the log incrementally (the model activity's cache) ---------------------------------
 
 
@@ -181,9 +232,9 @@ class LogDelta(Reply):
     holding a prefix has not seen yet, plus the small bookkeeping a view needs.
 
     A reader that already holds `log[:log_start]` and `shared[:shared_start]` rebuilds exactly
-    the view `Transcript.view` gives, with `view_from_delta`. Correct because, within one workflow
-    run, `log` and `shared` only ever grow at the end (`append`, `finish_run`); a new run (after
-    continue-as-new) has a new run id, so a reader keyed by run id starts from 0.
+    the view `Transcript.view` gives, with `view_from_delta`. Correct because of the rule
+    `Transcript` keeps: within one workflow run `log` and `shared` only grow at their ends; a
+    new run (after continue-as-new) has a new run id, so a reader keyed by run id starts from 0.
     """
 
     log_start: int
@@ -215,7 +266,7 @@ def log_delta(
         messages=transcript.log[log_start:end] if log_start < end else [],
         shared_start=shared_start,
         shared=transcript.shared[shared_start:],
-        runs=transcript.runs,
+        runs=dict(transcript.runs),
         show_handoffs=handoffs != "none",
         all_handoffs=handoffs == "all",
         tools=tools,
@@ -244,8 +295,6 @@ def view_from_delta(
         shared.extend(delta.shared[len(shared) - delta.shared_start:])
     if upto > len(log):
         raise ValueError(f"a view as of {upto} messages needs the log that far; it has {len(log)}")
-    transcript = Transcript.model_construct(
-        log=log[:upto], shared=shared[:shared_end], runs=delta.runs
-    )
+    transcript = Transcript.of(log[:upto], shared[:shared_end], dict(delta.runs))
     handoffs: HandoffView = ("all" if delta.all_handoffs else "own") if delta.show_handoffs else "none"
     return transcript.view(view_id, upto, handoffs=handoffs)
