@@ -27,9 +27,9 @@ _EXPORTS: dict[str, str] = {
     "Result": "durable_teams.activities.tools",
     "RetryableToolError": "durable_teams.activities.tools",
     "current_idempotency_key": "durable_teams.activities.tools",
-    "RoutingRule": "durable_teams.workflows.messages",
-    "Budgets": "durable_teams.workflows.messages",
-    "ModelCalls": "durable_teams.workflows.messages",
+    "RoutingRule": "durable_teams.workflows.options",
+    "Budgets": "durable_teams.workflows.options",
+    "ModelCalls": "durable_teams.workflows.options",
     # the workflow and its wire types
     "TeamWorkflow": "durable_teams.workflows.conversation",
     "ConversationInput": "durable_teams.workflows.state",
@@ -129,7 +129,8 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from durable_teams.runtime import TASK_QUEUE, build_worker, connect
     from durable_teams.scripted import ScriptedModel
     from durable_teams.workflows.conversation import TeamWorkflow
-    from durable_teams.workflows.messages import Budgets, Message, ModelCalls, RoutingRule
+    from durable_teams.workflows.messages import Message
+    from durable_teams.workflows.options import Budgets, ModelCalls, RoutingRule
     from durable_teams.workflows.roster import TeamError
     from durable_teams.workflows.state import (
         ConversationInput,

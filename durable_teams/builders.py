@@ -19,22 +19,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
 from durable_teams.activities.tools import Tool, ToolRegistry, tool
 from durable_teams.workflows.builtins import BUILTINS
-from durable_teams.workflows.messages import (
-    AgentSpec,
-    Budgets,
-    ModelCalls,
-    OutputMode,
-    RoutingRule,
-    Strategy,
-    SupervisorSpec,
-    TeamSpec,
+from durable_teams.workflows.messages import AgentSpec, SupervisorSpec, TeamSpec
+from durable_teams.workflows.options import (
+    AgentOptions,
+    SupervisorOptions,
+    TeamOptions,
+    option_values,
 )
 from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.team_checks import check_definition
@@ -67,34 +64,33 @@ def handoff(agent: Agent | str, tool_name: str | None = None, *, description: st
 
 
 @dataclass
-class Agent:
-    """A worker agent: a name, instructions, a model and tools."""
+class Agent(AgentOptions):
+    """A worker agent: a name, instructions, a model and tools. Its other options
+    (`description`, `skills`, `run_as_child`, `temperature`) are keyword-only."""
 
     name: str
     instructions: str = ""
+    """A string, or a template with `{date}`, `{datetime}`, `{agent_name}`, `{supervisor_name}`
+    and `{context[key]}` placeholders, filled at each model call."""
     tools: Sequence[ToolLike] = ()
     model: str | None = None
-    description: str = ""
+    """The model's name (default: $DURABLE_TEAMS_MODEL, else gpt-4o-mini)."""
     handoffs: Sequence[Agent | str | Handoff] = ()
     """Peers this agent may hand the conversation to (swarm style): `transfer_to_<peer>`
     tools, or `handoff(peer, "transfer_back_to_triage", description=...)` for a name and a
     description of your own."""
     output_type: type[BaseModel] | None = None
-    skills: Sequence[str] = ()
-    run_as_child: bool = False
-    temperature: float | None = None
-    model_calls: ModelCalls | None = None
-    """This agent's model-call timeouts and retries (default: the team's)."""
+    """A pydantic model for a structured final answer (sent as a JSON schema)."""
 
     def __post_init__(self) -> None:
         check_agent(self)
 
     def spec(self, registry: ToolRegistry) -> AgentSpec:
         return AgentSpec(
+            **option_values(self, AgentOptions),
             name=self.name,
             instructions=self.instructions,
             model=self.model or default_model(),
-            description=self.description,
             tools=_register(registry, self.tools),
             handoffs=[_peer(h) for h in self.handoffs],
             handoff_tool_names={h.agent: h.tool_name for h in self.handoffs
@@ -102,10 +98,6 @@ class Agent:
             handoff_descriptions={h.agent: h.description for h in self.handoffs
                                   if isinstance(h, Handoff) and h.description},
             output_schema=self.output_type.model_json_schema() if self.output_type else None,
-            skills=list(self.skills),
-            run_as_child=self.run_as_child,
-            temperature=self.temperature,
-            model_calls=self.model_calls,
         )
 
 
@@ -118,9 +110,9 @@ class CompiledTeam:
 
 
 @dataclass
-class Supervisor:
+class Supervisor(SupervisorOptions, TeamOptions):
     """A supervisor routing work to agents through `transfer_to_<agent>` tools, with
-    langgraph-supervisor's options."""
+    langgraph-supervisor's options (keyword-only, documented on each field)."""
 
     agents: Sequence[Agent | Supervisor | CompiledTeam]
     """Worker agents, or whole teams (a `Supervisor`, compiled or not) nested as agents."""
@@ -129,40 +121,18 @@ class Supervisor:
     description: str = ""
     """What this team does, for a supervisor above it (when the team is nested)."""
     team_name: str = "team"
+    """The name a worker serves the team under (`durable-teams run <team_name> ...`)."""
     model: str | None = None
     tools: Sequence[ToolLike] = ()
-    output_mode: OutputMode = "last_message"
-    add_handoff_messages: bool = True
     add_handoff_back_messages: bool | None = None
-    """Defaults to `add_handoff_messages`, as in langgraph-supervisor."""
-    workers_see_handoffs: Literal["own", "all"] = "own"
-    """What a worker is shown of the handoffs before its run (with `add_handoff_messages`).
-    "own": only the call that engaged it; a worker is never shown calls to `transfer_*` tools
-    it does not have, which weaker models imitate (and then get an error listing their tools).
-    "all": langgraph-supervisor's view: every earlier handoff call and hand-back pair, so the
-    requests match langgraph-supervisor's message for message, at the cost of showing workers
-    calls they cannot make."""
-    handoff_tool_prefix: str = "transfer_to_"
-    parallel_tool_calls: bool = False
-    max_parallel_handoffs: int = 8
-    worker_preamble: bool = False
-    strategy: Strategy = "llm"
-    """How work is routed: "llm" (handoff tools), "llm-decision" (a JSON decision), or a
-    strategy that calls no model: "rules", "skills", "round-robin", "load-balanced"."""
-    rules: Sequence[RoutingRule] = ()
-    """For "rules": `RoutingRule(target="billing", keywords=["refund"])`, tried in order."""
+    """Whether a worker's hand-back pair ("Transferring back to supervisor" and its tool
+    message) is added when it finishes; defaults to `add_handoff_messages`, as in
+    langgraph-supervisor."""
     fallback_agent: Agent | Supervisor | str | None = None
     """Where "rules" and "skills" route when nothing matches (default: the first agent)."""
-    decision_max_retries: int = 2
-    decision_max_tool_rounds: int = 3
     aggregate: ToolLike | None = None
     """How fanned-out answers become the final answer: None (the supervisor's next model call),
     "concatenate", or a function `(results: list[dict]) -> str` (each {"agent", "answer"})."""
-    budgets: Budgets = field(default_factory=Budgets)
-    ask_human_timeout_seconds: float = 86_400.0
-    ask_human_default: str | None = None
-    model_calls: ModelCalls = field(default_factory=ModelCalls)
-    """Timeouts and retries of every model call (see `ModelCalls`; an agent may override)."""
 
     def __post_init__(self) -> None:
         check_members(f"supervisor {self.name!r}", [_name(a) for a in self.agents])
@@ -191,53 +161,36 @@ class Supervisor:
             aggregate = _register(own, [aggregate])[0]
         back = self.add_handoff_messages if self.add_handoff_back_messages is None else self.add_handoff_back_messages
         spec = TeamSpec(
+            **option_values(self, TeamOptions),
             name=self.team_name,
             supervisor=SupervisorSpec(
+                **option_values(self, SupervisorOptions),
                 name=self.name,
                 instructions=self.instructions,
                 model=self.model or default_model(),
                 agents=names,
                 tools=_register(own, self.tools),
-                output_mode=self.output_mode,
-                add_handoff_messages=self.add_handoff_messages,
                 add_handoff_back_messages=back,
-                workers_see_handoffs=self.workers_see_handoffs,
-                handoff_tool_prefix=self.handoff_tool_prefix,
-                parallel_tool_calls=self.parallel_tool_calls,
-                max_parallel_handoffs=self.max_parallel_handoffs,
-                worker_preamble=self.worker_preamble,
-                strategy=self.strategy,
-                rules=list(self.rules),
                 fallback_agent=(self.fallback_agent if self.fallback_agent is None
                                 else _name(self.fallback_agent)),
-                decision_max_retries=self.decision_max_retries,
-                decision_max_tool_rounds=self.decision_max_tool_rounds,
                 aggregate=aggregate,  # type: ignore[arg-type]
             ),
             agents={_name(a): _member(a, own, within) for a in self.agents},
             tools=own.specs(),
-            budgets=self.budgets,
-            ask_human_timeout_seconds=self.ask_human_timeout_seconds,
-            ask_human_default=self.ask_human_default,
-            model_calls=self.model_calls,
         )
         registry.register(*(own.get(n) for n in own.names()))
         return spec
 
 
 @dataclass
-class Swarm:
+class Swarm(TeamOptions):
     """Agents that hand the conversation to each other as peers; the active agent stays
     active for the next user turn."""
 
     agents: Sequence[Agent]
     start_agent: str | None = None
+    """The agent that takes the first turn (default: the first agent)."""
     team_name: str = "swarm"
-    budgets: Budgets = field(default_factory=Budgets)
-    ask_human_timeout_seconds: float = 86_400.0
-    ask_human_default: str | None = None
-    model_calls: ModelCalls = field(default_factory=ModelCalls)
-    """Timeouts and retries of every model call (see `ModelCalls`; an agent may override)."""
 
     def __post_init__(self) -> None:
         check_members(f"swarm {self.team_name!r}", [a.name for a in self.agents])
@@ -246,14 +199,11 @@ class Swarm:
     def compile(self) -> CompiledTeam:
         registry = ToolRegistry()
         spec = TeamSpec(
+            **option_values(self, TeamOptions),
             name=self.team_name,
             agents={a.name: a.spec(registry) for a in self.agents},
             tools={},
             start_agent=self.start_agent or self.agents[0].name,
-            budgets=self.budgets,
-            ask_human_timeout_seconds=self.ask_human_timeout_seconds,
-            ask_human_default=self.ask_human_default,
-            model_calls=self.model_calls,
         )
         spec.tools = registry.specs()
         validate_team(spec)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import pytest
@@ -259,6 +259,6 @@ async def test_fanned_out_answers_are_aggregated_without_another_supervisor_call
 def test_an_unknown_aggregate_tool_is_refused_before_anything_runs() -> None:
     spec = team(aggregate="concatenate").compile().spec
     assert spec.supervisor is not None
-    bad = spec.model_copy(update={"supervisor": spec.supervisor.model_copy(update={"aggregate": "summarise"})})
+    bad = spec.model_copy(update={"supervisor": replace(spec.supervisor, aggregate="summarise")})
     with pytest.raises(TeamError, match="aggregate names unknown tool 'summarise'"):
         validate_team(bad)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -85,20 +86,20 @@ def test_a_team_inside_itself_and_children_in_a_swarm_are_refused() -> None:
         loop.compile()
     spec = faang.build().compile().spec
     swarm = spec.model_copy(update={"supervisor": None, "start_agent": "math_expert", "agents": {
-        "math_expert": spec.agents["math_expert"].model_copy(update={"run_as_child": True})}})
+        "math_expert": replace(spec.agents["math_expert"], run_as_child=True)}})
     with pytest.raises(TeamError, match="only a supervisor's agents can"):
         validate_team(swarm)
     nested = faang_teams.build().compile().spec
     inner = nested.agents["math_team"]
-    bad = nested.model_copy(update={"agents": {**nested.agents, "math_team": inner.model_copy(
-        update={"tools": ["add"]})}})
+    bad = nested.model_copy(update={"agents": {**nested.agents, "math_team": replace(
+        inner, tools=["add"])}})
     with pytest.raises(TeamError, match="'math_team' is a nested team: give tools to its agents"):
         validate_team(bad)
-    broken = inner.team.model_copy(update={"supervisor": inner.team.supervisor.model_copy(  # type: ignore[union-attr]
-        update={"agents": ["ghost"]})})
+    broken = inner.team.model_copy(update={"supervisor": replace(
+        inner.team.supervisor, agents=["ghost"])})  # type: ignore[arg-type]
     with pytest.raises(TeamError, match="in nested team 'math_team': supervisor names unknown agent 'ghost'"):
         validate_team(nested.model_copy(update={"agents": {
-            **nested.agents, "math_team": inner.model_copy(update={"team": broken})}}))
+            **nested.agents, "math_team": replace(inner, team=broken)}}))
 
 
 # ---- on a real server -----------------------------------------------------------------------

@@ -14,6 +14,8 @@ with `AwaitingHuman`, so it is listed and answered like any conversation's quest
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from temporalio import workflow
 from temporalio.exceptions import (
     ApplicationError,
@@ -47,7 +49,7 @@ def child_team(team: TeamSpec, agent: str) -> TeamSpec:
     spec = team.agents[agent]
     if spec.team is not None:
         return spec.team
-    alone = spec.model_copy(update={"run_as_child": False, "handoffs": [], "handoff_tool_names": {}})
+    alone = replace(spec, run_as_child=False, handoffs=[], handoff_tool_names={}, handoff_descriptions={})
     return team.model_copy(update={
         "name": f"{team.name}/{agent}",
         "supervisor": None,

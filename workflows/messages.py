@@ -8,9 +8,19 @@ Everything here is plain data: no I/O, no clock, no randomness, safe inside the 
 from __future__ import annotations
 
 import re
+from dataclasses import field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.dataclasses import dataclass as wire_dataclass
+from pydantic.dataclasses import rebuild_dataclass
+
+from .options import AgentOptions, SupervisorOptions
+from .options import Budgets as Budgets
+from .options import ModelCalls as ModelCalls
+from .options import OutputMode as OutputMode  # re-exported: wire types' home
+from .options import RoutingRule as RoutingRule
+from .options import Strategy as Strategy
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -20,10 +30,14 @@ def wire_name(name: str) -> str:
     return re.sub(r"\s+", "_", name.strip())
 
 
-class Wire(BaseModel):
-    """Base for wire types: unknown fields are an error, so typos never pass silently."""
+WIRE_CONFIG = ConfigDict(extra="forbid")
 
-    model_config = ConfigDict(extra="forbid")
+
+class Wire(BaseModel):
+    """Base for wire types: unknown fields are an error, so typos never pass silently. (The
+    specs built from `options` are pydantic dataclasses with the same config.)"""
+
+    model_config = WIRE_CONFIG
 
 
 class Reply(Wire):
@@ -111,51 +125,31 @@ class ToolSpec(Wire):
         }
 
 
-class AgentSpec(Wire):
-    """An agent as data. Tools and peers are named by string; callables live in the worker."""
+@wire_dataclass(config=WIRE_CONFIG, kw_only=True)
+class AgentSpec(AgentOptions):
+    """An agent as data. Tools and peers are named by string; callables live in the worker.
+    Its options (description, skills, ...) are documented once, in `options.AgentOptions`."""
 
     name: str
     instructions: str = ""
     """A string, or a template with `{date}`, `{datetime}`, `{agent_name}`, `{supervisor_name}`
     and `{context[key]}` placeholders, filled in the workflow at call time."""
     model: str = "gpt-4o-mini"
-    description: str = ""
-    tools: list[str] = Field(default_factory=list)
-    handoffs: list[str] = Field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    handoffs: list[str] = field(default_factory=list)
     """Peers this agent may hand the conversation to (swarm style)."""
-    handoff_tool_names: dict[str, str] = Field(default_factory=dict)
+    handoff_tool_names: dict[str, str] = field(default_factory=dict)
     """Peer -> tool name, where it is not `transfer_to_<peer>` (the Swarm cookbook's
     `transfer_back_to_triage`)."""
-    handoff_descriptions: dict[str, str] = Field(default_factory=dict)
+    handoff_descriptions: dict[str, str] = field(default_factory=dict)
     """Peer -> description of the handoff tool, where the peer's own `description` is not the
     right cue (the cookbook's "Call this if the user brings up a topic outside of your purview")."""
     output_schema: dict[str, Any] | None = None
     """JSON schema of a structured final answer (response_format json_schema)."""
-    skills: list[str] = Field(default_factory=list)
-    run_as_child: bool = False
-    """Run this agent in a child workflow of its own (a one-agent team): for long or risky
-    agents, whose steps then get their own history, ids and UI page."""
-    temperature: float | None = None
-    model_calls: ModelCalls | None = None
-    """This agent's model-call timeouts and retries (None: the team's)."""
     team: TeamSpec | None = None
     """A nested team: this "agent" is a whole team (usually a supervisor with its own agents)
     that runs as a child workflow. The team travels here as data, so the child needs no
     lookup; `instructions`, `model` and `tools` of this spec are unused then."""
-
-
-OutputMode = Literal["full_history", "last_message"]
-Strategy = Literal["llm", "llm-decision", "rules", "skills", "round-robin", "load-balanced"]
-
-
-class RoutingRule(Wire):
-    """Route to `target` when the user's message contains one of `keywords` (case-insensitive,
-    whole words or phrases; a plural in -s/-es matches too) or matches the regular expression
-    `pattern` (searched case-insensitively). Rules are tried in order; the first match wins."""
-
-    target: str
-    keywords: list[str] = Field(default_factory=list)
-    pattern: str | None = None
 
 
 class RoutingDecision(Wire):
@@ -168,64 +162,24 @@ class RoutingDecision(Wire):
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
-class SupervisorSpec(Wire):
-    """The supervisor of a team, with langgraph-supervisor's options."""
+@wire_dataclass(config=WIRE_CONFIG, kw_only=True)
+class SupervisorSpec(SupervisorOptions):
+    """The supervisor of a team. Its options (langgraph-supervisor's and the routing ones) are
+    documented once, in `options.SupervisorOptions`; the fields below are resolved to names."""
 
     name: str = "supervisor"
     instructions: str = ""
     model: str = "gpt-4o-mini"
     agents: list[str]
-    tools: list[str] = Field(default_factory=list)
-    output_mode: OutputMode = "last_message"
-    add_handoff_messages: bool = True
+    tools: list[str] = field(default_factory=list)
     add_handoff_back_messages: bool = True
-    workers_see_handoffs: Literal["own", "all"] = "own"
-    handoff_tool_prefix: str = "transfer_to_"
-    parallel_tool_calls: bool = False
-    max_parallel_handoffs: int = 8
-    worker_preamble: bool = False
-    """Prepend ABI's "you are a specialized agent working under <supervisor>" block to workers."""
-    strategy: Strategy = "llm"
-    """How the supervisor picks a worker: "llm" (the model calls handoff tools), "llm-decision"
-    (the model answers with a JSON routing decision), or a strategy that calls no model:
-    "rules", "skills", "round-robin", "load-balanced" (see workflows/routing.py)."""
-    rules: list[RoutingRule] = Field(default_factory=list)
-    """For strategy "rules": tried in order."""
     fallback_agent: str | None = None
     """Where "rules" and "skills" route when nothing matches (default: the first agent)."""
-    decision_max_retries: int = Field(default=2, ge=0)
-    """For "llm-decision": how many times an unusable decision is sent back to the model."""
     aggregate: str | None = None
     """How the answers of one reply's handoffs become the final answer. None (default): the
     supervisor's next model call reads them. "concatenate": joined in call order, no model call.
     Any other name: a tool of the team, called once with `results=[{"agent", "answer"}, ...]`
     in call order; what it returns is the answer (AgentForge's `aggregateFn`)."""
-    decision_max_tool_rounds: int = Field(default=3, ge=0)
-    """For "llm-decision": how many rounds of tool calls (ask_human, lookups) the supervisor
-    may make before it must decide."""
-
-
-class ModelCalls(Wire):
-    """How long one model call may take and how often it is tried (per team, or per agent).
-
-    The defaults surface a hung endpoint in about four minutes: each attempt may take
-    `timeout_seconds`, at most `max_attempts` attempts are made (waiting `retry_interval_seconds`,
-    doubling, between them), and all of them together, waits included, stop after
-    `total_timeout_seconds`."""
-
-    timeout_seconds: float = Field(default=90.0, gt=0)
-    max_attempts: int = Field(default=3, ge=1)
-    total_timeout_seconds: float = Field(default=240.0, gt=0)
-    retry_interval_seconds: float = Field(default=1.0, gt=0)
-
-
-class Budgets(Wire):
-    """Limits that end a runaway loop with a clear final message instead of a crash."""
-
-    max_model_calls: int = 50
-    """Per user turn."""
-    max_handoffs: int = 20
-    max_tool_calls: int = 100
 
 
 class TeamSpec(Wire):
@@ -239,12 +193,11 @@ class TeamSpec(Wire):
     tools: dict[str, ToolSpec] = Field(default_factory=dict)
     start_agent: str | None = None
     """For a swarm: the agent that takes the first turn."""
+    # The team options (documented in `options.TeamOptions`, which the builders inherit):
     budgets: Budgets = Field(default_factory=Budgets)
     ask_human_timeout_seconds: float = 86_400.0
     ask_human_default: str | None = None
-    """What an unanswered question resolves to; None gives the model a clear "no answer"."""
     model_calls: ModelCalls = Field(default_factory=ModelCalls)
-    """Timeouts and retries of model calls; an agent's own `model_calls` replaces them."""
     model_timeout_seconds: float | None = None
     """Superseded by `model_calls`; kept so recorded conversations still read. When set, it is
     the per-attempt timeout."""
@@ -254,7 +207,7 @@ class TeamSpec(Wire):
     continue_as_new_after_bytes: int = 10 * 1024 * 1024
 
 
-AgentSpec.model_rebuild()  # `team: TeamSpec` is a forward reference
+rebuild_dataclass(AgentSpec)  # type: ignore[arg-type]  # `team: TeamSpec` is a forward reference
 
 
 class ModelRequest(Wire):

@@ -18,7 +18,6 @@ view it was scheduled with, even if parallel agents appended messages in between
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import (
@@ -137,7 +136,8 @@ class Transcript(Wire):
 
     @property
     def runs(self) -> Mapping[int, AgentRun]:
-        return MappingProxyType(self._runs)
+        """Agent runs by id (a copy: runs are only ever added, by `start_run`)."""
+        return dict(self._runs)
 
     def prefix(self, log_length: int, shared_length: int) -> Transcript | None:
         """The transcript as it was when the log and the shared index had these lengths (runs

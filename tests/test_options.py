@@ -1,0 +1,69 @@
+"""Each option is declared and documented once (workflows/options.py); the builders users
+write and the specs the workflow reads both inherit it, and `compile()` copies it by name."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import fields
+
+from durable_teams import Agent, Budgets, ModelCalls, RoutingRule, Supervisor, Swarm
+from durable_teams.workflows import options
+from durable_teams.workflows.messages import AgentSpec, SupervisorSpec
+from durable_teams.workflows.options import (
+    AgentOptions,
+    SupervisorOptions,
+    TeamOptions,
+    option_values,
+)
+
+SUPERVISOR = dict(
+    output_mode="full_history", add_handoff_messages=False, workers_see_handoffs="all",
+    handoff_tool_prefix="ask_", parallel_tool_calls=True, max_parallel_handoffs=3,
+    worker_preamble=True, strategy="rules", rules=[RoutingRule(target="a", keywords=["x"])],
+    decision_max_retries=5, decision_max_tool_rounds=1,
+)
+AGENT = dict(description="Does a.", skills=["x"], run_as_child=True, temperature=0.2,
+             model_calls=ModelCalls(timeout_seconds=5.0))
+TEAM = dict(budgets=Budgets(max_model_calls=3), ask_human_timeout_seconds=60.0, ask_human_default="no",
+            model_calls=ModelCalls(max_attempts=2))
+
+
+def test_samples_cover_every_option() -> None:
+    assert set(SUPERVISOR) == {f.name for f in fields(SupervisorOptions)}
+    assert set(AGENT) == {f.name for f in fields(AgentOptions)}
+    assert set(TEAM) == {f.name for f in fields(TeamOptions)}
+
+
+def test_every_option_set_on_a_builder_reaches_the_spec() -> None:
+    agent = Agent("a", "Answer.", **AGENT)  # type: ignore[arg-type]
+    team = Supervisor([agent], **SUPERVISOR, **TEAM).compile().spec  # type: ignore[arg-type]
+    assert team.supervisor is not None
+    assert option_values(team.supervisor, SupervisorOptions) == SUPERVISOR
+    assert option_values(team.agents["a"], AgentOptions) == AGENT
+    assert {k: getattr(team, k) for k in TEAM} == TEAM
+    swarm = Swarm([Agent("a")], **TEAM).compile().spec  # type: ignore[arg-type]
+    assert {k: getattr(swarm, k) for k in TEAM} == TEAM
+
+
+def test_builders_and_specs_share_the_option_classes() -> None:
+    assert issubclass(Supervisor, SupervisorOptions) and issubclass(SupervisorSpec, SupervisorOptions)
+    assert issubclass(Agent, AgentOptions) and issubclass(AgentSpec, AgentOptions)
+    assert issubclass(Supervisor, TeamOptions) and issubclass(Swarm, TeamOptions)
+    # The first arguments stay positional, the options keyword-only.
+    assert Agent("a", "Answer.").instructions == "Answer."
+    assert Supervisor([Agent("a")], "Route.").instructions == "Route."
+
+
+def test_every_option_is_documented_where_it_is_declared() -> None:
+    tree = ast.parse(inspect.getsource(options))
+    undocumented = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name.endswith("Options")):
+        body = cls.body
+        for i, node in enumerate(body):
+            if isinstance(node, ast.AnnAssign):
+                after = body[i + 1] if i + 1 < len(body) else None
+                documented = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                if not documented:
+                    undocumented.append(f"{cls.name}.{ast.unparse(node.target)}")
+    assert undocumented == []

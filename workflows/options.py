@@ -1,0 +1,135 @@
+"""The options of agents and supervisors, declared and documented once. Pure data.
+
+The builders users write (`durable_teams.Agent`, `durable_teams.Supervisor`) and the wire types
+the workflow reads (`AgentSpec`, `SupervisorSpec`) both inherit these dataclasses, so an option
+is one field here: its type, default and docstring (what an editor shows on the builder), and
+`compile()` copies every one of them into the spec by name. Fields whose type differs between
+builder and spec (a tool as a function or a name, an agent as an object or a name) are declared
+on each side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+OutputMode = Literal["full_history", "last_message"]
+Strategy = Literal["llm", "llm-decision", "rules", "skills", "round-robin", "load-balanced"]
+
+
+class RoutingRule(BaseModel):
+    """Route to `target` when the user's message contains one of `keywords` (case-insensitive,
+    whole words or phrases; a plural in -s/-es matches too) or matches the regular expression
+    `pattern` (searched case-insensitively). Rules are tried in order; the first match wins."""
+
+    model_config = ConfigDict(extra="forbid")  # as every wire type (messages.Wire)
+
+    target: str
+    keywords: list[str] = Field(default_factory=list)
+    pattern: str | None = None
+
+
+class ModelCalls(BaseModel):
+    """How long one model call may take and how often it is tried (per team, or per agent).
+
+    The defaults surface a hung endpoint in about four minutes: each attempt may take
+    `timeout_seconds`, at most `max_attempts` attempts are made (waiting `retry_interval_seconds`,
+    doubling, between them), and all of them together, waits included, stop after
+    `total_timeout_seconds`."""
+
+    model_config = ConfigDict(extra="forbid")  # as every wire type (messages.Wire)
+
+    timeout_seconds: float = Field(default=90.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+    total_timeout_seconds: float = Field(default=240.0, gt=0)
+    retry_interval_seconds: float = Field(default=1.0, gt=0)
+
+
+@dataclass(kw_only=True)
+class AgentOptions:
+    description: str = ""
+    """What the agent does: shown to a supervisor choosing it (llm-decision), to peers as its
+    handoff tool's description, and by `list_agents`."""
+    skills: list[str] = field(default_factory=list)
+    """For the "skills" strategy: the agent whose skills the message names most is chosen."""
+    run_as_child: bool = False
+    """Run this agent in a child workflow of its own (a one-agent team): for long or risky
+    agents, whose steps then get their own history, ids and UI page."""
+    temperature: float | None = None
+    """Sampling temperature for this agent's model calls (None: the model's default)."""
+    model_calls: ModelCalls | None = None
+    """This agent's model-call timeouts and retries (None: the team's)."""
+
+
+@dataclass(kw_only=True)
+class SupervisorOptions:
+    output_mode: OutputMode = "last_message"
+    """What of a worker's run the shared conversation keeps: "last_message" (its final answer)
+    or "full_history" (every step, its tool calls included), as in langgraph-supervisor."""
+    add_handoff_messages: bool = True
+    """Whether handoff calls and their tool messages are shown to agents (they always stay in
+    the log): langgraph-supervisor's option of the same name."""
+    workers_see_handoffs: Literal["own", "all"] = "own"
+    """What a worker is shown of the handoffs before its run (with `add_handoff_messages`).
+    "own": only the call that engaged it; a worker is never shown calls to `transfer_*` tools
+    it does not have, which weaker models imitate (and then get an error listing their tools).
+    "all": langgraph-supervisor's view: every earlier handoff call and hand-back pair, so the
+    requests match langgraph-supervisor's message for message, at the cost of showing workers
+    calls they cannot make."""
+    handoff_tool_prefix: str = "transfer_to_"
+    """Handoff tools are named `<prefix><agent>` (an underscore is added if missing)."""
+    parallel_tool_calls: bool = False
+    """Let the supervisor hand off to several agents in one reply: they run concurrently, each
+    on its own view, and their answers come back in call order."""
+    max_parallel_handoffs: int = 8
+    """With `parallel_tool_calls`: at most this many agents per reply; extra handoffs are
+    answered with a tool message saying why."""
+    worker_preamble: bool = False
+    """Prefix each worker's instructions with ABI's "you are a specialized agent working under
+    <supervisor>" block, and give workers `request_help(reason)` to hand the turn back."""
+    strategy: Strategy = "llm"
+    """How work is routed: "llm" (the model calls handoff tools), "llm-decision" (the model
+    answers with a JSON routing decision), or a strategy that calls no model: "rules",
+    "skills", "round-robin", "load-balanced" (see workflows/routing.py)."""
+    rules: list[RoutingRule] = field(default_factory=list)
+    """For "rules": `RoutingRule(target="billing", keywords=["refund"])`, tried in order; the
+    first match wins, else `fallback_agent`."""
+    decision_max_retries: Annotated[int, Field(ge=0)] = 2
+    """For "llm-decision": how many times an unusable decision (not JSON, no agent of the team)
+    is sent back to the model with the reason before the turn fails with a message."""
+    decision_max_tool_rounds: Annotated[int, Field(ge=0)] = 3
+    """For "llm-decision": how many rounds of tool calls (ask_human, lookups) the supervisor
+    may make before it must decide."""
+
+
+class Budgets(BaseModel):
+    """Limits that end a runaway loop with a clear final message instead of a crash."""
+
+    model_config = ConfigDict(extra="forbid")  # as every wire type (messages.Wire)
+
+    max_model_calls: int = 50
+    """Per user turn."""
+    max_handoffs: int = 20
+    """Per user turn."""
+    max_tool_calls: int = 100
+    """Per user turn."""
+
+
+@dataclass(kw_only=True)
+class TeamOptions:
+    budgets: Budgets = field(default_factory=Budgets)
+    """`Budgets(max_model_calls=..., max_handoffs=..., max_tool_calls=...)`: per user turn."""
+    ask_human_timeout_seconds: float = 86_400.0
+    """How long a question to a person (`ask_human`, an approval) waits before it resolves to
+    `ask_human_default` (default: one day)."""
+    ask_human_default: str | None = None
+    """What an unanswered question resolves to; None gives the model a clear "no answer"."""
+    model_calls: ModelCalls = field(default_factory=ModelCalls)
+    """Timeouts and retries of every model call (see `ModelCalls`; an agent may override)."""
+
+
+def option_values(options: object, of: type) -> dict[str, Any]:
+    """The values of the options dataclass `of` that `options` (a builder) holds, by name."""
+    return {f.name: getattr(options, f.name) for f in fields(of)}
