@@ -27,12 +27,12 @@ ViewReader = Callable[[ModelRequest], Awaitable[ModelView]]
 async def query_view(req: ModelRequest) -> ModelView:
     """Read the agent's view from the workflow (a query: adds nothing to history).
 
-    The workflow's `model_view(agent, view_id, upto)` query also needs the agent's name, to
+    The workflow's `model_view(agent, agent_run, upto)` query also needs the agent's name, to
     return that agent's tools.
     """
     handle = activity.client().get_workflow_handle(req.workflow_id, run_id=req.run_id)
     return await handle.query(
-        "model_view", args=[req.agent, req.view_id, req.transcript_length], result_type=ModelView
+        "model_view", args=[req.agent, req.agent_run, req.transcript_length], result_type=ModelView
     )
 
 
@@ -45,7 +45,7 @@ async def query_delta(req: ModelRequest, log_start: int, shared_start: int, with
     handle = activity.client().get_workflow_handle(req.workflow_id, run_id=req.run_id)
     return await handle.query(
         "model_view_delta",
-        args=[req.agent, req.view_id, req.transcript_length, log_start, shared_start, with_tools],
+        args=[req.agent, req.agent_run, req.transcript_length, log_start, shared_start, with_tools],
         result_type=LogDelta,
     )
 
@@ -126,7 +126,7 @@ class ViewCache:
             self._drop(key)  # the workflow no longer has what we hold: start again from 0
             entry = _Entry(tools=entry.tools)  # same run, same team: tool schemas still hold
         had = len(entry.log)
-        messages = view_from_delta(entry.log, entry.shared, delta, req.view_id, req.transcript_length)
+        messages = view_from_delta(entry.log, entry.shared, delta, req.agent_run, req.transcript_length)
         if delta.tools is not None:
             entry.tools[req.agent] = delta.tools
         tools = entry.tools.get(req.agent)

@@ -44,7 +44,7 @@ class Event(BaseModel):
 def events_of(index: int, message: Message) -> list[Event]:
     """The events one log message stands for: text and each tool call of an assistant message
     are separate events (ABI's ai_message and tool_usage)."""
-    private = message.scope != 0
+    private = message.agent_run != 0
     if message.role == "user":
         kind: EventType = "routing" if message.kind == "routing" else "user_message"
         return [Event(index=index, type=kind, agent=message.name, text=message.content or "", private=private)]

@@ -28,18 +28,18 @@ def test_each_message_kind_maps_to_its_event() -> None:
           ("question", "sup", "ask_human", "")]),
         (Message(role="tool", name="transfer_to_maths", content="Transferred", tool_call_id="1", kind="handoff"),
          [("handoff", None, "transfer_to_maths", "Transferred")]),
-        (Message(role="tool", name="add", content="5", tool_call_id="3", scope=2), [("tool_response", None, "add", "5")]),
+        (Message(role="tool", name="add", content="5", tool_call_id="3", agent_run=2), [("tool_response", None, "add", "5")]),
         (Message(role="tool", name="add", content="Error: x", tool_call_id="4", kind="error"),
          [("error", None, "add", "Error: x")]),
         (Message(role="assistant", name="sup", content="Routing to maths", kind="routing"),
          [("routing", "sup", None, "Routing to maths")]),
-        (Message(role="user", name="router", content="not JSON", kind="routing", scope=3),
+        (Message(role="user", name="router", content="not JSON", kind="routing", agent_run=3),
          [("routing", "router", None, "not JSON")]),
     ]
     for message, expected in table:
         got = [(e.type, e.agent, e.tool, e.text) for e in events_of(7, message)]
         assert got == expected, message
-    private = events_of(7, Message(role="tool", name="add", content="5", tool_call_id="3", scope=2))
+    private = events_of(7, Message(role="tool", name="add", content="5", tool_call_id="3", agent_run=2))
     assert private[0].private and private[0].index == 7
 
 

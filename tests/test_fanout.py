@@ -136,8 +136,8 @@ async def test_parallel_handoffs_run_the_agents_concurrently(client: Client, tas
                and m["content"].endswith("report")]
     assert reports == ["alpha report", "beta report", "gamma report"]
     # each tool output went to the agent that asked for it
-    outputs = {m.scope: m.content for m in r.full if m.role == "tool" and m.name == "slow_lookup"}
-    runs = {m.scope: m.name for m in r.full if m.role == "assistant" and m.scope}
+    outputs = {m.agent_run: m.content for m in r.full if m.role == "tool" and m.name == "slow_lookup"}
+    runs = {m.agent_run: m.name for m in r.full if m.role == "assistant" and m.agent_run}
     assert {runs[s]: out for s, out in outputs.items()} == {
         "alpha": "alpha: found", "beta": "beta: found", "gamma": "gamma: found"}
 

@@ -45,7 +45,7 @@ async def call(fake: FakeOpenAI, mode: str, attempt: int = 1) -> ModelResponse:
     backend = OpenAIBackend(base_url=fake.base_url, api_key=OWN_KEY,
                             timeout=TIMEOUT if mode in SLOW else 30.0, max_body_bytes=MAX_BODY)
     req = ModelRequest(workflow_id="wf", run_id="run", agent="calc", model=f"hostile:{mode}",
-                       view_id=0, transcript_length=1)
+                       agent_run=0, transcript_length=1)
     return await env(attempt).run(ModelActivities(backend, view).call_model, req)
 
 
@@ -180,7 +180,7 @@ def test_empty_answer_message_says_it_was_asked_twice() -> None:
     from durable_teams.activities.model import refuse_empty
 
     empty = ModelResponse(message=Message(role="assistant", content=None))
-    req: Any = ModelRequest(workflow_id="w", run_id="r", agent="calc", model="m", view_id=0,
+    req: Any = ModelRequest(workflow_id="w", run_id="r", agent="calc", model="m", agent_run=0,
                             transcript_length=1)
     with pytest.raises(ApplicationError) as caught:
         refuse_empty(empty, req, 2)
@@ -196,7 +196,7 @@ async def test_a_password_in_the_base_url_never_shows() -> None:
     backend = OpenAIBackend(base_url=f"http://user:pw-secret-55@127.0.0.1:{port}/v1",
                             api_key=OWN_KEY)
     assert backend.where() == f"http://user:***@127.0.0.1:{port}/v1/chat/completions"
-    req = ModelRequest(workflow_id="w", run_id="r", agent="calc", model="m", view_id=0,
+    req = ModelRequest(workflow_id="w", run_id="r", agent="calc", model="m", agent_run=0,
                        transcript_length=1)
     with pytest.raises(ApplicationError) as caught:
         await backend.complete(req, [Message(role="user", content="hi")], [])

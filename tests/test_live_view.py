@@ -34,8 +34,8 @@ class FakeConversation:
     state: ConversationState = field(default_factory=ConversationState)
 
 
-def request(wid: str, view_id: int, length: int, shared: int | None, agent: str = "supervisor") -> ModelRequest:
-    return ModelRequest(workflow_id=wid, run_id="r1", agent=agent, model="m", view_id=view_id,
+def request(wid: str, agent_run: int, length: int, shared: int | None, agent: str = "supervisor") -> ModelRequest:
+    return ModelRequest(workflow_id=wid, run_id="r1", agent=agent, model="m", agent_run=agent_run,
                         transcript_length=length, shared_length=shared)
 
 
@@ -46,7 +46,7 @@ def test_views_are_exact_prefixes_and_missing_state_falls_back() -> None:
     transcript.append(Message(role="user", content="q"))
     transcript.append(Message(role="assistant", name="supervisor", content="thinking"))
     run = transcript.start_run("math_expert", None)
-    transcript.append(Message(role="assistant", name="math_expert", content="4", scope=run.id))
+    transcript.append(Message(role="assistant", name="math_expert", content="4", agent_run=run.id))
     wid = f"fake-{uuid.uuid4().hex[:6]}"
     live_view.register(wid, "r1", conversation)
 

@@ -58,7 +58,7 @@ async def bare_view(req: ModelRequest) -> ModelView:
 
 def request(**fields: Any) -> ModelRequest:
     base: dict[str, Any] = dict(workflow_id="wf", run_id="run", agent="calculator",
-                                model="test-model", view_id=0, transcript_length=1,
+                                model="test-model", agent_run=0, transcript_length=1,
                                 instructions="You add numbers.")
     return ModelRequest(**{**base, **fields})
 
@@ -96,8 +96,8 @@ class ViewWorkflow:
             start_to_close_timeout=timedelta(seconds=20), retry_policy=_retry(inp))
 
     @workflow.query(name="model_view")
-    def model_view(self, agent: str, view_id: int, upto: int) -> ModelView:
-        return ModelView(messages=[Message(role="user", content=f"{agent}/{view_id}/{upto}")],
+    def model_view(self, agent: str, agent_run: int, upto: int) -> ModelView:
+        return ModelView(messages=[Message(role="user", content=f"{agent}/{agent_run}/{upto}")],
                          tools=[ADD])
 
 
@@ -229,7 +229,7 @@ async def test_client_does_not_retry_temporal_does(
 
 async def test_default_reader_queries_the_running_workflow(temporal: WorkflowEnvironment) -> None:
     scripted = ScriptedModel({"calculator": [say("ok")]})
-    req = request(view_id=2, transcript_length=5)
+    req = request(agent_run=2, transcript_length=5)
     _, result, err = await run_call(temporal, scripted, req, view_reader=query_view,
                                     workflow_cls=ViewWorkflow)
     assert err is None and result is not None and result.message.content == "ok"
@@ -357,13 +357,13 @@ async def test_scripted_callable_and_call_model_stamping() -> None:
     def script(req: ModelRequest, messages: list[dict], tools: list[dict]) -> ModelResponse:
         tool_call = ToolCall(id="", name=tools[0]["function"]["name"], arguments="{}")
         return ModelResponse(message=Message(role="user", content=messages[0]["content"],
-                                             tool_calls=[tool_call], scope=7, kind="error"))
+                                             tool_calls=[tool_call], agent_run=7, kind="error"))
 
     model = ScriptedModel(script)
     result = await ActivityEnvironment().run(
         ModelActivities(model, fixed_view).call_model, request(transcript_length=4))
     msg = result.message
-    assert (msg.role, msg.name, msg.scope, msg.kind) == ("assistant", "calculator", 0, "message")
+    assert (msg.role, msg.name, msg.agent_run, msg.kind) == ("assistant", "calculator", 0, "message")
     assert msg.content == "You add numbers." and msg.tool_calls[0].name == "add"
     assert msg.tool_calls[0].id == "call_calculator_0_0"  # the scripted model's own id
 

@@ -32,7 +32,7 @@ ADD = ToolSpec(name="add", description="Add.", parameters={"type": "object", "pr
 
 
 def request(model: str) -> ModelRequest:
-    return ModelRequest(workflow_id="w", run_id="r", agent="calc", model=model, view_id=0,
+    return ModelRequest(workflow_id="w", run_id="r", agent="calc", model=model, agent_run=0,
                         transcript_length=1, instructions="Add.")
 
 

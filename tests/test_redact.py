@@ -67,7 +67,7 @@ async def test_the_http_clients_log_lines_hide_a_url_password(
         fake.reply(completion("hi"))
         backend = OpenAIBackend(base_url=fake.base_url.replace("//", "//bob:pw-secret-55@"),
                                 api_key="k-secret-0001")
-        req = ModelRequest(workflow_id="w", run_id="r", agent="a", model="m", view_id=0,
+        req = ModelRequest(workflow_id="w", run_id="r", agent="a", model="m", agent_run=0,
                            transcript_length=1)
         reply = await backend.complete(req, [Message(role="user", content="x")], [])
     assert reply.message.content == "hi"

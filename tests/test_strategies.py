@@ -155,7 +155,7 @@ async def test_llm_decision_bad_target_is_corrected_on_the_second_try(client: Cl
     assert "orders, maths" in feedback["content"]
     _, worker_view, _ = model.requests[2]
     assert not any("billing" in (m.get("content") or "") for m in worker_view)
-    attempts = [m for m in transcript if m.kind == "routing" and m.role == "assistant" and m.scope != 0]
+    attempts = [m for m in transcript if m.kind == "routing" and m.role == "assistant" and m.agent_run != 0]
     assert len(attempts) == 2
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from durable_teams.workflows.handoff import (
     handoff_back_messages,
     handoff_message,
@@ -12,12 +16,12 @@ from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.transcript import Transcript
 
 
-def ai(name: str, content: str = "", calls: list[ToolCall] | None = None, scope: int = 0) -> Message:
-    return Message(role="assistant", name=name, content=content, tool_calls=calls or [], scope=scope)
+def ai(name: str, content: str = "", calls: list[ToolCall] | None = None, agent_run: int = 0) -> Message:
+    return Message(role="assistant", name=name, content=content, tool_calls=calls or [], agent_run=agent_run)
 
 
-def tool(call: ToolCall, content: str, scope: int = 0) -> Message:
-    return Message(role="tool", name=call.name, content=content, tool_call_id=call.id, scope=scope)
+def tool(call: ToolCall, content: str, agent_run: int = 0) -> Message:
+    return Message(role="tool", name=call.name, content=content, tool_call_id=call.id, agent_run=agent_run)
 
 
 def supervised_run(output_mode: str, *, back: bool = True) -> Transcript:
@@ -29,9 +33,9 @@ def supervised_run(output_mode: str, *, back: bool = True) -> Transcript:
     t.append(handoff_message("math_expert", handoff))
     run = t.start_run("math_expert", handoff.id)
     add = ToolCall(id="c2", name="add", arguments='{"a": 1, "b": 2}')
-    t.append(ai("math_expert", calls=[add], scope=run.id))
-    t.append(tool(add, "3.0", scope=run.id))
-    t.append(ai("math_expert", "1+2 is 3.", scope=run.id))
+    t.append(ai("math_expert", calls=[add], agent_run=run.id))
+    t.append(tool(add, "3.0", agent_run=run.id))
+    t.append(ai("math_expert", "1+2 is 3.", agent_run=run.id))
     t.finish_run(run.id, output_mode)  # type: ignore[arg-type]
     if back:
         for m in handoff_back_messages("math_expert", "supervisor", "back_1"):
@@ -143,8 +147,8 @@ def test_parallel_handoff_worker_sees_the_supervisor_message_filtered_to_its_cal
     t.append(handoff_message("x", a))
     t.append(handoff_message("y", b))
     rx, ry = t.start_run("x", "a"), t.start_run("y", "b")
-    t.append(ai("y", "y done", scope=ry.id))
-    t.append(ai("x", "x done", scope=rx.id))
+    t.append(ai("y", "y done", agent_run=ry.id))
+    t.append(ai("x", "x done", agent_run=rx.id))
     view_x = t.view(rx.id)
     assert [c.id for m in view_x for c in m.tool_calls] == ["a"]
     assert [m.content for m in view_x][-1] == "x done"
@@ -167,7 +171,7 @@ def test_hidden_handoff_messages_leave_no_dangling_calls() -> None:
 
 def test_openai_shape_drops_bookkeeping() -> None:
     call = ToolCall(id="c", name="add", arguments='{"a":1}')
-    m = ai("math_expert", calls=[call], scope=3)
+    m = ai("math_expert", calls=[call], agent_run=3)
     assert m.to_openai() == {
         "role": "assistant",
         "content": "",
@@ -175,3 +179,22 @@ def test_openai_shape_drops_bookkeeping() -> None:
         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"a":1}'}}],
     }
     assert tool(call, "2").to_openai() == {"role": "tool", "content": "2", "tool_call_id": "c"}
+
+
+def test_agent_run_keeps_its_wire_names() -> None:
+    """One name in code (`agent_run`), the names recorded histories hold on the wire."""
+    from durable_teams.workflows.messages import ModelRequest
+    from durable_teams.workflows.state import TurnProgress
+
+    m = Message(role="assistant", content="x", agent_run=2)
+    assert json.loads(m.model_dump_json())["scope"] == 2 and "agent_run" not in m.model_dump()
+    assert Message.model_validate_json('{"role": "user", "scope": 3}').agent_run == 3
+    assert m.model_copy(update={"agent_run": 0}).agent_run == 0
+    assert m.model_copy(update={"scope": 5}).agent_run == 5  # the wire name is understood too
+    with pytest.raises(TypeError, match="Message has no field 'scop'"):
+        m.model_copy(update={"scop": 1})
+    req = ModelRequest(workflow_id="w", run_id="r", agent="a", model="m", agent_run=4, transcript_length=1)
+    assert json.loads(req.model_dump_json())["view_id"] == 4
+    assert ModelRequest.model_validate_json(req.model_dump_json()) == req
+    progress = TurnProgress.model_validate({"turn": 1, "agent": "a", "view_id": 7})
+    assert progress.agent_run == 7 and progress.model_dump()["view_id"] == 7

@@ -17,12 +17,12 @@ from durable_teams.workflows.transcript import LogDelta, Transcript, view_from_d
 TOOLS = {"supervisor": [ToolSpec(name="transfer_to_math")], "math": [ToolSpec(name="add")]}
 
 
-def ai(name: str, content: str = "", calls: list[ToolCall] | None = None, scope: int = 0) -> Message:
-    return Message(role="assistant", name=name, content=content, tool_calls=calls or [], scope=scope)
+def ai(name: str, content: str = "", calls: list[ToolCall] | None = None, agent_run: int = 0) -> Message:
+    return Message(role="assistant", name=name, content=content, tool_calls=calls or [], agent_run=agent_run)
 
 
-def tool(call: ToolCall, content: str, scope: int = 0) -> Message:
-    return Message(role="tool", name=call.name, content=content, tool_call_id=call.id, scope=scope)
+def tool(call: ToolCall, content: str, agent_run: int = 0) -> Message:
+    return Message(role="tool", name=call.name, content=content, tool_call_id=call.id, agent_run=agent_run)
 
 
 def conversation(output_mode: str) -> list[Transcript]:
@@ -44,12 +44,12 @@ def conversation(output_mode: str) -> list[Transcript]:
     for step in range(3):
         for run in runs:
             add = ToolCall(id=f"a{run.id}{step}", name="add", arguments='{"a": 1}')
-            t.append(ai("math", calls=[add], scope=run.id))
+            t.append(ai("math", calls=[add], agent_run=run.id))
             snap()
-            t.append(tool(add, f"{run.id}.{step}", scope=run.id))
+            t.append(tool(add, f"{run.id}.{step}", agent_run=run.id))
             snap()
     for run in runs:
-        t.append(ai("math", f"answer {run.id}", scope=run.id))
+        t.append(ai("math", f"answer {run.id}", agent_run=run.id))
         t.finish_run(run.id, output_mode)  # type: ignore[arg-type]
         for m in handoff_back_messages("math", "supervisor", f"back_{run.id}"):
             t.append(m)
@@ -60,8 +60,8 @@ def conversation(output_mode: str) -> list[Transcript]:
     return snaps
 
 
-def request(view_id: int, upto: int, run_id: str = "r1", agent: str = "supervisor") -> ModelRequest:
-    return ModelRequest(workflow_id="wf", run_id=run_id, agent=agent, model="m", view_id=view_id,
+def request(agent_run: int, upto: int, run_id: str = "r1", agent: str = "supervisor") -> ModelRequest:
+    return ModelRequest(workflow_id="wf", run_id=run_id, agent=agent, model="m", agent_run=agent_run,
                         transcript_length=upto)
 
 
@@ -76,13 +76,13 @@ def test_views_from_deltas_equal_full_views_at_every_point(output_mode: str, sho
     log: list[Message] = []
     shared: list[int] = []
     for t in conversation(output_mode):
-        for view_id in [0, *t.runs]:
+        for agent_run in [0, *t.runs]:
             for upto in sorted({1, len(t.log) // 2, len(t.log) - 1, len(t.log)} - {0}):
                 delta = wire(t.delta(len(log), len(shared), upto, handoffs=show))
-                got = view_from_delta(log, shared, delta, view_id, upto)
-                assert got == t.view(view_id, upto, handoffs=show)
+                got = view_from_delta(log, shared, delta, agent_run, upto)
+                assert got == t.view(agent_run, upto, handoffs=show)
                 # a reader starting from nothing gets the same
-                fresh = view_from_delta([], [], wire(t.delta(0, 0, upto, show)), view_id, upto)
+                fresh = view_from_delta([], [], wire(t.delta(0, 0, upto, show)), agent_run, upto)
                 assert fresh == got
     assert log == conversation(output_mode)[-1].log
 
@@ -125,7 +125,7 @@ class FakeWorkflows:
     async def full(self, req: ModelRequest) -> ModelView:
         self.full_calls += 1
         t = self.runs[(req.workflow_id, req.run_id)]
-        return ModelView(messages=t.view(req.view_id, req.transcript_length), tools=TOOLS[req.agent])
+        return ModelView(messages=t.view(req.agent_run, req.transcript_length), tools=TOOLS[req.agent])
 
 
 async def test_cache_reads_deltas_and_matches_the_full_view_across_appends_and_runs() -> None:
@@ -134,10 +134,10 @@ async def test_cache_reads_deltas_and_matches_the_full_view_across_appends_and_r
     snaps = conversation("last_message")
     for t in snaps:
         fake.runs[("wf", "r1")] = t
-        for view_id in [0, *t.runs]:
-            agent = "supervisor" if view_id == 0 else "math"
-            view = await cache.read(request(view_id, len(t.log), agent=agent))
-            assert view == await fake.full(request(view_id, len(t.log), agent=agent))
+        for agent_run in [0, *t.runs]:
+            agent = "supervisor" if agent_run == 0 else "math"
+            view = await cache.read(request(agent_run, len(t.log), agent=agent))
+            assert view == await fake.full(request(agent_run, len(t.log), agent=agent))
     # after the first read, each read asked only for what was new, and tools once per agent
     assert fake.delta_calls[0] == (0, 0, True)
     assert sum(1 for *_, tools in fake.delta_calls if tools) == 2
@@ -179,7 +179,7 @@ async def test_concurrent_reads_of_one_conversation_merge_in_any_order() -> None
                 for v in [0, *t.runs] for upto in {1, len(t.log) // 2 or 1, len(t.log)}]
         views = await asyncio.gather(*(cache.read(r) for r in reqs))
         for r, view in zip(reqs, views, strict=True):
-            assert view.messages == t.view(r.view_id, r.transcript_length)
+            assert view.messages == t.view(r.agent_run, r.transcript_length)
 
 
 async def test_a_workflow_that_lost_its_log_resets_the_entry() -> None:

@@ -41,7 +41,7 @@ class AgentLoop:
         self.children: dict[int, str] = {}
         """Agent run id -> id of the child workflow running it now (workflows/children.py)."""
         self.interrupted_at: tuple[str, int, Budget] | None = None
-        """(agent, view_id, budget before the batch) of the run a continue-as-new cut off."""
+        """(agent, agent_run, budget before the batch) of the run a continue-as-new cut off."""
 
     @property
     def transcript(self):  # noqa: ANN201 - short alias
@@ -53,52 +53,52 @@ class AgentLoop:
         run going on, nothing in flight but waits for a person (no activity, no child)."""
         return not self.in_fanout and self.tools.in_flight == 0 and not self.children
 
-    async def run(self, agent: str, view_id: int, budget: Budget, resume: bool = False) -> AgentOutcome:
-        """The ReAct loop of `agent`, writing into scope `view_id` (0 = shared). `resume`
+    async def run(self, agent: str, agent_run: int, budget: Budget, resume: bool = False) -> AgentOutcome:
+        """The ReAct loop of `agent`, writing into agent run `agent_run` (0 = shared). `resume`
         first finishes answering the calls of the run's last message (a turn resumed after
         continue-as-new)."""
         if resume:
-            outcome = await self.resume_calls(agent, view_id, budget)
+            outcome = await self.resume_calls(agent, agent_run, budget)
             if outcome is not None:
                 return outcome
-        return await self._loop(agent, view_id, budget)
+        return await self._loop(agent, agent_run, budget)
 
-    async def resume_calls(self, agent: str, view_id: int, budget: Budget) -> AgentOutcome | None:
-        """Answer the calls of the scope's last message that a continue-as-new cut off."""
-        index = max(i for i, m in enumerate(self.transcript.log) if m.scope == view_id)
+    async def resume_calls(self, agent: str, agent_run: int, budget: Budget) -> AgentOutcome | None:
+        """Answer the calls of the agent run's last message that a continue-as-new cut off."""
+        index = max(i for i, m in enumerate(self.transcript.log) if m.agent_run == agent_run)
         message = self.transcript.log[index]
         if message.role == "assistant" and message.tool_calls:
-            return await self.answer_calls(agent, view_id, index, message.tool_calls, budget)
+            return await self.answer_calls(agent, agent_run, index, message.tool_calls, budget)
         return None
 
-    async def _loop(self, agent: str, view_id: int, budget: Budget) -> AgentOutcome:
+    async def _loop(self, agent: str, agent_run: int, budget: Budget) -> AgentOutcome:
         limits = self.team.budgets
         while True:
             if budget.model_calls >= limits.max_model_calls:
-                return self.out_of_model_calls(agent, view_id)
-            message, structured = await self.call_model(agent, view_id, budget)
+                return self.out_of_model_calls(agent, agent_run)
+            message, structured = await self.call_model(agent, agent_run, budget)
             index = self.transcript.append(message)
             if not message.tool_calls:
                 return AgentOutcome("answer", agent, message.content or "", structured=structured)
-            outcome = await self.answer_calls(agent, view_id, index, message.tool_calls, budget)
+            outcome = await self.answer_calls(agent, agent_run, index, message.tool_calls, budget)
             if outcome is not None:
                 return outcome
 
-    def out_of_model_calls(self, agent: str, scope: int) -> AgentOutcome:
+    def out_of_model_calls(self, agent: str, agent_run: int) -> AgentOutcome:
         return self.stop(
-            agent, scope,
+            agent, agent_run,
             f"Stopped: this turn used its budget of {self.team.budgets.max_model_calls} model calls "
             "before an agent gave a final answer.",
         )
 
-    def stop(self, agent: str, scope: int, text: str) -> AgentOutcome:
+    def stop(self, agent: str, agent_run: int, text: str) -> AgentOutcome:
         self.transcript.append(
-            Message(role="assistant", content=text, name=agent, scope=scope, kind="error")
+            Message(role="assistant", content=text, name=agent, agent_run=agent_run, kind="error")
         )
         return AgentOutcome("budget", agent, text)
 
-    async def call_model(self, agent: str, view_id: int, budget: Budget) -> tuple[Message, dict | None]:
-        """One model call for `agent` on view `view_id` (not yet appended to the transcript)."""
+    async def call_model(self, agent: str, agent_run: int, budget: Budget) -> tuple[Message, dict | None]:
+        """One model call for `agent` on the view of `agent_run` (not yet appended to the transcript)."""
         spec = roster.agent_spec(self.team, agent)
         policy = policy_for(self.team, spec)
         sup = self.team.supervisor
@@ -120,7 +120,7 @@ class AgentLoop:
             run_id=info.run_id,
             agent=agent,
             model=spec.model,
-            view_id=view_id,
+            agent_run=agent_run,
             transcript_length=length,
             shared_length=len(self.transcript.shared),
             instructions=instructions,
@@ -139,7 +139,7 @@ class AgentLoop:
             )
         except ActivityError as err:
             raise TurnFailed(f"The model call for {agent} failed: {failure_text(err, policy)}") from err
-        message = response.message.model_copy(update={"name": agent, "scope": view_id})
+        message = response.message.model_copy(update={"name": agent, "agent_run": agent_run})
         structured = None
         if spec.output_schema is not None and not message.tool_calls and message.content:
             try:
@@ -149,13 +149,13 @@ class AgentLoop:
         return message, structured
 
     async def answer_calls(
-        self, agent: str, scope: int, msg_index: int, calls: list[ToolCall], budget: Budget
+        self, agent: str, agent_run: int, msg_index: int, calls: list[ToolCall], budget: Budget
     ) -> AgentOutcome | None:
         """Answer every call with exactly one tool message, in call order, then decide what
         happens next. Independent calls run concurrently."""
         before = replace(budget)
         try:
-            return await self.answering.answer(agent, scope, msg_index, calls, budget)
+            return await self.answering.answer(agent, agent_run, msg_index, calls, budget)
         except Interrupted:
-            self.interrupted_at = self.interrupted_at or (agent, scope, before)
+            self.interrupted_at = self.interrupted_at or (agent, agent_run, before)
             raise

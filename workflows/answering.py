@@ -57,12 +57,12 @@ class CallAnswerer:
         self.tools = tools
 
     async def answer(
-        self, agent: str, scope: int, msg_index: int, calls: list[ToolCall], budget: Budget
+        self, agent: str, agent_run: int, msg_index: int, calls: list[ToolCall], budget: Budget
     ) -> AgentOutcome | None:
-        """Answer `calls` (the reply at log index `msg_index`, in scope `scope`) and say what
+        """Answer `calls` (the reply at log index `msg_index`, of agent run `agent_run`) and say what
         the run does next: an outcome that ends it, or None (call the model again)."""
         batch = _Batch(_Caller(self.team, self.state, self.desk, agent))
-        pending = [self._classify(batch, scope, msg_index, call, position, budget)
+        pending = [self._classify(batch, agent_run, msg_index, call, position, budget)
                    for position, call in enumerate(calls)]
         messages = await asyncio.gather(*pending)
         for message in messages:
@@ -71,55 +71,55 @@ class CallAnswerer:
         return self._outcome(agent, messages, batch)
 
     def _classify(
-        self, batch: _Batch, scope: int, msg_index: int, call: ToolCall, position: int, budget: Budget
+        self, batch: _Batch, agent_run: int, msg_index: int, call: ToolCall, position: int, budget: Budget
     ) -> Awaitable[Message]:
         """How one call is answered: a handoff, an answer kept from before a continue-as-new,
         an unknown tool, a built-in, or a tool activity. Runs in call order, before any of
         the answers is awaited (handoff and tool budgets are counted here)."""
         caller, limits = batch.caller, self.team.budgets
         if call.name in caller.targets:
-            return self._handoff(batch, scope, call, budget)
+            return self._handoff(batch, agent_run, call, budget)
         if call.id in self.state.answered_calls:
             return _done(self.state.answered_calls[call.id])
         if call.name not in caller.owned:
-            return _done(_tool_message(call, scope, "error", (
+            return _done(_tool_message(call, agent_run, "error", (
                 f"Error: {call.name} is not a tool available to {caller.agent}. "
                 f"Available tools: {', '.join(caller.owned) or 'none'}.")))
         builtin = BUILTINS.get(call.name)
         if builtin is not None:
-            answer = self._builtin(batch, builtin, scope, call, position)
+            answer = self._builtin(batch, builtin, agent_run, call, position)
             return self._remember(answer) if builtin.remember else answer
         if budget.tool_calls >= limits.max_tool_calls:
-            return _done(_tool_message(call, scope, "error", (
+            return _done(_tool_message(call, agent_run, "error", (
                 f"Not run: this turn reached its budget of {limits.max_tool_calls} tool calls.")))
         budget.tool_calls += 1
         if caller.owned[call.name].return_direct:
             batch.direct.append(position)
-        return self._remember(self.tools.run(caller.agent, scope, msg_index, call, position))
+        return self._remember(self.tools.run(caller.agent, agent_run, msg_index, call, position))
 
-    def _handoff(self, batch: _Batch, scope: int, call: ToolCall, budget: Budget) -> Awaitable[Message]:
+    def _handoff(self, batch: _Batch, agent_run: int, call: ToolCall, budget: Budget) -> Awaitable[Message]:
         target = batch.caller.targets[call.name]
         sup = self.team.supervisor
         most = (sup.max_parallel_handoffs if sup.parallel_tool_calls else 1) if sup else 1
         if len(batch.handoffs) >= most:
             engaged = ", ".join(a for a, _ in batch.handoffs)
             why = "the cap on parallel handoffs" if most > 1 else "parallel handoffs are off"
-            return _done(_tool_message(call, scope, "handoff", (
+            return _done(_tool_message(call, agent_run, "handoff", (
                 f"Not transferred to {target}: only {most} agent(s) can be engaged per reply "
                 f"({why}). {engaged} is working on it; ask {target} afterwards if still needed.")))
         if budget.handoffs >= self.team.budgets.max_handoffs:
-            return _done(_tool_message(call, scope, "handoff", (
+            return _done(_tool_message(call, agent_run, "handoff", (
                 f"Not transferred to {target}: this turn reached its budget of "
                 f"{self.team.budgets.max_handoffs} handoffs. Answer with what you have.")))
         budget.handoffs += 1
         batch.handoffs.append((target, call))
-        return _done(handoff.handoff_message(target, call).model_copy(update={"scope": scope}))
+        return _done(handoff.handoff_message(target, call).model_copy(update={"agent_run": agent_run}))
 
-    async def _builtin(self, batch: _Batch, builtin: Builtin, scope: int, call: ToolCall,
+    async def _builtin(self, batch: _Batch, builtin: Builtin, agent_run: int, call: ToolCall,
                        position: int) -> Message:
         answer = await builtin.handle(batch.caller, call)
         batch.builtins[position] = answer
-        return _tool_message(call, scope, answer.kind, answer.content)
+        return _tool_message(call, agent_run, answer.kind, answer.content)
 
     def _outcome(self, agent: str, messages: list[Message], batch: _Batch) -> AgentOutcome | None:
         """What the answered batch means for the run, in order of precedence: an escalation,
@@ -193,9 +193,9 @@ class _Batch:
     """Positions of return_direct tool calls."""
 
 
-def _tool_message(call: ToolCall, scope: int, kind: str, content: str) -> Message:
+def _tool_message(call: ToolCall, agent_run: int, kind: str, content: str) -> Message:
     return Message(role="tool", content=content, name=call.name, tool_call_id=call.id,
-                   scope=scope, kind=kind)  # type: ignore[arg-type]
+                   agent_run=agent_run, kind=kind)  # type: ignore[arg-type]
 
 
 async def _done(message: Message) -> Message:

@@ -124,7 +124,7 @@ async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
             text = f"{run.agent} could not finish: {failure_text(err)}"
         finally:
             del loop.children[run.id]
-    transcript.append(Message(role="assistant", content=text, name=run.agent, scope=run.id,
+    transcript.append(Message(role="assistant", content=text, name=run.agent, agent_run=run.id,
                               kind="error" if failed else "message"))
     return AgentOutcome("answer", run.agent, text, structured=structured)
 

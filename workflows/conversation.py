@@ -50,7 +50,7 @@ class TeamWorkflow:
         self.state = inp.state or ConversationState(context=dict(inp.context))
         if inp.state is None:  # a nested team opens on its parent's conversation
             for message in inp.history:
-                self.state.transcript.append(message.model_copy(update={"scope": 0}))
+                self.state.transcript.append(message.model_copy(update={"agent_run": 0}))
         self.team: TeamSpec | None = inp.team
         self.closing = False
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
@@ -127,9 +127,9 @@ class TeamWorkflow:
             return TurnReply(turn=number, text=str(err), agent=agent, status="failed")
         except Interrupted:
             assert loop.interrupted_at is not None
-            agent, view_id, spent = loop.interrupted_at
+            agent, agent_run, spent = loop.interrupted_at
             self.state.in_progress = TurnProgress(
-                turn=number, agent=agent, view_id=view_id, direct=agent == target and view_id != 0,
+                turn=number, agent=agent, agent_run=agent_run, direct=agent == target and agent_run != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
         status: TurnStatus = "budget_exceeded" if outcome.kind == "budget" else "completed"
@@ -284,17 +284,17 @@ class TeamWorkflow:
         )
 
     @workflow.query
-    def model_view(self, agent: str, view_id: int, upto: int) -> ModelView:
+    def model_view(self, agent: str, agent_run: int, upto: int) -> ModelView:
         """What `call_model` sends to the model: read by the activity, so the transcript never
         enters history as activity input (each message is recorded once)."""
         assert self.team is not None
         return ModelView(
-            messages=self.state.transcript.view(view_id, upto, handoffs=roster.handoff_view(self.team)),
+            messages=self.state.transcript.view(agent_run, upto, handoffs=roster.handoff_view(self.team)),
             tools=roster.agent_tools(self.team, agent),
         )
 
     @workflow.query
-    def model_view_delta(self, agent: str, view_id: int, upto: int, log_start: int,
+    def model_view_delta(self, agent: str, agent_run: int, upto: int, log_start: int,
                          shared_start: int, with_tools: bool) -> object:
         """`model_view` for a reader already holding `log[:log_start]` and
         `shared[:shared_start]` (the model activity's per-worker cache): returns a

@@ -56,7 +56,7 @@ async def decide_with_model(
         if message.tool_calls:  # out of tool rounds; every call still gets its answer
             for call in message.tool_calls:
                 transcript.append(Message(
-                    role="tool", name=call.name, tool_call_id=call.id, scope=run.id, kind="routing",
+                    role="tool", name=call.name, tool_call_id=call.id, agent_run=run.id, kind="routing",
                     content=f"Not run: the {sup.decision_max_tool_rounds} tool rounds before a "
                             "routing decision are used up."))
             problem = decision_format.decision_feedback("No more tool calls: decide now", sup.agents)
@@ -69,7 +69,7 @@ async def decide_with_model(
             raise TurnFailed(
                 f"The supervisor {sup.name} gave no usable routing decision in {retries + 1} "
                 f"attempts. Last problem: {problem}")
-        transcript.append(Message(role="user", content=problem, name=ROUTER, scope=run.id, kind="routing"))
+        transcript.append(Message(role="user", content=problem, name=ROUTER, agent_run=run.id, kind="routing"))
 
 
 def fold_decision_run(loop: AgentLoop, run: AgentRun) -> None:

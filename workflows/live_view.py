@@ -60,7 +60,7 @@ def read(req: ModelRequest) -> ModelView | None:
     if conversation is None or team is None:
         return None
     snapshot = conversation.state.transcript.prefix(req.transcript_length, req.shared_length)
-    if snapshot is None or (req.view_id and req.view_id not in snapshot.runs):
+    if snapshot is None or (req.agent_run and req.agent_run not in snapshot.runs):
         return None
-    messages = snapshot.view(req.view_id, req.transcript_length, handoffs=roster.handoff_view(team))
+    messages = snapshot.view(req.agent_run, req.transcript_length, handoffs=roster.handoff_view(team))
     return ModelView(messages=messages, tools=roster.agent_tools(team, req.agent))

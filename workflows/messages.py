@@ -8,10 +8,11 @@ Everything here is plain data: no I/O, no clock, no randomness, safe inside the 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as wire_dataclass
 from pydantic.dataclasses import rebuild_dataclass
 
@@ -30,7 +31,15 @@ def wire_name(name: str) -> str:
     return re.sub(r"\s+", "_", name.strip())
 
 
-WIRE_CONFIG = ConfigDict(extra="forbid")
+WIRE_CONFIG = ConfigDict(extra="forbid", serialize_by_alias=True)
+
+
+def agent_run_field(*, wire_name: str, **default: int) -> Any:
+    """An agent run's id (`transcript.AgentRun.id`; 0 = the shared conversation) under its one
+    name, `agent_run`, stored under the name recorded histories use (`scope` on a message,
+    `view_id` on a model request), which it is also read by."""
+    return Field(**default, validation_alias=AliasChoices("agent_run", wire_name),  # type: ignore[call-overload]
+                 serialization_alias=wire_name)
 
 
 class Wire(BaseModel):
@@ -39,6 +48,25 @@ class Wire(BaseModel):
 
     model_config = WIRE_CONFIG
 
+    def model_copy(self: _W, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> _W:
+        """pydantic's `model_copy`, except that `update` may name a field by its wire name and
+        a key that is no field is an error (pydantic would set it silently)."""
+        if update:
+            update = {_field_name(type(self), key): value for key, value in update.items()}
+        return super().model_copy(update=update, deep=deep)
+
+
+_W = TypeVar("_W", bound=Wire)
+
+
+def _field_name(model: type[BaseModel], key: str) -> str:
+    if key in model.model_fields:
+        return key
+    for name, info in model.model_fields.items():
+        if key == info.serialization_alias:
+            return name
+    raise TypeError(f"{model.__name__} has no field {key!r}")
+
 
 class Reply(Wire):
     """Base for what one side reads back from the other (workflow results, query results,
@@ -46,7 +74,7 @@ class Reply(Wire):
     be upgraded before its clients (or one worker before another) without breaking them:
     a newer side may add fields, never change what an existing one means."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", serialize_by_alias=True)
 
 
 class ToolCall(Wire):
@@ -61,8 +89,8 @@ class Message(Wire):
     """One transcript message.
 
     `name` on an assistant message is the agent that wrote it; on a tool message, the tool.
-    `scope` is workflow bookkeeping, never sent to the model: 0 is the shared conversation,
-    k > 0 is the private working area of agent run k (its own tool loop).
+    `agent_run` is workflow bookkeeping, never sent to the model: 0 is the shared conversation,
+    k > 0 is the private working area of agent run k (`AgentRun.id`; its own tool loop).
     `kind` marks handoff artifacts so views can show or strip them.
     """
 
@@ -71,7 +99,7 @@ class Message(Wire):
     name: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
-    scope: int = 0
+    agent_run: int = agent_run_field(wire_name="scope", default=0)
     kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error"] = "message"
 
     def to_openai(self) -> dict[str, Any]:
@@ -223,7 +251,7 @@ class ModelRequest(Wire):
     run_id: str
     agent: str
     model: str
-    view_id: int
+    agent_run: int = agent_run_field(wire_name="view_id")
     """Which agent run's view to read (0 = the shared conversation as the supervisor sees it)."""
     transcript_length: int
     """Log length when scheduled: the view is read as of this point, so a retry sees the same."""

@@ -234,10 +234,10 @@ def decisions_made(messages: Sequence[Message]) -> int:
     return sum(1 for m in messages if m.kind == "routing")
 
 
-def routing_record(decision: RoutingDecision, supervisor: str, scope: int = 0) -> Message:
+def routing_record(decision: RoutingDecision, supervisor: str, agent_run: int = 0) -> Message:
     """The transcript message that records a decision, written by the supervisor."""
     return Message(
-        role="assistant", name=supervisor, scope=scope, kind="routing",
+        role="assistant", name=supervisor, agent_run=agent_run, kind="routing",
         content=(f"Routing to {decision.target} ({decision.strategy}, confidence "
                  f"{decision.confidence:.2f}): {decision.reasoning}"),
     )

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire
+from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire, agent_run_field
 from .transcript import Transcript
 
 TurnStatus = Literal["completed", "budget_exceeded", "failed"]
@@ -72,7 +72,7 @@ class TurnProgress(Wire):
 
     turn: int
     agent: str
-    view_id: int
+    agent_run: int = agent_run_field(wire_name="view_id")
     direct: bool = False
     """The turn was addressed to the agent with `@agent`."""
     model_calls: int = 0

@@ -76,7 +76,7 @@ class ToolRunner:
         self.handoffs: dict[str, str] = {}
         """Tool call id -> agent, for tools that returned `Result(agent=...)`."""
 
-    async def run(self, agent: str, scope: int, msg_index: int, call: ToolCall, position: int = 0) -> Message:
+    async def run(self, agent: str, agent_run: int, msg_index: int, call: ToolCall, position: int = 0) -> Message:
         """Run `call`, the `position`-th call of the message at `msg_index`, once (or, for an
         idempotent tool, up to its attempts) and answer it with one tool message."""
         spec = self.team.tools[call.name]
@@ -88,7 +88,7 @@ class ToolRunner:
                 self.handoffs[call.id] = result.handoff_to
                 kind = "handoff"
             return Message(role="tool", content=result.content, name=call.name,
-                           tool_call_id=call.id, scope=scope, kind=kind)  # type: ignore[arg-type]
+                           tool_call_id=call.id, agent_run=agent_run, kind=kind)  # type: ignore[arg-type]
 
         size = len(call.arguments.encode())
         if size > MAX_ARGUMENT_BYTES:

@@ -6,7 +6,7 @@ Every message ever produced is appended once to `log`. Agents see *views* built 
   view). With `output_mode="full_history"` a worker's whole run is added to it when the worker
   finishes; with `"last_message"` only its final answer is.
 - A worker's run k sees the shared conversation as it was when it was handed the task, plus
-  its own private messages (scope k). By default handoff artifacts of *other* runs are
+  its own private messages (`agent_run` k). By default handoff artifacts of *other* runs are
   stripped, so a worker is never shown a `transfer_*` call to a tool it does not own (the
   langgraph-supervisor trap where workers invent `transfer_back_to_supervisor`); what it is
   shown of them is a `handoff.HandoffView`.
@@ -150,10 +150,10 @@ class Transcript(Wire):
         return Transcript.of(log, shared, dict(self._runs))
 
     def append(self, message: Message) -> int:
-        """Append to the log (and to the shared conversation if scope 0); returns the index."""
+        """Append to the log (and to the shared conversation if its agent_run is 0); returns the index."""
         self._log.append(message)
         index = len(self._log) - 1
-        if message.scope == 0:
+        if message.agent_run == 0:
             self._shared.append(index)
         return index
 
@@ -169,7 +169,7 @@ class Transcript(Wire):
 
     def run_messages(self, run_id: int, upto: int | None = None) -> list[int]:
         end = len(self._log) if upto is None else upto
-        return [i for i in range(end) if self._log[i].scope == run_id]
+        return [i for i in range(end) if self._log[i].agent_run == run_id]
 
     def finish_run(self, run_id: int, output_mode: OutputMode, *, unshared: Collection[str] = ()) -> list[int]:
         """Fold a finished run into the shared conversation; returns the indices added.
@@ -186,22 +186,22 @@ class Transcript(Wire):
         end = len(self._log) if upto is None else upto
         return [self._log[i] for i in self._shared if i < end]
 
-    def view(self, view_id: int, upto: int | None = None, handoffs: HandoffView = "own") -> list[Message]:
-        """The messages agent run `view_id` sees (0: the shared conversation).
+    def view(self, agent_run: int, upto: int | None = None, handoffs: HandoffView = "own") -> list[Message]:
+        """The messages agent run `agent_run` sees (0: the shared conversation).
 
         `handoffs` is what a worker is shown of handoff calls and their tool messages (they
         always stay in the log, for audit): see `HandoffView`. The shared conversation shows
         them all unless it is "none".
         """
-        if view_id == 0:
+        if agent_run == 0:
             shared = self.shared_messages(upto)
             return strip_foreign_handoffs(shared, None) if handoffs == "none" else shared
-        run = self._runs[view_id]
+        run = self._runs[agent_run]
         end = len(self._log) if upto is None else upto
         # Routing records are for people and audits: no worker is shown them.
         prefix = [self._log[i] for i in self._shared[: run.shared_start]
                   if i < end and self._log[i].kind != "routing"]
-        own = [self._log[i] for i in self.run_messages(view_id, end)]
+        own = [self._log[i] for i in self.run_messages(agent_run, end)]
         if handoffs == "all":
             return strip_siblings(prefix, run.handoff_call_id) + own
         keep = run.handoff_call_id if handoffs == "own" else None
@@ -274,10 +274,10 @@ def log_delta(
 
 
 def view_from_delta(
-    log: list[Message], shared: list[int], delta: LogDelta, view_id: int, upto: int
+    log: list[Message], shared: list[int], delta: LogDelta, agent_run: int, upto: int
 ) -> list[Message]:
     """Merge `delta` into a reader's `log` and `shared` prefixes (in place) and return the view
-    `Transcript.view(view_id, upto, handoffs)` the workflow would have returned.
+    `Transcript.view(agent_run, upto, handoffs)` the workflow would have returned.
 
     Several readers may merge overlapping deltas of the same log in any order: only what extends
     the prefixes is added, and the view is built from the prefixes as long as this delta saw them.
@@ -297,4 +297,4 @@ def view_from_delta(
         raise ValueError(f"a view as of {upto} messages needs the log that far; it has {len(log)}")
     transcript = Transcript.of(log[:upto], shared[:shared_end], dict(delta.runs))
     handoffs: HandoffView = ("all" if delta.all_handoffs else "own") if delta.show_handoffs else "none"
-    return transcript.view(view_id, upto, handoffs=handoffs)
+    return transcript.view(agent_run, upto, handoffs=handoffs)

@@ -67,7 +67,7 @@ class TurnRunner:
         resume = self._take_resume()
         resuming = resume is not None
         # A resumed turn goes on where it stood: in the supervisor's own loop, or in a worker's.
-        runs = [self.transcript.runs[resume.view_id]] if resume and resume.view_id else []
+        runs = [self.transcript.runs[resume.agent_run]] if resume and resume.agent_run else []
         while True:
             if not runs:
                 outcome = await self.loop.run(sup.name, 0, self.budget, resume=resuming)
@@ -117,7 +117,7 @@ class TurnRunner:
         assert sup is not None
         resume = self._take_resume()
         resuming = resume is not None
-        run = self.transcript.runs[resume.view_id] if resume and resume.view_id else None
+        run = self.transcript.runs[resume.agent_run] if resume and resume.agent_run else None
         if run is None or run.agent == sup.name:  # not decided yet (or cut off while deciding)
             decided = await self._decide(run, resuming)
             if isinstance(decided, AgentOutcome):
@@ -162,7 +162,7 @@ class TurnRunner:
             self.state.active_agent = agent
             return await self.swarm()
         resume = self._take_resume()
-        run = self.transcript.runs[resume.view_id] if resume else self._start(agent, None)
+        run = self.transcript.runs[resume.agent_run] if resume else self._start(agent, None)
         outcome = await self._run_worker(run, resuming=resume is not None)
         self.transcript.finish_run(run.id, sup.output_mode)
         if outcome.kind == "escalate":  # request_help: the supervisor takes it from here
