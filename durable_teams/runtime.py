@@ -14,8 +14,8 @@ from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.resolve_team import TeamActivities
 from durable_teams.activities.tools import ToolActivities, ToolRegistry
 from durable_teams.activities.views import ViewReader
-from durable_teams.codec import KeySetting, codec_for, with_codec
 from durable_teams.builders import CompiledTeam
+from durable_teams.codec import KeySetting, codec_for, with_codec
 from durable_teams.workflows.conversation import TeamWorkflow
 
 TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")

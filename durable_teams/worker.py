@@ -23,8 +23,8 @@ from datetime import timedelta
 from temporalio.worker import Worker
 
 from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_model_configured
-from durable_teams.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.builders import CompiledTeam, Supervisor, Swarm
+from durable_teams.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.devserver import DevServer
 from durable_teams.examples import example_script, example_teams
 from durable_teams.redact import mask_url

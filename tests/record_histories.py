@@ -28,10 +28,10 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.client import send_turn
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel, Step, call, say
-from durable_teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import ModelRequest
