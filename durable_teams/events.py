@@ -54,7 +54,7 @@ def events_of(index: int, message: Message) -> list[Event]:
         return [Event(index=index, type=kind, tool=message.name, text=message.content or "", private=private)]
     out: list[Event] = []
     if message.content:
-        kind = {"error": "error", "routing": "routing", "handoff_back": "handoff"}.get(
+        kind = {"error": "error", "notice": "error", "routing": "routing", "handoff_back": "handoff"}.get(
             message.kind, "ai_message")  # type: ignore[assignment]
         out.append(Event(index=index, type=kind, agent=message.name, text=message.content, private=private))
     for call in message.tool_calls:

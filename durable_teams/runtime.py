@@ -16,6 +16,7 @@ from durable_teams.activities.tools import ToolActivities, ToolRegistry
 from durable_teams.activities.views import ViewReader
 from durable_teams.builders import CompiledTeam
 from durable_teams.codec import KeySetting, codec_for, with_codec
+from durable_teams.tolerant import tolerant_client
 from durable_teams.workflows.conversation import TeamWorkflow
 
 TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
@@ -70,7 +71,7 @@ def build_worker(
     }
     options.update(worker_options)
     return Worker(
-        client,
+        tolerant_client(client),  # a payload it cannot decode is refused, not retried forever
         task_queue=task_queue,
         activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team],
         **options,

@@ -21,17 +21,17 @@ PATCH_ID = "test-pause-before-first-turn"
 @workflow.defn(name="TeamWorkflow")
 class Guarded(TeamWorkflow):
     @workflow.run
-    async def run(self, inp: ConversationInput) -> ConversationResult:
+    async def run(self, inp: ConversationInput | None = None, *extra: object) -> ConversationResult:
         # Conversations started by the previous release have no marker for this patch in their
         # history: `patched` is False for them and they keep the old commands.
         if workflow.patched(PATCH_ID):
             await workflow.sleep(timedelta(milliseconds=10), summary="new in this release")
-        return await super().run(inp)
+        return await super().run(inp, *extra)
 
 
 @workflow.defn(name="TeamWorkflow")
 class Unguarded(TeamWorkflow):
     @workflow.run
-    async def run(self, inp: ConversationInput) -> ConversationResult:
+    async def run(self, inp: ConversationInput | None = None, *extra: object) -> ConversationResult:
         await workflow.sleep(timedelta(milliseconds=10), summary="new in this release")
-        return await super().run(inp)
+        return await super().run(inp, *extra)

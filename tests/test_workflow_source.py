@@ -13,7 +13,7 @@ WORKFLOWS = sorted((Path(__file__).resolve().parent.parent / "workflows").glob("
 
 ALLOWED_MODULES = {
     "__future__", "asyncio", "collections", "dataclasses", "datetime", "json", "re", "typing",
-    "weakref", "zoneinfo", "pydantic", "temporalio",
+    "weakref", "zoneinfo", "difflib", "pydantic", "temporalio",
 }
 """Everything else (random, uuid, time, os, socket, threading, openai, httpx, ...) is refused."""
 

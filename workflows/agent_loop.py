@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from .human import HumanDesk, Interrupted
     from .messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall
     from .model_calls import activity_options, failure_text, policy_for
-    from .state import ConversationState
+    from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
 
 
@@ -65,7 +65,7 @@ class AgentLoop:
 
     async def resume_calls(self, agent: str, agent_run: int, budget: Budget) -> AgentOutcome | None:
         """Answer the calls of the agent run's last message that a continue-as-new cut off."""
-        index = max(i for i, m in enumerate(self.transcript.log) if m.agent_run == agent_run)
+        index = max(i for i, m in enumerate(self.transcript.log) if m.agent_run == agent_run and m.kind != "notice")
         message = self.transcript.log[index]
         if message.role == "assistant" and message.tool_calls:
             return await self.answer_calls(agent, agent_run, index, message.tool_calls, budget)
@@ -76,10 +76,10 @@ class AgentLoop:
         while True:
             if budget.model_calls >= limits.max_model_calls:
                 return self.out_of_model_calls(agent, agent_run)
-            message, structured = await self.call_model(agent, agent_run, budget)
+            message, structured, flag = await self.call_model(agent, agent_run, budget)
             index = self.transcript.append(message)
             if not message.tool_calls:
-                return AgentOutcome("answer", agent, message.content or "", structured=structured)
+                return AgentOutcome("answer", agent, message.content or "", structured=structured, flag=flag)
             outcome = await self.answer_calls(agent, agent_run, index, message.tool_calls, budget)
             if outcome is not None:
                 return outcome
@@ -97,8 +97,12 @@ class AgentLoop:
         )
         return AgentOutcome("budget", agent, text)
 
-    async def call_model(self, agent: str, agent_run: int, budget: Budget) -> tuple[Message, dict | None]:
-        """One model call for `agent` on the view of `agent_run` (not yet appended to the transcript)."""
+    async def call_model(
+        self, agent: str, agent_run: int, budget: Budget
+    ) -> tuple[Message, dict | None, Flag | None]:
+        """One model call for `agent` on the view of `agent_run` (not yet appended to the
+        transcript): the message, its structured answer if the agent has an output schema, and
+        the flag its `finish_reason` gives ("truncated", "filtered") if any."""
         spec = roster.agent_spec(self.team, agent)
         policy = policy_for(self.team, spec)
         sup = self.team.supervisor
@@ -146,7 +150,7 @@ class AgentLoop:
                 structured = json.loads(message.content)
             except ValueError:
                 structured = None
-        return message, structured
+        return message, structured, flagged(response.finish_reason)
 
     async def answer_calls(
         self, agent: str, agent_run: int, msg_index: int, calls: list[ToolCall], budget: Budget

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from .builtins import BUILTINS, Answer, Builtin
     from .human import HumanDesk
     from .messages import Message, TeamSpec, ToolCall, ToolSpec
-    from .state import ConversationState
+    from .state import ConversationState, Flag
     from .tool_calls import ToolRunner
 
 
@@ -45,6 +45,8 @@ class AgentOutcome:
     text: str = ""
     handoffs: list[tuple[str, ToolCall]] = field(default_factory=list)
     structured: dict | None = None
+    flag: Flag | None = None
+    """Set when the answer was cut off ("truncated") or stopped by a content filter."""
 
 
 class CallAnswerer:

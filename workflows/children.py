@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from . import roster
     from .agent_loop import AgentLoop, AgentOutcome
     from .messages import Message, TeamSpec
-    from .state import ConversationInput, ConversationResult
+    from .state import ConversationInput, ConversationResult, Flag
     from .transcript import AgentRun
 
 HISTORY_BYTES = 512 * 1024
@@ -105,6 +105,7 @@ async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
     )
     kind = "nested team" if team.agents[run.agent].team is not None else "agent"
     text, failed, structured = "", True, None
+    flag: Flag | None = None
     size = len(inp.model_dump_json())
     if size > MAX_INPUT_BYTES:
         text = (f"{run.agent} could not start: its input is {size:,} bytes, over the "
@@ -119,12 +120,14 @@ async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
             )
             loop.state.total_model_calls += result.model_calls
             loop.state.context.update(result.context)  # what the child's tools learned
-            text, failed, structured = result.answer, result.status != "completed", result.structured
+            text, structured = result.answer, result.structured
+            failed = result.status not in ("completed", "truncated", "filtered")
+            flag = result.status if result.status in ("truncated", "filtered") else None
         except (ChildWorkflowError, WorkflowAlreadyStartedError) as err:
             text = f"{run.agent} could not finish: {failure_text(err)}"
         finally:
             del loop.children[run.id]
     transcript.append(Message(role="assistant", content=text, name=run.agent, agent_run=run.id,
                               kind="error" if failed else "message"))
-    return AgentOutcome("answer", run.agent, text, structured=structured)
+    return AgentOutcome("answer", run.agent, text, structured=structured, flag=flag)
 

@@ -11,20 +11,19 @@ from datetime import timedelta
 from typing import NoReturn
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import live_view, roster, team_checks
+    from . import inputs, live_view, roster, team_checks
     from .agent_loop import AgentLoop, Budget, TurnFailed
-    from .human import HumanDesk, Interrupted, reply_problem
+    from .human import HumanDesk, Interrupted
+    from .intake import MAX_TURN_BYTES, Intake
     from .messages import Message, ModelView, TeamSpec
     from .state import (
-        AnswerAck,
         ConversationInput,
         ConversationResult,
         ConversationState,
         ConversationStatus,
-        HumanReply,
         LogPage,
         Question,
         TurnProgress,
@@ -32,20 +31,33 @@ with workflow.unsafe.imports_passed_through():
         TurnStatus,
         UserTurn,
     )
+    from .tool_calls import activity_failure_text
     from .turns import TurnRunner
 
-MAX_TURN_BYTES = 256 * 1024
 KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
+INPUT_CHECKS = "start-input-checks"
 
 
 # Upgrade policy (README, "Upgrading workers"): a change in workflows/ that alters the commands
 # an old history recorded keeps the old path behind `workflow.patched("<id>")`; the histories in
 # tests/histories/ (some parked mid-wait) are from past releases and must keep replaying.
 @workflow.defn(name="TeamWorkflow")
-class TeamWorkflow:
+class TeamWorkflow(Intake):
+    """Entry points take `*extra`, which makes the SDK decode their arguments as plain JSON;
+    the workflow validates them itself (workflows/inputs.py), so a malformed one is refused
+    with a reason instead of failing workflow tasks forever. Clients send the declared types.
+    Update and signal handlers: workflows/intake.py."""
+
     @workflow.init
-    def __init__(self, inp: ConversationInput) -> None:
+    def __init__(self, inp: ConversationInput | None = None, *extra: object) -> None:
+        try:
+            inp = inputs.decode(ConversationInput, [inp, *extra], "workflow input")
+            continued = workflow.info().continued_run_id is not None
+            self.input_problem: str | None = None
+            self.start_problem = inputs.start_problem(inp, MAX_TURN_BYTES, continued)
+        except inputs.InvalidInput as err:  # the SDK failed such input before: no history has it
+            inp, self.input_problem, self.start_problem = ConversationInput(), str(err), None
         self.input = inp
         self.state = inp.state or ConversationState(context=dict(inp.context))
         if inp.state is None:  # a nested team opens on its parent's conversation
@@ -56,17 +68,21 @@ class TeamWorkflow:
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
         self.loop: AgentLoop | None = None
         self.waiters: dict[int, int] = {}
-        """Turn number -> `send_message` handlers waiting for its reply."""
         info = workflow.info()
         live_view.register(info.workflow_id, info.run_id, self)  # never read back here
 
     # ---- the routing loop -------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, inp: ConversationInput) -> ConversationResult:
-        team = self.team = self.team or await workflow.execute_activity(
-            "resolve_team", inp.team_name or "", result_type=TeamSpec,
-            start_to_close_timeout=timedelta(seconds=30), summary=f"team: {inp.team_name}")
+    async def run(self, inp: ConversationInput | None = None, *extra: object) -> ConversationResult:
+        # Ends the workflow (not its task) with the reason, at once. Input an older release
+        # accepted (an empty task, say) may have a history of commands already: it replays.
+        problem = self.input_problem or (
+            self.start_problem if self.start_problem and workflow.patched(INPUT_CHECKS) else None)
+        if problem:
+            raise ApplicationError(problem, type="InvalidInput", non_retryable=True)
+        inp = self.input
+        team = self.team = self.team or await self._resolve_team(inp.team_name or "")
         try:
             roster.validate_team(team)
             # what an endpoint would refuse; a conversation started before this check replays
@@ -97,6 +113,15 @@ class TeamWorkflow:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 last = self.state.replies.get(self.state.turns_started)
                 return self._result(last, fail_on_error=False)
+
+    async def _resolve_team(self, name: str) -> TeamSpec:
+        try:
+            return await workflow.execute_activity(
+                "resolve_team", name, result_type=TeamSpec,
+                start_to_close_timeout=timedelta(seconds=30), summary=f"team: {name}")
+        except ActivityError as err:  # the reason on top, not under "Activity task failed"
+            kind = getattr(err.cause, "type", None) or "TeamNotResolved"
+            raise ApplicationError(activity_failure_text(err), type=kind, non_retryable=True) from err
 
     async def _run_turn(
         self, team: TeamSpec, number: int, turn: UserTurn, resume: TurnProgress | None
@@ -132,7 +157,7 @@ class TeamWorkflow:
                 turn=number, agent=agent, agent_run=agent_run, direct=agent == target and agent_run != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
-        status: TurnStatus = "budget_exceeded" if outcome.kind == "budget" else "completed"
+        status: TurnStatus = "budget_exceeded" if outcome.kind == "budget" else outcome.flag or "completed"
         return TurnReply(turn=number, text=outcome.text, agent=outcome.agent, status=status,
                          structured=outcome.structured)
 
@@ -165,17 +190,6 @@ class TeamWorkflow:
         workflow.continue_as_new(self.input.model_copy(update={
             "team": self.team, "task": None, "history": [], "state": state}))
 
-    # ---- turns ------------------------------------------------------------------------------
-
-    def _enqueue(self, turn: UserTurn) -> int:
-        if turn.turn_id and turn.turn_id in self.state.turn_ids:
-            return self.state.turn_ids[turn.turn_id]  # sent again: same turn, same reply
-        self.state.turns_started += 1
-        self.state.queue.append((self.state.turns_started, turn))
-        if turn.turn_id:
-            self.state.turn_ids[turn.turn_id] = self.state.turns_started
-        return self.state.turns_started
-
     def _result(self, reply: TurnReply | None, fail_on_error: bool) -> ConversationResult:
         if reply is None:
             reply = TurnReply(turn=0, text="", agent="", status="completed")
@@ -187,70 +201,6 @@ class TeamWorkflow:
             structured=reply.structured, runs=self.state.runs, context=dict(self.state.context),
         )
 
-    def _turn_problem(self, turn: UserTurn) -> str | None:
-        if turn.turn_id and turn.turn_id in self.state.turn_ids:
-            return None
-        if self.closing:
-            return "the conversation is closed"
-        if not turn.text.strip():
-            return "the message is empty"
-        if len(turn.text.encode()) > MAX_TURN_BYTES:
-            return f"the message is over {MAX_TURN_BYTES:,} bytes"
-        return None
-
-    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
-    async def send_message(self, turn: UserTurn) -> TurnReply:
-        """Send a user turn and wait for the team's reply to it. Turns queue in order.
-
-        A continue-as-new can end the run while this waits; the caller then re-sends the same
-        turn (same `turn_id`) to the new run and gets the reply from there."""
-        number = self._enqueue(turn)
-        self.waiters[number] = self.waiters.get(number, 0) + 1
-        try:
-            await workflow.wait_condition(lambda: number in self.state.replies)
-        finally:
-            self.waiters[number] -= 1
-        return self.state.replies[number]
-
-    @send_message.validator
-    def _validate_send_message(self, turn: UserTurn) -> None:
-        problem = self._turn_problem(turn)
-        if problem:
-            raise ApplicationError(problem, type="TurnRejected")
-
-    @workflow.signal
-    def post_message(self, turn: UserTurn) -> None:
-        """Fire-and-forget form of `send_message`."""
-        problem = self._turn_problem(turn)
-        if problem:
-            workflow.logger.warning("Ignored message: %s", problem)
-            return
-        self._enqueue(turn)
-
-    @workflow.signal
-    def close(self) -> None:
-        """End the conversation once queued turns are answered."""
-        self.closing = True
-
-    # ---- the person in the loop -------------------------------------------------------------
-
-    @workflow.signal
-    def human_reply(self, reply: HumanReply) -> None:
-        """Answer a pending question; stale or unknown ids are recorded and ignored."""
-        self.desk.receive(reply)
-
-    @workflow.update
-    def answer(self, reply: HumanReply) -> AnswerAck:
-        """Answer a pending question and learn at once whether it was accepted."""
-        self.desk.receive(reply)
-        return AnswerAck(question_id=reply.question_id)
-
-    @answer.validator
-    def _validate_answer(self, reply: HumanReply) -> None:
-        problem = reply_problem(self.state, reply)
-        if problem:
-            raise ApplicationError(problem, type="AnswerRejected")
-
     # ---- queries ----------------------------------------------------------------------------
 
     @workflow.query
@@ -259,10 +209,12 @@ class TeamWorkflow:
 
     @workflow.query
     def transcript(self, full: bool = False) -> list[Message]:
-        """The shared conversation; `full=True` adds every agent's private working messages."""
+        """The shared conversation, with notes for people (kind "notice": refused signals);
+        `full=True` adds every agent's private working messages."""
         if full:
             return list(self.state.transcript.log)
-        return self.state.transcript.view(0, handoffs=roster.handoff_view(self.team) if self.team else "own")
+        return self.state.transcript.view(
+            0, handoffs=roster.handoff_view(self.team) if self.team else "own", notices=True)
 
     @workflow.query
     def log_page(self, start: int, limit: int = 200) -> LogPage:
@@ -281,6 +233,8 @@ class TeamWorkflow:
             queued_turns=len(self.state.queue), last_reply=last, closed=self.closing,
             ignored_replies=list(self.state.ignored_replies), last_decision=self.state.last_decision,
             children=list(self.loop.children.values()) if self.loop else [],
+            refused_signals=list(self.state.refused_signals),
+            refused_signal_count=self.state.refused_signal_count,
         )
 
     @workflow.query

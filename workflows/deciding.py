@@ -44,7 +44,7 @@ async def decide_with_model(
         retries = sum(1 for m in own if m.role == "user" and m.kind == "routing")
         if budget.model_calls >= loop.team.budgets.max_model_calls:
             return loop.out_of_model_calls(sup.name, run.id)
-        message, _ = await loop.call_model(sup.name, run.id, budget)
+        message, _, _ = await loop.call_model(sup.name, run.id, budget)
         if message.tool_calls and rounds < sup.decision_max_tool_rounds:
             index = transcript.append(message)
             outcome = await loop.answer_calls(sup.name, run.id, index, message.tool_calls, budget)

@@ -91,7 +91,8 @@ class Message(Wire):
     `name` on an assistant message is the agent that wrote it; on a tool message, the tool.
     `agent_run` is workflow bookkeeping, never sent to the model: 0 is the shared conversation,
     k > 0 is the private working area of agent run k (`AgentRun.id`; its own tool loop).
-    `kind` marks handoff artifacts so views can show or strip them.
+    `kind` marks handoff artifacts so views can show or strip them; "notice" marks a note for
+    people (a refused signal, say), which no model is shown.
     """
 
     role: Role
@@ -100,7 +101,7 @@ class Message(Wire):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     agent_run: int = agent_run_field(wire_name="scope", default=0)
-    kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error"] = "message"
+    kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error", "notice"] = "message"
 
     def to_openai(self) -> dict[str, Any]:
         """The Chat Completions dict for this message (our bookkeeping fields dropped)."""
@@ -284,6 +285,9 @@ class ModelResponse(Reply):
 
     message: Message
     finish_reason: str | None = None
+    """As the endpoint reported it ("stop", "tool_calls", "length", "content_filter", ...): an
+    answer cut off by "length" or "content_filter" makes the turn's status "truncated" or
+    "filtered" (workflows/state.py `flagged`), never a silent "completed"."""
     usage: Usage = Field(default_factory=Usage)
 
 

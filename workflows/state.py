@@ -10,7 +10,18 @@ from pydantic import Field
 from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire, agent_run_field
 from .transcript import Transcript
 
-TurnStatus = Literal["completed", "budget_exceeded", "failed"]
+TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed"]
+"""How a turn ended: "completed" (an answer), "truncated" (the answer the model gave was cut
+off at its token limit: finish_reason "length"), "filtered" (the endpoint's content filter
+stopped it: finish_reason "content_filter"), "budget_exceeded" (a `Budgets` limit stopped the
+turn), "failed" (the model kept failing; the text says why)."""
+
+Flag = Literal["truncated", "filtered"]
+
+
+def flagged(finish_reason: str | None) -> Flag | None:
+    """The flag an agent's final answer carries for the model's `finish_reason`, if any."""
+    return {"length": "truncated", "content_filter": "filtered"}.get(finish_reason or "")  # type: ignore[return-value]
 
 
 class UserTurn(Wire):
@@ -80,6 +91,16 @@ class TurnProgress(Wire):
     tool_calls: int = 0
 
 
+class RefusedSignal(Wire):
+    """A signal the workflow could not use (malformed, unknown, or refused like a blank
+    message): kept for the `status` query, with a note in the transcript, because a signal's
+    sender gets no answer."""
+
+    signal: str
+    reason: str
+    at: datetime
+
+
 class ConversationState(Wire):
     """Everything carried across continue-as-new."""
 
@@ -107,6 +128,9 @@ class ConversationState(Wire):
     routing_decisions: int = 0
     """Decisions made by a routing strategy so far (round-robin's counter)."""
     last_decision: RoutingDecision | None = None
+    refused_signals: list[RefusedSignal] = Field(default_factory=list)
+    """The latest refused signals (at most `inputs.KEEP_REFUSED`)."""
+    refused_signal_count: int = 0
 
 
 class ConversationInput(Wire):
@@ -161,6 +185,10 @@ class ConversationStatus(Reply):
     children: list[str] = Field(default_factory=list)
     """Child workflows (nested teams, agents run as children) running now: a question one of
     them asks is listed, and answered, under the child's workflow id."""
+    refused_signals: list[RefusedSignal] = Field(default_factory=list)
+    """The latest signals that were refused (malformed, unknown, blank or oversized turns),
+    with the reason; `refused_signal_count` counts them all."""
+    refused_signal_count: int = 0
 
 
 class LogPage(Reply):

@@ -64,6 +64,14 @@ def sendable(text: str) -> str:
     return text
 
 
+def unknown_agent_note(content: str, agent: str, agents: list[str]) -> str:
+    """The tool message for a tool that returned `Result(agent=...)` naming no agent of the
+    team: its result, then why the conversation was not handed over."""
+    note = (f"Error: there is no agent named {agent!r}, so the conversation was not handed "
+            f"over. Agents: {', '.join(agents)}.")
+    return f"{content}\n\n{note}" if content else note
+
+
 class ToolRunner:
     """Runs tool calls for one turn; counts the activities in flight, so the workflow knows
     when it may continue as new without abandoning one."""
@@ -84,10 +92,14 @@ class ToolRunner:
         def reply(result: ToolResult) -> Message:
             self.state.context.update(result.context_updates)
             kind = "error" if result.is_error else "message"
-            if result.handoff_to and result.handoff_to in self.team.agents:
+            content = result.content
+            if result.handoff_to is not None and result.handoff_to in self.team.agents:
                 self.handoffs[call.id] = result.handoff_to
                 kind = "handoff"
-            return Message(role="tool", content=result.content, name=call.name,
+            elif result.handoff_to is not None:  # the model must learn the handoff did not happen
+                kind = "error"
+                content = unknown_agent_note(content, result.handoff_to, list(self.team.agents))
+            return Message(role="tool", content=content, name=call.name,
                            tool_call_id=call.id, agent_run=agent_run, kind=kind)  # type: ignore[arg-type]
 
         size = len(call.arguments.encode())

@@ -186,21 +186,23 @@ class Transcript(Wire):
         end = len(self._log) if upto is None else upto
         return [self._log[i] for i in self._shared if i < end]
 
-    def view(self, agent_run: int, upto: int | None = None, handoffs: HandoffView = "own") -> list[Message]:
+    def view(self, agent_run: int, upto: int | None = None, handoffs: HandoffView = "own",
+             notices: bool = False) -> list[Message]:
         """The messages agent run `agent_run` sees (0: the shared conversation).
 
         `handoffs` is what a worker is shown of handoff calls and their tool messages (they
         always stay in the log, for audit): see `HandoffView`. The shared conversation shows
-        them all unless it is "none".
+        them all unless it is "none". Notices (kind "notice": refused signals) are for people:
+        only `notices=True` (the `transcript` query) shows them, never a model's view.
         """
         if agent_run == 0:
-            shared = self.shared_messages(upto)
+            shared = [m for m in self.shared_messages(upto) if notices or m.kind != "notice"]
             return strip_foreign_handoffs(shared, None) if handoffs == "none" else shared
         run = self._runs[agent_run]
         end = len(self._log) if upto is None else upto
-        # Routing records are for people and audits: no worker is shown them.
+        # Routing records and notices are for people and audits: no worker is shown them.
         prefix = [self._log[i] for i in self._shared[: run.shared_start]
-                  if i < end and self._log[i].kind != "routing"]
+                  if i < end and self._log[i].kind not in ("routing", "notice")]
         own = [self._log[i] for i in self.run_messages(agent_run, end)]
         if handoffs == "all":
             return strip_siblings(prefix, run.handoff_call_id) + own

@@ -1,0 +1,150 @@
+"""How turns, answers and other signals enter a conversation: `TeamWorkflow`'s update and
+signal handlers (a mixin, so workflows/conversation.py keeps the routing loop in view).
+
+Every handler takes `*extra`, so the SDK decodes its arguments as plain JSON and they are
+validated here (workflows/inputs.py): a malformed update is rejected by its validator with a
+reason the caller gets at once; a malformed or refused signal, whose sender gets no answer,
+is recorded for the `status` query and noted in the transcript (never shown to a model). None
+of it can fail a workflow task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from . import inputs
+    from .human import HumanDesk, reply_problem
+    from .state import AnswerAck, ConversationState, HumanReply, TurnReply, UserTurn
+
+MAX_TURN_BYTES = 256 * 1024
+MAX_ID_CHARS = 256
+"""A turn's `sender` and `turn_id` are names, kept in state: longer ones are refused."""
+SIGNALS = ("post_message", "human_reply", "close")
+NOTES_PATCH = "refused-signal-notes"
+"""Refused signals are noted in the transcript only in runs started by code that does so: an
+older run replays without the notes, so its log (and the indices derived from it) stay as
+recorded."""
+
+
+class Intake:
+    """Update and signal handlers of `TeamWorkflow`, over the attributes it sets up."""
+
+    state: ConversationState
+    desk: HumanDesk
+    closing: bool
+    waiters: dict[int, int]
+    """Turn number -> `send_message` handlers waiting for its reply."""
+
+    def _enqueue(self, turn: UserTurn) -> int:
+        if turn.turn_id and turn.turn_id in self.state.turn_ids:
+            return self.state.turn_ids[turn.turn_id]  # sent again: same turn, same reply
+        self.state.turns_started += 1
+        self.state.queue.append((self.state.turns_started, turn))
+        if turn.turn_id:
+            self.state.turn_ids[turn.turn_id] = self.state.turns_started
+        return self.state.turns_started
+
+    def _turn_problem(self, turn: UserTurn) -> str | None:
+        if turn.turn_id and turn.turn_id in self.state.turn_ids:
+            return None
+        if self.closing:
+            return "the conversation is closed"
+        if not turn.text.strip():
+            return "the message is empty"
+        if len(turn.text.encode("utf-8", "replace")) > MAX_TURN_BYTES:
+            return f"the message is over {MAX_TURN_BYTES:,} bytes"
+        for field, value in (("sender", turn.sender), ("turn_id", turn.turn_id)):
+            if value is not None and len(value) > MAX_ID_CHARS:
+                return f"{field} is over {MAX_ID_CHARS} characters"
+        return None
+
+    def _refuse(self, signal: str, reason: str) -> None:
+        workflow.logger.warning("Refused signal %s: %s", signal, reason)
+        inputs.refuse(self.state, signal, reason, workflow.now(), note=workflow.patched(NOTES_PATCH))
+
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    async def send_message(self, turn: UserTurn | None = None, *extra: object) -> TurnReply:
+        """Send a user turn and wait for the team's reply to it. Turns queue in order.
+
+        A continue-as-new can end the run while this waits; the caller then re-sends the same
+        turn (same `turn_id`) to the new run and gets the reply from there."""
+        number = self._enqueue(inputs.decode(UserTurn, [turn, *extra], "send_message"))
+        self.waiters[number] = self.waiters.get(number, 0) + 1
+        try:
+            await workflow.wait_condition(lambda: number in self.state.replies)
+        finally:
+            self.waiters[number] -= 1
+        return self.state.replies[number]
+
+    @send_message.validator
+    def _validate_send_message(self, turn: UserTurn | None = None, *extra: object) -> None:
+        decoded = _decoded(UserTurn, [turn, *extra], "send_message")
+        problem = self._turn_problem(decoded)
+        if problem:
+            kind = "ConversationClosed" if self.closing else "TurnRejected"
+            raise ApplicationError(problem, type=kind)
+
+    @workflow.signal
+    def post_message(self, turn: UserTurn | None = None, *extra: object) -> None:
+        """Fire-and-forget form of `send_message`; a refused turn is noted (`status`,
+        transcript) since its sender gets no answer."""
+        try:
+            decoded = inputs.decode(UserTurn, [turn, *extra], "post_message")
+        except inputs.InvalidInput as err:
+            return self._refuse("post_message", str(err))
+        problem = self._turn_problem(decoded)
+        if problem:
+            return self._refuse("post_message", problem)
+        self._enqueue(decoded)
+
+    @workflow.signal
+    def close(self, *extra: object) -> None:
+        """End the conversation once queued turns are answered."""
+        self.closing = True
+        if extra:
+            self._refuse("close", f"close takes no arguments; ignored {len(extra)} (closing anyway)")
+
+    @workflow.signal(dynamic=True)
+    def unknown_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        """Any other signal name (a typo, say): recorded, where it would otherwise wait
+        unseen in the SDK's buffer for a handler that never comes."""
+        self._refuse(name, f"no such signal; this workflow takes {', '.join(SIGNALS)}")
+
+    # ---- the person in the loop -------------------------------------------------------------
+
+    @workflow.signal
+    def human_reply(self, reply: HumanReply | None = None, *extra: object) -> None:
+        """Answer a pending question; stale or unknown ids are recorded and ignored."""
+        try:
+            decoded = inputs.decode(HumanReply, [reply, *extra], "human_reply")
+        except inputs.InvalidInput as err:
+            return self._refuse("human_reply", str(err))
+        problem = self.desk.receive(decoded)
+        if problem:
+            self._refuse("human_reply", problem)
+
+    @workflow.update
+    def answer(self, reply: HumanReply | None = None, *extra: object) -> AnswerAck:
+        """Answer a pending question and learn at once whether it was accepted."""
+        decoded = inputs.decode(HumanReply, [reply, *extra], "answer")
+        self.desk.receive(decoded)
+        return AnswerAck(question_id=decoded.question_id)
+
+    @answer.validator
+    def _validate_answer(self, reply: HumanReply | None = None, *extra: object) -> None:
+        problem = reply_problem(self.state, _decoded(HumanReply, [reply, *extra], "answer"))
+        if problem:
+            raise ApplicationError(problem, type="AnswerRejected")
+
+
+def _decoded(model: type[inputs.M], values: list[object], what: str) -> inputs.M:
+    """`inputs.decode` for an update's validator: the caller gets the reason at once."""
+    try:
+        return inputs.decode(model, values, what)
+    except inputs.InvalidInput as err:
+        raise ApplicationError(str(err), type="InvalidInput") from None
