@@ -46,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "send_turn": "durable_teams.client",
     "send_reply": "durable_teams.client",
     "ConversationEnded": "durable_teams.client",
+    "ConversationNotFound": "durable_teams.client",
+    "ConversationBusy": "durable_teams.client",
     "ReplyRejected": "durable_teams.client",
     "follow": "durable_teams.events",
     "EncryptionCodec": "durable_teams.codec",
@@ -63,8 +65,10 @@ __all__ = [
     "Agent",
     "Budgets",
     "CompiledTeam",
+    "ConversationBusy",
     "ConversationEnded",
     "ConversationInput",
+    "ConversationNotFound",
     "ConversationResult",
     "ConversationStatus",
     "EncryptionCodec",
@@ -123,7 +127,14 @@ if TYPE_CHECKING:  # what type checkers and editors see
         tool,
     )
     from durable_teams.builders import Agent, CompiledTeam, Supervisor, Swarm, handoff
-    from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
+    from durable_teams.client import (
+        ConversationBusy,
+        ConversationEnded,
+        ConversationNotFound,
+        ReplyRejected,
+        send_reply,
+        send_turn,
+    )
     from durable_teams.codec import EncryptionCodec, EncryptionKeyError
     from durable_teams.events import Event, follow
     from durable_teams.runtime import TASK_QUEUE, build_worker, connect

@@ -5,22 +5,51 @@ waiting at that moment ends with the run (Temporal reports `AcceptedUpdateComple
 so `send_turn` gives every turn an id and, if the conversation is still running, sends the
 same turn to the new run: the workflow recognises the id and returns that turn's reply, never
 running it twice.
+
+Temporal admits at most 10 updates in flight per workflow and refuses more with
+RESOURCE_EXHAUSTED; `send_turn` waits and sends again, so many clients sending at once all get
+their replies (the turns queue in the workflow and are answered one at a time).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import random
 import uuid
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.workflows.state import HumanReply, Question, TurnReply, UserTurn
 
 CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
+CLOSED = "ConversationClosed"
+UNPROCESSED = "UnprocessedUpdate"
+TRANSIENT = {RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.UNAVAILABLE,
+             RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
+logger = logging.getLogger(__name__)
 
 
 class ConversationEnded(Exception):
-    """The conversation is no longer running (closed, failed or terminated)."""
+    """The conversation is no longer running (closed, failed, cancelled, terminated or timed
+    out), or is closing and takes no new turns."""
+
+
+class ConversationNotFound(ConversationEnded):
+    """No conversation has this workflow id (never started, or removed after its retention)."""
+
+
+class ConversationBusy(Exception):
+    """The server kept refusing the turn (too many updates in flight, aborted, timed out) for
+    `busy_timeout` seconds."""
 
 
 class ReplyRejected(Exception):
@@ -35,23 +64,84 @@ async def send_turn(
     sender: str | None = None,
     turn_id: str | None = None,
     max_resends: int = 20,
+    busy_timeout: float = 600.0,
 ) -> TurnReply:
-    """Send `text` as a user turn and wait for the reply, across continue-as-new."""
+    """Send `text` as a user turn and wait for the reply, across continue-as-new.
+
+    Raises `ConversationEnded` (or its `ConversationNotFound`) when the conversation cannot
+    answer, `ConversationBusy` after `busy_timeout` seconds of refusals for too many updates
+    in flight (or aborted or timed-out sends), and `WorkflowUpdateFailedError` when the workflow rejects the turn itself (an
+    empty or oversized message: `err.cause.message` says why)."""
     turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex)
     for _ in range(max_resends + 1):
         handle = client.get_workflow_handle(workflow_id)  # no run id: the current run
         try:
-            return await handle.execute_update("send_message", turn, result_type=TurnReply)
+            return await _send_when_admitted(handle, turn, busy_timeout)
         except WorkflowUpdateFailedError as err:
             cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type == CLOSED:
+                raise ConversationEnded(f"conversation {workflow_id} is closed: {cause.message}") from err
             if not (isinstance(cause, ApplicationError) and cause.type == CUT_BY_RUN_END):
                 raise
-            described = await handle.describe()
-            if described.status != WorkflowExecutionStatus.RUNNING:
-                raise ConversationEnded(
-                    f"conversation {workflow_id} ended ({described.status.name if described.status else '?'}) "
-                    "before answering this turn") from err
+            await _raise_unless_running(handle, err)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            await _raise_unless_running(handle, err)
     raise ConversationEnded(f"turn not answered after {max_resends} re-sends to {workflow_id}")
+
+
+async def _send_when_admitted(handle: WorkflowHandle, turn: UserTurn, busy_timeout: float) -> TurnReply:
+    """The update, sent again with growing, jittered pauses while the server refuses it for
+    too many updates in flight, aborts it, or times out under load. Sending again is safe:
+    the turn's id makes the workflow answer a turn it already has, not run it twice."""
+    deadline = asyncio.get_running_loop().time() + busy_timeout
+    pause = 0.05
+    while True:
+        try:
+            return await handle.execute_update("send_message", turn, result_type=TurnReply)
+        except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateFailedError) as err:
+            reason = _transient(err)
+            if reason is None:
+                raise
+            if asyncio.get_running_loop().time() + pause > deadline:
+                raise ConversationBusy(
+                    f"conversation {handle.id} did not take the turn for {busy_timeout:g} s: {reason}"
+                ) from err
+            logger.debug("conversation %s busy (%s); sending again in %.2f s", handle.id, reason, pause)
+            await asyncio.sleep(pause * random.uniform(0.5, 1.0))
+            pause = min(pause * 2, 1.0)
+
+
+def _transient(err: Exception) -> str | None:
+    """Why sending again may succeed: too many updates in flight (RESOURCE_EXHAUSTED), an
+    update the server aborted (UNAVAILABLE) or rejected as not processed by a worker (a
+    workflow task lost under load), an RPC that timed out. None for anything else, including
+    the caller cancelling (the SDK wraps that in the same timeout error)."""
+    if isinstance(err, WorkflowUpdateFailedError):
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.type == UNPROCESSED:
+            return cause.message
+        return None
+    rpc = err.__cause__ if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError) else err
+    if isinstance(rpc, RPCError) and rpc.status in TRANSIENT:
+        return rpc.message or rpc.status.name
+    return None
+
+
+async def _raise_unless_running(handle: WorkflowHandle, err: Exception) -> None:
+    """Raise the typed reason the conversation cannot answer; return if it is still running
+    (a continue-as-new cut the update off: the caller re-sends)."""
+    try:
+        described = await handle.describe()
+    except RPCError as missing:
+        if missing.status == RPCStatusCode.NOT_FOUND:
+            raise ConversationNotFound(f"no conversation with id {handle.id}") from err
+        raise
+    if described.status != WorkflowExecutionStatus.RUNNING:
+        state = described.status.name if described.status else "?"
+        raise ConversationEnded(
+            f"conversation {handle.id} ended ({state}) before answering this turn") from err
 
 
 async def send_reply(client: Client, workflow_id: str, question_id: str | None, **reply: object) -> str:
