@@ -35,6 +35,8 @@ def test_each_message_kind_maps_to_its_event() -> None:
          [("routing", "sup", None, "Routing to maths")]),
         (Message(role="user", name="router", content="not JSON", kind="routing", agent_run=3),
          [("routing", "router", None, "not JSON")]),
+        (Message(role="system", name="durable-teams", content="Refused signal close: ...", kind="notice"),
+         [("error", "durable-teams", None, "Refused signal close: ...")]),
     ]
     for message, expected in table:
         got = [(e.type, e.agent, e.tool, e.text) for e in events_of(7, message)]
