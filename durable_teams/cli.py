@@ -12,6 +12,8 @@
     durable-teams answer <workflow-id> "text" [--question q2]
     durable-teams approve|deny <workflow-id> [--question q2] [--reason "..."]
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
+
+    durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
 """
 
 from __future__ import annotations
@@ -137,6 +139,20 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     return await run_demo(args.name)
 
 
+async def cmd_graph(args: argparse.Namespace) -> int | str:
+    from durable_teams.graph import team_graph
+    from durable_teams.worker import load_teams
+
+    try:
+        teams = {t.spec.name: t.spec for t in load_teams(args.team_module)}
+    except (ImportError, AttributeError, ValueError) as err:
+        return f"durable-teams: could not load {args.team_module}: {err}"
+    if args.team not in teams:
+        return f"durable-teams: no team named {args.team!r} (known: {', '.join(sorted(teams))})"
+    print(team_graph(teams[args.team]), end="")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durable-teams", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -173,13 +189,17 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("workflow_id")
         cmd.add_argument("--question")
         cmd.add_argument("--reason", default="")
+    graph = sub.add_parser("graph", help="print a team as a Mermaid diagram")
+    graph.add_argument("team")
+    graph.add_argument("--team", dest="team_module", action="append", default=[],
+                       help="module:attr of extra teams")
     return p
 
 
 COMMANDS = {
     "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
     "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
-    "chat": cmd_chat, "follow": cmd_follow,
+    "chat": cmd_chat, "follow": cmd_follow, "graph": cmd_graph,
 }
 
 
