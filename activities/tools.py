@@ -124,7 +124,22 @@ class ToolRegistry:
 
     def __init__(self, *tools: Tool | Callable[..., Any]):
         self._tools: dict[str, Tool] = {}
+        self.mcp_servers: dict[str, Any] = {}
+        """MCP server definitions by name (durable_teams/mcp.py), for the MCP activities."""
         self.register(*tools)
+
+    def add_mcp(self, *servers: Any) -> None:
+        """Add MCP server definitions; the same name for a different server is a ValueError."""
+        for server in servers:
+            existing = self.mcp_servers.get(server.name)
+            if existing is not None and not existing.same_server(server):
+                raise ValueError(f"two different MCP servers are named {server.name!r}")
+            self.mcp_servers[server.name] = server
+
+    def merge(self, other: ToolRegistry) -> None:
+        """Add every tool and MCP server of `other`."""
+        self.register(*other._tools.values())
+        self.add_mcp(*other.mcp_servers.values())
 
     def register(self, *tools: Tool | Callable[..., Any]) -> None:
         """Add tools; the same name for a different function is a `TeamError`."""

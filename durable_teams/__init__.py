@@ -30,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "RoutingRule": "durable_teams.workflows.options",
     "Budgets": "durable_teams.workflows.options",
     "ModelCalls": "durable_teams.workflows.options",
+    "MCPStdio": "durable_teams.mcp",
+    "MCPHttp": "durable_teams.mcp",
+    "team_graph": "durable_teams.graph",
     # the workflow and its wire types
     "TeamWorkflow": "durable_teams.workflows.conversation",
     "ConversationInput": "durable_teams.workflows.state",
@@ -75,6 +78,8 @@ __all__ = [
     "EncryptionKeyError",
     "Event",
     "HumanReply",
+    "MCPHttp",
+    "MCPStdio",
     "Message",
     "ModelBackend",
     "ModelCalls",
@@ -100,6 +105,7 @@ __all__ = [
     "handoff",
     "send_reply",
     "send_turn",
+    "team_graph",
     "tool",
 ]
 
@@ -137,6 +143,8 @@ if TYPE_CHECKING:  # what type checkers and editors see
     )
     from durable_teams.codec import EncryptionCodec, EncryptionKeyError
     from durable_teams.events import Event, follow
+    from durable_teams.graph import team_graph
+    from durable_teams.mcp import MCPHttp, MCPStdio
     from durable_teams.runtime import TASK_QUEUE, build_worker, connect
     from durable_teams.scripted import ScriptedModel
     from durable_teams.workflows.conversation import TeamWorkflow

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from durable_teams.activities.tools import Tool, ToolRegistry, tool
+from durable_teams.mcp import MCPServer
 from durable_teams.workflows.builtins import BUILTINS
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec, TeamSpec
 from durable_teams.workflows.options import (
@@ -81,11 +82,14 @@ class Agent(AgentOptions):
     description of your own."""
     output_type: type[BaseModel] | None = None
     """A pydantic model for a structured final answer (sent as a JSON schema)."""
+    mcp: Sequence[MCPServer] = ()
+    """MCP servers whose tools this agent uses (`MCPStdio`, `MCPHttp`, durable_teams/mcp.py)."""
 
     def __post_init__(self) -> None:
         check_agent(self)
 
     def spec(self, registry: ToolRegistry) -> AgentSpec:
+        registry.add_mcp(*self.mcp)
         return AgentSpec(
             **option_values(self, AgentOptions),
             name=self.name,
@@ -98,6 +102,7 @@ class Agent(AgentOptions):
             handoff_descriptions={h.agent: h.description for h in self.handoffs
                                   if isinstance(h, Handoff) and h.description},
             output_schema=self.output_type.model_json_schema() if self.output_type else None,
+            mcp=[server.spec() for server in self.mcp],
         )
 
 
@@ -178,7 +183,7 @@ class Supervisor(SupervisorOptions, TeamOptions):
             agents={_name(a): _member(a, own, within) for a in self.agents},
             tools=own.specs(),
         )
-        registry.register(*(own.get(n) for n in own.names()))
+        registry.merge(own)
         return spec
 
 
@@ -225,7 +230,7 @@ def _member(item: Agent | Supervisor | CompiledTeam, registry: ToolRegistry,
     if isinstance(item, Agent):
         return item.spec(registry)
     if isinstance(item, CompiledTeam):
-        registry.register(*(item.tools.get(n) for n in item.tools.names()))
+        registry.merge(item.tools)
         sup = item.spec.supervisor
         return AgentSpec(name=_name(item), team=item.spec, model=sup.model if sup else default_model())
     return AgentSpec(name=item.name, description=item.description,

@@ -3,7 +3,7 @@
 What is drawn: the supervisor (a hexagon naming its routing strategy) with an edge to each agent
 (labelled with the handoff tool, or how the strategy picks it) and a dotted edge back; a swarm's
 start agent and peer handoffs (labelled with the tool name); each agent's tools (stadium nodes,
-`needs approval` and `return direct` noted); nested teams as subgraphs, entered through their
+`needs approval` and `return direct` noted) and MCP servers (cylinders); nested teams as subgraphs, entered through their
 supervisor (or a swarm's start agent); agents that run as a child workflow are marked so.
 """
 
@@ -86,8 +86,16 @@ def _draw_agent(team: TeamSpec, agent: AgentSpec, ids: _Ids, lines: list[str], i
     node = ids.new(agent.name)
     text = agent.name + ("\n(child workflow)" if agent.run_as_child else "")
     lines.append(f"{indent}{node}[{_label(text)}]")
-    _draw_tools(team, node, agent.tools, ids, lines, indent)
+    _draw_tools(team, node, [t for t in agent.tools if not _from_mcp(team, t)], ids, lines, indent)
+    for server in agent.mcp:  # its tools are known only once a conversation lists them
+        text = f"MCP server: {server.name}" + ("\n(needs approval)" if server.needs_approval else "")
+        lines.append(f"{indent}{node} --- {ids.new(f'{node}_mcp_{server.name}')}[({_label(text)})]")
     return node
+
+
+def _from_mcp(team: TeamSpec, tool: str) -> bool:
+    spec = team.tools.get(tool)
+    return spec is not None and spec.mcp_server is not None
 
 
 def _draw_tools(team: TeamSpec, owner: str, tools: Sequence[str], ids: _Ids, lines: list[str],

@@ -10,6 +10,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from durable_teams.activities.mcp import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.resolve_team import TeamActivities
 from durable_teams.activities.tools import ToolActivities, ToolRegistry
@@ -38,8 +39,7 @@ async def connect(address: str | None = None, *, encryption: KeySetting = None) 
 def merged_registry(teams: Sequence[CompiledTeam]) -> ToolRegistry:
     registry = ToolRegistry()
     for team in teams:
-        for name in team.tools.names():
-            registry.register(team.tools.get(name))
+        registry.merge(team.tools)
     return registry
 
 
@@ -55,7 +55,9 @@ def build_worker(
     """One worker serving the conversation workflow, the model call and every team's tools.
     `view_reader` replaces how a model call reads its view (default: `ViewCache`)."""
     models = ModelActivities(backend, view_reader)
-    tools = ToolActivities(merged_registry(teams))
+    registry = merged_registry(teams)
+    tools = ToolActivities(registry)
+    mcp = MCPActivities(registry.mcp_servers)
     resolver = TeamActivities({t.spec.name: t.spec for t in teams})
     options: dict = {
         "workflows": [TeamWorkflow],  # a test may serve another version of it (tests/next_release.py)
@@ -73,7 +75,8 @@ def build_worker(
     return Worker(
         tolerant_client(client),  # a payload it cannot decode is refused, not retried forever
         task_queue=task_queue,
-        activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team],
+        activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team,
+                    mcp.list_mcp_tools, mcp.call_mcp_tool],
         **options,
     )
 

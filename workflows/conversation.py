@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import inputs, live_view, roster, team_checks
+    from . import inputs, live_view, mcp, roster, team_checks
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
@@ -90,6 +90,7 @@ class TeamWorkflow(Intake):
                 team_checks.check_definition(team)
         except roster.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
+        await mcp.list_tools(team)  # once per conversation; recorded in the team it carries
         self.desk.timeout_seconds = team.ask_human_timeout_seconds
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(
             self.loop and self.loop.interruptible)

@@ -142,6 +142,10 @@ class ToolSpec(Wire):
     tool is retried, up to `max_attempts`."""
     retry_interval_seconds: float = 1.0
     task_queue: str | None = None
+    mcp_server: str | None = None
+    """Set for a tool an MCP server offers: the server's name (workflows/mcp.py)."""
+    mcp_tool: str | None = None
+    """The tool's name on that server (`name` may carry the server's `tool_prefix`)."""
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -152,6 +156,23 @@ class ToolSpec(Wire):
                 "parameters": self.parameters,
             },
         }
+
+
+class MCPServerSpec(Wire):
+    """An MCP server an agent takes tools from, as data: its name and options only. How to
+    reach it (command, URL, headers) stays on the worker (durable_teams/mcp.py)."""
+
+    name: str
+    tool_prefix: str = ""
+    allowed_tools: list[str] | None = None
+    """Only these of the server's tools (None: all it lists)."""
+    needs_approval: bool | list[str] = False
+    """True: every tool of the server waits for a person's approval; a list: those tools."""
+    timeout_seconds: float = 60.0
+    max_attempts: int = 5
+    listed: list[ToolSpec] | None = None
+    """The server's tools as listed once for this conversation, recorded in workflow state
+    (continue-as-new carries it), so replay never asks the server again."""
 
 
 @wire_dataclass(config=WIRE_CONFIG, kw_only=True)
@@ -175,6 +196,8 @@ class AgentSpec(AgentOptions):
     right cue (the cookbook's "Call this if the user brings up a topic outside of your purview")."""
     output_schema: dict[str, Any] | None = None
     """JSON schema of a structured final answer (response_format json_schema)."""
+    mcp: list[MCPServerSpec] = field(default_factory=list)
+    """MCP servers whose tools this agent may use (listed once per conversation)."""
     team: TeamSpec | None = None
     """A nested team: this "agent" is a whole team (usually a supervisor with its own agents)
     that runs as a child workflow. The team travels here as data, so the child needs no

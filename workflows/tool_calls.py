@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
+    from . import mcp
     from .human import HumanDesk
     from .messages import Message, TeamSpec, ToolCall, ToolRequest, ToolResult, ToolSpec
     from .state import ConversationState
@@ -132,8 +133,9 @@ class ToolRunner:
                     "run_local_tool", request, result_type=ToolResult,
                     start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
             else:
+                name, arg = mcp.activity_for(spec, request)  # run_tool, or an MCP server's
                 result = await workflow.execute_activity(
-                    "run_tool", request, result_type=ToolResult, task_queue=spec.task_queue,
+                    name, arg, result_type=ToolResult, task_queue=spec.task_queue,
                     start_to_close_timeout=timeout, retry_policy=retry, summary=f"tool: {call.name}")
         except (ActivityError, ApplicationError, TemporalTimeout) as err:  # a local activity's comes unwrapped
             result = ToolResult(is_error=True, content=tool_failure_message(spec, err))
