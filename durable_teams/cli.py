@@ -31,6 +31,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client import ReplyRejected, send_reply
 from durable_teams.codec import EncryptionKeyError
 from durable_teams.console import format_event, format_message, format_question
+from durable_teams.costs import usage_lines
 from durable_teams.events import follow
 from durable_teams.runtime import TASK_QUEUE, connect
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -57,6 +58,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         return 0
     result = await handle.result()
     print(f"[{result.agent}] {result.answer}")
+    print("\n".join(usage_lines(result.usage)))
     return 0 if result.status == "completed" else 1
 
 
@@ -69,6 +71,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
     print(f"turns: {status.turns}  model calls: {status.model_calls}  active agent: {status.active_agent or '-'}")
     if status.last_reply:
         print(f"last reply [{status.last_reply.agent}, {status.last_reply.status}]: {status.last_reply.text}")
+    print("\n".join(usage_lines(status.usage)))
     for q in status.pending:
         print(format_question(args.workflow_id, q))
     for child in status.children:  # their questions are listed, and answered, under their ids

@@ -33,7 +33,10 @@ def format_question(workflow_id: str, q: Question) -> str:
 def format_event(event: Event) -> str:
     who = event.agent or event.tool or "user"
     indent = "    " if event.private else ""
+    tokens = ""
+    if event.usage is not None:
+        tokens = f"  ({event.usage.prompt_tokens:,} in / {event.usage.completion_tokens:,} out tokens)"
     if event.type in ("tool_usage", "question"):
         args = "" if event.arguments in (None, "", "{}") else event.arguments
-        return f"{indent}{event.type:<13} [{who}] {event.tool}({args})"
-    return f"{indent}{event.type:<13} [{who}] {event.text}"
+        return f"{indent}{event.type:<13} [{who}] {event.tool}({args}){tokens}"
+    return f"{indent}{event.type:<13} [{who}] {event.text}{tokens}"

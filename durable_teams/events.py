@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.workflows.builtins import ASK_HUMAN
-from durable_teams.workflows.messages import Message
+from durable_teams.workflows.messages import Message, Usage
 from durable_teams.workflows.state import LogPage
 
 EventType = Literal[
@@ -39,6 +39,8 @@ class Event(BaseModel):
     tool: str | None = None
     arguments: str | None = None
     private: bool = False
+    usage: Usage | None = None
+    """On the first event of a model's reply: the tokens that model call used."""
 
 
 def events_of(index: int, message: Message) -> list[Event]:
@@ -60,6 +62,8 @@ def events_of(index: int, message: Message) -> list[Event]:
     for call in message.tool_calls:
         out.append(Event(index=index, type="question" if call.name == ASK_HUMAN else "tool_usage",
                          agent=message.name, tool=call.name, arguments=call.arguments, private=private))
+    if out and message.usage is not None:
+        out[0].usage = message.usage
     return out
 
 

@@ -14,10 +14,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import roster
+    from . import roster, usage
     from .answering import AgentOutcome, Budget, CallAnswerer
     from .human import HumanDesk, Interrupted
-    from .messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall
+    from .messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall, Usage
     from .model_calls import activity_options, failure_text, policy_for
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
@@ -72,10 +72,10 @@ class AgentLoop:
         return None
 
     async def _loop(self, agent: str, agent_run: int, budget: Budget) -> AgentOutcome:
-        limits = self.team.budgets
         while True:
-            if budget.model_calls >= limits.max_model_calls:
-                return self.out_of_model_calls(agent, agent_run)
+            stopped = self.budget_stop(agent, agent_run, budget)
+            if stopped is not None:
+                return stopped
             message, structured, flag = await self.call_model(agent, agent_run, budget)
             index = self.transcript.append(message)
             if not message.tool_calls:
@@ -83,6 +83,14 @@ class AgentLoop:
             outcome = await self.answer_calls(agent, agent_run, index, message.tool_calls, budget)
             if outcome is not None:
                 return outcome
+
+    def budget_stop(self, agent: str, agent_run: int, budget: Budget) -> AgentOutcome | None:
+        """End the turn before a model call if a call or token budget is spent."""
+        if budget.model_calls >= self.team.budgets.max_model_calls:
+            return self.out_of_model_calls(agent, agent_run)
+        turn = usage.current_turn(self.state.queue, self.state.turns_started)
+        over = usage.over_budget(self.state.usage, turn, self.team.budgets)
+        return None if over is None else self.stop(agent, agent_run, over)
 
     def out_of_model_calls(self, agent: str, agent_run: int) -> AgentOutcome:
         return self.stop(
@@ -143,7 +151,11 @@ class AgentLoop:
             )
         except ActivityError as err:
             raise TurnFailed(f"The model call for {agent} failed: {failure_text(err, policy)}") from err
-        message = response.message.model_copy(update={"name": agent, "agent_run": agent_run})
+        turn = usage.current_turn(self.state.queue, self.state.turns_started)
+        usage.record(self.state.usage, turn, agent, spec.model, response.usage)
+        used = response.usage if response.usage != Usage() else None  # kept on the message
+        message = response.message.model_copy(
+            update={"name": agent, "agent_run": agent_run, "usage": used})
         structured = None
         if spec.output_schema is not None and not message.tool_calls and message.content:
             try:

@@ -26,7 +26,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from . import roster
+    from . import roster, usage
     from .agent_loop import AgentLoop, AgentOutcome
     from .messages import Message, TeamSpec
     from .state import ConversationInput, ConversationResult, Flag
@@ -119,6 +119,9 @@ async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
                 static_details=f"Run {run.id} of {run.agent} for {info.workflow_id}",
             )
             loop.state.total_model_calls += result.model_calls
+            if result.usage is not None:  # a delegate's tokens count in the parent's
+                turn = usage.current_turn(loop.state.queue, loop.state.turns_started)
+                usage.add_child(loop.state.usage, turn, result.usage)
             loop.state.context.update(result.context)  # what the child's tools learned
             text, structured = result.answer, result.structured
             failed = result.status not in ("completed", "truncated", "filtered")

@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import inputs, live_view, mcp, roster, team_checks
+    from . import inputs, live_view, mcp, roster, team_checks, usage
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
@@ -105,6 +105,7 @@ class TeamWorkflow(Intake):
                 except Interrupted:  # long history, and an agent waits for a person
                     await self._continue_as_new()
                 self.state.queue.pop(0)
+                reply.usage = usage.of_turn(self.state.usage, number)
                 self.state.replies[number] = reply
                 if inp.single_turn:
                     return self._result(reply, fail_on_error=True)
@@ -200,6 +201,7 @@ class TeamWorkflow(Intake):
             answer=reply.text, agent=reply.agent, status=reply.status,
             turns=self.state.turns_started, model_calls=self.state.total_model_calls,
             structured=reply.structured, runs=self.state.runs, context=dict(self.state.context),
+            usage=self.state.usage,
         )
 
     # ---- queries ----------------------------------------------------------------------------
@@ -236,6 +238,7 @@ class TeamWorkflow(Intake):
             children=list(self.loop.children.values()) if self.loop else [],
             refused_signals=list(self.state.refused_signals),
             refused_signal_count=self.state.refused_signal_count,
+            usage=self.state.usage,
         )
 
     @workflow.query

@@ -42,8 +42,9 @@ async def decide_with_model(
         own = [transcript.log[i] for i in transcript.run_messages(run.id)]
         rounds = sum(1 for m in own if m.role == "assistant" and m.tool_calls and m.kind != "routing")
         retries = sum(1 for m in own if m.role == "user" and m.kind == "routing")
-        if budget.model_calls >= loop.team.budgets.max_model_calls:
-            return loop.out_of_model_calls(sup.name, run.id)
+        stopped = loop.budget_stop(sup.name, run.id, budget)
+        if stopped is not None:
+            return stopped
         message, _, _ = await loop.call_model(sup.name, run.id, budget)
         if message.tool_calls and rounds < sup.decision_max_tool_rounds:
             index = transcript.append(message)

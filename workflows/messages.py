@@ -85,6 +85,13 @@ class ToolCall(Wire):
     arguments: str = "{}"
 
 
+class Usage(Wire):
+    """Tokens one model call used, as the API reported them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class Message(Wire):
     """One transcript message.
 
@@ -100,6 +107,8 @@ class Message(Wire):
     name: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
+    usage: Usage | None = None
+    """On a model's reply: the tokens that call used (bookkeeping, never sent to the model)."""
     agent_run: int = agent_run_field(wire_name="scope", default=0)
     kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error", "notice"] = "message"
 
@@ -296,11 +305,6 @@ class ModelView(Reply):
 
     messages: list[Message]
     tools: list[ToolSpec]
-
-
-class Usage(Wire):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
 
 class ModelResponse(Reply):

@@ -115,6 +115,9 @@ class Budgets(BaseModel):
     """Per user turn."""
     max_tool_calls: int = 100
     """Per user turn."""
+    max_tokens_per_turn: int | None = None
+    """Input + output tokens of every model call in one user turn (nested teams included)."""
+    max_tokens_per_conversation: int | None = None
 
 
 @dataclass(kw_only=True)

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire, agent_run_field
 from .transcript import Transcript
+from .usage import Tally, UsageLedger
 
 TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed"]
 """How a turn ended: "completed" (an answer), "truncated" (the answer the model gave was cut
@@ -43,6 +44,8 @@ class TurnReply(Reply):
     agent: str
     status: TurnStatus = "completed"
     structured: dict[str, Any] | None = None
+    usage: Tally | None = None
+    """Tokens and model calls of this turn (nested teams included)."""
 
 
 class Question(Wire):
@@ -131,6 +134,8 @@ class ConversationState(Wire):
     refused_signals: list[RefusedSignal] = Field(default_factory=list)
     """The latest refused signals (at most `inputs.KEEP_REFUSED`)."""
     refused_signal_count: int = 0
+    usage: UsageLedger = Field(default_factory=UsageLedger)
+    """Tokens used: in total, per turn, per agent, per model (workflows/usage.py)."""
 
 
 class ConversationInput(Wire):
@@ -167,6 +172,8 @@ class ConversationResult(Reply):
     """Workflow runs the conversation took (continue-as-new makes more than one)."""
     context: dict[str, Any] = Field(default_factory=dict)
     """The context variables at the end (a nested team's flow back into its parent's)."""
+    usage: UsageLedger | None = None
+    """Tokens used by the whole conversation (a nested team's flow into its parent's)."""
 
 
 class ConversationStatus(Reply):
@@ -189,6 +196,8 @@ class ConversationStatus(Reply):
     """The latest signals that were refused (malformed, unknown, blank or oversized turns),
     with the reason; `refused_signal_count` counts them all."""
     refused_signal_count: int = 0
+    usage: UsageLedger | None = None
+    """Tokens used so far (workflows/usage.py)."""
 
 
 class LogPage(Reply):
