@@ -24,15 +24,26 @@ TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
 NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
 
 
-async def connect(address: str | None = None, *, encryption: KeySetting = None) -> Client:
+async def connect(address: str | None = None, *, encryption: KeySetting = None,
+                  tracing: bool | None = None) -> Client:
     """A client using pydantic on the wire (our message types are pydantic models). Payloads
     are encrypted when `encryption` (keys as in DURABLE_TEAMS_ENCRYPTION_KEY, or an
     `EncryptionCodec`) or the environment configures a key; see durable_teams/codec.py.
-    A worker built on this client encodes with the same codec."""
+    `tracing=True` (default: $DURABLE_TEAMS_OTEL set to 1) adds OpenTelemetry tracing
+    (durable_teams/tracing.py, the `otel` extra). A worker built on this client encodes with
+    the same codec and traces the same way."""
+    if tracing is None:
+        tracing = os.environ.get("DURABLE_TEAMS_OTEL", "").lower() in ("1", "true", "yes")
+    interceptors = []
+    if tracing:
+        from durable_teams.tracing import tracing_interceptors
+
+        interceptors = tracing_interceptors()
     return await Client.connect(
         address or os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
         namespace=NAMESPACE,
         data_converter=with_codec(pydantic_data_converter, codec_for(encryption)),
+        interceptors=interceptors,
     )
 
 

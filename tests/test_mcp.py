@@ -16,6 +16,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed (it needs Python 3.11+)")
+
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer

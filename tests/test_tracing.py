@@ -1,0 +1,113 @@
+"""OpenTelemetry: one conversation gives one trace with GenAI spans for each model and tool
+call, parented under the conversation's spans, and never a duplicate span on replay."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from durable_teams.examples import faang_teams
+from durable_teams.scripted import call, say
+from durable_teams.team import Agent, Swarm
+from durable_teams.tracing import tracing_interceptors
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput
+
+from .conftest import running_worker
+from .test_usage import MeteredModel
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
+    """Spans as a nested list of names, children in start order."""
+    by_parent: dict[int | None, list[ReadableSpan]] = {}
+    ids = {s.context.span_id for s in spans}
+    for s in sorted(spans, key=lambda s: s.start_time or 0):
+        parent = s.parent.span_id if s.parent and s.parent.span_id in ids else None
+        by_parent.setdefault(parent, []).append(s)
+
+    def build(parent: int | None) -> list[Any]:
+        out: list[Any] = []
+        for s in by_parent.get(parent, []):
+            children = build(s.context.span_id)
+            out.append([s.name, children] if children else s.name)
+        return out
+
+    return build(None)
+
+
+async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client, task_queue: str) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    traced = Client(**{**client.config(), "interceptors": tracing_interceptors(tracer)})
+    team = Swarm([Agent("solo", tools=[add], model="m")], team_name="traced").compile()
+    model = MeteredModel({"solo": [call("add", a=2, b=3), say("5")]})
+    # No workflow cache: every workflow task replays the history so far, so a span made on
+    # replay would show up here as a duplicate.
+    result_id = f"traced-{uuid.uuid4().hex[:6]}"
+    async with running_worker(traced, task_queue, [team], model, max_cached_workflows=0):
+        result = await traced.execute_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, task="2+3?"),
+            id=result_id, task_queue=task_queue)
+    assert result.answer == "5"
+    spans = exporter.get_finished_spans()
+    # Temporal's interceptor parents a workflow's spans under the span that started it (its
+    # RunWorkflow span is a zero-length marker); ours nest in each activity's run.
+    assert tree(spans) == [
+        ["StartWorkflow:TeamWorkflow", [
+            "RunWorkflow:TeamWorkflow",
+            ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+            ["StartActivity:run_tool", [["RunActivity:run_tool", ["execute_tool add"]]]],
+            ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+            "CompleteWorkflow:TeamWorkflow",
+        ]],
+    ]
+    assert len({s.context.trace_id for s in spans}) == 1  # one trace for the conversation
+    chats = [dict(s.attributes or {}) for s in spans if s.name == "chat m"]
+    assert chats == [{
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.agent.name": "solo",
+        "gen_ai.conversation.id": result_id, "gen_ai.usage.input_tokens": 60,
+        "gen_ai.usage.output_tokens": 40, "gen_ai.response.finish_reasons": (reason,),
+    } for reason in ("tool_calls", "stop")]
+    (tool_span,) = [s for s in spans if s.name == "execute_tool add"]
+    assert dict(tool_span.attributes or {}) == {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add",
+        "gen_ai.agent.name": "solo", "gen_ai.tool.call.id": "call_solo_0_0"}
+    # replaying the whole history makes no span at all
+    history = await traced.get_workflow_handle(result_id).fetch_history()
+    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter,
+                        interceptors=tracing_interceptors(tracer))
+    await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    assert len(exporter.get_finished_spans()) == len(spans)
+
+
+async def test_nested_teams_trace_into_the_same_trace(client: Client, task_queue: str) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    traced = Client(**{**client.config(), "interceptors": tracing_interceptors(provider.get_tracer("t"))})
+    team = faang_teams.build(model="m").compile()
+    async with running_worker(traced, task_queue, [team], MeteredModel(faang_teams.SCRIPT)):
+        await traced.execute_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, task=faang_teams.QUESTION),
+            id=f"traced-nested-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
+    spans = exporter.get_finished_spans()
+    assert len({s.context.trace_id for s in spans}) == 1
+    agents = sorted((s.attributes or {})["gen_ai.agent.name"] for s in spans if s.name == "chat m")
+    assert agents == sorted(["top_supervisor"] * 3 + ["research_team"] * 2 + ["math_team"] * 2
+                            + ["research_expert"] * 2 + ["math_expert"] * 5)
+    assert sum(1 for s in spans if s.name == "execute_tool add") == 4
+    assert sum(1 for s in spans if s.name == "StartChildWorkflow:TeamWorkflow") == 2
