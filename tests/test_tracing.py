@@ -9,6 +9,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -27,6 +28,15 @@ from .test_usage import MeteredModel
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
+
+
+def traced_client(client: Client) -> tuple[Client, InMemorySpanExporter]:
+    """A client (and so its workers) tracing into an in-memory exporter of its own."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    interceptors = tracing_interceptors(provider.get_tracer("test"))
+    return Client(**{**client.config(), "interceptors": interceptors}), exporter
 
 
 def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
@@ -48,11 +58,7 @@ def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
 
 
 async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client, task_queue: str) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("test")
-    traced = Client(**{**client.config(), "interceptors": tracing_interceptors(tracer)})
+    traced, exporter = traced_client(client)
     team = Swarm([Agent("solo", tools=[add], model="m")], team_name="traced").compile()
     model = MeteredModel({"solo": [call("add", a=2, b=3), say("5")]})
     # No workflow cache: every workflow task replays the history so far, so a span made on
@@ -89,16 +95,13 @@ async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client,
     # replaying the whole history makes no span at all
     history = await traced.get_workflow_handle(result_id).fetch_history()
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter,
-                        interceptors=tracing_interceptors(tracer))
+                        interceptors=traced.config()["interceptors"])
     await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert len(exporter.get_finished_spans()) == len(spans)
 
 
 async def test_nested_teams_trace_into_the_same_trace(client: Client, task_queue: str) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    traced = Client(**{**client.config(), "interceptors": tracing_interceptors(provider.get_tracer("t"))})
+    traced, exporter = traced_client(client)
     team = faang_teams.build(model="m").compile()
     async with running_worker(traced, task_queue, [team], MeteredModel(faang_teams.SCRIPT)):
         await traced.execute_workflow(
@@ -111,3 +114,22 @@ async def test_nested_teams_trace_into_the_same_trace(client: Client, task_queue
                             + ["research_expert"] * 2 + ["math_expert"] * 5)
     assert sum(1 for s in spans if s.name == "execute_tool add") == 4
     assert sum(1 for s in spans if s.name == "StartChildWorkflow:TeamWorkflow") == 2
+
+
+def explode(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(reason)
+
+
+async def test_a_tool_error_marks_its_span(client: Client, task_queue: str) -> None:
+    traced, exporter = traced_client(client)
+    team = Swarm([Agent("solo", tools=[explode], model="m")], team_name="traced-error").compile()
+    model = MeteredModel({"solo": [call("explode", reason="boom"), say("It failed.")]})
+    async with running_worker(traced, task_queue, [team], model):
+        await traced.execute_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, task="go"),
+            id=f"traced-error-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool explode"]
+    assert (span.attributes or {})["error.type"] == "tool_error"
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description == "Error: RuntimeError: boom"

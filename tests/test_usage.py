@@ -180,3 +180,26 @@ async def test_a_conversation_token_budget_carries_across_turns_and_continue_as_
     assert [r.usage for r in replies] == [tally(1, "solo")] * 3 + [Tally()]
     assert status.usage is not None and status.usage.total == tally(3, "solo")
     assert result.runs > 1 and result.usage == status.usage
+
+
+async def test_the_cli_prints_usage_and_cost_in_status_and_tokens_in_follow(
+        client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_cli import cli
+
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"m": {"input_per_million": 1000, "output_per_million": 2000}}')
+    monkeypatch.setenv("DURABLE_TEAMS_PRICES", str(prices))
+    team = faang.build(model="m").compile()
+    workflow_id = f"usage-cli-{uuid.uuid4().hex[:6]}"
+    async with running_worker(client, task_queue, [team], MeteredModel(faang.SCRIPT)):
+        await client.execute_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, task=faang.QUESTION),
+            id=workflow_id, task_queue=task_queue)
+        status = await cli(client, "status", workflow_id)  # a query needs a worker
+        followed = await cli(client, "follow", workflow_id)
+    assert ("usage: 2,200 in / 220 out tokens, 10 model calls, cost 2.6400\n"
+            "  turn 1: 2,200 in / 220 out tokens, 10 model calls\n"
+            "  math_expert: 1,500 in / 150 out tokens, 5 model calls\n"
+            "  research_expert: 400 in / 40 out tokens, 2 model calls\n"
+            "  supervisor: 300 in / 30 out tokens, 3 model calls\n") in status
+    assert "ai_message    [supervisor] " + faang.ANSWER + "  (100 in / 10 out tokens)" in followed
