@@ -95,6 +95,16 @@ def test_recorded_tools_become_team_tools_with_prefix_filter_and_approval():
     assert team.tools["orders_lookup_order"].needs_approval is False
 
 
+def test_how_to_reach_a_server_stays_on_the_worker():
+    server = MCPHttp("search", "http://10.0.0.9/mcp", headers={"Authorization": "Bearer SECRET"})
+    compiled = clerk(server, MCPStdio("files", "/opt/bin/files-server", ["--root", "/srv"])).compile()
+    data = compiled.spec.model_dump_json()  # what travels through workflow history
+    assert "SECRET" not in data and "10.0.0.9" not in data and "/opt/bin" not in data
+    assert sorted(compiled.tools.mcp_servers) == ["files", "search"]  # the worker's side
+    with pytest.raises(ValueError, match="two different MCP servers are named 'search'"):
+        clerk(server, MCPHttp("search", "http://elsewhere/mcp")).compile()
+
+
 def test_a_listed_name_that_clashes_is_a_clear_error():
     team = clerk(MCPStdio("orders", "x")).compile().spec
     workflow_mcp.record(team, "orders", [ToolSpec(name="ask_human", mcp_server="orders")])
