@@ -2,15 +2,19 @@
 (durable_teams/mcp.py); the workflow names them.
 
 Error semantics are our own tools': a tool's error (`is_error`, or the server refusing the
-call) comes back as an error `ToolResult` the model reads, recorded once; a transport failure
-(the server cannot be started or reached) raises, and Temporal retries it within the tool's
-`max_attempts`.
+call) comes back as an error `ToolResult` the model reads, recorded once. A server that cannot
+be started or reached is tried again within the call, up to the server's `max_attempts` (safe:
+nothing was sent), and then the model is told the tool did not run. A failure after the call
+was sent (a timeout, a dropped connection) may have left the tool run, so like any tool it is
+not retried unless the server is declared `idempotent=True`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Mapping
+from contextlib import AsyncExitStack
 from typing import Any
 
 from temporalio import activity
@@ -20,7 +24,9 @@ from durable_teams.mcp import INSTALL_HINT, MCPServer
 from durable_teams.workflows.mcp import MCPCall
 from durable_teams.workflows.messages import ToolResult, ToolSpec
 
-from .tools import MAX_RESULT_BYTES
+from .tools import MAX_RESULT_BYTES, TOOL_TIMEOUT
+
+CONNECT_BACKOFF_SECONDS = 0.5
 
 
 def _error_class() -> type[Exception]:
@@ -66,16 +72,19 @@ class MCPActivities:
         definition = self._server(server)
         _error_class()
         tools: list[ToolSpec] = []
-        async with definition.client() as client:
-            cursor = None
-            while True:
-                page = await client.list_tools(cursor=cursor)
-                tools += [ToolSpec(name=t.name, description=t.description or "",
-                                   parameters=dict(t.input_schema), mcp_server=server, mcp_tool=t.name)
-                          for t in page.tools]
-                cursor = page.next_cursor
-                if not cursor:
-                    return tools
+        try:
+            async with definition.client() as client:
+                cursor = None
+                while True:
+                    page = await client.list_tools(cursor=cursor)
+                    tools += [ToolSpec(name=t.name, description=t.description or "",
+                                       parameters=dict(t.input_schema), mcp_server=server,
+                                       mcp_tool=t.name) for t in page.tools]
+                    cursor = page.next_cursor
+                    if not cursor:
+                        return tools
+        except Exception as err:  # listing is read-only: Temporal retries it within the bound
+            raise ApplicationError(leaf_text(err), type="MCPUnreachable") from err
 
     @activity.defn(name="call_mcp_tool")
     async def call_mcp_tool(self, req: MCPCall) -> ToolResult:
@@ -88,15 +97,70 @@ class MCPActivities:
             return ToolResult(is_error=True, content=f"Error: the arguments are not valid JSON: {err}")
         if not isinstance(arguments, dict):
             return ToolResult(is_error=True, content="Error: the arguments must be a JSON object.")
-        async with definition.client() as client:
-            try:
-                result = await client.call_tool(
-                    req.tool, arguments, meta={"idempotency_key": req.idempotency_key})
-            except mcp_error as err:  # the server answered: refused the call, unknown tool
-                message = getattr(getattr(err, "error", None), "message", None) or str(err)
-                return ToolResult(is_error=True, content=f"Error: {req.tool}: {message}")
-        text = content_text(result.content, result.structured_content)
-        if len(text.encode()) > MAX_RESULT_BYTES:
-            text = text.encode()[:MAX_RESULT_BYTES].decode(errors="ignore") + "\n[truncated]"
-        return ToolResult(content=text if not result.is_error else f"Error: {text}",
-                          is_error=bool(result.is_error))
+        result: ToolResult | None = None
+        timed_out = False
+        try:
+            async with AsyncExitStack() as stack:  # nothing raised in here but transport errors
+                client = await _connect(definition, stack)
+                try:
+                    answer = await asyncio.wait_for(client.call_tool(
+                        req.tool, arguments, meta={"idempotency_key": req.idempotency_key}),
+                        req.timeout_seconds)
+                    result = _tool_result(answer)
+                except mcp_error as err:  # the server answered: refused the call, unknown tool
+                    message = getattr(getattr(err, "error", None), "message", None) or str(err)
+                    result = ToolResult(is_error=True, content=f"Error: {req.tool}: {message}")
+                except asyncio.TimeoutError:
+                    timed_out = True
+        except Unreachable as err:  # nothing was sent: the tool did not run
+            return ToolResult(is_error=True, content=(
+                f"Error: MCP server {req.server!r} could not be reached ({err.attempts} attempts): "
+                f"{err}. {req.tool} did not run."))
+        except Exception as err:
+            if result is None and not timed_out:
+                # sent, outcome unknown: the workflow's retry policy decides (once, unless idempotent)
+                raise ApplicationError(f"{req.tool}: {leaf_text(err)}", type="MCPCallFailed") from err
+            # else closing the session failed after the outcome was known
+        if timed_out:
+            raise ApplicationError(f"{req.tool} did not finish within {req.timeout_seconds:g}s",
+                                   type=TOOL_TIMEOUT)
+        assert result is not None
+        return result
+
+
+class Unreachable(Exception):
+    """The server could not be reached (nothing was sent to it)."""
+
+    def __init__(self, text: str, attempts: int):
+        super().__init__(text)
+        self.attempts = attempts
+
+
+def leaf_text(err: BaseException) -> str:
+    """The first real error inside anyio's exception groups, as `Type: message`."""
+    while getattr(err, "exceptions", None):
+        err = err.exceptions[0]  # type: ignore[attr-defined]
+    return f"{type(err).__name__}: {err}"
+
+
+async def _connect(definition: MCPServer, stack: AsyncExitStack) -> Any:
+    """A connected client; a server that cannot be reached is tried again, with backoff, up to
+    the server's `max_attempts` (safe for any tool: nothing has been sent yet)."""
+    attempts = max(definition.max_attempts, 1)
+    for attempt in range(1, attempts + 1):
+        try:
+            return await stack.enter_async_context(definition.client())
+        except Exception as err:
+            if attempt == attempts:
+                raise Unreachable(leaf_text(err), attempts) from err
+            await asyncio.sleep(min(CONNECT_BACKOFF_SECONDS * 2 ** (attempt - 1), 10.0))
+    raise AssertionError("unreachable")
+
+
+def _tool_result(answer: Any) -> ToolResult:
+    text = content_text(answer.content, answer.structured_content)
+    if len(text.encode()) > MAX_RESULT_BYTES:
+        text = text.encode()[:MAX_RESULT_BYTES].decode(errors="ignore") + "\n[truncated]"
+    if answer.is_error:
+        return ToolResult(is_error=True, content=f"Error: {text}")
+    return ToolResult(content=text)

@@ -26,7 +26,7 @@ class _Server:
 
     def __init__(self, name: str, *, tool_prefix: str = "", allowed_tools: Sequence[str] | None = None,
                  needs_approval: bool | Sequence[str] = False, timeout_seconds: float = 60.0,
-                 max_attempts: int = 5):
+                 max_attempts: int = 5, idempotent: bool = False):
         self.name = name
         self.tool_prefix = tool_prefix
         """Put before each tool's name, to keep two servers' tools apart ("files_")."""
@@ -35,7 +35,11 @@ class _Server:
         """True: a person approves every call; a list: calls of these tools (server names)."""
         self.timeout_seconds = timeout_seconds
         self.max_attempts = max_attempts
-        """Attempts of a call when the transport fails (a tool's own error is not retried)."""
+        """Attempts to reach the server for each call or listing (a tool's own error, or a
+        failure after the call was sent, is not retried unless `idempotent`)."""
+        self.idempotent = idempotent
+        """The server's tools are safe to run twice (Temporal retries a call that failed after
+        it was sent, up to `max_attempts`)."""
 
     def spec(self) -> MCPServerSpec:
         approval = self.needs_approval
@@ -43,7 +47,8 @@ class _Server:
             name=self.name, tool_prefix=self.tool_prefix,
             allowed_tools=None if self.allowed_tools is None else list(self.allowed_tools),
             needs_approval=approval if isinstance(approval, bool) else list(approval),
-            timeout_seconds=self.timeout_seconds, max_attempts=self.max_attempts)
+            timeout_seconds=self.timeout_seconds, max_attempts=self.max_attempts,
+            idempotent=self.idempotent)
 
     def client(self) -> AbstractAsyncContextManager[Any]:
         """A connected `mcp.Client` (an async context manager)."""

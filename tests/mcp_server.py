@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -41,6 +42,13 @@ def build() -> MCPServer:
         """A tool that always fails (ToolError: the message goes to the client)."""
         _log("broken")
         raise ToolError(f"cannot do that: {reason}")
+
+    @server.tool()
+    async def slow(seconds: float) -> str:
+        """Takes its time."""
+        _log("slow")
+        await anyio.sleep(seconds)
+        return "done"
 
     return server
 

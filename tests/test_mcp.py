@@ -90,8 +90,8 @@ def test_recorded_tools_become_team_tools_with_prefix_filter_and_approval():
     assert workflow_mcp.unlisted(team) == {}
     assert team.agents["clerk"].tools == ["orders_lookup_order", "orders_refund"]
     refund = team.tools["orders_refund"]
-    assert (refund.mcp_server, refund.mcp_tool, refund.needs_approval, refund.max_attempts) == (
-        "orders", "refund", True, 2)
+    assert (refund.mcp_server, refund.mcp_tool, refund.needs_approval, refund.max_attempts,
+            refund.idempotent) == ("orders", "refund", True, 2, False)
     assert team.tools["orders_lookup_order"].needs_approval is False
 
 
@@ -156,7 +156,7 @@ async def test_stdio_tools_run_errors_reach_the_model_and_approval_gates(
         ("refund", "Refunded order 4711.", "message"),
     ]
     offered = {t["function"]["name"]: t["function"] for t in model.requests[0][2]}
-    assert sorted(offered) == ["broken", "lookup_order", "refund"]
+    assert sorted(offered) == ["broken", "lookup_order", "refund", "slow"]
     assert offered["lookup_order"]["description"] == "Find an order by its number."
     assert offered["lookup_order"]["parameters"]["required"] == ["order_id"]
     assert await activity_names(handle) == [
@@ -166,6 +166,26 @@ async def test_stdio_tools_run_errors_reach_the_model_and_approval_gates(
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
     replayed = await replayer.replay_workflow(await handle.fetch_history(), raise_on_replay_failure=True)
     assert replayed.replay_failure is None
+
+
+async def test_a_call_that_outlives_its_timeout_is_not_run_again(
+        client: Client, task_queue: str, tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    server = MCPStdio("orders", sys.executable, [SERVER], env={"MCP_CALL_LOG": str(log)},
+                      timeout_seconds=1, max_attempts=3)
+    team = clerk(server).compile()
+    model = ScriptedModel({"clerk": [call("slow", seconds=30), say("Too slow.")]})
+    async with running_worker(client, task_queue, [team], model):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, task="go"),
+            id=f"mcp-slow-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
+        result = await handle.result()
+        transcript = await handle.query(TeamWorkflow.transcript, True)
+    assert result.answer == "Too slow."
+    assert tool_messages(transcript) == [("slow", (
+        "Error: slow did not finish within 1s. The tool may or may not have completed; it was "
+        "not retried."), "error")]
+    assert log.read_text().splitlines() == ["slow"]  # sent once; not sent again
 
 
 # ---- streamable HTTP: a server in this process, changed and stopped mid-conversation ---------
@@ -202,11 +222,11 @@ async def test_http_tool_list_is_recorded_once_and_changes_are_told_to_the_model
         ("lookup_order", "Error: Unknown tool: lookup_order", "error"),  # the server said so
     ]
     offered = [sorted(t["function"]["name"] for t in tools) for _, _, tools in model.requests]
-    assert offered == [["broken", "lookup_order", "refund"]] * 4  # the recorded list, all along
+    assert offered == [["broken", "lookup_order", "refund", "slow"]] * 4  # the recorded list, all along
     assert names.count("list_mcp_tools") == 1
 
 
-async def test_a_transport_failure_retries_within_the_bound_then_the_model_is_told(
+async def test_an_unreachable_server_is_tried_within_the_bound_then_the_model_is_told(
         client: Client, task_queue: str) -> None:
     model = ScriptedModel({"clerk": [say("Hello."), call("lookup_order", order_id="1"),
                                      say("The order service is down.")]})
@@ -224,10 +244,10 @@ async def test_a_transport_failure_retries_within_the_bound_then_the_model_is_to
         await handle.signal(TeamWorkflow.close)
         await handle.result()
     assert reply.text == "The order service is down."
-    ((name, content, kind),) = tool_messages(transcript)
-    assert (name, kind) == ("lookup_order", "error")
-    assert content is not None and content.startswith("Error: lookup_order failed after 2 attempts: ")
-    assert names.count("call_mcp_tool") == 1  # one activity, retried by Temporal within its bound
+    assert tool_messages(transcript) == [("lookup_order", (
+        "Error: MCP server 'orders' could not be reached (2 attempts): ConnectError: All "
+        "connection attempts failed. lookup_order did not run."), "error")]
+    assert names.count("call_mcp_tool") == 1  # tried twice within one activity: nothing was sent
 
 
 async def test_a_server_that_cannot_list_its_tools_fails_the_conversation_clearly(

@@ -38,6 +38,7 @@ class MCPCall(Wire):
     arguments: str
     idempotency_key: str
     agent: str
+    timeout_seconds: float = 60.0
 
 
 class MCPToolsError(ValueError):
@@ -82,6 +83,7 @@ def offered(server: MCPServerSpec) -> list[ToolSpec]:
             "needs_approval": approval if isinstance(approval, bool) else remote in approval,
             "timeout_seconds": server.timeout_seconds,
             "max_attempts": server.max_attempts,
+            "idempotent": server.idempotent,
         }))
     return tools
 
@@ -135,4 +137,5 @@ def activity_for(spec: ToolSpec, request: ToolRequest) -> tuple[str, Any]:
         return "run_tool", request
     return CALL_ACTIVITY, MCPCall(server=spec.mcp_server, tool=spec.mcp_tool or spec.name,
                                   arguments=request.arguments, agent=request.agent,
-                                  idempotency_key=request.idempotency_key)
+                                  idempotency_key=request.idempotency_key,
+                                  timeout_seconds=spec.timeout_seconds)

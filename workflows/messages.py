@@ -179,6 +179,9 @@ class MCPServerSpec(Wire):
     """True: every tool of the server waits for a person's approval; a list: those tools."""
     timeout_seconds: float = 60.0
     max_attempts: int = 5
+    """Attempts to reach the server (and, for an idempotent server, to run a call)."""
+    idempotent: bool = False
+    """Its tools are safe to run twice: a call that failed after it was sent is retried."""
     listed: list[ToolSpec] | None = None
     """The server's tools as listed once for this conversation, recorded in workflow state
     (continue-as-new carries it), so replay never asks the server again."""
