@@ -26,8 +26,13 @@ from typing import Any
 import temporalio.activity
 import temporalio.client
 import temporalio.worker
-from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
+
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace import Status, StatusCode
+except ImportError as missing:  # say what to install, not just what is missing
+    raise ImportError("OpenTelemetry tracing needs the otel extra: "
+                      "pip install 'durable-teams[otel]'") from missing
 
 from durable_teams.workflows.messages import ModelResponse, ToolResult
 
