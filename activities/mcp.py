@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
+import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -101,16 +102,18 @@ class MCPActivities:
         timed_out = False
         try:
             async with AsyncExitStack() as stack:  # nothing raised in here but transport errors
+                # the call's own deadline counts from the start, connecting included
+                deadline = asyncio.get_running_loop().time() + req.timeout_seconds
                 client = await _connect(definition, stack)
                 try:
-                    answer = await asyncio.wait_for(client.call_tool(
-                        req.tool, arguments, meta={"idempotency_key": req.idempotency_key}),
-                        req.timeout_seconds)
+                    with anyio.fail_after(max(deadline - asyncio.get_running_loop().time(), 0.001)):
+                        answer = await client.call_tool(
+                            req.tool, arguments, meta={"idempotency_key": req.idempotency_key})
                     result = _tool_result(answer)
                 except mcp_error as err:  # the server answered: refused the call, unknown tool
                     message = getattr(getattr(err, "error", None), "message", None) or str(err)
                     result = ToolResult(is_error=True, content=f"Error: {req.tool}: {message}")
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     timed_out = True
         except Unreachable as err:  # nothing was sent: the tool did not run
             return ToolResult(is_error=True, content=(
@@ -145,14 +148,16 @@ def leaf_text(err: BaseException) -> str:
 
 async def _connect(definition: MCPServer, stack: AsyncExitStack) -> Any:
     """A connected client; a server that cannot be reached is tried again, with backoff, up to
-    the server's `max_attempts` (safe for any tool: nothing has been sent yet)."""
+    the server's `max_attempts` (safe for any tool: nothing has been sent yet). No deadline of
+    our own here: a scope around entering the session would close before the session's task
+    groups; the transport's timeouts and the activity's own bound the wait."""
     attempts = max(definition.max_attempts, 1)
     for attempt in range(1, attempts + 1):
         try:
             return await stack.enter_async_context(definition.client())
         except Exception as err:
             if attempt == attempts:
-                raise Unreachable(leaf_text(err), attempts) from err
+                raise Unreachable(leaf_text(err), attempt) from err
             await asyncio.sleep(min(CONNECT_BACKOFF_SECONDS * 2 ** (attempt - 1), 10.0))
     raise AssertionError("unreachable")
 

@@ -61,7 +61,8 @@ async def http_server(server: object) -> AsyncIterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = server.streamable_http_app()  # type: ignore[attr-defined]
-    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
+                                        timeout_graceful_shutdown=2))
     task = asyncio.create_task(web.serve(sockets=[sock]))
     for _ in range(500):
         if web.started:
@@ -168,26 +169,6 @@ async def test_stdio_tools_run_errors_reach_the_model_and_approval_gates(
     assert replayed.replay_failure is None
 
 
-async def test_a_call_that_outlives_its_timeout_is_not_run_again(
-        client: Client, task_queue: str, tmp_path: Path) -> None:
-    log = tmp_path / "calls.log"
-    server = MCPStdio("orders", sys.executable, [SERVER], env={"MCP_CALL_LOG": str(log)},
-                      timeout_seconds=1, max_attempts=3)
-    team = clerk(server).compile()
-    model = ScriptedModel({"clerk": [call("slow", seconds=30), say("Too slow.")]})
-    async with running_worker(client, task_queue, [team], model):
-        handle = await client.start_workflow(
-            TeamWorkflow.run, ConversationInput(team=team.spec, task="go"),
-            id=f"mcp-slow-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
-        result = await handle.result()
-        transcript = await handle.query(TeamWorkflow.transcript, True)
-    assert result.answer == "Too slow."
-    assert tool_messages(transcript) == [("slow", (
-        "Error: slow did not finish within 1s. The tool may or may not have completed; it was "
-        "not retried."), "error")]
-    assert log.read_text().splitlines() == ["slow"]  # sent once; not sent again
-
-
 # ---- streamable HTTP: a server in this process, changed and stopped mid-conversation ---------
 
 async def test_http_tool_list_is_recorded_once_and_changes_are_told_to_the_model(
@@ -224,6 +205,26 @@ async def test_http_tool_list_is_recorded_once_and_changes_are_told_to_the_model
     offered = [sorted(t["function"]["name"] for t in tools) for _, _, tools in model.requests]
     assert offered == [["broken", "lookup_order", "refund", "slow"]] * 4  # the recorded list, all along
     assert names.count("list_mcp_tools") == 1
+
+
+async def test_a_call_that_outlives_its_timeout_is_not_run_again(
+        client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("MCP_CALL_LOG", str(log))  # the server runs in this process
+    model = ScriptedModel({"clerk": [call("slow", seconds=3), say("Too slow.")]})
+    async with http_server(mcp_server.build()) as url:
+        team = clerk(MCPHttp("orders", url, timeout_seconds=1, max_attempts=3)).compile()
+        async with running_worker(client, task_queue, [team], model):
+            handle = await client.start_workflow(
+                TeamWorkflow.run, ConversationInput(team=team.spec, task="go"),
+                id=f"mcp-slow-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
+            result = await handle.result()
+            transcript = await handle.query(TeamWorkflow.transcript, True)
+    assert result.answer == "Too slow."
+    assert tool_messages(transcript) == [("slow", (
+        "Error: slow did not finish within 1s. The tool may or may not have completed; it was "
+        "not retried."), "error")]
+    assert log.read_text().splitlines() == ["slow"]  # sent once; not sent again
 
 
 async def test_an_unreachable_server_is_tried_within_the_bound_then_the_model_is_told(
