@@ -12,7 +12,6 @@
     durable-teams answer <workflow-id> "text" [--question q2]
     durable-teams approve|deny <workflow-id> [--question q2] [--reason "..."]
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
-
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
 """
 
