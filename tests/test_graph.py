@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from durable_teams.builders import Agent, Supervisor, tool
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.graph import team_graph
-from durable_teams.team import Agent, Supervisor, tool
 from durable_teams.workflows.messages import RoutingRule
 
 FAANG = """\
@@ -47,6 +47,7 @@ ACME = """\
 flowchart TD
     user(["user"])
     triage["triage"]
+    triage --- triage_escalate_to_human(["escalate_to_human<br/>(return direct)"])
     sales["sales"]
     sales --- sales_execute_order(["execute_order<br/>(needs approval)"])
     repairs["repairs"]

@@ -23,9 +23,9 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_teams.builders import Agent, Swarm
 from durable_teams.mcp import MCPHttp, MCPStdio
 from durable_teams.scripted import ScriptedModel, call, say
-from durable_teams.team import Agent, Swarm
 from durable_teams.workflows import mcp as workflow_mcp
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ToolSpec

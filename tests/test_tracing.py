@@ -14,9 +14,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import faang_teams
 from durable_teams.scripted import call, say
-from durable_teams.team import Agent, Swarm
 from durable_teams.tracing import tracing_interceptors
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput

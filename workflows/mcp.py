@@ -21,8 +21,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from .messages import AgentSpec, MCPServerSpec, TeamSpec, ToolRequest, ToolSpec, Wire
     from .builtins import BUILTINS
+    from .messages import AgentSpec, MCPServerSpec, TeamSpec, ToolRequest, ToolSpec, Wire
     from .roster import handoff_targets
 
 LIST_ACTIVITY = "list_mcp_tools"
