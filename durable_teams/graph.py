@@ -141,5 +141,5 @@ def _route_text(team: TeamSpec, agent: str) -> str:
 
 
 def _peer_handoffs(agent: AgentSpec) -> dict[str, str]:
-    """Handoff tool name -> peer, as the workflow names them (workflows/team.py)."""
+    """Handoff tool name -> peer, as the workflow names them (workflows/roster.py)."""
     return {agent.handoff_tool_names.get(p) or handoff.handoff_tool_name(p): p for p in agent.handoffs}
