@@ -10,6 +10,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from durable_teams import exit_guard
 from durable_teams.activities.mcp import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.resolve_team import TeamActivities
@@ -31,7 +32,12 @@ async def connect(address: str | None = None, *, encryption: KeySetting = None,
     `EncryptionCodec`) or the environment configures a key; see durable_teams/codec.py.
     `tracing=True` (default: $DURABLE_TEAMS_OTEL set to 1) adds OpenTelemetry tracing
     (durable_teams/tracing.py, the `otel` extra). A worker built on this client encodes with
-    the same codec and traces the same way."""
+    the same codec and traces the same way.
+
+    Also makes the interpreter's exit wait for the SDK's native threads to leave Python, so a
+    script ending with a plain `asyncio.run(...)` does not abort at exit (durable_teams/exit_guard.py).
+    """
+    exit_guard.install()
     if tracing is None:
         tracing = os.environ.get("DURABLE_TEAMS_OTEL", "").lower() in ("1", "true", "yes")
     interceptors = []
