@@ -21,6 +21,7 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
+from durable_teams.reading import worker_notes, workers_on
 from durable_teams.runtime import TASK_QUEUE
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, Question, TurnReply
@@ -49,9 +50,15 @@ async def open_thread(client: Client, team: str, thread: str | None) -> str:
         pass
     await client.start_workflow(
         TeamWorkflow.run, ConversationInput(team_name=team, single_turn=False),
-        id=thread, task_queue=TASK_QUEUE)
+        id=thread, task_queue=TASK_QUEUE, static_summary=f"{team}: chat")
     print(f"(new thread {thread})")
     return thread
+
+
+async def say_who_answers(client: Client) -> None:
+    """Before the first turn: no worker (the turn will wait), or a scripted one."""
+    for note in worker_notes(await workers_on(client, TASK_QUEUE), TASK_QUEUE):
+        print(f"({note})")
 
 
 async def answer_questions(client: Client, thread: str, turn: asyncio.Future[TurnReply]) -> bool:
@@ -103,6 +110,7 @@ async def why_it_failed(client: Client, thread: str) -> str:
 
 async def chat(client: Client, team: str, thread: str | None) -> int:
     thread = await open_thread(client, team, thread)
+    await say_who_answers(client)
     while True:
         line = await read_line("you> ")
         if line is None or line.strip() == "/quit":

@@ -1,18 +1,27 @@
 """`durable-teams`: run the demo, start teams, read conversations, answer questions.
 
-    durable-teams demo                         # FAANG demo on the embedded server
+    durable-teams demo [faang|support]         # a demo team on the embedded server
+    durable-teams server-start                 # start the embedded Temporal server (and Web UI)
     durable-teams worker                       # a worker (same as python worker.py)
     durable-teams chat acme [--thread ID]      # talk to a team, turn by turn
-    durable-teams run faang "what's 2+2?"      # start a team by name, print the answer
-    durable-teams run faang "..." --no-wait    # just print the workflow id
+    durable-teams run faang "what's the combined headcount of the FAANG companies in 2024?"
+    id=$(durable-teams run faang "..." --no-wait)   # --no-wait prints only the workflow id
     durable-teams status <workflow-id>
     durable-teams transcript <workflow-id> [--full]
     durable-teams follow <workflow-id>         # every step as it happens, until it ends
     durable-teams pending                      # every question waiting for a person
     durable-teams answer <workflow-id> "text" [--question q2]
     durable-teams approve|deny <workflow-id> [--question q2] [--reason "..."]
+    durable-teams server-stop
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
+
+Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRPC port
+$DURABLE_TEAMS_PORT or --port, default 7233; Web UI $DURABLE_TEAMS_UI_PORT or --ui-port,
+default gRPC port + 1000; database $DURABLE_TEAMS_DB). The other commands use $TEMPORAL_ADDRESS,
+else that embedded server, and say so at once when there is none. With no model configured on
+the worker (OPENAI_API_KEY / OPENAI_BASE_URL), teams run on a recorded, scripted model: the
+FAANG team answers its recorded question whatever you ask.
 """
 
 from __future__ import annotations
@@ -21,188 +30,67 @@ import argparse
 import asyncio
 import os
 import sys
-import uuid
 from collections.abc import Sequence
 
-from temporalio.client import Client, WorkflowQueryFailedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
+from temporalio.service import RPCError
 
-from durable_teams.client import ReplyRejected, send_reply
+from durable_teams.cli_commands import COMMANDS, CliError, not_found
+from durable_teams.client import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.codec import EncryptionKeyError
-from durable_teams.console import format_event, format_message, format_question
-from durable_teams.costs import usage_lines
-from durable_teams.events import follow
-from durable_teams.runtime import TASK_QUEUE, connect
-from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationInput, ConversationStatus, Question
+from durable_teams.reading import root_cause
 
-
-async def _client() -> Client:
-    address = os.environ.get("TEMPORAL_ADDRESS")
-    if not address:
-        from durable_teams.devserver import DevServer
-
-        address = DevServer().start(detach=True).address
-    return await connect(address)
-
-
-async def cmd_run(args: argparse.Namespace) -> int:
-    client = await _client()
-    workflow_id = args.id or f"{args.team}-{uuid.uuid4().hex[:8]}"
-    handle = await client.start_workflow(
-        TeamWorkflow.run, ConversationInput(team_name=args.team, task=args.task),
-        id=workflow_id, task_queue=TASK_QUEUE)
-    print(f"workflow id: {workflow_id}")
-    if args.no_wait:
-        return 0
-    result = await handle.result()
-    print(f"[{result.agent}] {result.answer}")
-    print("\n".join(usage_lines(result.usage)))
-    return 0 if result.status == "completed" else 1
-
-
-async def cmd_status(args: argparse.Namespace) -> int:
-    client = await _client()
-    handle = client.get_workflow_handle(args.workflow_id)
-    described = await handle.describe()
-    status: ConversationStatus = await handle.query(TeamWorkflow.status)
-    print(f"workflow: {args.workflow_id} ({described.status.name if described.status else '?'})")
-    print(f"turns: {status.turns}  model calls: {status.model_calls}  active agent: {status.active_agent or '-'}")
-    if status.last_reply:
-        print(f"last reply [{status.last_reply.agent}, {status.last_reply.status}]: {status.last_reply.text}")
-    print("\n".join(usage_lines(status.usage)))
-    for q in status.pending:
-        print(format_question(args.workflow_id, q))
-    for child in status.children:  # their questions are listed, and answered, under their ids
-        print(f"running as a child workflow: {child}  (durable-teams status {child})")
-    return 0
-
-
-async def cmd_transcript(args: argparse.Namespace) -> int:
-    client = await _client()
-    messages = await client.get_workflow_handle(args.workflow_id).query(
-        TeamWorkflow.transcript, args.full)
-    for m in messages:
-        print(format_message(m))
-    return 0
-
-
-async def cmd_follow(args: argparse.Namespace) -> int:
-    client = await _client()
-    async for event in follow(client, args.workflow_id, start=args.start):
-        if event.type == "done":
-            print(f"(workflow {event.text.lower()})")
-        else:
-            print(format_event(event), flush=True)
-    return 0
-
-
-async def pending_questions(client: Client) -> list[tuple[str, Question]]:
-    found: list[tuple[str, Question]] = []
-    async for wf in client.list_workflows("AwaitingHuman = true AND ExecutionStatus = 'Running'"):
-        questions = await client.get_workflow_handle(wf.id).query(TeamWorkflow.pending_questions)
-        found += [(wf.id, q) for q in questions]
-    return found
-
-
-async def cmd_pending(args: argparse.Namespace) -> int:
-    found = await pending_questions(await _client())
-    if not found:
-        print("No questions are waiting for a person.")
-    for workflow_id, q in found:
-        print(format_question(workflow_id, q))
-        print()
-    return 0
-
-
-async def cmd_answer(args: argparse.Namespace) -> int:
-    qid = await send_reply(await _client(), args.workflow_id, args.question, text=args.text)
-    print(f"Answered {qid}.")
-    return 0
-
-
-async def cmd_approve(args: argparse.Namespace) -> int:
-    approved = args.command == "approve"
-    qid = await send_reply(await _client(), args.workflow_id, args.question,
-                           approved=approved, text=args.reason or "")
-    print(f"{'Approved' if approved else 'Denied'} {qid}.")
-    return 0
-
-
-async def cmd_chat(args: argparse.Namespace) -> int:
-    from durable_teams.chat import chat
-
-    return await chat(await _client(), args.team, args.thread)
-
-
-async def cmd_demo(args: argparse.Namespace) -> int:
-    from durable_teams.demo import run_demo
-
-    return await run_demo(args.name)
-
-
-async def cmd_graph(args: argparse.Namespace) -> int | str:
-    from durable_teams.graph import team_graph
-    from durable_teams.worker import load_teams
-
-    try:
-        teams = {t.spec.name: t.spec for t in load_teams(args.team_module)}
-    except (ImportError, AttributeError, ValueError) as err:
-        return f"durable-teams: could not load {args.team_module}: {err}"
-    if args.team not in teams:
-        return f"durable-teams: no team named {args.team!r} (known: {', '.join(sorted(teams))})"
-    print(team_graph(teams[args.team]), end="")
-    return 0
+SERVER_COMMANDS = ("demo", "worker", "server-start", "server-stop")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durable-teams", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a demo team on the embedded server")
-    demo.add_argument("name", nargs="?", default="faang")
-    worker = sub.add_parser("worker", help="run a worker (same as python worker.py)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="command")
+    ports = argparse.ArgumentParser(add_help=False)
+    ports.add_argument("--port", type=int, help="embedded server's gRPC port ($DURABLE_TEAMS_PORT, 7233)")
+    ports.add_argument("--ui-port", type=int, help="its Web UI port ($DURABLE_TEAMS_UI_PORT, port + 1000)")
+    demo = sub.add_parser("demo", parents=[ports], help="run a demo team (faang or support) on the "
+                          "embedded server, with a worker in this process")
+    demo.add_argument("name", nargs="?", default="faang", choices=["faang", "support"])
+    worker = sub.add_parser("worker", parents=[ports], help="run a worker (same as python worker.py)")
     worker.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
+    sub.add_parser("server-start", parents=[ports], help="start the embedded Temporal dev server "
+                   "and its Web UI (left running; stop with server-stop)")
+    sub.add_parser("server-stop", parents=[ports], help="stop the embedded dev server started by "
+                   "the CLI or the worker")
     sub.add_parser("codec-server", help="decrypt payloads for the Web UI (codec-server --help)")
-    sub.add_parser("server-stop", help="stop the embedded dev server started by the CLI or worker")
     chat = sub.add_parser("chat", help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
     chat.add_argument("--thread", help="the conversation's workflow id (new or existing)")
-    run = sub.add_parser("run", help="start a team on a task")
+    run = sub.add_parser("run", help="start a team on a task and print its answer")
     run.add_argument("team")
     run.add_argument("task")
-    run.add_argument("--id")
-    run.add_argument("--no-wait", action="store_true")
-    for name in ("status", "transcript"):
-        cmd = sub.add_parser(name)
-        cmd.add_argument("workflow_id")
-        if name == "transcript":
-            cmd.add_argument("--full", action="store_true", help="include every agent's private steps")
-    follow = sub.add_parser("follow", help="print a conversation's steps as they happen")
+    run.add_argument("--id", help="the workflow id (default: <team>-<random>)")
+    run.add_argument("--no-wait", action="store_true", help="print only the workflow id and return")
+    status = sub.add_parser("status", help="a conversation's state, last reply and pending questions")
+    status.add_argument("workflow_id")
+    transcript = sub.add_parser("transcript", help="a conversation's messages")
+    transcript.add_argument("workflow_id")
+    transcript.add_argument("--full", action="store_true", help="include every agent's private steps")
+    follow = sub.add_parser("follow", help="print a conversation's steps as they happen, until it ends")
     follow.add_argument("workflow_id")
     follow.add_argument("--start", type=int, default=0, help="log index to start from")
-    sub.add_parser("pending", help="list questions waiting for a person")
-    answer = sub.add_parser("answer")
+    sub.add_parser("pending", help="list every question waiting for a person (no worker needed)")
+    answer = sub.add_parser("answer", help="answer a pending question (queued if no worker runs)")
     answer.add_argument("workflow_id")
     answer.add_argument("text")
-    answer.add_argument("--question")
-    for name in ("approve", "deny"):
-        cmd = sub.add_parser(name)
+    answer.add_argument("--question", help="the question id (needed when several are pending)")
+    for name, what in (("approve", "approve"), ("deny", "deny")):
+        cmd = sub.add_parser(name, help=f"{what} a tool call that waits for approval")
         cmd.add_argument("workflow_id")
-        cmd.add_argument("--question")
-        cmd.add_argument("--reason", default="")
+        cmd.add_argument("--question", help="the question id (needed when several are pending)")
+        cmd.add_argument("--reason", default="", help="a note the agent sees")
     graph = sub.add_parser("graph", help="print a team as a Mermaid diagram")
     graph.add_argument("team")
     graph.add_argument("--team", dest="team_module", action="append", default=[],
                        help="module:attr of extra teams")
     return p
-
-
-COMMANDS = {
-    "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
-    "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
-    "chat": cmd_chat, "follow": cmd_follow, "graph": cmd_graph,
-}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -212,43 +100,63 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         return codec_server(argv[1:])
     args = parser().parse_args(argv)
-    if args.command == "server-stop":
-        from durable_teams.devserver import DevServer
-
-        print("Stopped." if DevServer().stop_detached() else "No embedded server was started here.")
-        return
-    if args.command == "worker":
-        from durable_teams.worker import main as run_worker
-
-        run_worker([f"--team={team}" for team in args.team])
-        return
-    code = asyncio.run(run_command(args))
+    for option, variable in (("port", "DURABLE_TEAMS_PORT"), ("ui_port", "DURABLE_TEAMS_UI_PORT")):
+        if getattr(args, option, None) is not None:
+            os.environ[variable] = str(getattr(args, option))
+    try:
+        code = server_command(args) if args.command in SERVER_COMMANDS[1:] else asyncio.run(run_command(args))
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:  # `durable-teams follow ... | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     if isinstance(code, str):
         print(code, file=sys.stderr)
         code = 1
-    # Skip interpreter teardown: the Temporal client's native threads can outlive the event loop
-    # and abort the process while Python finalizes ("PyGILState_Release", sdk-python issue 300).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code or 0)
+    sys.exit(code)
+
+
+def server_command(args: argparse.Namespace) -> int | str:
+    from durable_teams.devserver import DevServer, PortTaken
+
+    try:
+        if args.command == "server-stop":
+            print("Stopped." if DevServer().stop_detached() else "No embedded server was started here.")
+        elif args.command == "server-start":
+            server = DevServer().start(detach=True)
+            state = "Already running" if server.reused else "Started"
+            print(f"{state}: Temporal at {server.address} (database {server.db_file})")
+            print(f"Web UI: {server.ui_url}")
+        else:
+            from durable_teams.worker import main as run_worker
+
+            run_worker([f"--team={team}" for team in args.team])
+    except (PortTaken, RuntimeError, ValueError, FileNotFoundError) as err:
+        return f"durable-teams: {str(err).splitlines()[0]}"
+    return 0
 
 
 async def run_command(args: argparse.Namespace) -> int | str:
-    """The command's exit status, or one readable line instead of a traceback. Caught in here,
-    inside the event loop, so the client's native runtime is released before the interpreter
-    shuts down (an exception carried out of `asyncio.run` keeps it alive until then)."""
+    """The command's exit status, or one readable line instead of a traceback."""
+    workflow_id = getattr(args, "workflow_id", None)
     try:
         return await COMMANDS[args.command](args)
+    except CliError as err:
+        return f"durable-teams: {err}"
+    except WorkflowFailureError as err:
+        workflow_id = getattr(args, "workflow_id", None) or workflow_id
+        return f"durable-teams: conversation {workflow_id} failed: {root_cause(err)}"
     except RPCError as err:
-        workflow_id = getattr(args, "workflow_id", None)
-        if err.status == RPCStatusCode.NOT_FOUND and workflow_id:
-            return f"durable-teams: no conversation with workflow id {workflow_id!r} ({err.message})"
-        return f"durable-teams: the Temporal server refused the call: {err.message}"
+        return f"durable-teams: {not_found(err, workflow_id) or f'the Temporal server refused the call: {err.message}'}"
     except WorkflowQueryFailedError as err:
         return f"durable-teams: the workflow could not answer: {err.message}"
-    except (ReplyRejected, EncryptionKeyError) as err:
+    except (ReplyRejected, ConversationEnded, ConversationBusy, EncryptionKeyError) as err:
         return f"durable-teams: {err}"
     except SystemExit as stop:  # a command's own sys.exit("reason")
         if stop.code is None:
             return 0
         return stop.code if isinstance(stop.code, int | str) else 1
+    except BrokenPipeError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback
+        return f"durable-teams: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"

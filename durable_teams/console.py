@@ -10,7 +10,8 @@ from durable_teams.workflows.state import Question
 def format_message(m: Message) -> str:
     who = m.name if m.role == "assistant" and m.name else m.role
     if m.role == "tool":
-        return f"  [{m.name} result] {m.content}"
+        head = f"  [{m.name} result] "
+        return head + (m.content or "").replace("\n", "\n" + " " * len(head))
     calls = ", ".join(f"{c.name}({c.arguments if c.arguments not in ('', '{}') else ''})" for c in m.tool_calls)
     text = (m.content or "").strip()
     return f"[{who}] {text}{' -> ' if text and calls else ''}{calls}"
@@ -31,6 +32,8 @@ def format_question(workflow_id: str, q: Question) -> str:
 
 
 def format_event(event: Event) -> str:
+    """One event: its type, who, what. A worker's private steps are indented; the lines of a
+    multi-line text (a tool's result, say) stay under its first line."""
     who = event.agent or event.tool or "user"
     indent = "    " if event.private else ""
     tokens = ""
@@ -39,4 +42,5 @@ def format_event(event: Event) -> str:
     if event.type in ("tool_usage", "question"):
         args = "" if event.arguments in (None, "", "{}") else event.arguments
         return f"{indent}{event.type:<13} [{who}] {event.tool}({args}){tokens}"
-    return f"{indent}{event.type:<13} [{who}] {event.text}{tokens}"
+    head = f"{indent}{event.type:<13} [{who}] "
+    return head + event.text.replace("\n", "\n" + " " * len(head)) + tokens

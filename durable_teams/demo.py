@@ -29,7 +29,7 @@ async def run_demo(name: str = "faang") -> int:
         print(f"\nQuestion: {faang.QUESTION}\n")
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team_name="faang", task=faang.QUESTION),
-            id=workflow_id, task_queue=task_queue)
+            id=workflow_id, task_queue=task_queue, static_summary=f"faang: {faang.QUESTION}")
         result = await handle.result()
         for message in await handle.query(TeamWorkflow.transcript, True):
             print(format_message(message))
@@ -62,7 +62,7 @@ async def run_support_demo() -> int:
         print(f"\nCustomer: {support.QUESTION}\n")
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team_name="support", task=support.QUESTION),
-            id=workflow_id, task_queue=task_queue)
+            id=workflow_id, task_queue=task_queue, static_summary=f"support: {support.QUESTION}")
         result_task = asyncio.ensure_future(handle.result())
         seen: set[str] = set()
         while not result_task.done():

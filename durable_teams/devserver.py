@@ -5,11 +5,15 @@ Why: a developer (and the test suite) gets a real Temporal server, with its Web 
 including questions waiting for a person, survive a restart of the server, and with the
 `AwaitingHuman` search attribute registered, so the workflows can mark those conversations.
 
+Ports: gRPC `$DURABLE_TEAMS_PORT` (7233), Web UI `$DURABLE_TEAMS_UI_PORT` (gRPC port + 1000);
+the CLI's `--port` / `--ui-port` set them.
+
 Reuse: if something already accepts connections on the gRPC port (typically a dev server that
 an earlier `durable-teams` / `python worker.py` run left up with `detach=True`), `start()` does
-not start a second one; it sets `reused = True` and uses that server as it is. Only a plain TCP
-connect is checked, so the reused server's database file and search attributes are whatever it
-was started with, and `stop()` leaves a reused server alone (it is not ours).
+not start a second one, but only when it is a Temporal server with our search attribute
+(`temporal operator search-attribute list` answers and names `AwaitingHuman`); then it sets
+`reused = True` and uses that server as it is (its database file is the one it was started
+with), and `stop()` leaves it alone. Anything else on the port is an error that says so.
 """
 
 from __future__ import annotations
@@ -31,6 +35,29 @@ SEARCH_ATTRIBUTES: dict[str, str] = {"AwaitingHuman": "Bool"}
 
 DEFAULT_PORT = 7233
 DEFAULT_HOST = "127.0.0.1"
+
+
+def configured_port() -> int:
+    """The embedded server's gRPC port: `$DURABLE_TEAMS_PORT`, else 7233."""
+    return _port_setting("DURABLE_TEAMS_PORT", DEFAULT_PORT)
+
+
+def configured_ui_port(port: int) -> int:
+    """The Web UI's port: `$DURABLE_TEAMS_UI_PORT`, else the gRPC port + 1000."""
+    return _port_setting("DURABLE_TEAMS_UI_PORT", port + 1000)
+
+
+def _port_setting(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ValueError(f"{name}={value!r} is not a port number (1-65535)")
+    return int(value)
+
+
+class PortTaken(RuntimeError):
+    """The port is in use by something that is not a Temporal server we can use."""
 
 
 def _find(name: str, package: str) -> str:
@@ -96,20 +123,21 @@ class DevServer:
 
     def __init__(
         self,
-        port: int = DEFAULT_PORT,
+        port: int | None = None,
         ui_port: int | None = None,
         db_file: str | Path | None = None,
         host: str = DEFAULT_HOST,
         dynamic_config: Mapping[str, str] | None = None,
     ) -> None:
-        """`ui_port` defaults to `port + 1000` (as the CLI does); `db_file` to `default_db_file()`.
+        """`port` defaults to `configured_port()`, `ui_port` to `configured_ui_port(port)`,
+        `db_file` to `default_db_file()`.
 
         `dynamic_config` maps server dynamic-config keys to JSON values (as strings). None are
         needed by default: server 1.32 enables workflow updates out of the box.
         """
         self.host = host
-        self.port = port
-        self.ui_port = ui_port if ui_port is not None else port + 1000
+        self.port = port if port is not None else configured_port()
+        self.ui_port = ui_port if ui_port is not None else configured_ui_port(self.port)
         self.db_file = Path(db_file).expanduser() if db_file else default_db_file()
         self.log_file = self.db_file.with_suffix(".log")
         self.pid_file = self.db_file.with_suffix(".pid")
@@ -153,6 +181,7 @@ class DevServer:
         accepting connections within `timeout` seconds.
         """
         if port_open(self.host, self.port):
+            self.check_reusable()
             self.reused = True
             return self
         self.reused = False
@@ -177,6 +206,26 @@ class DevServer:
             self.pid_file.write_text(str(self.process.pid))
             self.process = None  # not ours to stop any more
         return self
+
+    def check_reusable(self) -> None:
+        """Raise PortTaken unless a Temporal server with our search attributes answers on
+        the port (asked with the `temporal` CLI, so this works inside a running event loop)."""
+        try:
+            listed = subprocess.run(
+                [find_temporal_binary(), "operator", "search-attribute", "list",
+                 "--address", self.address, "--output", "json"],
+                capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
+            answer = listed.stdout if listed.returncode == 0 else ""
+        except subprocess.TimeoutExpired:
+            answer = ""
+        missing = [key for key in SEARCH_ATTRIBUTES if f'"{key}"' not in answer]
+        if not answer or missing:
+            what = ("is not a Temporal server" if not answer
+                    else f"is a Temporal server without the search attribute {missing[0]}")
+            raise PortTaken(
+                f"Port {self.port} on {self.host} is in use, and what answers there {what}: "
+                "choose another port with DURABLE_TEAMS_PORT or --port (and DURABLE_TEAMS_UI_PORT "
+                "or --ui-port), or set TEMPORAL_ADDRESS to use a server of your own")
 
     def _log_tail(self, chars: int = 2000) -> str:
         try:

@@ -6,7 +6,8 @@
 Events come from the workflow's log, which holds every message once (the shared conversation
 and each agent's private steps), read page by page with the `log_page` query: no history is
 added and nothing is missed. Indices hold across continue-as-new, so `start=` resumes a stream.
-The stream ends with a `done` event when the conversation's workflow is no longer running.
+The stream ends with a `done` event when the conversation's workflow is no longer running. A
+completed conversation is read from its result (which carries the log): no worker needed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from durable_teams.reading import finished_result
 from durable_teams.workflows.builtins import ASK_HUMAN
 from durable_teams.workflows.messages import Message, Usage
 from durable_teams.workflows.state import LogPage
@@ -43,10 +45,12 @@ class Event(BaseModel):
     """On the first event of a model's reply: the tokens that model call used."""
 
 
-def events_of(index: int, message: Message) -> list[Event]:
+def events_of(index: int, message: Message, shared: bool | None = None) -> list[Event]:
     """The events one log message stands for: text and each tool call of an assistant message
-    are separate events (ABI's ai_message and tool_usage)."""
-    private = message.agent_run != 0
+    are separate events (ABI's ai_message and tool_usage). `shared`: whether the message is
+    part of the shared conversation (a worker's answer is, once it returns); by default, when
+    it was written there."""
+    private = message.agent_run != 0 if shared is None else not shared
     if message.role == "user":
         kind: EventType = "routing" if message.kind == "routing" else "user_message"
         return [Event(index=index, type=kind, agent=message.name, text=message.content or "", private=private)]
@@ -74,13 +78,26 @@ async def follow(
     workflow stops running. A workflow reports no event to a client when it appends a
     message, so this polls the query while there is nothing new."""
     handle = client.get_workflow_handle(workflow_id)  # no run id: follows continue-as-new
+    described = await handle.describe()
+    if described.status == WorkflowExecutionStatus.COMPLETED:
+        # Finished: its result carries the log, so no worker has to replay it for a query.
+        transcript = (await finished_result(client, workflow_id)).transcript
+        if transcript is not None:
+            shared = set(transcript.shared)
+            for index, message in enumerate(transcript.log[start:], start):
+                for event in events_of(index, message, index in shared):
+                    yield event
+            yield Event(index=-1, type="done", text=described.status.name)
+            return
     index = start
     ending = False
     status: WorkflowExecutionStatus | None = None
     while True:
         page: LogPage = await handle.query("log_page", args=[index, page_size], result_type=LogPage)
+        shared = set(page.shared)
         for offset, message in enumerate(page.messages):
-            for event in events_of(index + offset, message):
+            at = index + offset
+            for event in events_of(at, message, at in shared if page.shared else None):
                 yield event
         index += len(page.messages)
         if index < page.total:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Sequence
 
 from temporalio.client import Client
@@ -18,11 +19,19 @@ from durable_teams.activities.tools import ToolActivities, ToolRegistry
 from durable_teams.activities.views import ViewReader
 from durable_teams.builders import CompiledTeam
 from durable_teams.codec import KeySetting, codec_for, with_codec
+from durable_teams.reading import SCRIPTED_IDENTITY
 from durable_teams.tolerant import tolerant_client
 from durable_teams.workflows.conversation import TeamWorkflow
 
 TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
 NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
+
+
+def default_address() -> str:
+    """`$TEMPORAL_ADDRESS`, else the embedded server's (127.0.0.1, `$DURABLE_TEAMS_PORT` or 7233)."""
+    from durable_teams.devserver import DEFAULT_HOST, configured_port
+
+    return os.environ.get("TEMPORAL_ADDRESS") or f"{DEFAULT_HOST}:{configured_port()}"
 
 
 async def connect(address: str | None = None, *, encryption: KeySetting = None,
@@ -46,7 +55,7 @@ async def connect(address: str | None = None, *, encryption: KeySetting = None,
 
         interceptors = tracing_interceptors()
     return await Client.connect(
-        address or os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+        address or default_address(),
         namespace=NAMESPACE,
         data_converter=with_codec(pydantic_data_converter, codec_for(encryption)),
         interceptors=interceptors,
@@ -88,6 +97,8 @@ def build_worker(
         "workflow_runner": SandboxedWorkflowRunner(
             restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows")),
     }
+    if getattr(backend, "scripted", False):  # clients read it from the task queue's pollers
+        options["identity"] = f"{os.getpid()}@{socket.gethostname()} {SCRIPTED_IDENTITY}"
     options.update(worker_options)
     return Worker(
         tolerant_client(client),  # a payload it cannot decode is refused, not retried forever

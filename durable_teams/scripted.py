@@ -63,6 +63,9 @@ class ScriptedModel(ModelBackend):
     request with its messages and tools in Chat Completions form, as a log of an OpenAI-style
     model would show them (and as a callable script receives them)."""
 
+    scripted = True
+    """Workers on this backend say so in their identity, so clients can tell people."""
+
     def __init__(self, script: dict[str, list[Step]] | ScriptFn) -> None:
         self.script = script
         self.requests: list[tuple[ModelRequest, list[dict[str, Any]], list[dict[str, Any]]]] = []

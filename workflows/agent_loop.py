@@ -141,12 +141,15 @@ class AgentLoop:
             temperature=spec.temperature,
             agent_call_index=calls_so_far,
         )
+        # What the model receives: the system message and this agent's view (not the log).
+        received = len(self.transcript.view(
+            view_id, length, show_handoffs=teams.shows_handoffs(self.team))) + bool(instructions)
         try:
             response: ModelResponse = await workflow.execute_activity(
                 "call_model",
                 request,
                 result_type=ModelResponse,
-                summary=f"model: {agent} ({length} messages)",
+                summary=f"model: {agent} ({received} message{'' if received == 1 else 's'})",
                 **activity_options(policy),
             )
         except ActivityError as err:

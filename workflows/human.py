@@ -21,6 +21,8 @@ with workflow.unsafe.imports_passed_through():
     from .state import ConversationState, HumanReply, Question
 
 AWAITING_HUMAN = SearchAttributeKey.for_bool("AwaitingHuman")
+PENDING_MEMO = "pending_questions"
+"""Memo key (and patch id) holding the pending questions as JSON objects."""
 
 
 def reply_problem(state: ConversationState, reply: HumanReply) -> str | None:
@@ -84,6 +86,10 @@ class HumanDesk:
             workflow.upsert_search_attributes([AWAITING_HUMAN.value_set(waiting)])
         texts = "; ".join(f"{q.question_id}: {q.text}" for q in self.state.pending.values())
         workflow.set_current_details(f"Waiting for a person: {texts}" if waiting else "")
+        if workflow.patched(PENDING_MEMO):
+            # Readable by any client without running workflow code (no worker needed):
+            # `durable-teams pending` lists these from the visibility store, `answer` checks them.
+            workflow.upsert_memo({PENDING_MEMO: [q.model_dump(mode="json") for q in self.state.pending.values()]})
 
     async def _wait(self, question: Question) -> HumanReply | None:
         self.state.pending[question.question_id] = question

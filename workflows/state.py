@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from .handoff import HandoffView
 from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire, agent_run_field
 from .transcript import Transcript
 from .usage import Tally, UsageLedger
@@ -174,6 +175,12 @@ class ConversationResult(Reply):
     """The context variables at the end (a nested team's flow back into its parent's)."""
     usage: UsageLedger | None = None
     """Tokens used by the whole conversation (a nested team's flow into its parent's)."""
+    transcript: Transcript | None = None
+    """The whole log at the end, so a finished conversation is read from its result with no
+    worker replaying it (`durable-teams transcript/follow`). None for a child workflow (its
+    parent has it) and when it is too large to carry twice (then a query reads it)."""
+    handoffs: HandoffView = "own"
+    """What the shared transcript shows of handoffs (the team's setting)."""
 
 
 class ConversationStatus(Reply):
@@ -207,3 +214,6 @@ class LogPage(Reply):
     messages: list[Message]
     total: int
     """len(log) now: more to read while start + len(messages) < total."""
+    shared: list[int] = Field(default_factory=list)
+    """The log indices in this page that belong to the shared conversation now (a worker's
+    answer joins it when the worker finishes, though written in the worker's own scope)."""

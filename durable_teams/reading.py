@@ -1,0 +1,116 @@
+"""Reading conversations without a worker: what the server itself holds.
+
+A query runs workflow code, so it needs a worker (and replays the whole history on it). What the
+server shows without one: which workers poll a task queue, a closed workflow's result (a
+finished conversation carries its transcript there), and a running one's memo (the questions
+waiting for a person, which the workflow keeps there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.human import PENDING_MEMO
+from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import ConversationResult, Question
+
+SCRIPTED_IDENTITY = "(scripted model)"
+"""Part of the identity of a worker that runs teams on the scripted model (runtime.build_worker)."""
+POLLER_FRESH = timedelta(seconds=90)
+"""A worker re-polls at least every minute; an older poll is a worker that has gone."""
+QUERY_TIMEOUT = timedelta(seconds=15)
+
+
+async def workers_on(client: Client, task_queue: str) -> list[str]:
+    """Identities of the workers polling `task_queue` for workflow tasks lately."""
+    described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
+    since = datetime.now(timezone.utc) - POLLER_FRESH
+    return [p.identity for p in described.pollers
+            if p.last_access_time.ToDatetime(tzinfo=timezone.utc) >= since]
+
+
+def no_worker_note(task_queue: str) -> str:
+    return (f"No worker is polling task queue {task_queue!r}: the conversation waits and runs "
+            "when one starts (durable-teams worker).")
+
+
+SCRIPTED_NOTE = ("Model: SCRIPTED. The worker has no model configured (OPENAI_API_KEY or "
+                 "OPENAI_BASE_URL), so agents replay recorded responses, whatever the task says.")
+
+
+def worker_notes(workers: list[str], task_queue: str) -> list[str]:
+    """What a person should know before waiting on these workers: none, or scripted ones."""
+    if not workers:
+        return [no_worker_note(task_queue)]
+    if all(SCRIPTED_IDENTITY in w for w in workers):
+        return [SCRIPTED_NOTE]
+    return []
+
+
+def root_cause(err: BaseException) -> str:
+    """The innermost message of a failure chain (an ApplicationError's own text)."""
+    cause: BaseException = err
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    return str(getattr(cause, "message", None) or cause)
+
+
+async def finished_result(client: Client, workflow_id: str) -> ConversationResult:
+    """The result of a completed conversation (raises WorkflowFailureError if it failed)."""
+    handle = client.get_workflow_handle_for(TeamWorkflow.run, workflow_id)
+    return await handle.result()
+
+
+def result_messages(result: ConversationResult, full: bool) -> list[Message] | None:
+    """The transcript a finished conversation's result carries (None in older results)."""
+    if result.transcript is None:
+        return None
+    if full:
+        return list(result.transcript.log)
+    return result.transcript.view(0, handoffs=result.handoffs, notices=True)
+
+
+def memo_questions(memo: Mapping[str, Any]) -> list[Question] | None:
+    """The questions a running conversation's memo lists; None if it keeps none there (a
+    conversation started before the memo existed)."""
+    raw = memo.get(PENDING_MEMO)
+    if raw is None:
+        return None
+    return [Question.model_validate(q) for q in raw]
+
+
+async def questions_of(handle: WorkflowHandle) -> list[Question]:
+    """A running conversation's pending questions: from its memo, else by a (bounded) query."""
+    described = await handle.describe()
+    questions = memo_questions(await described.memo())
+    if questions is not None:
+        return questions
+    return await handle.query(TeamWorkflow.pending_questions, rpc_timeout=QUERY_TIMEOUT)
+
+
+async def pending_questions(client: Client) -> list[tuple[str, Question]]:
+    """Every question waiting for a person, read from the visibility store (no worker)."""
+    found: list[tuple[str, Question]] = []
+    async for wf in client.list_workflows("AwaitingHuman = true AND ExecutionStatus = 'Running'"):
+        questions = memo_questions(await wf.memo())
+        if questions is None:
+            questions = await client.get_workflow_handle(wf.id).query(
+                TeamWorkflow.pending_questions, rpc_timeout=QUERY_TIMEOUT)
+        found += [(wf.id, q) for q in questions]
+    return found
+
+
+def is_running(status: WorkflowExecutionStatus | None) -> bool:
+    return status == WorkflowExecutionStatus.RUNNING
+
