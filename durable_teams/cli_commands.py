@@ -223,11 +223,15 @@ async def reply(args: argparse.Namespace, approving: bool, **fields: object) -> 
         if problem:
             raise CliError(problem)
         qid = question.question_id
+    workers = await workers_on(client, described.task_queue)
+    if questions is None and not workers:
+        raise CliError(f"no question of {args.workflow_id} is known without a worker: none has "
+                       f"asked one so far (start a worker: durable-teams worker)")
     if qid is None:  # no memo (an older conversation): the worker names the question
         return await send_reply(client, args.workflow_id, qid, **fields), ""
     answer = HumanReply(question_id=qid, **fields)  # type: ignore[arg-type]
     why = "no worker is running"
-    if await workers_on(client, described.task_queue):
+    if workers:
         if await accepted_within(handle, answer, ANSWER_WAIT):
             return qid, ""
         why = f"no worker took it within {ANSWER_WAIT.total_seconds():g} s"

@@ -11,8 +11,9 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.cli import format_question, pending_questions
+from durable_teams.console import format_question
 from durable_teams.examples import support
+from durable_teams.reading import pending_questions
 from durable_teams.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, HumanReply, Question

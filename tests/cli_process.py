@@ -1,0 +1,60 @@
+"""Running the real CLI in a subprocess, with stdout and stderr apart, every wait bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.client import Client
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def both(self) -> str:
+        return self.out + self.err
+
+
+def cli_env(client: Client | None, task_queue: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a CLI run against the test server (or, with no client, none)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_TASK_QUEUE")}
+    if client is not None:
+        env["TEMPORAL_ADDRESS"] = client.service_client.config.target_host
+    if task_queue is not None:
+        env["TEMPORAL_TASK_QUEUE"] = task_queue
+    env.update(extra)
+    return env
+
+
+async def run_cli(*args: str | bytes, env: dict[str, str], stdin: str = "", timeout: float = 60) -> Outcome:
+    """`python -m durable_teams ARGS`; fails the test if it does not end within `timeout`."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "durable_teams", *args, cwd=ROOT, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise AssertionError(f"durable-teams {args} did not end within {timeout} s") from None
+    assert proc.returncode is not None
+    return Outcome(proc.returncode, out.decode(), err.decode())
+
+
+def one_line_failure(outcome: Outcome) -> str:
+    """The single line a failed command printed, after checking it is exactly that."""
+    assert outcome.code == 1, outcome
+    assert "Traceback" not in outcome.both and "Fatal Python error" not in outcome.both, outcome
+    lines = outcome.err.strip().splitlines()
+    assert len(lines) == 1, outcome
+    return lines[0]
