@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import sysconfig
 import time
@@ -24,6 +25,8 @@ from durable_teams.devserver import (
     free_port,
     port_open,
 )
+
+from .cli_process import cli_env, one_line_failure, run_cli
 
 
 def two_ports() -> tuple[int, int]:
@@ -149,3 +152,51 @@ def test_detached_server_outlives_its_object_and_stop_detached_ends_it(tmp_path:
         time.sleep(0.1)
     assert not port_open("127.0.0.1", port)
     assert not devserver.DevServer(db_file=tmp_path / "t.db").stop_detached()
+
+
+def test_ports_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DURABLE_TEAMS_PORT", "7401")
+    monkeypatch.delenv("DURABLE_TEAMS_UI_PORT", raising=False)
+    assert (DevServer(db_file=tmp_path / "t.db").port, DevServer(db_file=tmp_path / "t.db").ui_port) == (7401, 8401)
+    monkeypatch.setenv("DURABLE_TEAMS_UI_PORT", "9000")
+    assert DevServer(db_file=tmp_path / "t.db").ui_url == "http://127.0.0.1:9000"
+    monkeypatch.setenv("DURABLE_TEAMS_PORT", "seventy")
+    with pytest.raises(ValueError, match="DURABLE_TEAMS_PORT='seventy' is not a port number"):
+        DevServer(db_file=tmp_path / "t.db")
+
+
+def test_a_port_held_by_something_else_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(devserver.PortTaken, match=(
+                f"Port {port} on 127.0.0.1 is in use, and what answers there is not a Temporal "
+                "server: choose another port with DURABLE_TEAMS_PORT or --port")):
+            DevServer(port=port, db_file=tmp_path / "t.db").start()
+    assert not (tmp_path / "t.db").exists()
+
+
+async def test_server_start_from_the_cli_and_reads_against_it(tmp_path: Path) -> None:
+    port, ui_port = two_ports()
+    env = cli_env(None, DURABLE_TEAMS_PORT=str(port), DURABLE_TEAMS_UI_PORT=str(ui_port),
+                  DURABLE_TEAMS_DB=str(tmp_path / "t.db"))
+    try:
+        started = await run_cli("server-start", env=env, timeout=90)
+        assert started.out == (f"Started: Temporal at 127.0.0.1:{port} (database {tmp_path / 't.db'})\n"
+                               f"Web UI: http://127.0.0.1:{ui_port}\n"), started
+        again = await run_cli("server-start", "--port", str(port), env=env, timeout=90)
+        assert again.out.startswith(f"Already running: Temporal at 127.0.0.1:{port}"), again
+        status = await run_cli("status", "nothing-here", env=env, timeout=90)
+        assert one_line_failure(status).startswith(
+            "durable-teams: no conversation with workflow id 'nothing-here'")
+    finally:
+        stopped = await run_cli("server-stop", env=env, timeout=90)
+    assert stopped.out == "Stopped.\n"
+    with socket.socket() as listener:  # something else on the port: a clear error, not reuse
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        held = listener.getsockname()[1]
+        taken = await run_cli("server-start", "--port", str(held), env=env, timeout=90)
+    assert one_line_failure(taken).startswith(
+        f"durable-teams: Port {held} on 127.0.0.1 is in use, and what answers there is not")
