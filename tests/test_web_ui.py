@@ -1,0 +1,113 @@
+"""The Temporal Web UI tells conversations apart: a real browser (headless Chromium) on the
+embedded server's UI, with two conversations of different teams started by the CLI.
+
+Screenshots go to `$DURABLE_TEAMS_SCREENSHOTS` (the README's come from
+`DURABLE_TEAMS_SCREENSHOTS=docs python -m pytest tests/test_web_ui.py`), else a temporary dir.
+The browser is the system's Chromium (Debian's `chromium`); `.ci/run` installs it and sets
+DURABLE_TEAMS_REQUIRE_BROWSER=1, so in CI a missing browser fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from durable_teams.devserver import DevServer, free_port
+from durable_teams.examples import example_script, example_teams, faang, support
+from durable_teams.runtime import connect
+from durable_teams.scripted import ScriptedModel
+
+from .cli_process import cli_env, run_cli
+from .conftest import pending_question, running_worker
+
+
+def chromium_or_skip() -> str:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError:
+        browser = None
+    if browser is None:
+        why = "needs the system's chromium (apt-get install chromium) and playwright (pip)"
+        if os.environ.get("DURABLE_TEAMS_REQUIRE_BROWSER") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return browser
+
+
+def wait_for_http(url: str, within: float = 60.0) -> None:
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5):  # noqa: S310 - loopback
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+
+
+async def text_of_all_frames(page: Any, expected: list[str], within: float = 60.0) -> str:
+    """The page's text with its frames' (the UI renders summaries, as markdown, in a frame),
+    once every `expected` text is there; what is there after `within` seconds otherwise."""
+    deadline = time.monotonic() + within
+    while True:
+        texts = []
+        for frame in page.frames:
+            try:
+                texts.append(await frame.inner_text("body", timeout=5_000))
+            except Exception:  # noqa: BLE001 - a frame that is gone or still empty
+                continue
+        text = "\n".join(texts).replace("\u2019", "'")  # markdown's typographic apostrophe
+        if all(e in text for e in expected) or time.monotonic() > deadline:
+            return text
+        await page.wait_for_timeout(500)
+
+
+async def test_the_workflow_list_and_a_conversation_in_the_web_ui(tmp_path: Path) -> None:
+    browser_path = chromium_or_skip()
+    from playwright.async_api import async_playwright
+
+    shots = Path(os.environ.get("DURABLE_TEAMS_SCREENSHOTS") or tmp_path)
+    os.makedirs(shots, exist_ok=True)
+    port, ui_port = free_port(), free_port()
+    suffix = uuid.uuid4().hex[:6]
+    asking, answered = f"support-{suffix}", f"faang-{suffix}"
+    with DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "t.db") as server:
+        client = await connect(server.address)
+        env = cli_env(client, "web-ui")
+        async with running_worker(client, "web-ui", example_teams(), ScriptedModel(example_script())):
+            ran = await run_cli("run", "faang", faang.QUESTION, "--id", answered, env=env, timeout=120)
+            assert ran.code == 0, ran
+            started = await run_cli("run", "support", support.QUESTION, "--id", asking, "--no-wait",
+                                    env=env, timeout=120)
+            assert started.out == f"{asking}\n", started
+            await pending_question(client.get_workflow_handle(asking))
+            wait_for_http(server.ui_url)
+            async with async_playwright() as pw:
+                chromium = await pw.chromium.launch(executable_path=browser_path, headless=True,
+                                                    args=["--no-sandbox"])
+                page = await chromium.new_page(viewport={"width": 1400, "height": 520})
+                await page.goto(f"{server.ui_url}/namespaces/default/workflows")
+                for workflow_id in (asking, answered):
+                    await page.get_by_text(workflow_id, exact=True).first.wait_for(timeout=60_000)
+                listed_shot = await page.screenshot(path=str(shots / "web-ui-workflows.png"))
+                listed = await page.inner_text("body")
+
+                await page.set_viewport_size({"width": 1400, "height": 760})
+                await page.goto(f"{server.ui_url}/namespaces/default/workflows/{asking}")
+                await page.get_by_text("User Metadata").first.click(timeout=60_000)
+                summary = f"support: {support.QUESTION}"
+                details = "Waiting for a person: q1: Sorry to hear that! What's your order number?"
+                metadata = await text_of_all_frames(page, [summary, details])
+                await page.screenshot(path=str(shots / "web-ui-conversation.png"))
+                await chromium.close()
+    assert "RUNNING" in listed and "COMPLETED" in listed
+    assert summary in metadata and details in metadata
+    assert len(listed_shot) > 10_000
