@@ -210,14 +210,7 @@ class DevServer:
     def check_reusable(self) -> None:
         """Raise PortTaken unless a Temporal server with our search attributes answers on
         the port (asked with the `temporal` CLI, so this works inside a running event loop)."""
-        try:
-            listed = subprocess.run(
-                [find_temporal_binary(), "operator", "search-attribute", "list",
-                 "--address", self.address, "--output", "json"],
-                capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
-            answer = listed.stdout if listed.returncode == 0 else ""
-        except subprocess.TimeoutExpired:
-            answer = ""
+        answer = self._search_attributes_listed()
         missing = [key for key in SEARCH_ATTRIBUTES if f'"{key}"' not in answer]
         if not answer or missing:
             what = ("is not a Temporal server" if not answer
@@ -226,6 +219,25 @@ class DevServer:
                 f"Port {self.port} on {self.host} is in use, and what answers there {what}: "
                 "choose another port with DURABLE_TEAMS_PORT or --port (and DURABLE_TEAMS_UI_PORT "
                 "or --ui-port), or set TEMPORAL_ADDRESS to use a server of your own")
+
+    def _search_attributes_listed(self, within: float = 15.0) -> str:
+        """`temporal operator search-attribute list` as JSON, or "" if nothing answers it. A
+        server still starting says it is not healthy yet: asked again until `within` passed."""
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                listed = subprocess.run(
+                    [find_temporal_binary(), "operator", "search-attribute", "list",
+                     "--address", self.address, "--output", "json"],
+                    capture_output=True, text=True, timeout=within, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                return ""
+            if listed.returncode == 0:
+                return listed.stdout
+            starting = "not healthy" in listed.stderr or "Unavailable" in listed.stderr
+            if not starting or time.monotonic() > deadline:
+                return ""
+            time.sleep(0.5)
 
     def _log_tail(self, chars: int = 2000) -> str:
         try:

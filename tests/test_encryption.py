@@ -27,9 +27,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from durable_teams.builders import Agent, CompiledTeam, Supervisor
-from durable_teams.cli import pending_questions
 from durable_teams.codec import KEY_ENV, KEY_ID, EncryptionKeyError, codec_for
 from durable_teams.codec_server import serve
+from durable_teams.reading import pending_questions
 from durable_teams.runtime import connect
 from durable_teams.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow

@@ -55,7 +55,8 @@ async def routing_memos(handle: WorkflowHandle) -> list[dict[str, Any]]:
     async for event in handle.fetch_history_events():
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
             fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
-            found.append(json.loads(fields["last_routing"].data))
+            if "last_routing" in fields:  # (the pending questions are a memo too)
+                found.append(json.loads(fields["last_routing"].data))
     return found
 
 
