@@ -91,3 +91,16 @@ async def test_follow_streams_steps_while_the_conversation_runs(client: Client, 
     assert "question      [desk] ask_human({\"question\": \"Which order?\"})" in out
     assert "tool_response [lookup] order A-17: shipped" in out
     assert out.rstrip().endswith("(workflow completed)")
+
+
+def test_a_workers_answer_that_joined_the_shared_conversation_is_shown_as_shared() -> None:
+    from durable_teams.console import format_event
+
+    answer = Message(role="assistant", name="math_expert", content="It is 1,977,586.", scope=2)
+    step = Message(role="tool", name="add", content="231317.0\n(rounded)", tool_call_id="c1", scope=2)
+    assert [format_event(e) for e in events_of(9, answer, shared=True)] == [
+        "ai_message    [math_expert] It is 1,977,586."]
+    assert [format_event(e) for e in events_of(8, step, shared=False)] == [
+        "    tool_response [add] 231317.0\n"
+        "                        (rounded)"]
+    assert events_of(9, answer)[0].private  # by default: where it was written
