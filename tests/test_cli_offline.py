@@ -10,11 +10,11 @@ from typing import Any
 
 from temporalio.client import Client
 
+from durable_teams.builders import Agent, Swarm
 from durable_teams.devserver import free_port, port_open
 from durable_teams.examples import faang
 from durable_teams.reading import no_worker_note
 from durable_teams.scripted import ScriptedModel, call, say
-from durable_teams.team import Agent, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput

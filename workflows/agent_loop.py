@@ -143,7 +143,7 @@ class AgentLoop:
         )
         # What the model receives: the system message and this agent's view (not the log).
         received = len(self.transcript.view(
-            view_id, length, show_handoffs=teams.shows_handoffs(self.team))) + bool(instructions)
+            agent_run, length, handoffs=roster.handoff_view(self.team))) + bool(instructions)
         try:
             response: ModelResponse = await workflow.execute_activity(
                 "call_model",
