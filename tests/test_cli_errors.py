@@ -52,7 +52,7 @@ async def test_a_scripted_run_says_so_and_help_uses_the_recorded_question(
     wid = f"faang-{uuid.uuid4().hex[:8]}"
     async with running_worker(client, task_queue, [faang.build().compile()], model):
         ran = await run_cli("run", "faang", "what's 2+2?", "--id", wid, env=env)
-    assert ran.out.splitlines() == [
+    assert ran.out.splitlines()[:3] == [
         f"workflow id: {wid}", SCRIPTED_NOTE,
         "[supervisor] The combined headcount of the FAANG companies in 2024 is 1,977,586."]
     helped = await run_cli("--help", env=env)

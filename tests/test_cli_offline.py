@@ -118,7 +118,10 @@ async def test_a_finished_conversation_is_read_without_a_worker(client: Client, 
         run_cli(*args, env=env, timeout=60)
         for args in (("status", wid), ("transcript", wid, "--full"), ("follow", wid))))
     assert status.out == (f"workflow: {wid} (COMPLETED)\nturns: 1  model calls: 2\n"
-                          "last reply [desk, completed]: Order A-17\nis on its way.\n")
+                          "last reply [desk, completed]: Order A-17\nis on its way.\n"
+                          "usage: 0 in / 0 out tokens, 2 model calls\n"
+                          "  turn 1: 0 in / 0 out tokens, 2 model calls\n"
+                          "  desk: 0 in / 0 out tokens, 2 model calls\n")
     assert transcript.out.splitlines()[0] == "[user] Where is my order?"
     assert len(transcript.out.splitlines()) == len(live) + 1  # the answer spans two lines
     assert followed.out.splitlines() == [
