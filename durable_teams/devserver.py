@@ -172,13 +172,13 @@ class DevServer:
         return cmd
 
     def start(self, timeout: float = 30.0, detach: bool = False) -> DevServer:
-        """Start the server (or reuse one already on the port); return once gRPC accepts TCP.
+        """Start the server (or reuse one already on the port); return once its frontend answers.
 
         The process gets its own process group, so `stop()` ends the server and its children.
         `detach=True` leaves it running after this Python process exits (the worker and CLI do
         this so the Web UI stays up); its pid goes to `pid_file`, and `stop_detached()` ends it.
         Raises RuntimeError, with the tail of the server's log, if it exits or is not
-        accepting connections within `timeout` seconds.
+        ready within `timeout` seconds.
         """
         if port_open(self.host, self.port):
             self.check_reusable()
@@ -202,6 +202,14 @@ class DevServer:
                     f"The end of its log {self.log_file}:\n{self._log_tail()}"
                 )
             time.sleep(0.1)
+        # An open port is not a ready server: until its frontend reports healthy, every call
+        # (the first client's get_system_info included) fails with "Frontend is not healthy yet".
+        if not self._search_attributes_listed(within=max(deadline - time.monotonic(), 1.0)):
+            self.stop()
+            raise RuntimeError(
+                f"The Temporal dev server ({self.address}, database {self.db_file}) accepted "
+                f"connections but did not become ready within {timeout:.0f} s. "
+                f"The end of its log {self.log_file}:\n{self._log_tail()}")
         if detach:
             self.pid_file.write_text(str(self.process.pid))
             self.process = None  # not ours to stop any more
