@@ -15,6 +15,7 @@
     durable-teams server-stop
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
+    durable-teams serve [--port 8000]          # HTTP gateway, OpenAI-compatible API, web inbox
 
 Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRPC port
 $DURABLE_TEAMS_PORT or --port, default 7233; Web UI $DURABLE_TEAMS_UI_PORT or --ui-port,
@@ -99,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from durable_teams.codec_server import main as codec_server
 
         return codec_server(argv[1:])
+    if argv[:1] == ["serve"]:  # the HTTP gateway, its own options: durable_teams/gateway/serve.py
+        from durable_teams.gateway.serve import main as serve
+
+        sys.exit(serve(argv[1:]))
     args = parser().parse_args(argv)
     for option, variable in (("port", "DURABLE_TEAMS_PORT"), ("ui_port", "DURABLE_TEAMS_UI_PORT")):
         if getattr(args, option, None) is not None:

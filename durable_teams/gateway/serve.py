@@ -1,0 +1,67 @@
+"""`durable-teams serve`: run the gateway with uvicorn.
+
+    DURABLE_TEAMS_GATEWAY_TOKENS=t1,t2 durable-teams serve --host 0.0.0.0 --port 8000
+
+Without tokens the gateway accepts anyone, so it only starts bound to a loopback address.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from durable_teams.gateway.auth import DEFAULT_MAX_BODY, TOKENS_ENV, is_loopback, tokens_from_env
+from durable_teams.runtime import TASK_QUEUE, connect
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="durable-teams serve", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--task-queue", default=TASK_QUEUE, help="where new threads run")
+    p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, help="largest request body, bytes")
+    return p
+
+
+def check_exposure(host: str, tokens: list[str]) -> str | None:
+    """Why the gateway must not start, or None."""
+    if not tokens and not is_loopback(host):
+        return (f"refusing to serve on {host} without tokens: set {TOKENS_ENV} "
+                "(comma-separated bearer tokens) or bind to 127.0.0.1")
+    return None
+
+
+async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
+    import uvicorn
+
+    from durable_teams.gateway.app import create_app
+
+    address = os.environ.get("TEMPORAL_ADDRESS")
+    if not address:  # as the CLI does: the embedded dev server
+        from durable_teams.devserver import DevServer
+
+        address = DevServer().start(detach=True).address
+    client = await connect(address)
+    app = create_app(client, task_queue=args.task_queue, tokens=tokens, max_body=args.max_body)
+    await uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port)).serve()
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(argv)
+    tokens = tokens_from_env()
+    refusal = check_exposure(args.host, tokens)
+    if refusal:
+        print(f"durable-teams: {refusal}", file=sys.stderr)
+        return 2
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        print("durable-teams: the gateway needs its extra: pip install 'durable-teams[gateway]'", file=sys.stderr)
+        return 2
+    asyncio.run(_serve(args, tokens))
+    return 0

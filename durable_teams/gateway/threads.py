@@ -1,0 +1,160 @@
+"""What the gateway asks of Temporal: start a thread, run a turn while reading its events,
+list and answer questions, and wait for a turn's outcome (a reply or a new question).
+
+Nothing is kept in the gateway between requests: a thread is its workflow id, a turn in
+flight lives in the workflow, and the events are read from the workflow's log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_teams.chat import why_it_failed
+from durable_teams.client import ConversationEnded, send_reply, send_turn
+from durable_teams.events import events_of
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import (
+    ConversationInput,
+    ConversationStatus,
+    LogPage,
+    Question,
+    TurnReply,
+)
+
+YES = {"y", "yes", "approve", "approved", "ok", "okay", "sure"}
+
+
+@dataclass
+class Gateway:
+    """The client and where new threads run."""
+
+    client: Client
+    task_queue: str
+    poll_seconds: float = 0.1
+
+    async def start_thread(self, team: str, thread: str | None = None, task: str | None = None) -> str:
+        """Start a conversation of `team` under `thread` (a new id when None). The team's name
+        is kept in the memo so the inbox can show it without a worker."""
+        thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
+        await self.client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team_name=team, task=task, single_turn=task is not None),
+            id=thread, task_queue=self.task_queue, memo={"team": team})
+        return thread
+
+    async def running(self, thread: str) -> bool:
+        """True when the thread's workflow runs; False when no such thread."""
+        try:
+            described = await self.client.get_workflow_handle(thread).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            state = described.status.name if described.status else "closed"
+            raise ConversationEnded(f"thread {thread} has ended ({state}){await why_it_failed(self.client, thread)}")
+        return True
+
+    async def status(self, thread: str) -> ConversationStatus:
+        return await self.client.get_workflow_handle(thread).query(TeamWorkflow.status)
+
+    async def log_total(self, thread: str) -> int:
+        page = await self._page(thread, 0, 0)
+        return page.total
+
+    async def _page(self, thread: str, start: int, limit: int = 200) -> LogPage:
+        handle = self.client.get_workflow_handle(thread)
+        return await handle.query("log_page", args=[start, limit], result_type=LogPage)
+
+    async def turn_events(self, thread: str, text: str, sender: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Send a turn and yield each event of the log as it is appended (ABI's stream),
+        ending with `done` carrying the reply, or `error` when the turn could not run."""
+        index = await self.log_total(thread)
+        turn = asyncio.ensure_future(send_turn(self.client, thread, text, sender=sender))
+        try:
+            while True:
+                finished = turn.done()
+                page = await self._page(thread, index)
+                for offset, message in enumerate(page.messages):
+                    for event in events_of(index + offset, message):
+                        yield event.model_dump(mode="json")
+                index += len(page.messages)
+                if index < page.total:
+                    continue
+                if finished:  # read once more after the reply: nothing appended last is missed
+                    break
+                await asyncio.wait([turn], timeout=self.poll_seconds)
+            yield done_event(turn.result())
+        except ConversationEnded as ended:
+            yield {"index": -1, "type": "error", "text": str(ended)}
+        finally:
+            turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
+
+    async def pending(self) -> list[dict[str, Any]]:
+        """Every question waiting for a person, across threads, with its thread and team."""
+        found: list[dict[str, Any]] = []
+        async for wf in self.client.list_workflows("AwaitingHuman = true AND ExecutionStatus = 'Running'"):
+            handle = self.client.get_workflow_handle(wf.id)
+            questions = await handle.query(TeamWorkflow.pending_questions)
+            memo = await wf.memo()
+            for q in questions:
+                found.append({"thread_id": wf.id, "team": memo.get("team"), **q.model_dump(mode="json")})
+        return found
+
+    async def reply(self, thread: str, question_id: str | None, **reply: Any) -> str:
+        return await send_reply(self.client, thread, question_id, **reply)
+
+    async def converse(self, thread: str, text: str) -> tuple[str, str]:
+        """One OpenAI-style exchange: answer the thread's open question with `text`, or send
+        `text` as a turn; then wait for the reply or the next question. Returns (kind, text),
+        kind "reply" or "question"."""
+        status = await self.status(thread)
+        seen = {q.question_id for q in status.pending}
+        if status.pending:
+            q = status.pending[0]
+            if q.kind == "approval":
+                await self.reply(thread, q.question_id, approved=text.strip().lower() in YES, text=text)
+            else:
+                await self.reply(thread, q.question_id, text=text)
+            return await self._outcome(thread, seen, target_turn=status.turns, turn=None)
+        turn = asyncio.ensure_future(send_turn(self.client, thread, text))
+        try:
+            return await self._outcome(thread, seen, target_turn=None, turn=turn)
+        finally:
+            turn.cancel()  # a question came back: the turn goes on in the workflow
+
+    async def _outcome(self, thread: str, seen: set[str], *, target_turn: int | None,
+                       turn: asyncio.Future[TurnReply] | None) -> tuple[str, str]:
+        while True:
+            if turn is not None and turn.done():
+                return "reply", turn.result().text
+            status = await self.status(thread)
+            fresh = [q for q in status.pending if q.question_id not in seen]
+            if fresh:
+                return "question", question_text(fresh[0])
+            last = status.last_reply
+            if target_turn is not None and last is not None and last.turn >= target_turn and not status.pending:
+                return "reply", last.text
+            if turn is not None:
+                await asyncio.wait([turn], timeout=self.poll_seconds)
+            else:
+                await asyncio.sleep(self.poll_seconds)
+
+
+def done_event(reply: TurnReply) -> dict[str, Any]:
+    return {"index": -1, "type": "done", "agent": reply.agent, "text": reply.text,
+            "status": reply.status, "turn": reply.turn}
+
+
+def question_text(q: Question) -> str:
+    """A question as an assistant message: what the next user message answers."""
+    if q.kind == "approval":
+        return f"[{q.agent}] Approve {q.tool}({q.arguments})? Reply yes or no."
+    hint = f" (options: {' | '.join(q.suggestions)})" if q.suggestions else ""
+    return f"[{q.agent}] {q.text}{hint}"

@@ -1,0 +1,57 @@
+"""Running the gateway for a test: uvicorn on 127.0.0.1 with a free port, in this process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import uvicorn
+from temporalio.client import Client
+
+from durable_teams.gateway import create_app
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@asynccontextmanager
+async def running_gateway(client: Client, task_queue: str, **options: Any) -> AsyncIterator[str]:
+    """The gateway's base URL while it serves; stopped afterwards."""
+    app = create_app(client, task_queue=task_queue, poll_seconds=0.05, **options)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.ensure_future(server.serve())
+    for _ in range(400):  # started within 20 s, or fail clearly
+        if server.started or serving.done():
+            break
+        await asyncio.sleep(0.05)
+    assert server.started, "the gateway did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 30)
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
+    """(event, data) for each frame of a server-sent event stream, as it arrives."""
+    event = None
+    async for line in response.aiter_lines():
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            data = line[6:]
+            yield event or "", data if data == "[DONE]" else json.loads(data)
+            event = None
+
+
+async def read_sse(response: httpx.Response) -> list[tuple[str, Any]]:
+    return [frame async for frame in sse_events(response)]
