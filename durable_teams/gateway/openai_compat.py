@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from durable_teams.client import ConversationEnded
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway
 
@@ -74,7 +75,11 @@ async def _stream(gw: Gateway, thread: str, team: str, text: str) -> AsyncIterat
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
         return sse_frame(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     yield chunk({"role": "assistant", "content": ""})
-    _, answer = await gw.converse(thread, text)
+    try:
+        _, answer = await gw.converse(thread, text)
+    except ConversationEnded as ended:  # the status is sent already: OpenAI's in-stream error
+        yield sse_frame(None, {"error": {"message": str(ended), "type": "conversation_ended"}})
+        return
     yield chunk({"content": answer})
     yield chunk({}, "stop")
     yield sse_frame(None, "[DONE]")

@@ -1,0 +1,83 @@
+"""The OpenAI-compatible endpoint, driven by the `openai` client itself: a thread continued
+across requests, a question asked and answered as chat messages, streaming chunks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+from temporalio.client import Client
+
+from durable_teams.builders import Agent, Swarm
+from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import ModelRequest
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+
+
+def shop_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    """Remembers the thread: counts the user's turns; asks for an order number when told
+    "refund"; otherwise echoes."""
+    last = messages[-1]
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    if last["role"] == "tool":
+        return say(f"Refund started for order {last['content']}.")
+    if last["content"] == "refund":
+        return call("ask_human", question="Which order?")
+    return say(f"turn {len(users)}: you said {last['content']!r}; earlier: {users[:-1]}")
+
+
+SHOP = Swarm([Agent("shop", "Help.", tools=["ask_human"])], team_name="shop").compile()
+
+
+async def test_a_thread_continues_across_requests_of_the_openai_client(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)), \
+            running_gateway(client, task_queue, tokens=["s3cret"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="s3cret", max_retries=0)
+        raw = await ai.chat.completions.with_raw_response.create(
+            model="shop", messages=[{"role": "user", "content": "hello"}])
+        first = raw.parse()
+        thread = raw.headers["x-thread-id"]
+        second = await ai.chat.completions.create(
+            model="shop", messages=[{"role": "user", "content": "hello"}, {"role": "assistant", "content": "..."},
+                                    {"role": "user", "content": "again"}],
+            extra_headers={"X-Thread-Id": thread})
+        asked = await ai.chat.completions.create(
+            model="shop", user=thread, messages=[{"role": "user", "content": "refund"}])
+        answered = await ai.chat.completions.create(
+            model="shop", user=thread, messages=[{"role": "user", "content": "A-17"}])
+        denied = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0)
+        with pytest.raises(openai.AuthenticationError):
+            await denied.chat.completions.create(model="shop", messages=[{"role": "user", "content": "x"}])
+        transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript)
+
+    assert thread.startswith("shop-")
+    assert first.choices[0].message.content == "turn 1: you said 'hello'; earlier: []"
+    assert first.choices[0].message.role == "assistant" and first.model == "shop"
+    assert second.choices[0].message.content == "turn 2: you said 'again'; earlier: ['hello']"
+    assert asked.choices[0].message.content == "[shop] Which order?"
+    assert answered.choices[0].message.content == "Refund started for order A-17."
+    assert [m.content for m in transcript if m.role == "user"] == ["hello", "again", "refund"]
+
+
+async def test_streamed_chunks_in_openai_format(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)), \
+            running_gateway(client, task_queue) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        stream = await ai.chat.completions.create(
+            model="shop", user="shop-stream-1", stream=True, messages=[{"role": "user", "content": "hi"}])
+        chunks = [chunk async for chunk in stream]
+        again = await ai.chat.completions.create(
+            model="shop", user="shop-stream-1", messages=[{"role": "user", "content": "more"}])
+        with pytest.raises(openai.BadRequestError, match="no user message"):
+            await ai.chat.completions.create(model="shop", messages=[{"role": "system", "content": "x"}])
+
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text == "turn 1: you said 'hi'; earlier: []"
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert {c.object for c in chunks} == {"chat.completion.chunk"} and len({c.id for c in chunks}) == 1
+    assert again.choices[0].message.content == "turn 2: you said 'more'; earlier: ['hi']"
