@@ -1,0 +1,68 @@
+"""The web inbox in a real browser (headless Chromium, the system's): a question answered and
+a refund approved from the page, and the conversation finishing. Saves docs/inbox.png."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from durable_teams.examples import support
+from durable_teams.scripted import ScriptedModel
+from durable_teams.workflows.state import ConversationResult
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+
+CHROMIUM = os.environ.get("DURABLE_TEAMS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+# The README's image: DURABLE_TEAMS_SCREENSHOT=docs/inbox.png python -m pytest tests/test_inbox_browser.py
+SCREENSHOT = os.environ.get("DURABLE_TEAMS_SCREENSHOT")
+
+pytest.importorskip("playwright")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason="needs Debian's chromium (apt-get install chromium; .ci/run does)")
+
+
+async def test_a_question_answered_and_a_refund_approved_from_the_inbox_page(
+        client: Client, task_queue: str, tmp_path: Path) -> None:
+    from playwright.async_api import async_playwright, expect
+
+    support.REFUNDS.clear()
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)), \
+            running_gateway(client, task_queue) as url, async_playwright() as pw:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            thread = (await http.post("/threads", json={"team": "support", "task": support.QUESTION})).json()["thread_id"]
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                           args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 520})
+            await page.goto(url)
+            card = page.locator(f'[id="q-{thread}-q1"]')
+            await expect(card).to_contain_text("Sorry to hear that! What's your order number?", timeout=30_000)
+            await expect(card).to_contain_text("team support · agent triage_agent")
+            await expect(card.locator("button.suggestion")).to_have_text(["I don't have it"])
+            await card.locator("input.answer").fill("Order 4711")
+            await card.locator("button.send-answer").click()
+
+            approval = page.locator(f'[id="q-{thread}-q2"]')
+            await expect(approval).to_contain_text("execute_refund", timeout=30_000)
+            await expect(approval).to_contain_text("item_132612938")
+            await expect(page.locator("#chat")).to_contain_text("Order 4711", timeout=30_000)
+            shot = Path(SCREENSHOT) if SCREENSHOT else tmp_path / "inbox.png"
+            await page.screenshot(path=str(shot))
+            assert shot.stat().st_size > 10_000
+            await approval.locator("button.approve").click()
+
+            result = await client.get_workflow_handle(thread, result_type=ConversationResult).result()
+            await expect(page.locator("#chat")).to_contain_text("Your refund is on its way", timeout=30_000)
+            await expect(page.locator("#questions")).not_to_contain_text(thread, timeout=30_000)
+        finally:
+            await browser.close()
+
+    assert result.status == "completed"
+    assert result.answer == "Your refund is on its way. Anything else I can help with?"
+    assert support.REFUNDS == [("item_132612938", "fell apart after a week")]
