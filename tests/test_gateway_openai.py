@@ -52,6 +52,8 @@ async def test_a_thread_continues_across_requests_of_the_openai_client(client: C
         denied = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0)
         with pytest.raises(openai.AuthenticationError):
             await denied.chat.completions.create(model="shop", messages=[{"role": "user", "content": "x"}])
+        with pytest.raises(openai.BadRequestError, match="belongs to team 'shop', not 'acme'"):
+            await ai.chat.completions.create(model="acme", user=thread, messages=[{"role": "user", "content": "x"}])
         transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript)
 
     assert thread.startswith("shop-")

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from durable_teams.client import ConversationEnded
 from durable_teams.gateway.sse import sse_frame, sse_response
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.threads import Gateway, TeamMismatch
 
 
 def last_user_text(messages: Any) -> str:
@@ -48,7 +48,11 @@ async def chat_completions(request: Request) -> Response:
     thread = request.headers.get("x-thread-id") or body.get("user") or None
     if not isinstance(thread, str | None):
         raise HTTPException(400, "'user' must be a string")
-    if thread is None or not await gw.running(thread):
+    try:
+        exists = thread is not None and await gw.running(thread, team)
+    except TeamMismatch as mismatch:
+        raise HTTPException(400, str(mismatch)) from None
+    if thread is None or not exists:
         thread = await gw.start_thread(team, thread)
     headers = {"X-Thread-Id": thread}
     if body.get("stream"):

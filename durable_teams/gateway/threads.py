@@ -28,6 +28,11 @@ from durable_teams.workflows.state import (
     TurnReply,
 )
 
+
+class TeamMismatch(ValueError):
+    """A request names a thread of another team than its `model`."""
+
+
 YES = {"y", "yes", "approve", "approved", "ok", "okay", "sure"}
 
 
@@ -48,8 +53,9 @@ class Gateway:
             id=thread, task_queue=self.task_queue, memo={"team": team})
         return thread
 
-    async def running(self, thread: str) -> bool:
-        """True when the thread's workflow runs; False when no such thread."""
+    async def running(self, thread: str, team: str | None = None) -> bool:
+        """True when the thread's workflow runs; False when no such thread. Raises
+        `ConversationEnded` for an ended thread, `TeamMismatch` for another team's thread."""
         try:
             described = await self.client.get_workflow_handle(thread).describe()
         except RPCError as err:
@@ -59,6 +65,9 @@ class Gateway:
         if described.status != WorkflowExecutionStatus.RUNNING:
             state = described.status.name if described.status else "closed"
             raise ConversationEnded(f"thread {thread} has ended ({state}){await why_it_failed(self.client, thread)}")
+        owner = (await described.memo()).get("team")
+        if team is not None and owner is not None and owner != team:
+            raise TeamMismatch(f"thread {thread} belongs to team {owner!r}, not {team!r}")
         return True
 
     async def status(self, thread: str) -> ConversationStatus:
