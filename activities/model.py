@@ -18,6 +18,7 @@ import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_teams import live
 from durable_teams.redact import mask_url, scrub_client_logs
 from durable_teams.workflows.messages import (
     Message,
@@ -232,7 +233,11 @@ class ModelActivities:
     async def call_model(self, req: ModelRequest) -> ModelResponse:
         """Call the model for one agent on its view of the transcript."""
         view = await self.view_reader(req)
-        response = await self.backend.complete(req, view.messages, view.tools)
+        # deltas a streaming backend emits go to live subscribers (durable_teams/live.py)
+        workflow_id = (activity.info().workflow_id or "") if activity.in_activity() else ""
+        with live.streaming(workflow_id, req.agent, f"{req.agent}:{req.agent_call_index}",
+                            current_attempt()):
+            response = await self.backend.complete(req, view.messages, view.tools)
         refuse_empty(response, req, current_attempt())
         calls = [
             c if c.id else c.model_copy(update={"id": f"call_{req.transcript_length}_{i}"})

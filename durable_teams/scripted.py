@@ -8,12 +8,15 @@ An exhausted script is a non-retryable error, never a loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from durable_teams import live
 from durable_teams.activities.model import ModelBackend, chat_messages
 from durable_teams.workflows.messages import (
     Message,
@@ -66,8 +69,11 @@ class ScriptedModel(ModelBackend):
     scripted = True
     """Workers on this backend say so in their identity, so clients can tell people."""
 
-    def __init__(self, script: dict[str, list[Step]] | ScriptFn) -> None:
+    def __init__(self, script: dict[str, list[Step]] | ScriptFn, *, stream: bool = False) -> None:
+        """`stream=True` sends each reply's text as live deltas, word by word, before
+        returning it (durable_teams/live.py), as a streaming model would."""
         self.script = script
+        self.stream = stream
         self.requests: list[tuple[ModelRequest, list[dict[str, Any]], list[dict[str, Any]]]] = []
 
     def step_for(
@@ -103,6 +109,10 @@ class ScriptedModel(ModelBackend):
             c if c.id else c.model_copy(update={"id": f"call_{req.agent}_{req.agent_call_index}_{j}"})
             for j, c in enumerate(response.message.tool_calls)
         ]
+        if self.stream and response.message.content:
+            for piece in re.findall(r"\S+\s*|\s+", response.message.content):
+                live.emit(piece)
+                await asyncio.sleep(0)  # let subscribers read, as a network stream would
         finish = response.finish_reason or ("tool_calls" if ids else "stop")
         message = response.message.model_copy(update={"tool_calls": ids})
         return response.model_copy(update={"message": message, "finish_reason": finish})

@@ -135,3 +135,44 @@ def test_serve_refuses_to_expose_a_gateway_without_tokens() -> None:
     assert check_exposure("0.0.0.0", ["t"]) is None
     refusal = check_exposure("0.0.0.0", [])
     assert refusal and "DURABLE_TEAMS_GATEWAY_TOKENS" in refusal
+
+
+async def faang_over_gateway(client: Client, task_queue: str, stream: bool) -> tuple[list[tuple[str, Any]], Any]:
+    """The FAANG turn through the gateway, the model streaming its text or not; the frames
+    and the workflow's history."""
+    team = faang.build().compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(faang.SCRIPT, stream=stream)), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = (await http.post("/threads", json={"team": "faang"})).json()["thread_id"]
+        async with http.stream("POST", f"/threads/{thread}/turns", json={"text": faang.QUESTION}) as resp:
+            frames = await read_sse(resp)
+        await client.get_workflow_handle(thread).signal("close")
+        await client.get_workflow_handle(thread).result()
+        history = await client.get_workflow_handle(thread).fetch_history()
+    return frames, history
+
+
+def kinds(history: Any) -> list[int]:
+    """The history's event types, leaving out workflow tasks (their count varies with load)."""
+    return [e.event_type for e in history.events if not 5 <= e.event_type <= 9]
+
+
+async def test_live_deltas_stream_before_each_message_and_leave_history_as_it_was(
+        client: Client, task_queue: str) -> None:
+    streamed, history = await faang_over_gateway(client, task_queue, stream=True)
+    plain, plain_history = await faang_over_gateway(client, f"{task_queue}-plain", stream=False)
+
+    # every message with text arrives first as deltas, word by word, then whole from the log
+    texts = [d["text"] for n, d in streamed if n == "ai_message"]
+    assert len(texts) == 3
+    for text in texts:
+        at = next(i for i, (n, d) in enumerate(streamed) if n == "ai_message" and d["text"] == text)
+        deltas = [d for n, d in streamed[:at] if n == "ai_message_delta" and d["agent"] == streamed[at][1]["agent"]]
+        call = deltas[-1]["call"]
+        assert "".join(d["text"] for d in deltas if d["call"] == call) == text
+        assert len([d for d in deltas if d["call"] == call]) == len(text.split())
+    assert not any(d["reset"] for n, d in streamed if n == "ai_message_delta")
+    # without deltas the stream is the same; and the history does not grow by one event
+    assert [f for f in streamed if f[0] != "ai_message_delta"] == plain
+    assert kinds(history) == kinds(plain_history)
+    assert len(history.events) < 120

@@ -19,6 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.chat import why_it_failed
 from durable_teams.client import ConversationEnded, send_reply, send_turn
 from durable_teams.events import events_of
+from durable_teams.live import LIVE, Delta
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import (
     ConversationInput,
@@ -83,27 +84,45 @@ class Gateway:
 
     async def turn_events(self, thread: str, text: str, sender: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """Send a turn and yield each event of the log as it is appended (ABI's stream),
-        ending with `done` carrying the reply, or `error` when the turn could not run."""
+        ending with `done` carrying the reply, or `error` when the turn could not run.
+        Live text deltas of a model writing in this process come as `ai_message_delta`."""
         index = await self.log_total(thread)
-        turn = asyncio.ensure_future(send_turn(self.client, thread, text, sender=sender))
-        try:
-            while True:
-                finished = turn.done()
-                page = await self._page(thread, index)
-                for offset, message in enumerate(page.messages):
-                    for event in events_of(index + offset, message):
-                        yield event.model_dump(mode="json")
-                index += len(page.messages)
-                if index < page.total:
-                    continue
-                if finished:  # read once more after the reply: nothing appended last is missed
-                    break
-                await asyncio.wait([turn], timeout=self.poll_seconds)
-            yield done_event(turn.result())
-        except ConversationEnded as ended:
-            yield {"index": -1, "type": "error", "text": str(ended)}
-        finally:
-            turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
+        with LIVE.subscribe(thread) as deltas:
+            turn = asyncio.ensure_future(send_turn(self.client, thread, text, sender=sender))
+            first: Delta | None = None
+            try:
+                while True:
+                    finished = turn.done()
+                    if first is not None:
+                        yield delta_event(first)
+                    while not deltas.empty():
+                        yield delta_event(deltas.get_nowait())
+                    page = await self._page(thread, index)
+                    for offset, message in enumerate(page.messages):
+                        for event in events_of(index + offset, message):
+                            yield event.model_dump(mode="json")
+                    index += len(page.messages)
+                    if index < page.total:
+                        continue
+                    if finished:  # read once more after the reply: nothing appended last is missed
+                        break
+                    first = await self._until_news(turn, deltas)
+                yield done_event(turn.result())
+            except ConversationEnded as ended:
+                yield {"index": -1, "type": "error", "text": str(ended)}
+            finally:
+                turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
+
+    async def _until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta]) -> Delta | None:
+        """Wait for the reply, a delta (returned), or the next poll of the log."""
+        waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
+        both: list[asyncio.Future[Any]] = [turn, waiting]
+        done, _ = await asyncio.wait(both, timeout=self.poll_seconds,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if waiting in done:
+            return waiting.result()
+        waiting.cancel()
+        return None
 
     async def pending(self) -> list[dict[str, Any]]:
         """Every question waiting for a person, across threads, with its thread and team."""
@@ -154,6 +173,11 @@ class Gateway:
                 await asyncio.wait([turn], timeout=self.poll_seconds)
             else:
                 await asyncio.sleep(self.poll_seconds)
+
+
+def delta_event(delta: Delta) -> dict[str, Any]:
+    return {"index": -1, "type": "ai_message_delta", "agent": delta.agent, "text": delta.text,
+            "call": delta.call, "attempt": delta.attempt, "reset": delta.reset}
 
 
 def done_event(reply: TurnReply) -> dict[str, Any]:
