@@ -34,6 +34,7 @@ from .model_errors import (
     raise_timeout,
 )
 from .model_parse import BadModelResponse, decode_body, parse_completion
+from .model_stream import read_stream
 from .views import ViewCache, ViewReader
 
 MAX_REPLY_BYTES = 1024 * 1024
@@ -92,7 +93,7 @@ class OpenAIBackend:
 
     def __init__(
         self, base_url: str | None = None, api_key: str | None = None, timeout: float = 120.0,
-        max_body_bytes: int = MAX_BODY_BYTES,
+        max_body_bytes: int = MAX_BODY_BYTES, stream: bool | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
@@ -107,6 +108,8 @@ class OpenAIBackend:
         scrub_client_logs()
         self.timeout = timeout
         self.max_body_bytes = max_body_bytes
+        # stream=True: text deltas reach live subscribers while the model writes (live.py)
+        self.stream = os.environ.get("DURABLE_TEAMS_MODEL_STREAM") == "1" if stream is None else stream
         self.secrets = [api_key] if len(api_key) >= 4 else []
         self.client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout
@@ -121,6 +124,8 @@ class OpenAIBackend:
             params["tools"] = tools
             if req.parallel_tool_calls is not None:
                 params["parallel_tool_calls"] = req.parallel_tool_calls
+        if self.stream:
+            params["stream"] = True
         if req.temperature is not None:
             params["temperature"] = req.temperature
         if req.output_schema is not None:
@@ -143,7 +148,12 @@ class OpenAIBackend:
             async with asyncio.timeout(timeout):  # the read timeout is per chunk: bound it all
                 async with self._send(params, timeout) as resp:
                     content_type = resp.headers.get("content-type", "")
+                    if content_type.startswith("text/event-stream"):
+                        data = await read_stream(resp.iter_lines(), live.emit, self.max_body_bytes)
+                        return parse_completion(data, req.model, self.secrets)
                     raw = await self._read(resp)
+        except BadModelResponse as err:  # a streamed body that does not add up
+            raise_bad_response(err, current_attempt())
         except openai.OpenAIError as err:
             raise_for_openai_error(err, req.model, timeout)
         except TimeoutError:
@@ -236,7 +246,7 @@ class ModelActivities:
         # deltas a streaming backend emits go to live subscribers (durable_teams/live.py)
         workflow_id = (activity.info().workflow_id or "") if activity.in_activity() else ""
         with live.streaming(workflow_id, req.agent, f"{req.agent}:{req.agent_call_index}",
-                            current_attempt()):
+                            current_attempt(), position=req.transcript_length):
             response = await self.backend.complete(req, view.messages, view.tools)
         refuse_empty(response, req, current_attempt())
         calls = [

@@ -30,7 +30,9 @@ some (its final message still arrives whole from the log)."""
 @dataclass(frozen=True)
 class Delta:
     """A piece of an agent's text. `call` names the model call (agent and its call index);
-    `reset` says: discard what this call sent so far (it is being retried)."""
+    `position` is the log's length when the call was made (its message comes at or after
+    it, so a reader can put deltas in order with the log); `reset` says: discard what this
+    call sent so far (it is being retried)."""
 
     workflow_id: str
     agent: str
@@ -38,6 +40,7 @@ class Delta:
     attempt: int
     text: str = ""
     reset: bool = False
+    position: int = 0
 
 
 @dataclass
@@ -78,13 +81,14 @@ def emit(text: str) -> None:
 
 
 @contextmanager
-def streaming(workflow_id: str, agent: str, call: str, attempt: int, hub: LiveHub = LIVE) -> Iterator[None]:
+def streaming(workflow_id: str, agent: str, call: str, attempt: int, hub: LiveHub = LIVE,
+              position: int = 0) -> Iterator[None]:
     """While a model call runs, `emit` publishes its deltas on `hub`."""
     if attempt > 1:
-        hub.publish(Delta(workflow_id, agent, call, attempt, reset=True))
+        hub.publish(Delta(workflow_id, agent, call, attempt, reset=True, position=position))
 
     def sink(text: str) -> None:
-        hub.publish(Delta(workflow_id, agent, call, attempt, text=text))
+        hub.publish(Delta(workflow_id, agent, call, attempt, text=text, position=position))
     token = _sink.set(sink)
     try:
         yield

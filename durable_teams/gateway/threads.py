@@ -85,28 +85,34 @@ class Gateway:
     async def turn_events(self, thread: str, text: str, sender: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """Send a turn and yield each event of the log as it is appended (ABI's stream),
         ending with `done` carrying the reply, or `error` when the turn could not run.
-        Live text deltas of a model writing in this process come as `ai_message_delta`."""
+        Live text deltas of a model writing in this process come as `ai_message_delta`,
+        each after the log messages that came before its model call."""
         index = await self.log_total(thread)
+        held: list[Delta] = []
         with LIVE.subscribe(thread) as deltas:
             turn = asyncio.ensure_future(send_turn(self.client, thread, text, sender=sender))
-            first: Delta | None = None
             try:
                 while True:
                     finished = turn.done()
-                    if first is not None:
-                        yield delta_event(first)
-                    while not deltas.empty():
-                        yield delta_event(deltas.get_nowait())
                     page = await self._page(thread, index)
+                    # Drained after the read: a message is logged only after its call sent
+                    # all its deltas, so every delta of a message on this page is in hand.
+                    while not deltas.empty():
+                        held.append(deltas.get_nowait())
                     for offset, message in enumerate(page.messages):
+                        for out in _take(held, index + offset):  # deltas of a call made before it
+                            yield delta_event(out)
                         for event in events_of(index + offset, message):
                             yield event.model_dump(mode="json")
                     index += len(page.messages)
                     if index < page.total:
                         continue
+                    for out in _take(held, index):
+                        yield delta_event(out)
                     if finished:  # read once more after the reply: nothing appended last is missed
                         break
-                    first = await self._until_news(turn, deltas)
+                    news = await self._until_news(turn, deltas)
+                    held += [news] if news else []
                 yield done_event(turn.result())
             except ConversationEnded as ended:
                 yield {"index": -1, "type": "error", "text": str(ended)}
@@ -175,9 +181,16 @@ class Gateway:
                 await asyncio.sleep(self.poll_seconds)
 
 
+def _take(held: list[Delta], upto: int) -> list[Delta]:
+    """Remove and return, in order, the held deltas whose call began by log index `upto`."""
+    ready = [d for d in held if d.position <= upto]
+    held[:] = [d for d in held if d.position > upto]
+    return ready
+
+
 def delta_event(delta: Delta) -> dict[str, Any]:
     return {"index": -1, "type": "ai_message_delta", "agent": delta.agent, "text": delta.text,
-            "call": delta.call, "attempt": delta.attempt, "reset": delta.reset}
+            "call": delta.call, "attempt": delta.attempt, "reset": delta.reset, "position": delta.position}
 
 
 def done_event(reply: TurnReply) -> dict[str, Any]:
