@@ -148,7 +148,8 @@ class OpenAIBackend:
             async with asyncio.timeout(timeout):  # the read timeout is per chunk: bound it all
                 async with self._send(params, timeout) as resp:
                     content_type = resp.headers.get("content-type", "")
-                    if content_type.startswith("text/event-stream"):
+                    # a stream is read only when asked for: unasked, it is a bad response
+                    if self.stream and content_type.startswith("text/event-stream"):
                         data = await read_stream(resp.iter_lines(), live.emit, self.max_body_bytes)
                         return parse_completion(data, req.model, self.secrets)
                     raw = await self._read(resp)
