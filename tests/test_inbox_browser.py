@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 from temporalio.client import Client
 
-from durable_teams.examples import support
+from durable_teams.examples import faang, support
 from durable_teams.scripted import ScriptedModel
 from durable_teams.workflows.state import ConversationResult
 
@@ -62,3 +62,30 @@ async def test_a_question_answered_and_a_refund_approved_from_the_inbox_page(
     assert result.status == "completed"
     assert result.answer == "Your refund is on its way. Anything else I can help with?"
     assert support.REFUNDS == [("item_132612938", "fell apart after a week")]
+
+
+async def test_the_chat_view_sends_a_turn_and_shows_the_reply(client: Client, task_queue: str) -> None:
+    chromium = chromium_or_skip()
+    from playwright.async_api import async_playwright, expect
+
+    team = faang.build().compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(faang.SCRIPT, stream=True)), \
+            running_gateway(client, task_queue) as url, async_playwright() as pw:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            thread = (await http.post("/threads", json={"team": "faang"})).json()["thread_id"]
+        browser = await pw.chromium.launch(executable_path=chromium, headless=True,
+                                           args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = await browser.new_page()
+            await page.goto(url)
+            await page.fill("#thread", thread)
+            await page.click("#open")
+            await expect(page.locator("#chat")).to_contain_text("team faang · RUNNING · 0 turn(s)", timeout=30_000)
+            await page.fill("#say", faang.QUESTION)
+            await page.click("#send")
+            chat = page.locator("#chat")
+            await expect(chat).to_contain_text(f"supervisor: {faang.ANSWER}", timeout=30_000)
+            await expect(chat).to_contain_text("1 turn(s)", timeout=30_000)
+            await expect(chat).to_contain_text("supervisor → transfer_to_research_expert({})")
+        finally:
+            await browser.close()

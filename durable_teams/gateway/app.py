@@ -97,7 +97,7 @@ async def transcript(request: Request) -> Response:
     full = request.query_params.get("full", "").lower() in {"1", "true", "yes"}
     messages = await gw.client.get_workflow_handle(request.path_params["thread"]).query(
         TeamWorkflow.transcript, full)
-    return JSONResponse([m.model_dump(mode="json", exclude_defaults=True) for m in messages])
+    return JSONResponse([m.model_dump(mode="json") for m in messages])
 
 
 async def thread_events(request: Request) -> Response:
