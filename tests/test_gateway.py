@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 import httpx
+import pytest
 from temporalio.client import Client
 
 from durable_teams.builders import Agent, Swarm
@@ -178,3 +179,13 @@ async def test_live_deltas_stream_before_each_message_and_leave_history_as_it_wa
     assert [f for f in streamed if f[0] != "ai_message_delta"] == plain
     assert kinds(history) == kinds(plain_history)
     assert len(history.events) < 120
+
+
+def test_the_cli_refuses_an_exposed_gateway_without_tokens(monkeypatch: Any, capsys: Any) -> None:
+    from durable_teams.cli import main
+
+    monkeypatch.delenv("DURABLE_TEAMS_GATEWAY_TOKENS", raising=False)
+    with pytest.raises(SystemExit) as stop:
+        main(["serve", "--host", "0.0.0.0", "--port", "1"])
+    assert stop.value.code == 2
+    assert "refusing to serve on 0.0.0.0 without tokens" in capsys.readouterr().err

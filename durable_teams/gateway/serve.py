@@ -3,18 +3,19 @@
     DURABLE_TEAMS_GATEWAY_TOKENS=t1,t2 durable-teams serve --host 0.0.0.0 --port 8000
 
 Without tokens the gateway accepts anyone, so it only starts bound to a loopback address.
+It talks to $TEMPORAL_ADDRESS, else the embedded server (`durable-teams server-start`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from collections.abc import Sequence
 
+from durable_teams.cli_commands import CliError, open_client
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, TOKENS_ENV, is_loopback, tokens_from_env
-from durable_teams.runtime import TASK_QUEUE, connect
+from durable_teams.runtime import TASK_QUEUE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,12 +41,7 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
 
     from durable_teams.gateway.app import create_app
 
-    address = os.environ.get("TEMPORAL_ADDRESS")
-    if not address:  # as the CLI does: the embedded dev server
-        from durable_teams.devserver import DevServer
-
-        address = DevServer().start(detach=True).address
-    client = await connect(address)
+    client = await open_client()  # as the CLI's commands: the configured server, never a new one
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, max_body=args.max_body)
     await uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port)).serve()
 
@@ -63,5 +59,9 @@ def main(argv: Sequence[str]) -> int:
     except ImportError:
         print("durable-teams: the gateway needs its extra: pip install 'durable-teams[gateway]'", file=sys.stderr)
         return 2
-    asyncio.run(_serve(args, tokens))
+    try:
+        asyncio.run(_serve(args, tokens))
+    except CliError as err:
+        print(f"durable-teams: {err}", file=sys.stderr)
+        return 1
     return 0
