@@ -4,6 +4,7 @@ transcript, questions answered through the inbox endpoints, auth and size limits
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -15,9 +16,11 @@ from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import faang
 from durable_teams.gateway.serve import check_exposure
 from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
+from durable_teams.workflows.state import ConversationInput
 
-from .conftest import running_worker
+from .conftest import pending_question, running_worker
 from .gateway_helpers import read_sse, running_gateway, sse_events
 
 
@@ -94,6 +97,21 @@ async def test_a_question_is_listed_and_answered_through_the_inbox_endpoints(cli
         assert [name for name, _ in frames] == ["user_message", "question", "tool_response", "ai_message", "done"]
         assert frames[-1][1]["text"] == "Order A-17 has shipped."
         assert [q for q in (await http.get("/questions")).json() if q["thread_id"] == thread] == []
+
+
+async def test_the_inbox_lists_a_question_while_no_worker_runs(client: Client, task_queue: str) -> None:
+    """Support staff see what waits even while the workers are being redeployed: the questions
+    are read from the memo, not by a query a worker would have to answer."""
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team_name="desk", task="where is my parcel?"),
+            id=f"desk-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        await pending_question(handle)
+    # the worker is gone now: a query would wait for one, the listing must not
+    async with running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        listed = await asyncio.wait_for(wait_for_question(http, handle.id), 30)
+    assert (listed["agent"], listed["text"], listed["suggestions"]) == ("desk", "Which order?", ["A-17", "B-2"])
+    await handle.terminate("test done")
 
 
 async def wait_for_question(http: httpx.AsyncClient, thread: str) -> dict[str, Any]:

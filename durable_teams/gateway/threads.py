@@ -20,6 +20,7 @@ from durable_teams.chat import why_it_failed
 from durable_teams.client import ConversationEnded, send_reply, send_turn
 from durable_teams.events import events_of
 from durable_teams.live import LIVE, Delta
+from durable_teams.reading import memo_questions
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import (
     ConversationInput,
@@ -134,9 +135,11 @@ class Gateway:
         """Every question waiting for a person, across threads, with its thread and team."""
         found: list[dict[str, Any]] = []
         async for wf in self.client.list_workflows("AwaitingHuman = true AND ExecutionStatus = 'Running'"):
-            handle = self.client.get_workflow_handle(wf.id)
-            questions = await handle.query(TeamWorkflow.pending_questions)
             memo = await wf.memo()
+            questions = memo_questions(memo)  # kept in the memo: no worker needed to list them
+            if questions is None:  # a conversation started before the memo held its questions
+                questions = await self.client.get_workflow_handle(wf.id).query(
+                    TeamWorkflow.pending_questions)
             for q in questions:
                 found.append({"thread_id": wf.id, "team": memo.get("team"), **q.model_dump(mode="json")})
         return found
