@@ -36,6 +36,7 @@ from .model_errors import (
 from .model_parse import BadModelResponse, decode_body, parse_completion
 from .model_stream import read_stream
 from .views import ViewCache, ViewReader
+from .wire import WireCache, stream_chat_completion
 
 MAX_REPLY_BYTES = 1024 * 1024
 """A reply larger than this is refused: it would bloat the history of every later turn."""
@@ -114,6 +115,8 @@ class OpenAIBackend:
         self.client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout
         )
+        self.wire = WireCache()
+        """Each message's Chat Completions dict and JSON, made once (activities/wire.py)."""
 
     def params(
         self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -141,8 +144,8 @@ class OpenAIBackend:
     async def complete(
         self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
     ) -> ModelResponse:
-        params = self.params(req, chat_messages(req.instructions, messages),
-                             [t.to_openai() for t in tools])
+        params = self.params(req, self.wire.messages(req.instructions, messages),
+                             self.wire.tools(tools))
         timeout = attempt_timeout(self.timeout)
         try:
             async with asyncio.timeout(timeout):  # the read timeout is per chunk: bound it all
@@ -170,8 +173,7 @@ class OpenAIBackend:
 
     def _send(self, params: dict[str, Any], timeout: float) -> Any:
         """The request, as a context manager over the unread response (errors raise here)."""
-        create = self.client.chat.completions.with_streaming_response.create
-        return create(**params, timeout=timeout)
+        return stream_chat_completion(self.client, params, timeout)
 
     async def _read(self, resp: Any) -> bytes:
         """The body, refused beyond `max_body_bytes` before it is all in memory."""

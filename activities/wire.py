@@ -1,0 +1,150 @@
+"""Building the Chat Completions request body, at a cost per model call that does not grow with
+the transcript (beyond copying the body's bytes).
+
+Chat Completions sends the whole transcript with every call. Handed a list of typed message
+dicts, the openai client converts every message again on every call (`openai/_utils/_transform.py`
+walks each dict against its TypedDict annotations): a profile at 400 calls put 62 % of the
+worker's CPU there. Here each message is converted to its wire dict, and encoded to JSON, once:
+
+- `WireCache.messages` turns a view's `Message` objects into `WireDict`s, cached by object
+  identity. Views hand out the same `Message` objects call after call (the workflow's log, or
+  the model activity's per-worker copy of it), and messages are never changed in place (every
+  edit is a `model_copy`), so an object seen before has the same wire form. The cache holds
+  each message it keys, so an id cannot be reused while its entry lives.
+- `encode_body` writes the request body, splicing in each message's cached JSON; the result is
+  the JSON the openai client would send for the same arguments (tests/test_wire_body.py).
+- `stream_chat_completion` sends those bytes through the openai client's own `post` (same
+  headers, auth, timeouts and errors), skipping only its per-call conversion.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections import OrderedDict
+from typing import Any
+
+from durable_teams.workflows.messages import Message, ToolSpec
+
+
+class WireDict(dict):
+    """A message's Chat Completions dict that also carries its JSON encoding (`encoded`).
+    Shared between calls: read it, never change it."""
+
+    __slots__ = ("encoded",)
+
+    encoded: bytes
+
+
+def dumps(obj: Any) -> bytes:
+    """JSON as the openai client encodes a request body (`openai._utils._json.openapi_dumps`)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def wire_dict(value: dict[str, Any]) -> WireDict:
+    out = WireDict(value)
+    out.encoded = dumps(out)
+    return out
+
+
+class WireCache:
+    """Per-worker cache of messages' and tool schemas' wire dicts, least recently used out
+    first once their encodings pass `max_bytes`."""
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[int, tuple[object, WireDict]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def messages(self, instructions: str, messages: list[Message]) -> list[dict[str, Any]]:
+        """The request's messages: the system prompt (if any), then the view's."""
+        out: list[dict[str, Any]] = [wire_dict({"role": "system", "content": instructions})] if instructions else []
+        out += [self._get(m) for m in messages]
+        self._evict()
+        return out
+
+    def tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [self._get(t) for t in tools]
+        self._evict()
+        return out
+
+    def _get(self, item: Message | ToolSpec) -> WireDict:
+        key = id(item)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is item:
+            self.hits += 1
+            self._entries.move_to_end(key)
+            return entry[1]
+        self.misses += 1
+        converted = wire_dict(item.to_openai())
+        if entry is not None:
+            self.bytes -= len(entry[1].encoded)
+        self._entries[key] = (item, converted)
+        self.bytes += len(converted.encoded)
+        return converted
+
+    def _evict(self) -> None:
+        while self.bytes > self.max_bytes and len(self._entries) > 1:
+            _, (_, converted) = self._entries.popitem(last=False)
+            self.bytes -= len(converted.encoded)
+
+
+def _encoded(value: Any) -> bytes:
+    return value.encoded if isinstance(value, WireDict) else dumps(value)
+
+
+def encode_body(params: dict[str, Any]) -> bytes:
+    """The request body for `chat.completions.create(**params)`, as JSON bytes. Lists of
+    messages and tools reuse the encodings their `WireDict`s carry."""
+    parts = []
+    for key, value in params.items():
+        if key in ("messages", "tools") and isinstance(value, list):
+            encoded = b"[" + b",".join(_encoded(v) for v in value) + b"]"
+        else:
+            encoded = dumps(value)
+        parts.append(dumps(key) + b":" + encoded)
+    return b"{" + b",".join(parts) + b"}"
+
+
+_RAW: dict[type, bool] = {}
+
+
+def supports_raw_body(client: Any) -> bool:
+    """Whether this openai client's `post` takes raw bytes (`content=`, in recent openai
+    versions); older ones get the ordinary `create` call."""
+    kind = type(client)
+    if kind not in _RAW:
+        try:
+            _RAW[kind] = "content" in inspect.signature(client.post).parameters
+        except (TypeError, ValueError, AttributeError):
+            _RAW[kind] = False
+    return _RAW[kind]
+
+
+def _request_options(timeout: float) -> dict[str, Any]:
+    from openai._constants import RAW_RESPONSE_HEADER
+    from openai._models import FinalRequestOptions
+
+    options: dict[str, Any] = {"timeout": timeout, "headers": {
+        "Content-Type": "application/json", RAW_RESPONSE_HEADER: "stream"}}  # the body unread
+    if "security" in getattr(FinalRequestOptions, "model_fields", {}):
+        options["security"] = {"bearer_auth": True}  # what `create` sends: the API key only
+    return options
+
+
+def stream_chat_completion(client: Any, params: dict[str, Any], timeout: float) -> Any:
+    """`client.chat.completions.with_streaming_response.create(**params, timeout=timeout)`
+    (a context manager over the unread response), with the body encoded here."""
+    if not supports_raw_body(client):
+        return client.chat.completions.with_streaming_response.create(**params, timeout=timeout)
+    from openai._response import AsyncResponseContextManager
+    from openai.types.chat import ChatCompletion
+
+    return AsyncResponseContextManager(client.post(
+        "/chat/completions", cast_to=ChatCompletion, content=encode_body(params),
+        options=_request_options(timeout)))

@@ -1,0 +1,72 @@
+"""The request body built from cached wire dicts is the one the openai client builds itself."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+
+from durable_teams.activities.model import OpenAIBackend
+from durable_teams.activities.wire import WireCache, encode_body, stream_chat_completion
+from durable_teams.workflows.messages import Message, ModelRequest, ToolCall, ToolSpec
+
+from .fake_openai import FakeOpenAI, completion
+
+LOG = [
+    Message(role="user", content="Plan a trip to Zürich \u2603 \"quoted\"", name="ana"),
+    Message(role="assistant", content=None, name="planner",
+            tool_calls=[ToolCall(id="c1", name="search", arguments='{"q": "hotels"}')]),
+    Message(role="tool", content="3 hotels\nline two", name="search", tool_call_id="c1", scope=2),
+    Message(role="assistant", content="Done.", name="planner", kind="handoff_back"),
+]
+TOOLS = [ToolSpec(name="search", description="Search.",
+                  parameters={"type": "object", "properties": {"q": {"type": "string"}}})]
+REQ = ModelRequest(workflow_id="w", run_id="r", agent="planner", model="m", view_id=0,
+                   transcript_length=4, temperature=0.2, parallel_tool_calls=False,
+                   output_schema={"type": "object"})
+
+
+def uncached(instructions: str, log: list[Message]) -> tuple[list[dict], list[dict]]:
+    """What the model activity built before the cache."""
+    messages = [{"role": "system", "content": instructions}] if instructions else []
+    return messages + [m.to_openai() for m in log], [t.to_openai() for t in TOOLS]
+
+
+def test_cached_wire_dicts_equal_the_uncached_ones_call_after_call() -> None:
+    cache = WireCache()
+    for upto in range(len(LOG) + 1):
+        messages = cache.messages("Be brief.", LOG[:upto])
+        assert (messages, cache.tools(TOOLS)) == uncached("Be brief.", LOG[:upto])
+    assert cache.misses == len(LOG) + len(TOOLS)  # each message converted once
+    edited = LOG[1].model_copy(update={"tool_calls": []})  # views copy what they change
+    assert cache.messages("", [edited]) == [edited.to_openai()]
+
+
+def test_the_body_is_what_the_openai_client_would_send() -> None:
+    from openai._utils import maybe_transform
+    from openai.types.chat import completion_create_params
+
+    messages, tools = WireCache().messages("Be brief.", LOG), WireCache().tools(TOOLS)
+    params = OpenAIBackend(base_url="http://127.0.0.1:9/v1").params(REQ, messages, tools)
+    theirs = maybe_transform(params, completion_create_params.CompletionCreateParamsNonStreaming)
+    assert json.loads(encode_body(params)) == json.loads(json.dumps(theirs))
+
+
+async def test_the_endpoint_receives_the_same_request_either_way() -> None:
+    messages, tools = uncached("Be brief.", LOG)
+    with FakeOpenAI() as fake:
+        fake.reply(completion("a"))
+        fake.reply(completion("b"))
+        client = openai.AsyncOpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+        params = OpenAIBackend(base_url=fake.base_url).params(REQ, messages, tools)
+        await client.chat.completions.create(**params)
+        cache = WireCache()
+        cached = OpenAIBackend(base_url=fake.base_url).params(
+            REQ, cache.messages("Be brief.", LOG), cache.tools(TOOLS))
+        async with stream_chat_completion(client, cached, 30.0) as resp:
+            reply = json.loads(await resp.read())
+    assert reply["choices"][0]["message"]["content"] == "b"
+    assert fake.requests[0] == fake.requests[1]
+    assert fake.paths[0] == fake.paths[1]
+    for header in ("authorization", "content-type", "accept"):
+        assert fake.headers[0][header] == fake.headers[1][header]
