@@ -267,7 +267,7 @@ class ModelActivities:
                 type="ModelReplyTooLarge",
                 non_retryable=True,
             )
-        return response.model_copy(update={"message": message})
+        return response.model_copy(update={"message": message, "read_in_process": view.in_process})
 
 
 _EMPTY_WHY = {

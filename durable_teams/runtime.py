@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import uuid
 from collections.abc import Sequence
+from types import TracebackType
 
+from temporalio import activity
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
@@ -22,6 +26,7 @@ from durable_teams.codec import KeySetting, codec_for, with_codec
 from durable_teams.reading import SCRIPTED_IDENTITY
 from durable_teams.tolerant import tolerant_client
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.placement import LOCATE_ACTIVITY
 
 TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
 NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
@@ -69,6 +74,69 @@ def merged_registry(teams: Sequence[CompiledTeam]) -> ToolRegistry:
     return registry
 
 
+class TeamWorker:
+    """A worker process's two Temporal workers: one on the shared task queue (conversations,
+    tools, model calls), one on a queue of its own (`worker_queue`) that takes the model calls
+    of the conversations this process holds (workflows/placement.py).
+
+    Use it as `async with` (both poll in the background) or `await run()`."""
+
+    def __init__(self, shared: Worker, own: Worker, worker_queue: str,
+                 models: ModelActivities | None = None) -> None:
+        self.shared = shared
+        self.own = own
+        self.worker_queue = worker_queue
+        self.models = models
+        """The model activity (its view cache), for statistics."""
+
+    @property
+    def task_queue(self) -> str:
+        return self.shared.task_queue
+
+    async def run(self) -> None:
+        async with self.own:
+            await self.shared.run()
+
+    async def shutdown(self) -> None:
+        """Stop both gracefully (safe to call more than once, or before they started)."""
+        await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
+
+    async def __aenter__(self) -> TeamWorker:
+        await self.own.__aenter__()
+        try:
+            await self.shared.__aenter__()
+        except BaseException:
+            await self.own.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        try:
+            await self.shared.__aexit__(kind, exc, tb)
+        finally:
+            await self.own.__aexit__(kind, exc, tb)
+
+
+def worker_queue_name(task_queue: str) -> str:
+    """A task queue only this worker polls: host, process and a random part."""
+    return f"{task_queue}/{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+def locate_activity(queue: str):  # noqa: ANN201 - an activity callable
+    @activity.defn(name=LOCATE_ACTIVITY)
+    async def worker_task_queue() -> str:
+        """This worker's own task queue (run as a local activity: where the workflow runs)."""
+        return queue
+
+    return worker_task_queue
+
+
+ACTIVITY_OPTIONS = ("max_concurrent_activities", "activity_executor", "identity",
+                    "graceful_shutdown_timeout", "max_activities_per_second")
+"""`build_worker` options that also apply to the worker on its own queue."""
+
+
 def build_worker(
     client: Client,
     teams: Sequence[CompiledTeam],
@@ -77,17 +145,20 @@ def build_worker(
     task_queue: str = TASK_QUEUE,
     view_reader: ViewReader | None = None,
     **worker_options: object,
-) -> Worker:
-    """One worker serving the conversation workflow, the model call and every team's tools.
-    `view_reader` replaces how a model call reads its view (default: `ViewCache`)."""
+) -> TeamWorker:
+    """A worker serving the conversation workflow, the model call and every team's tools, on
+    `task_queue` and on a queue of its own. `view_reader` replaces how a model call reads its
+    view (default: `ViewCache`); other options go to `temporalio.worker.Worker`."""
     models = ModelActivities(backend, view_reader)
     registry = merged_registry(teams)
     tools = ToolActivities(registry)
     mcp = MCPActivities(registry.mcp_servers)
     resolver = TeamActivities({t.spec.name: t.spec for t in teams})
+    own_queue = worker_queue_name(task_queue)
     options: dict = {
         "workflows": [TeamWorkflow],  # a test may serve another version of it (tests/next_release.py)
-        "max_concurrent_activities": 200,
+        # Model calls and tools mostly wait on the network; the CPU, not this, is the limit.
+        "max_concurrent_activities": 1000,
         # Our workflow package is imported once instead of into every conversation's sandbox.
         # Its one piece of module-level state is live_view's weak map of the conversations this
         # process holds, which workflows only write and only the model activity reads (to read a
@@ -100,13 +171,17 @@ def build_worker(
     if getattr(backend, "scripted", False):  # clients read it from the task queue's pollers
         options["identity"] = f"{os.getpid()}@{socket.gethostname()} {SCRIPTED_IDENTITY}"
     options.update(worker_options)
-    return Worker(
-        tolerant_client(client),  # a payload it cannot decode is refused, not retried forever
+    worker_client = tolerant_client(client)  # a payload it cannot decode is refused, not retried forever
+    shared = Worker(
+        worker_client,
         task_queue=task_queue,
         activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team,
-                    mcp.list_mcp_tools, mcp.call_mcp_tool],
+                    mcp.list_mcp_tools, mcp.call_mcp_tool, locate_activity(own_queue)],
         **options,
     )
+    own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],
+                 **{k: v for k, v in options.items() if k in ACTIVITY_OPTIONS})
+    return TeamWorker(shared, own, own_queue, models)
 
 
 async def ensure_search_attributes(client: Client) -> None:

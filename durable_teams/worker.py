@@ -20,15 +20,19 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 
-from temporalio.worker import Worker
-
 from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_model_configured
 from durable_teams.builders import CompiledTeam, Supervisor, Swarm
 from durable_teams.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.devserver import DevServer
 from durable_teams.examples import example_script, example_teams
 from durable_teams.redact import mask_url
-from durable_teams.runtime import TASK_QUEUE, build_worker, connect, ensure_search_attributes
+from durable_teams.runtime import (
+    TASK_QUEUE,
+    TeamWorker,
+    build_worker,
+    connect,
+    ensure_search_attributes,
+)
 from durable_teams.scripted import ScriptedModel
 
 
@@ -88,7 +92,7 @@ GRACEFUL_SECONDS = float(os.environ.get("DURABLE_TEAMS_GRACEFUL_SHUTDOWN_SECONDS
 (and retried elsewhere). Docker waits 10 s by default: docker-compose.yml gives workers 30 s."""
 
 
-def stop_on_signals(worker: Worker) -> None:
+def stop_on_signals(worker: TeamWorker) -> None:
     """SIGTERM or SIGINT (a rolling deployment, Ctrl-C) stop the worker gracefully: no new tasks,
     running activities get GRACEFUL_SECONDS, and the server is told, so the next task of a
     conversation this worker had cached goes to another worker at once instead of waiting out

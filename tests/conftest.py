@@ -15,10 +15,9 @@ import pytest_asyncio
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from durable_teams.builders import CompiledTeam
-from durable_teams.runtime import build_worker
+from durable_teams.runtime import TeamWorker, build_worker
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.state import Question
@@ -57,7 +56,7 @@ def task_queue() -> str:
 @asynccontextmanager
 async def running_worker(
     client: Client, task_queue: str, teams: Sequence[CompiledTeam], backend: object, **options: object
-) -> AsyncIterator[Worker]:
+) -> AsyncIterator[TeamWorker]:
     worker = build_worker(client, teams, backend, task_queue=task_queue, **options)  # type: ignore[arg-type]
     async with worker:
         yield worker

@@ -89,7 +89,7 @@ class Comparing:
         live = live_view.read(req)
         queried = await query_view(req)
         self.compared += 1
-        if live != queried:
+        if live is None or live.model_copy(update={"in_process": False}) != queried:
             self.differences.append((req, live, queried))
         return queried
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -17,8 +18,17 @@ with workflow.unsafe.imports_passed_through():
     from . import roster, usage
     from .answering import AgentOutcome, Budget, CallAnswerer
     from .human import HumanDesk, Interrupted
-    from .messages import Message, ModelRequest, ModelResponse, TeamSpec, ToolCall, Usage
+    from .messages import (
+        Message,
+        ModelCalls,
+        ModelRequest,
+        ModelResponse,
+        TeamSpec,
+        ToolCall,
+        Usage,
+    )
     from .model_calls import activity_options, failure_text, policy_for
+    from .placement import PATCH, ModelPlacement, is_not_started
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
 
@@ -30,8 +40,11 @@ class TurnFailed(Exception):
 class AgentLoop:
     """Runs agents of one team against the conversation state."""
 
-    def __init__(self, team: TeamSpec, state: ConversationState, desk: HumanDesk):
+    def __init__(self, team: TeamSpec, state: ConversationState, desk: HumanDesk,
+                 placement: ModelPlacement | None = None):
         self.team = team
+        self.placement = placement or ModelPlacement()
+        """Where model calls run (the run's, shared by its turns: workflows/placement.py)."""
         self.state = state
         self.desk = desk
         self.tools = ToolRunner(team, state, desk)
@@ -145,13 +158,8 @@ class AgentLoop:
         received = len(self.transcript.view(
             agent_run, length, handoffs=roster.handoff_view(self.team))) + bool(instructions)
         try:
-            response: ModelResponse = await workflow.execute_activity(
-                "call_model",
-                request,
-                result_type=ModelResponse,
-                summary=f"model: {agent} ({received} message{'' if received == 1 else 's'})",
-                **activity_options(policy),
-            )
+            response = await self._execute_model(
+                request, f"model: {agent} ({received} message{'' if received == 1 else 's'})", policy)
         except ActivityError as err:
             raise TurnFailed(f"The model call for {agent} failed: {failure_text(err, policy)}") from err
         turn = usage.current_turn(self.state.queue, self.state.turns_started)
@@ -166,6 +174,31 @@ class AgentLoop:
             except ValueError:
                 structured = None
         return message, structured, flagged(response.finish_reason)
+
+    async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
+        """Run `call_model`, on the worker holding this workflow when there is one to ask for
+        (workflows/placement.py); on the shared queue if that worker never takes it."""
+        placed = workflow.patched(PATCH)
+        queue = await self.placement.next_queue() if placed else None
+        options = activity_options(policy)
+        response: ModelResponse
+        if queue is not None:
+            try:
+                response = await workflow.execute_activity(
+                    "call_model", request, result_type=ModelResponse, task_queue=queue,
+                    schedule_to_start_timeout=timedelta(seconds=policy.worker_queue_seconds),
+                    summary=summary, **options)
+                self.placement.observe(queue, response.read_in_process)
+                return response
+            except ActivityError as err:
+                if not is_not_started(err):
+                    raise
+                self.placement.lost(queue)  # never started there: nothing is repeated here
+        response = await workflow.execute_activity(
+            "call_model", request, result_type=ModelResponse, summary=summary, **options)
+        if placed:
+            self.placement.observe(None, response.read_in_process)
+        return response
 
     async def answer_calls(
         self, agent: str, agent_run: int, msg_index: int, calls: list[ToolCall], budget: Budget

@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
     from .messages import Message, ModelView, TeamSpec
+    from .placement import ModelPlacement
     from .state import (
         ConversationInput,
         ConversationResult,
@@ -69,6 +70,8 @@ class TeamWorkflow(Intake):
         self.closing = False
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
         self.loop: AgentLoop | None = None
+        self.placement: ModelPlacement | None = None
+        """Where this run's model calls go (workflows/placement.py); kept across its turns."""
         self.waiters: dict[int, int] = {}
         info = workflow.info()
         live_view.register(info.workflow_id, info.run_id, self)  # never read back here
@@ -139,7 +142,8 @@ class TeamWorkflow(Intake):
                 self.state.transcript.append(Message(role="assistant", content=problem, name=agent))
                 return TurnReply(turn=number, text=problem, agent=agent)
         self.state.in_progress = None
-        loop = self.loop = AgentLoop(team, self.state, self.desk)
+        self.placement = self.placement or ModelPlacement()
+        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement)
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         turns = TurnRunner(loop, budget, resume)
         try:

@@ -63,4 +63,4 @@ def read(req: ModelRequest) -> ModelView | None:
     if snapshot is None or (req.agent_run and req.agent_run not in snapshot.runs):
         return None
     messages = snapshot.view(req.agent_run, req.transcript_length, handoffs=roster.handoff_view(team))
-    return ModelView(messages=messages, tools=roster.agent_tools(team, req.agent))
+    return ModelView(messages=messages, tools=roster.agent_tools(team, req.agent), in_process=True)

@@ -308,6 +308,8 @@ class ModelView(Reply):
 
     messages: list[Message]
     tools: list[ToolSpec]
+    in_process: bool = False
+    """Read from the workflow instance in this process (workflows/live_view.py), not a query."""
 
 
 class ModelResponse(Reply):
@@ -319,6 +321,9 @@ class ModelResponse(Reply):
     answer cut off by "length" or "content_filter" makes the turn's status "truncated" or
     "filtered" (workflows/state.py `flagged`), never a silent "completed"."""
     usage: Usage = Field(default_factory=Usage)
+    read_in_process: bool | None = None
+    """Whether the view was read in the process holding the workflow (None: not reported);
+    tells the workflow where to schedule its next call (workflows/placement.py)."""
 
 
 class ToolRequest(Wire):
