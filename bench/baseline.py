@@ -47,3 +47,18 @@ class NaiveWorkflow:
         return n
 
 
+
+
+@workflow.defn
+class FloorHTTPWorkflow:
+    """The floor against a real HTTP model: N model calls through the same openai client (one
+    short message each; the model server answers after its latency) and N-1 2 KB tool calls."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for i in range(n):
+            await workflow.execute_activity("model_http", "r" * 300, result_type=str,
+                                            start_to_close_timeout=timedelta(seconds=120))
+            if i < n - 1:
+                await workflow.execute_activity(echo, args=["t" * 250, BLOB], start_to_close_timeout=timedelta(seconds=30))
+        return n

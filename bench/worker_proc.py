@@ -1,31 +1,34 @@
 """The benchmark's worker in a process of its own, so its RSS and CPU are measured apart from the
 benchmark's client (which holds the histories it fetches).
 
-    python -m bench.worker_proc <server address> <task queue>
+    python -m bench.worker_proc <server address> <task queue> [--model-url URL] [--floor]
+        [--no-eager] [--plain-wire]
 
-Serves the benchmark teams with the zero-latency scripted model: the `asker` agent asks a person
-once, then thanks; the `reader` agent calls `fetch` until its N-th model call, where N is read
-from the workflow id (`<prefix>-<N>-<suffix>`). Prints "ready" once polling; stops on SIGTERM.
+Serves the benchmark teams (bench/teams.py) with the zero-latency scripted model, or with the
+OpenAI-compatible model at `--model-url` (bench/model_server.py). `--floor` serves the floor
+workflows instead (bench/baseline.py). `--no-eager` turns off eager activity dispatch (as on a
+server without `system.enableActivityEagerExecution`). `--plain-wire` sends model requests
+through `chat.completions.create` (the client converts the whole transcript on every call), for
+comparison. Prints "ready" once polling; on SIGTERM prints one JSON line of statistics, stops.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import signal
-import sys
 from typing import Any
 
-from bench.run import PARK_TEAM, TEAM
+from temporalio import activity
+from temporalio.worker import Worker
+
+from bench.baseline import FloorHTTPWorkflow, FloorWorkflow, NaiveWorkflow, echo
+from bench.teams import TEAMS, step
+from durable_teams.activities import model as model_module
+from durable_teams.activities.model import OpenAIBackend
 from durable_teams.runtime import build_worker, connect
-from durable_teams.scripted import ScriptedModel, Step, call, say
-from durable_teams.workflows.messages import ModelRequest
-
-
-def step(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Step:
-    if req.agent == "asker":
-        return call("ask_human", question="Go ahead?") if req.agent_call_index == 0 else say("thanks")
-    n = int(req.workflow_id.split("-")[1])
-    return call("fetch", i=req.agent_call_index) if req.agent_call_index < n - 1 else say("done")
+from durable_teams.scripted import ScriptedModel
 
 
 class ForgetfulScript(ScriptedModel):
@@ -37,16 +40,51 @@ class ForgetfulScript(ScriptedModel):
         return response
 
 
-async def main(address: str, task_queue: str) -> None:
-    client = await connect(address)
-    worker = build_worker(client, [TEAM, PARK_TEAM], ForgetfulScript(step), task_queue=task_queue,
-                          max_cached_workflows=2000)
+def floor_worker(client: Any, task_queue: str, model_url: str | None, eager: bool) -> Worker:
+    backend = OpenAIBackend(base_url=model_url) if model_url else None
+
+    @activity.defn(name="model_http")
+    async def model_http(payload: str) -> str:
+        assert backend is not None, "--model-url is needed for the HTTP floor"
+        reply = await backend.client.chat.completions.create(
+            model="floor", messages=[{"role": "user", "content": payload}])
+        return reply.choices[0].message.content or ""
+
+    return Worker(client, task_queue=task_queue, workflows=[FloorWorkflow, NaiveWorkflow, FloorHTTPWorkflow],
+                  activities=[echo, model_http], max_concurrent_activities=1000,
+                  disable_eager_activity_execution=not eager)
+
+
+async def main(args: argparse.Namespace) -> None:
+    client = await connect(args.address)
+    stats: dict[str, Any] = {}
+    if args.floor:
+        worker: Any = floor_worker(client, args.task_queue, args.model_url, not args.no_eager)
+    else:
+        if args.plain_wire:
+            async def plain(client: Any, params: dict[str, Any]) -> Any:
+                return await client.chat.completions.create(**params)
+            model_module.post_chat_completion = plain  # type: ignore[assignment]
+        backend = OpenAIBackend(base_url=args.model_url) if args.model_url else ForgetfulScript(step)
+        worker = build_worker(client, TEAMS, backend, task_queue=args.task_queue,
+                              max_cached_workflows=2000, disable_eager_activity_execution=args.no_eager)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with worker:
         print("ready", flush=True)
         await stop.wait()
+    if not args.floor and worker.models.view_cache is not None:
+        cache = worker.models.view_cache
+        stats = {"in_process": cache.live, "queried": cache.hits + cache.misses}
+    print(json.dumps(stats), flush=True)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("address")
+    parser.add_argument("task_queue")
+    parser.add_argument("--model-url")
+    parser.add_argument("--floor", action="store_true")
+    parser.add_argument("--no-eager", action="store_true")
+    parser.add_argument("--plain-wire", action="store_true")
+    asyncio.run(main(parser.parse_args()))

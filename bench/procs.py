@@ -1,0 +1,91 @@
+"""Processes the scale-out benchmark runs: worker processes and the scripted HTTP model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Proc:
+    """A child process that prints one line when ready; CPU and RSS read with psutil."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.args = [sys.executable, *args]
+        self.env = {**os.environ, **(env or {})}
+        self.first_line = ""
+        self.last_line = ""
+
+    async def start(self) -> Proc:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.args, stdout=asyncio.subprocess.PIPE, cwd=ROOT, env=self.env)
+        assert self.proc.stdout is not None
+        self.first_line = (await asyncio.wait_for(self.proc.stdout.readline(), 60)).decode().strip()
+        self.ps = psutil.Process(self.proc.pid)
+        return self
+
+    @property
+    def identity(self) -> str:
+        """The Temporal worker identity a worker process gets by default."""
+        return f"{self.proc.pid}@{socket.gethostname()}"
+
+    def cpu_seconds(self) -> float:
+        times = self.ps.cpu_times()
+        return times.user + times.system
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+
+    async def stop(self) -> dict[str, Any]:
+        """SIGTERM, then the JSON statistics line a worker process prints last (if any)."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.wait_for(self.proc.communicate(), 60)
+        lines = [line for line in out.decode().splitlines() if line.startswith("{")]
+        return json.loads(lines[-1]) if lines else {}
+
+
+async def worker(address: str, queue: str, *flags: str, env: dict[str, str] | None = None) -> Proc:
+    proc = await Proc("-m", "bench.worker_proc", address, queue, *flags, env=env).start()
+    if proc.first_line != "ready":
+        raise RuntimeError(f"the worker process did not start (it said {proc.first_line!r})")
+    return proc
+
+
+async def model_server(latency: float, jitter: float = 0.2) -> tuple[Proc, str]:
+    """The scripted HTTP model (bench/model_server.py) and its base URL."""
+    proc = await Proc("-m", "bench.model_server", "--latency", str(latency), "--jitter", str(jitter)).start()
+    return proc, f"http://127.0.0.1:{int(proc.first_line)}/v1"
+
+
+async def model_requests(base_url: str) -> int:
+    """How many model calls the scripted HTTP model has answered."""
+    def get() -> int:
+        with urllib.request.urlopen(base_url.rsplit("/v1", 1)[0] + "/stats", timeout=10) as r:
+            return int(json.loads(r.read())["requests"])
+    return await asyncio.to_thread(get)
+
+
+def temporal_server() -> psutil.Process | None:
+    """The dev server process this benchmark started (for its CPU)."""
+    for child in psutil.Process().children(recursive=True):
+        if "temporal" in child.name():
+            return child
+    return None
+
+
+def cpu_of(ps: psutil.Process | None) -> float:
+    if ps is None:
+        return 0.0
+    times = ps.cpu_times()
+    return times.user + times.system

@@ -1,0 +1,259 @@
+"""Scale-out benchmark: several worker processes, failover, real model latency, the HTTP path.
+
+    python -m bench.scale workers  [--workers 1 2 4] [--conversations 100]
+    python -m bench.scale failover [--conversations 50]
+    python -m bench.scale latency  [--concurrency 50 200 500] [--latency 1.0]
+    python -m bench.scale http     [--sizes 25 200 1000] [--plain-sizes 25 200]
+
+Every worker runs in a process of its own (bench/worker_proc.py) on a local dev server, and
+every figure is printed next to a floor measured in the same run with the same number of worker
+processes: a bare workflow running the same activities (bench/baseline.py). The HTTP modes talk
+to a scripted OpenAI-compatible server (bench/model_server.py) through the openai client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from bench import procs
+from bench.baseline import FloorHTTPWorkflow, FloorWorkflow
+from bench.run import TEAM
+from bench.teams import SIDE_EFFECTS, failover_team, http_team
+from durable_teams.devserver import find_temporal_binary
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.human import AWAITING_HUMAN
+from durable_teams.workflows.messages import TeamSpec
+from durable_teams.workflows.state import ConversationInput, HumanReply
+
+
+def conversation(spec: TeamSpec) -> ConversationInput:
+    return ConversationInput(team=spec, task="read", set_search_attributes=False)
+
+
+async def ours(client: Client, queue: str, spec: TeamSpec, ids: list[str]) -> float:
+    """Run conversations to the end; returns the seconds it took."""
+    t0 = time.perf_counter()
+    await asyncio.gather(*(client.execute_workflow(TeamWorkflow.run, conversation(spec), id=i, task_queue=queue)
+                           for i in ids))
+    return time.perf_counter() - t0
+
+
+async def floor(client: Client, queue: str, workflow: type, count: int, calls: int) -> float:
+    t0 = time.perf_counter()
+    await asyncio.gather(*(client.execute_workflow(workflow.run, calls, id=f"floor-{uuid.uuid4().hex[:8]}",  # type: ignore[attr-defined]
+                                                   task_queue=queue) for _ in range(count)))
+    return time.perf_counter() - t0
+
+
+def ids(prefix: str, calls: int, count: int) -> list[str]:
+    """Workflow ids that tell the scripted model the conversation's length (bench/teams.py)."""
+    return [f"{prefix}-{calls}-{i}x{uuid.uuid4().hex[:6]}" for i in range(count)]
+
+
+async def workers_mode(client: Client, address: str, counts: list[int], count: int) -> None:
+    calls = 10
+    print(f"\n## {count} concurrent conversations of {calls} model calls, W worker processes "
+          f"(2 cores: workers, dev server and client share them)\n")
+    for eager in (True, False):
+        flags = [] if eager else ["--no-eager"]
+        print(f"eager activity dispatch {'on (the dev server default)' if eager else 'off (a self-hosted server default)'}:")
+        for w in counts:
+            queue = f"scale-{w}-{eager}-{uuid.uuid4().hex[:4]}"
+            ps = [await procs.worker(address, queue, *flags) for _ in range(w)]
+            await ours(client, queue, TEAM.spec, ids("warm", 3, w))
+            ours_s = await ours(client, queue, TEAM.spec, ids("tp", calls, count))
+            stats = [await p.stop() for p in ps]
+            fs = [await procs.worker(address, queue + "-floor", "--floor", *flags) for _ in range(w)]
+            await floor(client, queue + "-floor", FloorWorkflow, w, 3)
+            floor_s = await floor(client, queue + "-floor", FloorWorkflow, count, calls)
+            for p in fs:
+                await p.stop()
+            local = sum(s.get("in_process", 0) for s in stats)
+            queried = sum(s.get("queried", 0) for s in stats)
+            rate, frate = count * calls / ours_s, count * calls / floor_s
+            print(f"  {w} worker(s): ours {rate:6.1f} calls/s, floor {frate:6.1f} calls/s, "
+                  f"ratio {rate / frate:.2f}x; views read in process {local}/{local + queried}")
+
+
+async def failover_mode(client: Client, address: str, count: int) -> None:
+    print(f"\n## Failover: 2 worker processes, {count} conversations (a tool, then an order that "
+          "needs a person's approval); kill -9 one worker at a random moment\n")
+    folder = Path(tempfile.mkdtemp(prefix="bench-effects-"))
+    env = {SIDE_EFFECTS: str(folder)}
+    queue = f"failover-{uuid.uuid4().hex[:4]}"
+    ps = [await procs.worker(address, queue, env=env) for _ in range(2)]
+    spec = failover_team().spec
+    started = time.time()
+    handles = [await client.start_workflow(TeamWorkflow.run, conversation(spec), id=i, task_queue=queue)
+               for i in ids("fo", 3, count)]
+    approver = asyncio.ensure_future(approve_all(handles))
+    await asyncio.sleep(random.uniform(1.0, 4.0))
+    victim = ps[0]
+    victim.kill9()
+    killed_at = time.time()
+    print(f"killed worker {victim.identity} {killed_at - started:.1f} s after the first start")
+    results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 600)
+    finished = time.time()
+    approver.cancel()
+    await ps[1].stop()
+    done = sum(r.status == "completed" for r in results)
+    applied, attempts = read_effects(folder)
+    print(f"{done}/{count} conversations completed; orders applied: {len(applied)} "
+          f"({len(set(applied))} distinct, each once: {sorted(applied) == sorted(h.id for h in handles)}); "
+          f"tool attempts {len(attempts)} (a retry finds the record and does not apply again)")
+    delays = [d for d in [await pickup_delay(h, victim.identity, killed_at) for h in handles] if d is not None]
+    if delays:
+        print(f"{len(delays)} conversations had work on the killed worker; a survivor picked each up "
+              f"within median {statistics.median(delays):.1f} s, max {max(delays):.1f} s of the kill "
+              f"(bounded by the sticky queue timeout, 10 s, and the model/tool timeouts, 10 s here)")
+    print(f"all finished {finished - killed_at:.1f} s after the kill")
+
+
+def read_effects(folder: Path) -> tuple[list[str], list[str]]:
+    """(the orders applied, every attempt to apply one) as `apply_order` recorded them."""
+    applied = [p.read_text() for p in folder.iterdir() if p.name != "attempts.log"]
+    return applied, (folder / "attempts.log").read_text().split()
+
+
+async def approve_all(handles: list) -> None:  # noqa: ANN001
+    """The person in the loop: approves every order as soon as it is asked."""
+    answered: set[str] = set()
+    while True:
+        for h in handles:
+            if h.id in answered:
+                continue
+            try:
+                pending = await h.query(TeamWorkflow.pending_questions)
+            except Exception:  # noqa: BLE001 - its worker may just have died; ask again later
+                continue
+            for q in pending:
+                await h.signal(TeamWorkflow.human_reply, HumanReply(question_id=q.question_id, approved=True))
+                answered.add(h.id)
+        await asyncio.sleep(0.2)
+
+
+async def pickup_delay(handle, victim: str, killed_at: float) -> float | None:  # noqa: ANN001
+    """Seconds from the kill to a survivor's first task in a conversation the victim worked on
+    last (None: the victim held nothing of it then)."""
+    last_before, first_after = "", None
+    async for e in handle.fetch_history_events():
+        at = e.event_time.seconds + e.event_time.nanos / 1e9
+        who = (e.workflow_task_started_event_attributes.identity or e.activity_task_started_event_attributes.identity)
+        if not who:
+            continue
+        if at < killed_at:
+            last_before = who
+        elif who != victim and first_after is None:
+            first_after = at
+    if last_before != victim or first_after is None:
+        return None
+    return first_after - killed_at
+
+
+async def latency_mode(client: Client, address: str, concurrency: list[int], latency: float) -> None:
+    calls = 10
+    print(f"\n## Model latency {latency:.1f} s (+-20 %), one worker process with default options, "
+          f"conversations of {calls} model calls (HTTP, openai client)\n")
+    server, url = await procs.model_server(latency)
+    worker = await procs.worker(address, "lat", "--model-url", url)
+    floor_worker = await procs.worker(address, "lat-floor", "--floor", "--model-url", url)
+    temporal = procs.temporal_server()
+    spec = http_team(calls).spec
+    try:
+        await ours(client, "lat", spec, ids("warm", calls, 2))
+        await floor(client, "lat-floor", FloorHTTPWorkflow, 2, 2)
+        for c in concurrency:
+            w0, s0 = worker.cpu_seconds(), procs.cpu_of(temporal)
+            ours_s = await ours(client, "lat", spec, ids("lat", calls, c))
+            w_ours, s_ours = worker.cpu_seconds() - w0, procs.cpu_of(temporal) - s0
+            w0, s0 = floor_worker.cpu_seconds(), procs.cpu_of(temporal)
+            floor_s = await floor(client, "lat-floor", FloorHTTPWorkflow, c, calls)
+            w_floor, s_floor = floor_worker.cpu_seconds() - w0, procs.cpu_of(temporal) - s0
+            n = c * calls
+            print(f"{c:>4} concurrent: ours {n / ours_s:6.1f} calls/s, floor {n / floor_s:6.1f} calls/s, "
+                  f"ratio {floor_s / ours_s:.2f}x (ideal {c / latency:.0f}/s); per model call: worker CPU "
+                  f"{w_ours / n * 1000:.1f} ms (floor {w_floor / n * 1000:.1f}), Temporal server CPU "
+                  f"{s_ours / n * 1000:.1f} ms (floor {s_floor / n * 1000:.1f})")
+    finally:
+        for p in (worker, floor_worker):
+            await p.stop()
+        server.kill9()
+
+
+async def http_mode(client: Client, address: str, sizes: list[int], plain_sizes: list[int]) -> None:
+    print("\n## Per-call worker CPU against N, through the openai client and a zero-latency HTTP model\n")
+    server, url = await procs.model_server(0.0, 0.0)
+    try:
+        for plain, wanted in ((False, sizes), (True, plain_sizes)):
+            if not wanted:
+                continue
+            flags = ["--model-url", url] + (["--plain-wire"] if plain else [])
+            worker = await procs.worker(address, "http", *flags)
+            await ours(client, "http", http_team(3).spec, ids("warm", 3, 1))
+            label = "chat.completions.create (the client converts every message)" if plain else "ours (each message encoded once)"
+            print(f"{label}:")
+            for n in wanted:
+                avg, last = await one_long(client, worker, url, n)
+                print(f"  N={n:>5}: worker CPU {avg:.1f} ms per model call on average, "
+                      f"{last:.1f} ms per call over the last fifth")
+            await worker.stop()
+    finally:
+        server.kill9()
+
+
+async def one_long(client: Client, worker: procs.Proc, url: str, n: int) -> tuple[float, float]:
+    """One conversation of N model calls; worker CPU per call over all of it and its last 20 %."""
+    start_count, cpu0 = await procs.model_requests(url), worker.cpu_seconds()
+    task = asyncio.ensure_future(ours(client, "http", http_team(n).spec, ids("long", n, 1)))
+    mark: tuple[int, float] | None = None
+    while not task.done():
+        await asyncio.sleep(0.1)
+        done = await procs.model_requests(url) - start_count
+        if mark is None and done >= n * 0.8:
+            mark = (done, worker.cpu_seconds())
+    await task
+    cpu = worker.cpu_seconds()
+    done = await procs.model_requests(url) - start_count
+    avg = (cpu - cpu0) / n * 1000
+    if mark is None or done == mark[0]:
+        return avg, avg
+    return avg, (cpu - mark[1]) / (done - mark[0]) * 1000
+
+
+async def main(args: argparse.Namespace) -> None:
+    async with await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
+        search_attributes=[AWAITING_HUMAN],
+    ) as env:
+        address = env.client.service_client.config.target_host
+        if args.mode == "workers":
+            await workers_mode(env.client, address, args.workers, args.conversations or 100)
+        elif args.mode == "failover":
+            await failover_mode(env.client, address, args.conversations or 50)
+        elif args.mode == "latency":
+            await latency_mode(env.client, address, args.concurrency, args.latency)
+        else:
+            await http_mode(env.client, address, args.sizes, args.plain_sizes)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["workers", "failover", "latency", "http"])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--conversations", type=int, default=None)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200, 500])
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[25, 200, 1000])
+    parser.add_argument("--plain-sizes", type=int, nargs="*", default=[25, 200])
+    asyncio.run(main(parser.parse_args()))
