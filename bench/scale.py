@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -161,12 +163,14 @@ async def pickup_delay(handle, victim: str, killed_at: float) -> float | None:  
     return first_after - killed_at
 
 
-async def latency_mode(client: Client, address: str, concurrency: list[int], latency: float) -> None:
+async def latency_mode(client: Client, address: str, concurrency: list[int], latency: float,
+                       profile: str | None = None) -> None:
     calls = 10
     print(f"\n## Model latency {latency:.1f} s (+-20 %), one worker process with default options, "
           f"conversations of {calls} model calls (HTTP, openai client)\n")
     server, url = await procs.model_server(latency)
-    worker = await procs.worker(address, "lat", "--model-url", url)
+    worker = await procs.worker(address, "lat", "--model-url", url, *(["--profile", profile] if profile else []),
+                                *(["--unsandboxed"] if os.environ.get("BENCH_UNSANDBOXED") else []))
     floor_worker = await procs.worker(address, "lat-floor", "--floor", "--model-url", url)
     temporal = procs.temporal_server()
     spec = http_team(calls).spec
@@ -242,7 +246,7 @@ async def main(args: argparse.Namespace) -> None:
         elif args.mode == "failover":
             await failover_mode(env.client, address, args.conversations or 50)
         elif args.mode == "latency":
-            await latency_mode(env.client, address, args.concurrency, args.latency)
+            await latency_mode(env.client, address, args.concurrency, args.latency, args.profile)
         else:
             await http_mode(env.client, address, args.sizes, args.plain_sizes)
 
@@ -256,4 +260,7 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 200, 1000])
     parser.add_argument("--plain-sizes", type=int, nargs="*", default=[25, 200])
+    parser.add_argument("--profile", help="latency: write a cProfile of the worker process here")
     asyncio.run(main(parser.parse_args()))
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown, which the Temporal client's native threads can abort

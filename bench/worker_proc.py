@@ -2,7 +2,7 @@
 benchmark's client (which holds the histories it fetches).
 
     python -m bench.worker_proc <server address> <task queue> [--model-url URL] [--floor]
-        [--no-eager] [--plain-wire]
+        [--no-eager] [--plain-wire] [--profile FILE]
 
 Serves the benchmark teams (bench/teams.py) with the zero-latency scripted model, or with the
 OpenAI-compatible model at `--model-url` (bench/model_server.py). `--floor` serves the floor
@@ -66,13 +66,25 @@ async def main(args: argparse.Namespace) -> None:
                 return await client.chat.completions.create(**params)
             model_module.post_chat_completion = plain  # type: ignore[assignment]
         backend = OpenAIBackend(base_url=args.model_url) if args.model_url else ForgetfulScript(step)
-        worker = build_worker(client, TEAMS, backend, task_queue=args.task_queue,
-                              max_cached_workflows=2000, disable_eager_activity_execution=args.no_eager)
+        extra: dict[str, Any] = {}
+        if args.unsandboxed:
+            from temporalio.worker import UnsandboxedWorkflowRunner
+            extra["workflow_runner"] = UnsandboxedWorkflowRunner()
+        worker = build_worker(client, TEAMS, backend, task_queue=args.task_queue, max_cached_workflows=2000,
+                              disable_eager_activity_execution=args.no_eager, **extra)
+    profile = None
+    if args.profile:
+        import cProfile
+        profile = cProfile.Profile()
+        profile.enable()
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with worker:
         print("ready", flush=True)
         await stop.wait()
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(args.profile)
     if not args.floor and worker.models.view_cache is not None:
         cache = worker.models.view_cache
         stats = {"in_process": cache.live, "queried": cache.hits + cache.misses}
@@ -87,4 +99,6 @@ if __name__ == "__main__":
     parser.add_argument("--floor", action="store_true")
     parser.add_argument("--no-eager", action="store_true")
     parser.add_argument("--plain-wire", action="store_true")
+    parser.add_argument("--unsandboxed", action="store_true")
+    parser.add_argument("--profile", help="write a cProfile of the worker's Python threads here")
     asyncio.run(main(parser.parse_args()))
