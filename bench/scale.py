@@ -99,8 +99,10 @@ async def failover_mode(client: Client, address: str, count: int) -> None:
     started = time.time()
     handles = [await client.start_workflow(TeamWorkflow.run, conversation(spec), id=i, task_queue=queue)
                for i in ids("fo", 3, count)]
-    approver = asyncio.ensure_future(approve_all(handles))
-    await asyncio.sleep(random.uniform(1.0, 4.0))
+    # a random moment while work is in flight: after a random number of approvals were given
+    moment = asyncio.Event()
+    approver = asyncio.ensure_future(approve_all(handles, random.randint(1, count - 1), moment))
+    await asyncio.wait_for(moment.wait(), 300)
     victim = ps[0]
     victim.kill9()
     killed_at = time.time()
@@ -128,8 +130,9 @@ def read_effects(folder: Path) -> tuple[list[str], list[str]]:
     return applied, (folder / "attempts.log").read_text().split()
 
 
-async def approve_all(handles: list) -> None:  # noqa: ANN001
-    """The person in the loop: approves every order as soon as it is asked."""
+async def approve_all(handles: list, kill_after: int, moment: asyncio.Event) -> None:  # noqa: ANN001
+    """The person in the loop: approves every order as soon as it is asked; sets `moment`
+    after `kill_after` approvals."""
     answered: set[str] = set()
     while True:
         for h in handles:
@@ -142,6 +145,8 @@ async def approve_all(handles: list) -> None:  # noqa: ANN001
             for q in pending:
                 await h.signal(TeamWorkflow.human_reply, HumanReply(question_id=q.question_id, approved=True))
                 answered.add(h.id)
+                if len(answered) >= kill_after:
+                    moment.set()
         await asyncio.sleep(0.2)
 
 

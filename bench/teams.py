@@ -8,15 +8,15 @@ from typing import Any
 
 from bench.run import PARK_TEAM, TEAM, fetch
 from durable_teams.activities.tools import tool
+from durable_teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.scripted import Step, call, say
-from durable_teams.team import Agent, CompiledTeam, Swarm
-from durable_teams.workflows.messages import Budgets, ModelRequest
+from durable_teams.workflows.messages import Budgets, ModelCalls, ModelRequest
 
 SIDE_EFFECTS = "BENCH_SIDE_EFFECTS"
 """Directory where `apply_order` records what it did (set by the failover benchmark)."""
 
 
-@tool(needs_approval=True, timeout_seconds=10, max_attempts=20)
+@tool(needs_approval=True, idempotent=True, timeout_seconds=10, max_attempts=20)
 def apply_order(order: str, idempotency_key: str = "") -> str:
     """Apply an order (needs a person's approval). Done once per idempotency key: a retry after
     a worker died mid-call finds the record and does not apply it again."""
@@ -35,8 +35,8 @@ def apply_order(order: str, idempotency_key: str = "") -> str:
 def failover_team(timeout_seconds: float = 10.0) -> CompiledTeam:
     team = Swarm([Agent("clerk", "Read, then apply the order.", tools=[fetch, apply_order], model="scripted")],
                  budgets=Budgets(max_model_calls=50, max_tool_calls=50)).compile()
-    team.spec.model_timeout_seconds = timeout_seconds
-    team.spec.worker_queue_timeout_seconds = timeout_seconds / 2
+    team.spec.model_calls = ModelCalls(timeout_seconds=timeout_seconds, max_attempts=10,
+                                       total_timeout_seconds=300, worker_queue_seconds=timeout_seconds / 2)
     return team
 
 

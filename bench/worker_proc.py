@@ -62,9 +62,9 @@ async def main(args: argparse.Namespace) -> None:
         worker: Any = floor_worker(client, args.task_queue, args.model_url, not args.no_eager)
     else:
         if args.plain_wire:
-            async def plain(client: Any, params: dict[str, Any]) -> Any:
-                return await client.chat.completions.create(**params)
-            model_module.post_chat_completion = plain  # type: ignore[assignment]
+            def plain(client: Any, params: dict[str, Any], timeout: float) -> Any:
+                return client.chat.completions.with_streaming_response.create(**params, timeout=timeout)
+            model_module.stream_chat_completion = plain  # type: ignore[assignment]
         backend = OpenAIBackend(base_url=args.model_url) if args.model_url else ForgetfulScript(step)
         extra: dict[str, Any] = {}
         if args.unsandboxed:
