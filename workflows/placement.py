@@ -62,7 +62,7 @@ class ModelPlacement:
             asking = self._asking
             found = await asking
             if self._asking is asking:
-                self.queue, self._asking = found, None
+                self.queue, self._asking = found or None, None
                 self.unavailable = found is None
         return self.queue
 
@@ -81,16 +81,17 @@ class ModelPlacement:
 
 
 async def _locate() -> str | None:
-    """This workflow task's worker's own queue, or None if the worker serves none."""
+    """This workflow task's worker's own queue; "" if it did not say this time (ask again
+    later); None if the worker serves none (a worker built by hand)."""
     try:
         found = await workflow.execute_local_activity(
             LOCATE_ACTIVITY, result_type=str, start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(maximum_attempts=1))
     except ValueError:  # a worker built by hand, without the activity: the SDK refuses to start it
         return None
-    except ActivityError:
-        return None
-    return found or None
+    except ActivityError:  # e.g. timed out on a worker too busy: the shared queue, this time
+        return ""
+    return found
 
 
 def is_not_started(err: ActivityError) -> bool:
