@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 from typing import Any
 
@@ -102,3 +103,4 @@ if __name__ == "__main__":
     parser.add_argument("--unsandboxed", action="store_true")
     parser.add_argument("--profile", help="write a cProfile of the worker's Python threads here")
     asyncio.run(main(parser.parse_args()))
+    os._exit(0)  # skip interpreter teardown, which the Temporal client's native threads can abort
