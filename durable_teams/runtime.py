@@ -116,6 +116,9 @@ class TeamWorker:
             await self.shared.__aexit__(kind, exc, tb)
         finally:
             await self.own.__aexit__(kind, exc, tb)
+            # Two workers finish two sets of native callbacks: let them leave Python before
+            # the caller goes on (exit_guard: an interpreter exit must not race them).
+            await asyncio.to_thread(exit_guard.wait_for_native_threads, 0.5)
 
 
 def worker_queue_name(task_queue: str) -> str:
