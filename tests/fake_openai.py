@@ -13,6 +13,7 @@ when nothing is queued, so a team's agents can each meet their own fault.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -82,6 +83,15 @@ def error_body(message: str, kind: str = "test_error") -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
+class QuietHTTPServer(ThreadingHTTPServer):
+    """Clients that give up (the timeout cases) reset their connections: expected here, so
+    not printed as a traceback; anything else still is."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class FakeOpenAI:
     """Queue responses with `push`/`reply`/`error`; read what was asked in `requests`
     (JSON bodies), `headers` (lower-cased names) and `times` (monotonic arrival times).
@@ -100,7 +110,7 @@ class FakeOpenAI:
         self.paths: list[str] = []
         self.times: list[float] = []
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = QuietHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
