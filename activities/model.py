@@ -36,7 +36,7 @@ from .model_errors import (
 from .model_parse import BadModelResponse, decode_body, parse_completion
 from .model_stream import read_stream
 from .views import ViewCache, ViewReader
-from .wire import WireCache, stream_chat_completion
+from .wire import WireCache, message_dict, stream_chat_completion
 
 MAX_REPLY_BYTES = 1024 * 1024
 """A reply larger than this is refused: it would bloat the history of every later turn."""
@@ -61,7 +61,7 @@ class ModelBackend(Protocol):
 def chat_messages(instructions: str, messages: list[Message]) -> list[dict[str, Any]]:
     """The Chat Completions `messages`: the system prompt (if any), then the view's."""
     out = [{"role": "system", "content": instructions}] if instructions else []
-    return out + [m.to_openai() for m in messages]
+    return out + [message_dict(m) for m in messages]
 
 
 def is_live_model_configured() -> bool:

@@ -24,7 +24,29 @@ import json
 from collections import OrderedDict
 from typing import Any
 
-from durable_teams.workflows.messages import Message, ToolSpec
+from durable_teams.workflows.messages import Message, ToolSpec, wire_name
+
+
+def message_dict(m: Message) -> dict[str, Any]:
+    """A message's Chat Completions dict (our bookkeeping fields dropped)."""
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.role == "tool":
+        out["tool_call_id"] = m.tool_call_id
+        return out
+    if m.name and m.role in ("user", "assistant"):
+        out["name"] = wire_name(m.name)
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ]
+    return out
+
+
+def tool_dict(t: ToolSpec) -> dict[str, Any]:
+    """A tool's Chat Completions `tools` entry."""
+    return {"type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
 
 
 class WireDict(dict):
@@ -81,7 +103,7 @@ class WireCache:
             self._entries.move_to_end(key)
             return entry[1]
         self.misses += 1
-        converted = wire_dict(item.to_openai())
+        converted = wire_dict(message_dict(item) if isinstance(item, Message) else tool_dict(item))
         if entry is not None:
             self.bytes -= len(entry[1].encoded)
         self._entries[key] = (item, converted)

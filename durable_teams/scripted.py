@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_teams import live
 from durable_teams.activities.model import ModelBackend, chat_messages
+from durable_teams.activities.wire import tool_dict
 from durable_teams.workflows.messages import (
     Message,
     ModelRequest,
@@ -101,7 +102,7 @@ class ScriptedModel(ModelBackend):
         # Recorded and shown to a callable script as a Chat Completions model would see them
         # (system prompt first), so scripts and tests read requests the way they read a log.
         chat = chat_messages(req.instructions, messages)
-        tool_dicts = [t.to_openai() for t in tools]
+        tool_dicts = [tool_dict(t) for t in tools]
         self.requests.append((req, chat, tool_dicts))
         step = self.step_for(req, chat, tool_dicts)
         response = step if isinstance(step, ModelResponse) else ModelResponse(message=step)

@@ -10,6 +10,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from durable_teams.activities.wire import message_dict
 from durable_teams.examples import faang
 from durable_teams.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -106,7 +107,7 @@ def normalized(messages: list[Any]) -> list[tuple]:
     ids: dict[str, int] = {}
     out = []
     for m in messages:
-        m = m if isinstance(m, dict) else m.to_openai()
+        m = m if isinstance(m, dict) else message_dict(m)
         calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
                  for c in m.get("tool_calls") or []]
         for c in m.get("tool_calls") or []:

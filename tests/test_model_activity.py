@@ -30,6 +30,7 @@ from durable_teams.activities import model as model_module
 from durable_teams.activities.model import ModelActivities, ModelBackend, OpenAIBackend
 from durable_teams.activities.model_errors import raise_for_openai_error
 from durable_teams.activities.views import ViewReader, query_view
+from durable_teams.activities.wire import tool_dict
 from durable_teams.scripted import ScriptedModel, call, calls, raw_call, say
 from durable_teams.workflows.messages import (
     Message,
@@ -201,7 +202,7 @@ async def test_request_has_system_message_first_and_tools(
     assert body["model"] == "test-model"
     assert body["messages"] == [{"role": "system", "content": "You add numbers."},
                                 {"role": "user", "content": "What is 1+2?"}]
-    assert body["tools"] == [ADD.to_openai()]
+    assert body["tools"] == [tool_dict(ADD)]
     assert body["parallel_tool_calls"] is False and body["temperature"] == 0.2
     assert body["response_format"] == {"type": "json_schema", "json_schema": {
         "name": "output", "schema": schema, "strict": False}}
@@ -235,7 +236,7 @@ async def test_default_reader_queries_the_running_workflow(temporal: WorkflowEnv
     assert err is None and result is not None and result.message.content == "ok"
     _, messages, tools = scripted.requests[0]
     assert messages[1] == {"role": "user", "content": "calculator/2/5"}
-    assert tools == [ADD.to_openai()]
+    assert tools == [tool_dict(ADD)]
 
 
 # --- the backend without Temporal ------------------------------------------------------------

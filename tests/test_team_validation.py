@@ -15,6 +15,7 @@ from temporalio.testing import ActivityEnvironment
 
 from durable_teams import TeamError
 from durable_teams.activities.tools import ToolActivities, ToolRegistry, tool
+from durable_teams.activities.wire import message_dict
 from durable_teams.builders import Agent, Supervisor, Swarm
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel
@@ -178,7 +179,7 @@ def test_good_definitions_stay_valid() -> None:
 
 def test_a_display_name_is_sent_with_underscores() -> None:
     message = Message(role="assistant", content="hi", name="Research Expert")
-    assert message.to_openai()["name"] == "Research_Expert"
+    assert message_dict(message)["name"] == "Research_Expert"
 
 
 def test_approval_and_plain_tools_run_at_most_once_by_default() -> None:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from durable_teams.activities.wire import message_dict
 from durable_teams.workflows.handoff import (
     handoff_back_messages,
     handoff_message,
@@ -172,13 +173,13 @@ def test_hidden_handoff_messages_leave_no_dangling_calls() -> None:
 def test_openai_shape_drops_bookkeeping() -> None:
     call = ToolCall(id="c", name="add", arguments='{"a":1}')
     m = ai("math_expert", calls=[call], agent_run=3)
-    assert m.to_openai() == {
+    assert message_dict(m) == {
         "role": "assistant",
         "content": "",
         "name": "math_expert",
         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"a":1}'}}],
     }
-    assert tool(call, "2").to_openai() == {"role": "tool", "content": "2", "tool_call_id": "c"}
+    assert message_dict(tool(call, "2")) == {"role": "tool", "content": "2", "tool_call_id": "c"}
 
 
 def test_agent_run_keeps_its_wire_names() -> None:

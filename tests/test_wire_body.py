@@ -7,7 +7,13 @@ import json
 import openai
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.activities.wire import WireCache, encode_body, stream_chat_completion
+from durable_teams.activities.wire import (
+    WireCache,
+    encode_body,
+    message_dict,
+    stream_chat_completion,
+    tool_dict,
+)
 from durable_teams.workflows.messages import Message, ModelRequest, ToolCall, ToolSpec
 
 from .fake_openai import FakeOpenAI, completion
@@ -29,7 +35,7 @@ REQ = ModelRequest(workflow_id="w", run_id="r", agent="planner", model="m", view
 def uncached(instructions: str, log: list[Message]) -> tuple[list[dict], list[dict]]:
     """What the model activity built before the cache."""
     messages = [{"role": "system", "content": instructions}] if instructions else []
-    return messages + [m.to_openai() for m in log], [t.to_openai() for t in TOOLS]
+    return messages + [message_dict(m) for m in log], [tool_dict(t) for t in TOOLS]
 
 
 def test_cached_wire_dicts_equal_the_uncached_ones_call_after_call() -> None:
@@ -39,7 +45,7 @@ def test_cached_wire_dicts_equal_the_uncached_ones_call_after_call() -> None:
         assert (messages, cache.tools(TOOLS)) == uncached("Be brief.", LOG[:upto])
     assert cache.misses == len(LOG) + len(TOOLS)  # each message converted once
     edited = LOG[1].model_copy(update={"tool_calls": []})  # views copy what they change
-    assert cache.messages("", [edited]) == [edited.to_openai()]
+    assert cache.messages("", [edited]) == [message_dict(edited)]
 
 
 def test_the_body_is_what_the_openai_client_would_send() -> None:

@@ -112,21 +112,6 @@ class Message(Wire):
     agent_run: int = agent_run_field(wire_name="scope", default=0)
     kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error", "notice"] = "message"
 
-    def to_openai(self) -> dict[str, Any]:
-        """The Chat Completions dict for this message (our bookkeeping fields dropped)."""
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.role == "tool":
-            out["tool_call_id"] = self.tool_call_id
-            return out
-        if self.name and self.role in ("user", "assistant"):
-            out["name"] = wire_name(self.name)
-        if self.tool_calls:
-            out["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in self.tool_calls
-            ]
-        return out
-
 
 class ToolSpec(Wire):
     """A tool as data: its schema for the model and how the workflow should run it."""
@@ -155,16 +140,6 @@ class ToolSpec(Wire):
     """Set for a tool an MCP server offers: the server's name (workflows/mcp.py)."""
     mcp_tool: str | None = None
     """The tool's name on that server (`name` may carry the server's `tool_prefix`)."""
-
-    def to_openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
 
 
 class MCPServerSpec(Wire):
