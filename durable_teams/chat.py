@@ -24,6 +24,7 @@ from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, s
 from durable_teams.reading import worker_notes, workers_on
 from durable_teams.runtime import TASK_QUEUE
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.labels import conversation_labels
 from durable_teams.workflows.state import ConversationInput, Question, TurnReply
 
 
@@ -50,7 +51,8 @@ async def open_thread(client: Client, team: str, thread: str | None) -> str:
         pass
     await client.start_workflow(
         TeamWorkflow.run, ConversationInput(team_name=team, single_turn=False),
-        id=thread, task_queue=TASK_QUEUE, static_summary=f"{team}: chat")
+        id=thread, task_queue=TASK_QUEUE, static_summary=f"{team}: chat",
+        search_attributes=conversation_labels(team, None))
     print(f"(new thread {thread})")
     return thread
 

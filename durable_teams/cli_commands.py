@@ -39,6 +39,7 @@ from durable_teams.reading import (
 )
 from durable_teams.runtime import TASK_QUEUE, connect, default_address
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.labels import conversation_labels, task_words
 from durable_teams.workflows.state import (
     ConversationInput,
     ConversationStatus,
@@ -77,8 +78,7 @@ async def open_client() -> Client:
 
 def static_summary(team: str, task: str | None) -> str:
     """The Web UI's line for a conversation: its team and the first words of its task."""
-    words = " ".join((task or "").split())
-    return f"{team}: {words[:77] + '...' if len(words) > 80 else words}" if words else f"{team}: chat"
+    return f"{team}: {task_words(task) or 'chat'}"
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
@@ -87,7 +87,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
     args.workflow_id = args.id or f"{args.team}-{uuid.uuid4().hex[:8]}"
     handle = await client.start_workflow(
         TeamWorkflow.run, ConversationInput(team_name=args.team, task=task),
-        id=args.workflow_id, task_queue=TASK_QUEUE, static_summary=static_summary(args.team, task))
+        id=args.workflow_id, task_queue=TASK_QUEUE, static_summary=static_summary(args.team, task),
+        search_attributes=conversation_labels(args.team, task))
     notes = worker_notes(await workers_on(client, TASK_QUEUE), TASK_QUEUE)
     if args.no_wait:  # only the id on stdout: `id=$(durable-teams run ... --no-wait)`
         print(args.workflow_id)

@@ -7,6 +7,7 @@ import uuid
 from durable_teams.console import format_message
 from durable_teams.runtime import build_worker, connect, ensure_search_attributes
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.labels import conversation_labels
 from durable_teams.workflows.state import ConversationInput
 
 
@@ -29,7 +30,8 @@ async def run_demo(name: str = "faang") -> int:
         print(f"\nQuestion: {faang.QUESTION}\n")
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team_name="faang", task=faang.QUESTION),
-            id=workflow_id, task_queue=task_queue, static_summary=f"faang: {faang.QUESTION}")
+            id=workflow_id, task_queue=task_queue, static_summary=f"faang: {faang.QUESTION}",
+            search_attributes=conversation_labels("faang", faang.QUESTION))
         result = await handle.result()
         for message in await handle.query(TeamWorkflow.transcript, True):
             print(format_message(message))
@@ -62,7 +64,8 @@ async def run_support_demo() -> int:
         print(f"\nCustomer: {support.QUESTION}\n")
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team_name="support", task=support.QUESTION),
-            id=workflow_id, task_queue=task_queue, static_summary=f"support: {support.QUESTION}")
+            id=workflow_id, task_queue=task_queue, static_summary=f"support: {support.QUESTION}",
+            search_attributes=conversation_labels("support", support.QUESTION))
         result_task = asyncio.ensure_future(handle.result())
         seen: set[str] = set()
         while not result_task.done():

@@ -30,8 +30,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-#: Custom search attributes the workflows use: set while a question waits for a person.
-SEARCH_ATTRIBUTES: dict[str, str] = {"AwaitingHuman": "Bool"}
+#: Custom search attributes the workflows use: `AwaitingHuman` while a question waits for a
+#: person; `Team` and `Task` (its first words) tell conversations apart in the Web UI's list.
+SEARCH_ATTRIBUTES: dict[str, str] = {"AwaitingHuman": "Bool", "Team": "Keyword", "Task": "Keyword"}
 
 DEFAULT_PORT = 7233
 DEFAULT_HOST = "127.0.0.1"
@@ -219,14 +220,23 @@ class DevServer:
         """Raise PortTaken unless a Temporal server with our search attributes answers on
         the port (asked with the `temporal` CLI, so this works inside a running event loop)."""
         answer = self._search_attributes_listed()
-        missing = [key for key in SEARCH_ATTRIBUTES if f'"{key}"' not in answer]
-        if not answer or missing:
-            what = ("is not a Temporal server" if not answer
-                    else f"is a Temporal server without the search attribute {missing[0]}")
-            raise PortTaken(
-                f"Port {self.port} on {self.host} is in use, and what answers there {what}: "
-                "choose another port with DURABLE_TEAMS_PORT or --port (and DURABLE_TEAMS_UI_PORT "
-                "or --ui-port), or set TEMPORAL_ADDRESS to use a server of your own")
+        if answer and '"AwaitingHuman"' in answer:
+            # ours; one started by an older release may lack the newer attributes
+            self._add_search_attributes([k for k in SEARCH_ATTRIBUTES if f'"{k}"' not in answer])
+            return
+        what = ("is not a Temporal server" if not answer
+                else "is a Temporal server without the search attribute AwaitingHuman")
+        raise PortTaken(
+            f"Port {self.port} on {self.host} is in use, and what answers there {what}: "
+            "choose another port with DURABLE_TEAMS_PORT or --port (and DURABLE_TEAMS_UI_PORT "
+            "or --ui-port), or set TEMPORAL_ADDRESS to use a server of your own")
+
+    def _add_search_attributes(self, keys: list[str]) -> None:
+        for key in keys:  # best effort: the worker registers them too (ensure_search_attributes)
+            subprocess.run(
+                [find_temporal_binary(), "operator", "search-attribute", "create", "--name", key,
+                 "--type", SEARCH_ATTRIBUTES[key], "--address", self.address],
+                capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, check=False)
 
     def _search_attributes_listed(self, within: float = 15.0) -> str:
         """`temporal operator search-attribute list` as JSON, or "" if nothing answers it. A

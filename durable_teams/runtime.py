@@ -188,20 +188,25 @@ def build_worker(
 
 
 async def ensure_search_attributes(client: Client) -> None:
-    """Register `AwaitingHuman` on a cluster that lacks it (the embedded server has it)."""
+    """Register our search attributes (`AwaitingHuman`, `Team`, `Task`) on a cluster that lacks
+    them (the embedded server has them)."""
     from temporalio.api.enums.v1 import IndexedValueType
     from temporalio.api.operatorservice.v1 import (
         AddSearchAttributesRequest,
         ListSearchAttributesRequest,
     )
 
+    from durable_teams.devserver import SEARCH_ATTRIBUTES
+
+    kinds = {"Bool": IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+             "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD}
     try:
         listed = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=client.namespace))
-        if "AwaitingHuman" in listed.custom_attributes:
+        missing = {k: kinds[v] for k, v in SEARCH_ATTRIBUTES.items() if k not in listed.custom_attributes}
+        if not missing:
             return
         await client.operator_service.add_search_attributes(AddSearchAttributesRequest(
-            namespace=client.namespace,
-            search_attributes={"AwaitingHuman": IndexedValueType.INDEXED_VALUE_TYPE_BOOL}))
+            namespace=client.namespace, search_attributes=missing))
     except Exception as err:  # noqa: BLE001 - a cluster may not allow it; say so, go on
-        print(f"warning: could not register the AwaitingHuman search attribute: {err}")
+        print(f"warning: could not register the search attributes {', '.join(SEARCH_ATTRIBUTES)}: {err}")

@@ -20,6 +20,7 @@ from durable_teams.builders import CompiledTeam
 from durable_teams.runtime import TeamWorker, build_worker
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
+from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.state import Question
 
 BIN_DIR = os.path.dirname(sys.executable)
@@ -38,7 +39,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
     async with await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
         dev_server_existing_path=binary("temporal"),
-        search_attributes=[AWAITING_HUMAN],
+        search_attributes=[AWAITING_HUMAN, TEAM, TASK],
     ) as environment:
         yield environment
 

@@ -174,7 +174,8 @@ def test_namespace_and_search_attribute_are_registered_before_workers_start() ->
     assert "temporal operator cluster health" in script
     assert re.search(r"namespace describe .*\|\|\s*temporal operator namespace create", script, re.S)
     create = re.search(r"temporal operator search-attribute create ([^;&|]*)", script)
-    assert create and "--name AwaitingHuman" in create.group(1) and "--type Bool" in create.group(1)
+    assert create and '--name "$name" --type "$type"' in create.group(1)
+    assert "for spec in AwaitingHuman:Bool Team:Keyword Task:Keyword" in script
     assert "seq 1" in script and "exit 1" in script  # bounded retries, then a failure
 
 
@@ -247,3 +248,5 @@ async def test_the_namespace_job_runs_against_the_tests_server(client: Client) -
     listed = await client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=namespace))
     assert listed.custom_attributes["AwaitingHuman"] == IndexedValueType.INDEXED_VALUE_TYPE_BOOL
+    assert listed.custom_attributes["Team"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+    assert listed.custom_attributes["Task"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD

@@ -19,6 +19,7 @@ from durable_teams.reading import pending_questions
 from durable_teams.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.children import bounded_history, child_id, child_team
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.state import ConversationInput, ConversationResult, ConversationStatus
@@ -128,7 +129,11 @@ async def test_two_level_team_answers_faang_through_child_workflows(client: Clie
         children = [client.get_workflow_handle(i, result_type=ConversationResult) for i in ids]
         child_results = [await c.result() for c in children]
         child_views = [await c.query(TeamWorkflow.transcript, True, result_type=list[Message]) for c in children]
+        labels = [(await h.describe()).typed_search_attributes for h in (handle, *children)]
     assert result.answer == faang.ANSWER and result.status == "completed"
+    # started without search attributes: each workflow labelled itself (the Web UI's columns)
+    assert [(a.get(TEAM), a.get(TASK)) for a in labels] == [
+        ("faang-teams", faang.QUESTION), ("research_team", None), ("math_team", None)]
     assert result.model_calls == 3 + (2 + 2) + (2 + 5)  # the children's calls count too
     # the parent's history: each nested team started and completed as a child, with its id
     started = events(history, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)

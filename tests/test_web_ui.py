@@ -9,6 +9,7 @@ DURABLE_TEAMS_REQUIRE_BROWSER=1, so in CI a missing browser fails instead of ski
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -19,13 +20,30 @@ from typing import Any
 
 import pytest
 
+from durable_teams.cli_commands import static_summary
 from durable_teams.devserver import DevServer, free_port
 from durable_teams.examples import example_script, example_teams, faang, support
 from durable_teams.runtime import connect
 from durable_teams.scripted import ScriptedModel
+from durable_teams.workflows.labels import task_words
 
 from .cli_process import cli_env, run_cli
 from .conftest import pending_question, running_worker
+
+# The columns of the workflow list, as the UI's "configure columns" drawer would save them in
+# the browser (localStorage, per namespace): the search attributes Team and Task added.
+COLUMNS = [{"label": label} for label in
+           ("Status", "Workflow ID", "Team", "Task", "Start", "End")]
+SHOW_TEAM_AND_TASK = (f"window.localStorage.setItem('namespace-workflow-table-columns', "
+                      f"{json.dumps(json.dumps({'default': COLUMNS}))});")
+
+
+def test_the_task_column_holds_the_first_words_of_the_task() -> None:
+    assert task_words("  what's   the\nheadcount? ") == "what's the headcount?"
+    long = task_words("word " * 40)
+    assert len(long) == 80 and long.endswith("...") and long.startswith("word word")
+    assert static_summary("faang", "  what's\nup ") == "faang: what's up"
+    assert static_summary("support", None) == "support: chat"
 
 
 def chromium_or_skip() -> str:
@@ -93,12 +111,18 @@ async def test_the_workflow_list_and_a_conversation_in_the_web_ui(tmp_path: Path
             async with async_playwright() as pw:
                 chromium = await pw.chromium.launch(executable_path=browser_path, headless=True,
                                                     args=["--no-sandbox"])
-                page = await chromium.new_page(viewport={"width": 1400, "height": 520})
+                page = await chromium.new_page(viewport={"width": 1600, "height": 520})
+                await page.add_init_script(SHOW_TEAM_AND_TASK)
                 await page.goto(f"{server.ui_url}/namespaces/default/workflows")
                 for workflow_id in (asking, answered):
                     await page.get_by_text(workflow_id, exact=True).first.wait_for(timeout=60_000)
+                await page.get_by_text(support.QUESTION[:40]).first.wait_for(timeout=60_000)
                 listed_shot = await page.screenshot(path=str(shots / "web-ui-workflows.png"))
                 listed = await page.inner_text("body")
+                # the Team column is also a filter (the UI's and any client's)
+                faang_only = [wf.id async for wf in client.list_workflows('Team = "faang"')]
+                rows = {wid: await page.locator("tr", has_text=wid).first.inner_text()
+                        for wid in (asking, answered)}
 
                 await page.set_viewport_size({"width": 1400, "height": 760})
                 await page.goto(f"{server.ui_url}/namespaces/default/workflows/{asking}")
@@ -109,5 +133,9 @@ async def test_the_workflow_list_and_a_conversation_in_the_web_ui(tmp_path: Path
                 await page.screenshot(path=str(shots / "web-ui-conversation.png"))
                 await chromium.close()
     assert "RUNNING" in listed and "COMPLETED" in listed
+    # each row names its team and the first words of its task (the Team and Task columns)
+    assert "support" in rows[asking].split() and support.QUESTION[:40] in rows[asking], rows
+    assert "faang" in rows[answered].split() and faang.QUESTION[:40] in rows[answered], rows
+    assert faang_only == [answered]
     assert summary in metadata and details in metadata
     assert len(listed_shot) > 10_000

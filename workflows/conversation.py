@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import inputs, live_view, mcp, roster, team_checks, usage
+    from . import inputs, labels, live_view, mcp, roster, team_checks, usage
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
@@ -95,6 +95,8 @@ class TeamWorkflow(Intake):
                 team_checks.check_definition(team)
         except roster.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
+        if inp.set_search_attributes and inp.state is None:
+            labels.label_if_missing(inp.team_name or team.name, inp.task)
         await mcp.list_tools(team)  # once per conversation; recorded in the team it carries
         self.desk.timeout_seconds = team.ask_human_timeout_seconds
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(
