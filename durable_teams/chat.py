@@ -22,7 +22,7 @@ from temporalio.service import RPCError
 
 from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
 from durable_teams.reading import worker_notes, workers_on
-from durable_teams.runtime import TASK_QUEUE
+from durable_teams.runtime import TASK_QUEUE, encrypted
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import conversation_labels
 from durable_teams.workflows.state import ConversationInput, Question, TurnReply
@@ -52,7 +52,7 @@ async def open_thread(client: Client, team: str, thread: str | None) -> str:
     await client.start_workflow(
         TeamWorkflow.run, ConversationInput(team_name=team, single_turn=False),
         id=thread, task_queue=TASK_QUEUE, static_summary=f"{team}: chat",
-        search_attributes=conversation_labels(team, None))
+        search_attributes=conversation_labels(team, None, encrypted(client)))
     print(f"(new thread {thread})")
     return thread
 

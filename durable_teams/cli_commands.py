@@ -37,7 +37,7 @@ from durable_teams.reading import (
     worker_notes,
     workers_on,
 )
-from durable_teams.runtime import TASK_QUEUE, connect, default_address
+from durable_teams.runtime import TASK_QUEUE, connect, default_address, encrypted
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import conversation_labels, task_words
 from durable_teams.workflows.state import (
@@ -88,7 +88,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     handle = await client.start_workflow(
         TeamWorkflow.run, ConversationInput(team_name=args.team, task=task),
         id=args.workflow_id, task_queue=TASK_QUEUE, static_summary=static_summary(args.team, task),
-        search_attributes=conversation_labels(args.team, task))
+        search_attributes=conversation_labels(args.team, task, encrypted(client)))
     notes = worker_notes(await workers_on(client, TASK_QUEUE), TASK_QUEUE)
     if args.no_wait:  # only the id on stdout: `id=$(durable-teams run ... --no-wait)`
         print(args.workflow_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from durable_teams.console import format_message
-from durable_teams.runtime import build_worker, connect, ensure_search_attributes
+from durable_teams.runtime import build_worker, connect, encrypted, ensure_search_attributes
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import conversation_labels
 from durable_teams.workflows.state import ConversationInput
@@ -31,7 +31,7 @@ async def run_demo(name: str = "faang") -> int:
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team_name="faang", task=faang.QUESTION),
             id=workflow_id, task_queue=task_queue, static_summary=f"faang: {faang.QUESTION}",
-            search_attributes=conversation_labels("faang", faang.QUESTION))
+            search_attributes=conversation_labels("faang", faang.QUESTION, encrypted(client)))
         result = await handle.result()
         for message in await handle.query(TeamWorkflow.transcript, True):
             print(format_message(message))
@@ -65,7 +65,7 @@ async def run_support_demo() -> int:
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team_name="support", task=support.QUESTION),
             id=workflow_id, task_queue=task_queue, static_summary=f"support: {support.QUESTION}",
-            search_attributes=conversation_labels("support", support.QUESTION))
+            search_attributes=conversation_labels("support", support.QUESTION, encrypted(client)))
         result_task = asyncio.ensure_future(handle.result())
         seen: set[str] = set()
         while not result_task.done():

@@ -67,6 +67,15 @@ async def connect(address: str | None = None, *, encryption: KeySetting = None,
     )
 
 
+def encrypted(client: Client) -> bool:
+    """Whether `client` encodes payloads with a codec (encryption): then nothing the user wrote
+    goes into search attributes, which the server indexes in clear."""
+    from durable_teams.codec import EncryptedPayloadGuard
+
+    codec = client.data_converter.payload_codec
+    return codec is not None and not isinstance(codec, EncryptedPayloadGuard)
+
+
 def merged_registry(teams: Sequence[CompiledTeam]) -> ToolRegistry:
     registry = ToolRegistry()
     for team in teams:

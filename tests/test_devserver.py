@@ -138,6 +138,22 @@ async def test_server_has_ui_and_search_attribute_and_keeps_state_across_restart
     assert not port_open("127.0.0.1", port)
 
 
+async def test_a_reused_server_of_an_older_release_gets_the_newer_search_attributes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    port, ui_port = two_ports()
+    monkeypatch.setattr(devserver, "SEARCH_ATTRIBUTES", {"AwaitingHuman": "Bool"})
+    with DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "t.db") as old:
+        monkeypatch.undo()  # this release's attributes, Team and Task among them
+        again = DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "t.db").start()
+        assert again.reused
+        client = await Client.connect(old.address)
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace="default"))
+    assert set(SEARCH_ATTRIBUTES) <= set(listed.custom_attributes)
+    assert listed.custom_attributes["Team"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+
+
 def test_detached_server_outlives_its_object_and_stop_detached_ends_it(tmp_path: Path) -> None:
     port, ui_port = two_ports()
     server = DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "t.db").start(detach=True)

@@ -23,6 +23,7 @@ from google.protobuf.message import Message as ProtoMessage
 from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import History
 from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
@@ -30,8 +31,9 @@ from durable_teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.codec import KEY_ENV, KEY_ID, EncryptionKeyError, codec_for
 from durable_teams.codec_server import serve
 from durable_teams.reading import pending_questions
-from durable_teams.runtime import connect
+from durable_teams.runtime import connect, encrypted
 from durable_teams.scripted import ScriptedModel, Step, call, say
+from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply
@@ -119,14 +121,16 @@ async def test_no_message_text_in_the_raw_history(parked: Parked) -> None:
         assert secret.encode() not in raw, secret
     key_ids = {p.metadata[KEY_ID] for p in payloads(parked.history) if KEY_ID in p.metadata}
     assert key_ids == {b"old", b"new"}  # parked under the old key, finished under the new one
-    # What stays in clear: search attributes (the server indexes them): the AwaitingHuman flag
-    # and the ids of `workflow.patched` changes (TemporalChangeVersion); and the SDK's own patch
-    # markers, which hold a patch id.
+    # What stays in clear: search attributes (the server indexes them): the AwaitingHuman flag,
+    # the team's name (Team; never the task's words) and the ids of `workflow.patched` changes
+    # (TemporalChangeVersion); and the SDK's own patch markers, which hold a patch id.
     plain = [p for p in payloads(parked.history) if KEY_ID not in p.metadata]
     flags = {p.data for p in plain if p.metadata.get("type") == b"Bool"}
     patch_ids = {p.data for p in plain if p.metadata.get("type") == b"KeywordList"}
     markers = [json.loads(p.data) for p in plain if "type" not in p.metadata]
     assert flags == {b"true", b"false"}
+    assert {p.data for p in plain if p.metadata.get("type") == b"Keyword"} == {
+        json.dumps(team().spec.name).encode()}
     assert all(json.loads(ids) and all(isinstance(i, str) for i in json.loads(ids)) for ids in patch_ids)
     assert all(set(m) == {"id", "deprecated"} for m in markers)
 
@@ -284,3 +288,13 @@ async def test_a_worker_without_the_key_says_why_it_cannot_run_the_conversation(
             await asyncio.sleep(0.05)
     await handle.terminate("test over")
     assert failed and "encrypted (key id 'new') and no key is configured" in failed[0]
+
+
+async def test_an_encrypting_client_leaves_the_task_out_of_the_search_attributes(
+        env: WorkflowEnvironment) -> None:
+    address = env.client.service_client.config.target_host
+    keyed, keyless = await connect(address, encryption=RING), await connect(address, encryption={})
+    assert encrypted(keyed) and not encrypted(keyless)
+    assert labels.conversation_labels("support", TASK, encrypted(keyed)) == TypedSearchAttributes(
+        [SearchAttributePair(labels.TEAM, "support")])
+    assert labels.conversation_labels("support", TASK, encrypted(keyless)).get(labels.TASK) == TASK

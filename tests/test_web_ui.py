@@ -33,7 +33,7 @@ from .conftest import pending_question, running_worker
 # The columns of the workflow list, as the UI's "configure columns" drawer would save them in
 # the browser (localStorage, per namespace): the search attributes Team and Task added.
 COLUMNS = [{"label": label} for label in
-           ("Status", "Workflow ID", "Team", "Task", "Start", "End")]
+           ("Status", "Workflow ID", "Team", "Task", "Start")]
 SHOW_TEAM_AND_TASK = (f"window.localStorage.setItem('namespace-workflow-table-columns', "
                       f"{json.dumps(json.dumps({'default': COLUMNS}))});")
 

@@ -1,8 +1,11 @@
 """Search attributes that tell conversations apart in lists: `Team` and `Task` (the first words
 of the task). The Web UI shows them as columns and filters on them (`Team = "faang"`).
 
-Clients set them when they start a conversation; the workflow sets them itself when they are
-missing (a raw `temporal workflow start`, a nested team's child workflow).
+Clients set them when they start a conversation; the workflow sets `Team` itself when it is
+missing (a raw `temporal workflow start`, a nested team's child workflow). Search attributes are
+indexed in clear, never encrypted: `Task` holds the user's words, so a client with encryption
+configured leaves it out, and the workflow (which cannot tell whether its input came encrypted)
+never sets it.
 """
 
 from __future__ import annotations
@@ -31,15 +34,15 @@ def label_pairs(team: str, task: str | None) -> list[SearchAttributePair[str]]:
     return pairs
 
 
-def conversation_labels(team: str, task: str | None) -> TypedSearchAttributes:
-    """For `start_workflow(search_attributes=...)`."""
-    return TypedSearchAttributes(label_pairs(team, task))
+def conversation_labels(team: str, task: str | None, encrypted: bool) -> TypedSearchAttributes:
+    """For `start_workflow(search_attributes=...)`; no `Task` when payloads are `encrypted`."""
+    return TypedSearchAttributes(label_pairs(team, None if encrypted else task))
 
 
-def label_if_missing(team: str, task: str | None) -> None:
-    """From workflow code: upsert `Team`/`Task` when the starter did not set them. Guarded by
-    a patch: a history recorded before this replays without the extra command."""
+def label_if_missing(team: str) -> None:
+    """From workflow code: upsert `Team` when the starter did not set it. Guarded by a patch:
+    a history recorded before this replays without the extra command."""
     if workflow.info().typed_search_attributes.get(TEAM) is not None:
         return
     if workflow.patched(LABELS_PATCH):
-        workflow.upsert_search_attributes([p.key.value_set(p.value) for p in label_pairs(team, task)])
+        workflow.upsert_search_attributes([TEAM.value_set(team)])
