@@ -23,7 +23,14 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client import send_reply
-from durable_teams.console import format_event, format_message, format_question
+from durable_teams.console import (
+    FLAG_WARNINGS,
+    format_event,
+    format_message,
+    format_question,
+    format_refused,
+    run_exit_code,
+)
 from durable_teams.costs import usage_lines
 from durable_teams.devserver import port_open
 from durable_teams.events import follow
@@ -100,8 +107,10 @@ async def cmd_run(args: argparse.Namespace) -> int:
         print(note, flush=True)
     result = await handle.result()
     print(f"[{result.agent}] {result.answer}")
-    print("\n".join(usage_lines(result.usage)))
-    return 0 if result.status == "completed" else 1
+    print("\n".join(usage_lines(result.usage)), flush=True)
+    if result.status in FLAG_WARNINGS:
+        print(FLAG_WARNINGS[result.status], file=sys.stderr)
+    return run_exit_code(result.status)
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
@@ -131,6 +140,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
     print("\n".join(usage_lines(status.usage)))
     for q in status.pending:
         print(format_question(args.workflow_id, q))
+    for line in format_refused(status.refused_signals, status.refused_signal_count):
+        print(line)
     for child in status.children:  # their questions are listed, and answered, under their ids
         print(f"running as a child workflow: {child}  (durable-teams status {child})")
     return 0

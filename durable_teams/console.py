@@ -4,7 +4,28 @@ from __future__ import annotations
 
 from durable_teams.events import Event
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import Question
+from durable_teams.workflows.state import Question, RefusedSignal, TurnStatus
+
+FLAGGED_EXIT = 3
+"""`durable-teams run`'s exit code for an answer the model gave but that was cut off or filtered."""
+FLAG_WARNINGS = {
+    "truncated": "warning: the answer above was cut off: the model hit its token limit (status truncated)",
+    "filtered": "warning: the answer above was stopped by the endpoint's content filter (status filtered)",
+}
+
+
+def run_exit_code(status: TurnStatus) -> int:
+    """0 for an answer, FLAGGED_EXIT for a cut-off or filtered one, 1 when the turn failed
+    or ran out of budget."""
+    return 0 if status == "completed" else FLAGGED_EXIT if status in FLAG_WARNINGS else 1
+
+
+def format_refused(refused: list[RefusedSignal], count: int) -> list[str]:
+    """One line per refused signal (the latest kept), and how many there were in all."""
+    lines = [f"refused signal {r.signal!r} at {r.at:%Y-%m-%d %H:%M:%S} UTC: {r.reason}" for r in refused]
+    if count > len(refused):
+        lines.append(f"({count} signals refused in all; the latest {len(refused)} shown)")
+    return lines
 
 
 def format_message(m: Message) -> str:

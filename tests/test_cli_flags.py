@@ -1,0 +1,54 @@
+"""The CLI on flagged answers and refused signals, in a subprocess against the dev server:
+`run` prints a cut-off or filtered answer with one warning line on stderr and exits 3;
+`status` lists the signals a conversation refused, one line each."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from temporalio.client import Client
+
+from durable_teams.client import send_turn
+from durable_teams.console import FLAG_WARNINGS, FLAGGED_EXIT
+from durable_teams.scripted import ScriptedModel
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput
+
+from .cli_process import cli_env, run_cli
+from .conftest import running_worker
+from .test_bad_input import TEAM, echo
+from .test_flagged_answers import finishing
+
+
+@pytest.mark.parametrize(("finish_reason", "status", "code"), [
+    ("length", "truncated", FLAGGED_EXIT), ("content_filter", "filtered", FLAGGED_EXIT), ("stop", "completed", 0),
+])
+async def test_run_prints_a_flagged_answer_with_a_warning_and_a_distinct_exit_code(
+    client: Client, task_queue: str, finish_reason: str, status: str, code: int
+) -> None:
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(finishing)):
+        ran = await run_cli("run", "echo", finish_reason, env=cli_env(client, task_queue), timeout=120)
+    assert ran.code == code, ran
+    assert "[echo] partial answer\n" in ran.out
+    warnings = [line for line in ran.err.splitlines() if line.startswith("warning:")]
+    assert warnings == ([FLAG_WARNINGS[status]] if code else []), ran
+    assert "Traceback" not in ran.err
+
+
+async def test_status_lists_refused_signals_one_line_each(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=TEAM.spec, single_turn=False),
+            id=f"refused-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        await handle.signal("no_such_signal", args=[1])
+        await handle.signal("user_turn", args=[{"text": ""}])
+        await send_turn(client, handle.id, "still there?")  # signals are handled first
+        refused = (await handle.query(TeamWorkflow.status)).refused_signals
+        shown = await run_cli("status", handle.id, env=cli_env(client, task_queue))
+        await handle.signal(TeamWorkflow.close)
+    assert shown.code == 0, shown
+    lines = [line for line in shown.out.splitlines() if line.startswith("refused signal")]
+    assert len(refused) == 2 and lines == [
+        f"refused signal {r.signal!r} at {r.at:%Y-%m-%d %H:%M:%S} UTC: {r.reason}" for r in refused]
+    assert lines[0].startswith("refused signal 'no_such_signal' at ")
