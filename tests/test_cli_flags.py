@@ -42,7 +42,7 @@ async def test_status_lists_refused_signals_one_line_each(client: Client, task_q
             TeamWorkflow.run, ConversationInput(team=TEAM.spec, single_turn=False),
             id=f"refused-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
         await handle.signal("no_such_signal", args=[1])
-        await handle.signal("user_turn", args=[{"text": ""}])
+        await handle.signal("post_message", args=[{"text": "  "}])
         await send_turn(client, handle.id, "still there?")  # signals are handled first
         refused = (await handle.query(TeamWorkflow.status)).refused_signals
         shown = await run_cli("status", handle.id, env=cli_env(client, task_queue))
@@ -52,3 +52,4 @@ async def test_status_lists_refused_signals_one_line_each(client: Client, task_q
     assert len(refused) == 2 and lines == [
         f"refused signal {r.signal!r} at {r.at:%Y-%m-%d %H:%M:%S} UTC: {r.reason}" for r in refused]
     assert lines[0].startswith("refused signal 'no_such_signal' at ")
+    assert lines[1].endswith(" UTC: the message is empty")
