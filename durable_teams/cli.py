@@ -64,12 +64,15 @@ def parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
     chat.add_argument("--thread", help="the conversation's workflow id (new or existing)")
-    run = sub.add_parser("run", help="start a team on a task and print its answer")
+    run = sub.add_parser("run", help="start a team on a task and print its answer", epilog=(
+        "Exit status: 0 for an answer; 3 for an answer cut off at the model's token limit or "
+        "stopped by a content filter (printed, with a warning on stderr); 1 when the turn "
+        "failed or ran out of budget, or on any error."))
     run.add_argument("team")
     run.add_argument("task")
     run.add_argument("--id", help="the workflow id (default: <team>-<random>)")
     run.add_argument("--no-wait", action="store_true", help="print only the workflow id and return")
-    status = sub.add_parser("status", help="a conversation's state, last reply and pending questions")
+    status = sub.add_parser("status", help="a conversation's state, last reply, pending questions and refused signals")
     status.add_argument("workflow_id")
     transcript = sub.add_parser("transcript", help="a conversation's messages")
     transcript.add_argument("workflow_id")
