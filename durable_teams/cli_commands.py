@@ -44,9 +44,11 @@ from durable_teams.reading import (
     worker_notes,
     workers_on,
 )
+from durable_teams.replayed import ReplayFailed, replayed_transcript
 from durable_teams.runtime import TASK_QUEUE, connect, default_address, encrypted
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import conversation_labels, task_words
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (
     ConversationInput,
     ConversationStatus,
@@ -154,9 +156,13 @@ async def cmd_transcript(args: argparse.Namespace) -> int:
     messages = None
     if described.status == WorkflowExecutionStatus.COMPLETED:
         messages = result_messages(await finished_result(client, args.workflow_id), args.full)
+    if messages is None and described.status != WorkflowExecutionStatus.RUNNING:
+        messages = await rebuilt_transcript(client, args.workflow_id, args.full)
+    if described.status == WorkflowExecutionStatus.FAILED:
+        for m in messages or []:
+            print(format_message(m), flush=True)
+        await finished_result(client, args.workflow_id)  # raises: says why it failed (exit 1)
     if messages is None:
-        if described.status == WorkflowExecutionStatus.FAILED:
-            await finished_result(client, args.workflow_id)  # says why it failed
         if not await workers_on(client, described.task_queue):
             raise CliError(f"the transcript of {args.workflow_id} is read by a worker, and "
                            f"no worker is polling task queue {described.task_queue!r} "
@@ -165,6 +171,17 @@ async def cmd_transcript(args: argparse.Namespace) -> int:
     for m in messages:
         print(format_message(m))
     return 0
+
+
+async def rebuilt_transcript(client: Client, workflow_id: str, full: bool) -> list[Message] | None:
+    """A closed conversation whose result carries no transcript (a failed one, one over the
+    result's size limit): rebuilt from its history in this process, no worker needed; None,
+    with one line on stderr saying why, when the history does not replay here."""
+    try:
+        return await replayed_transcript(client, workflow_id, full)
+    except ReplayFailed as err:
+        print(f"(the transcript could not be rebuilt from the history here: {err})", file=sys.stderr)
+        return None
 
 
 async def cmd_follow(args: argparse.Namespace) -> int:

@@ -1,18 +1,22 @@
 """The CLI on flagged answers and refused signals, in a subprocess against the dev server:
 `run` prints a cut-off or filtered answer with one warning line on stderr and exits 3;
-`status` lists the signals a conversation refused, one line each."""
+`status` lists the signals a conversation refused, one line each; `transcript` of a failed
+conversation needs no worker."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
 from durable_teams.client import send_turn
-from durable_teams.console import FLAG_WARNINGS, FLAGGED_EXIT
+from durable_teams.console import FLAG_WARNINGS, FLAGGED_EXIT, format_message
 from durable_teams.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
@@ -53,3 +57,26 @@ async def test_status_lists_refused_signals_one_line_each(client: Client, task_q
         f"refused signal {r.signal!r} at {r.at:%Y-%m-%d %H:%M:%S} UTC: {r.reason}" for r in refused]
     assert lines[0].startswith("refused signal 'no_such_signal' at ")
     assert lines[1].endswith(" UTC: the message is empty")
+
+
+def failing(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
+    raise ApplicationError("upstream is down", non_retryable=True)
+
+
+async def test_transcript_of_a_failed_conversation_needs_no_worker(client: Client, task_queue: str) -> None:
+    """No result carries it: the CLI rebuilds it by replaying the history, then says why the
+    conversation failed (exit 1)."""
+    wid = f"failed-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(failing)):
+        with pytest.raises(WorkflowFailureError):
+            await client.execute_workflow(
+                TeamWorkflow.run, ConversationInput(team=TEAM.spec, task="are you there?"),
+                id=wid, task_queue=task_queue)
+        live = await client.get_workflow_handle(wid).query(TeamWorkflow.transcript, True)
+    shown = await run_cli("transcript", wid, "--full", env=cli_env(client, task_queue))
+    assert shown.code == 1, shown
+    assert shown.out.splitlines() == [format_message(m) for m in live]
+    assert shown.out.splitlines() == [
+        "[user] are you there?", "[echo] The model call for echo failed: upstream is down"]
+    assert shown.err == (f"durable-teams: conversation {wid} failed: "
+                         "The model call for echo failed: upstream is down\n")

@@ -1,0 +1,66 @@
+"""A closed conversation's state, rebuilt by replaying its history in this process.
+
+Why: a failed conversation has no result to carry its transcript, and a query needs a worker.
+Its history holds everything the workflow decided from (its input, every model and tool result),
+so replaying it here with this package's workflow code rebuilds the same state, with no worker,
+no model and no tool run. The replay runs without the sandbox: the state is read off the
+workflow instance once its run has ended, through an interceptor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    Interceptor,
+    Replayer,
+    UnsandboxedWorkflowRunner,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
+
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message
+
+
+class ReplayFailed(Exception):
+    """The history did not replay with this code (another release's workflow, say)."""
+
+
+class _Capture(Interceptor):
+    """Keeps each replayed workflow instance once its run has ended (failed or not)."""
+
+    def __init__(self) -> None:
+        self.instances: list[Any] = []
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        instances = self.instances
+
+        class Inbound(WorkflowInboundInterceptor):
+            async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+                try:
+                    return await super().execute_workflow(input)
+                finally:
+                    instances.append(workflow.instance())
+
+        return Inbound
+
+
+async def replayed_transcript(client: Client, workflow_id: str, full: bool) -> list[Message]:
+    """The transcript (`full`: every agent's steps) of `workflow_id`'s latest run, as the
+    `transcript` query would return it, read from its replayed history."""
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    capture = _Capture()
+    replayer = Replayer(workflows=[TeamWorkflow], data_converter=client.data_converter,
+                        workflow_runner=UnsandboxedWorkflowRunner(), interceptors=[capture])
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    if result.replay_failure is not None or not capture.instances:
+        why = str(result.replay_failure or "the workflow did not run").splitlines()[0]
+        raise ReplayFailed(why)
+    conversation: TeamWorkflow = capture.instances[-1]
+    return conversation.transcript(full)
