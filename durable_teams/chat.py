@@ -22,9 +22,9 @@ from temporalio.service import RPCError
 
 from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
 from durable_teams.reading import worker_notes, workers_on
-from durable_teams.runtime import TASK_QUEUE, encrypted
+from durable_teams.runtime import TASK_QUEUE
+from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.labels import conversation_labels
 from durable_teams.workflows.state import ConversationInput, Question, TurnReply
 
 
@@ -49,10 +49,8 @@ async def open_thread(client: Client, team: str, thread: str | None) -> str:
                          f"Start a new one: durable-teams chat {team}")
     except RPCError:
         pass
-    await client.start_workflow(
-        TeamWorkflow.run, ConversationInput(team_name=team, single_turn=False),
-        id=thread, task_queue=TASK_QUEUE, static_summary=f"{team}: chat",
-        search_attributes=conversation_labels(team, None, encrypted(client)))
+    await start_conversation(client, team, ConversationInput(team_name=team, single_turn=False),
+                             id=thread, task_queue=TASK_QUEUE)
     print(f"(new thread {thread})")
     return thread
 

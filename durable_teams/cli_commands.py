@@ -45,9 +45,9 @@ from durable_teams.reading import (
     workers_on,
 )
 from durable_teams.replayed import ReplayFailed, replayed_transcript
-from durable_teams.runtime import TASK_QUEUE, connect, default_address, encrypted
+from durable_teams.runtime import TASK_QUEUE, connect, default_address
+from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.labels import conversation_labels, task_words
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (
     ConversationInput,
@@ -85,19 +85,12 @@ async def open_client() -> Client:
         raise CliError(f"no Temporal server at {address}: {str(err).splitlines()[0]}") from None
 
 
-def static_summary(team: str, task: str | None) -> str:
-    """The Web UI's line for a conversation: its team and the first words of its task."""
-    return f"{team}: {task_words(task) or 'chat'}"
-
-
 async def cmd_run(args: argparse.Namespace) -> int:
     task = text_arg(args.task, "the task")
     client = await open_client()
     args.workflow_id = args.id or f"{args.team}-{uuid.uuid4().hex[:8]}"
-    handle = await client.start_workflow(
-        TeamWorkflow.run, ConversationInput(team_name=args.team, task=task),
-        id=args.workflow_id, task_queue=TASK_QUEUE, static_summary=static_summary(args.team, task),
-        search_attributes=conversation_labels(args.team, task, encrypted(client)))
+    handle = await start_conversation(client, args.team, ConversationInput(team_name=args.team, task=task),
+                                      id=args.workflow_id, task_queue=TASK_QUEUE)
     notes = worker_notes(await workers_on(client, TASK_QUEUE), TASK_QUEUE)
     if args.no_wait:  # only the id on stdout: `id=$(durable-teams run ... --no-wait)`
         print(args.workflow_id)

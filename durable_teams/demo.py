@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 
 from durable_teams.console import format_message
-from durable_teams.runtime import build_worker, connect, encrypted, ensure_search_attributes
+from durable_teams.runtime import build_worker, connect, ensure_search_attributes
+from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.labels import conversation_labels
 from durable_teams.workflows.state import ConversationInput
 
 
@@ -28,10 +28,9 @@ async def run_demo(name: str = "faang") -> int:
     workflow_id = f"faang-demo-{uuid.uuid4().hex[:8]}"
     async with build_worker(client, teams, worker_module.model_backend(), task_queue=task_queue):
         print(f"\nQuestion: {faang.QUESTION}\n")
-        handle = await client.start_workflow(
-            TeamWorkflow.run, ConversationInput(team_name="faang", task=faang.QUESTION),
-            id=workflow_id, task_queue=task_queue, static_summary=f"faang: {faang.QUESTION}",
-            search_attributes=conversation_labels("faang", faang.QUESTION, encrypted(client)))
+        handle = await start_conversation(
+            client, "faang", ConversationInput(team_name="faang", task=faang.QUESTION),
+            id=workflow_id, task_queue=task_queue)
         result = await handle.result()
         for message in await handle.query(TeamWorkflow.transcript, True):
             print(format_message(message))
@@ -62,10 +61,9 @@ async def run_support_demo() -> int:
     async with build_worker(client, worker_module.load_teams([]), worker_module.model_backend(),
                             task_queue=task_queue):
         print(f"\nCustomer: {support.QUESTION}\n")
-        handle = await client.start_workflow(
-            TeamWorkflow.run, ConversationInput(team_name="support", task=support.QUESTION),
-            id=workflow_id, task_queue=task_queue, static_summary=f"support: {support.QUESTION}",
-            search_attributes=conversation_labels("support", support.QUESTION, encrypted(client)))
+        handle = await start_conversation(
+            client, "support", ConversationInput(team_name="support", task=support.QUESTION),
+            id=workflow_id, task_queue=task_queue)
         result_task = asyncio.ensure_future(handle.result())
         seen: set[str] = set()
         while not result_task.done():

@@ -5,16 +5,22 @@ conversation needs no worker."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 import pytest
+from google.protobuf.duration_pb2 import Duration
+from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client import send_turn
 from durable_teams.console import FLAG_WARNINGS, FLAGGED_EXIT, format_message
 from durable_teams.scripted import ScriptedModel
+from durable_teams.starting import start_conversation
+from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
@@ -80,3 +86,25 @@ async def test_transcript_of_a_failed_conversation_needs_no_worker(client: Clien
         "[user] are you there?", "[echo] The model call for echo failed: upstream is down"]
     assert shown.err == (f"durable-teams: conversation {wid} failed: "
                          "The model call for echo failed: upstream is down\n")
+
+
+async def test_a_server_without_our_search_attributes_still_starts_conversations(client: Client) -> None:
+    """A namespace set up by an older release lacks Team and Task: the conversation starts
+    unlabelled (a worker registers them when it starts) instead of failing."""
+    namespace = f"old-{uuid.uuid4().hex[:6]}"
+    await client.workflow_service.register_namespace(RegisterNamespaceRequest(
+        namespace=namespace, workflow_execution_retention_period=Duration(seconds=86_400)))
+    old = await Client.connect(client.service_client.config.target_host, namespace=namespace,
+                               data_converter=client.data_converter)
+    for _ in range(100):  # a new namespace takes a moment to reach every service
+        try:
+            handle = await start_conversation(old, "echo", ConversationInput(team_name="echo", task="hi"),
+                                              id=f"old-{uuid.uuid4().hex[:6]}", task_queue="nobody")
+            break
+        except RPCError as err:
+            assert err.status == RPCStatusCode.NOT_FOUND, err
+            await asyncio.sleep(0.1)
+    described = await handle.describe()
+    assert described.typed_search_attributes.get(labels.TEAM) is None
+    assert await described.static_summary() == "echo: hi"
+    await handle.terminate()

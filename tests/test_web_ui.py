@@ -20,12 +20,11 @@ from typing import Any
 
 import pytest
 
-from durable_teams.cli_commands import static_summary
 from durable_teams.devserver import DevServer, free_port
 from durable_teams.examples import example_script, example_teams, faang, support
 from durable_teams.runtime import connect
 from durable_teams.scripted import ScriptedModel
-from durable_teams.workflows.labels import task_words
+from durable_teams.workflows.labels import static_summary, task_words
 
 from .cli_process import cli_env, run_cli
 from .conftest import pending_question, running_worker

@@ -26,6 +26,12 @@ def task_words(task: str | None) -> str:
     return words[:TASK_WORDS - 3] + "..." if len(words) > TASK_WORDS else words
 
 
+def static_summary(team: str, task: str | None) -> str:
+    """The Web UI's line for a conversation (its static summary): its team and the first
+    words of its task."""
+    return f"{team}: {task_words(task) or 'chat'}"
+
+
 def label_pairs(team: str, task: str | None) -> list[SearchAttributePair[str]]:
     """`Team` and, when there is a task, `Task`."""
     pairs = [SearchAttributePair(TEAM, team)]

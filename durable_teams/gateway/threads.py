@@ -21,6 +21,7 @@ from durable_teams.client import ConversationEnded, send_reply, send_turn
 from durable_teams.events import events_of
 from durable_teams.live import LIVE, Delta
 from durable_teams.reading import memo_questions
+from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import (
     ConversationInput,
@@ -50,8 +51,8 @@ class Gateway:
         """Start a conversation of `team` under `thread` (a new id when None). The team's name
         is kept in the memo so the inbox can show it without a worker."""
         thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
-        await self.client.start_workflow(
-            TeamWorkflow.run, ConversationInput(team_name=team, task=task, single_turn=task is not None),
+        await start_conversation(
+            self.client, team, ConversationInput(team_name=team, task=task, single_turn=task is not None),
             id=thread, task_queue=self.task_queue, memo={"team": team})
         return thread
 
