@@ -35,6 +35,7 @@ from durable_teams.builders import Agent, Swarm
 from durable_teams.devserver import find_temporal_binary
 from durable_teams.runtime import build_worker
 from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import Budgets, Message, ModelView
@@ -137,7 +138,7 @@ async def main(quick: bool, plot: str | None, long: int | None) -> None:
     parked = 100 if quick else 1000
     async with await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-        search_attributes=[AWAITING_HUMAN],
+        search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK],
     ) as env:
         client = env.client
         tq = "bench"

@@ -34,6 +34,7 @@ from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
+from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
@@ -202,7 +203,7 @@ async def save(client: Client, stem: str, workflow_id: str) -> None:
 async def main(names: list[str]) -> None:
     async with await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter, dev_server_existing_path=binary("temporal"),
-        search_attributes=[AWAITING_HUMAN],
+        search_attributes=[AWAITING_HUMAN, TEAM, TASK],
     ) as env:
         for name in names:
             extra = await CONVERSATIONS.get(name, one_shot)(env.client, name)
