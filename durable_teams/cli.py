@@ -36,12 +36,28 @@ from collections.abc import Sequence
 from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from durable_teams.cli_commands import COMMANDS, CliError, not_found
+from durable_teams.cli_answers import cmd_answer, cmd_approve, cmd_pending
+from durable_teams.cli_commands import (
+    CliError,
+    cmd_chat,
+    cmd_demo,
+    cmd_follow,
+    cmd_graph,
+    cmd_run,
+    cmd_status,
+    cmd_transcript,
+    not_found,
+)
 from durable_teams.client import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.codec import EncryptionKeyError
 from durable_teams.reading import root_cause
 
 SERVER_COMMANDS = ("demo", "worker", "server-start", "server-stop")
+COMMANDS = {
+    "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
+    "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
+    "chat": cmd_chat, "follow": cmd_follow, "graph": cmd_graph,
+}
 
 
 def parser() -> argparse.ArgumentParser:
