@@ -7,7 +7,7 @@ Events come from the workflow's log, which holds every message once (the shared 
 and each agent's private steps), read page by page with the `log_page` query: no history is
 added and nothing is missed. Indices hold across continue-as-new, so `start=` resumes a stream.
 The stream ends with a `done` event when the conversation's workflow is no longer running. A
-completed conversation is read from its result (which carries the log): no worker needed.
+closed conversation's log is rebuilt from its history in this process: no worker needed.
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.reading import finished_result
+from durable_teams.replayed import ReplayFailed, replayed_log
 from durable_teams.workflows.builtins import ASK_HUMAN
 from durable_teams.workflows.messages import Message, Usage
 from durable_teams.workflows.state import LogPage
+from durable_teams.workflows.transcript import Transcript
 
 EventType = Literal[
     "user_message", "ai_message", "tool_usage", "question", "tool_response", "handoff",
@@ -79,9 +81,10 @@ async def follow(
     message, so this polls the query while there is nothing new."""
     handle = client.get_workflow_handle(workflow_id)  # no run id: follows continue-as-new
     described = await handle.describe()
-    if described.status == WorkflowExecutionStatus.COMPLETED:
-        # Finished: its result carries the log, so no worker has to replay it for a query.
-        transcript = (await finished_result(client, workflow_id)).transcript
+    if described.status not in (WorkflowExecutionStatus.RUNNING, None):
+        # Closed: its log is rebuilt from its history here, so no worker has to replay it for
+        # a query (a result of an earlier release carries the log itself).
+        transcript = await closed_log(client, workflow_id, described.status)
         if transcript is not None:
             shared = set(transcript.shared)
             for index, message in enumerate(transcript.log[start:], start):
@@ -110,3 +113,16 @@ async def follow(
             ending = True
             continue
         await asyncio.sleep(poll_seconds)
+
+
+async def closed_log(client: Client, workflow_id: str, status: WorkflowExecutionStatus) -> Transcript | None:
+    """A closed conversation's log: from its result (earlier releases), else its replayed
+    history; None when the history does not replay with this code (a query then reads it)."""
+    if status == WorkflowExecutionStatus.COMPLETED:
+        carried = (await finished_result(client, workflow_id)).transcript
+        if carried is not None:
+            return carried
+    try:
+        return await replayed_log(client, workflow_id)
+    except ReplayFailed:
+        return None

@@ -1,6 +1,7 @@
 """A closed conversation's state, rebuilt by replaying its history in this process.
 
-Why: a failed conversation has no result to carry its transcript, and a query needs a worker.
+Why: a closed conversation's result does not carry its transcript (that would record every
+message twice), and a query needs a worker.
 Its history holds everything the workflow decided from (its input, every model and tool result),
 so replaying it here with this package's workflow code rebuilds the same state, with no worker,
 no model and no tool run. The replay runs without the sandbox: the state is read off the
@@ -24,6 +25,7 @@ from temporalio.worker import (
 
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
+from durable_teams.workflows.transcript import Transcript
 
 
 class ReplayFailed(Exception):
@@ -54,6 +56,15 @@ class _Capture(Interceptor):
 async def replayed_transcript(client: Client, workflow_id: str, full: bool) -> list[Message]:
     """The transcript (`full`: every agent's steps) of `workflow_id`'s latest run, as the
     `transcript` query would return it, read from its replayed history."""
+    return (await _replayed(client, workflow_id)).transcript(full)
+
+
+async def replayed_log(client: Client, workflow_id: str) -> Transcript:
+    """The whole log (with its shared index) of `workflow_id`'s latest run, from its history."""
+    return (await _replayed(client, workflow_id)).state.transcript
+
+
+async def _replayed(client: Client, workflow_id: str) -> TeamWorkflow:
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     capture = _Capture()
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=client.data_converter,
@@ -63,4 +74,4 @@ async def replayed_transcript(client: Client, workflow_id: str, full: bool) -> l
         why = str(result.replay_failure or "the workflow did not run").splitlines()[0]
         raise ReplayFailed(why)
     conversation: TeamWorkflow = capture.instances[-1]
-    return conversation.transcript(full)
+    return conversation

@@ -33,10 +33,8 @@ with workflow.unsafe.imports_passed_through():
         UserTurn,
     )
     from .tool_calls import activity_failure_text
-    from .transcript import Transcript
     from .turns import TurnRunner
 
-MAX_RESULT_TRANSCRIPT_BYTES = 512 * 1024
 KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
 INPUT_CHECKS = "start-input-checks"
@@ -210,17 +208,8 @@ class TeamWorkflow(Intake):
             turns=self.state.turns_started, model_calls=self.state.total_model_calls,
             structured=reply.structured, runs=self.state.runs, context=dict(self.state.context),
             usage=self.state.usage,
-            transcript=self._readable_transcript(),
             handoffs=roster.handoff_view(self.team) if self.team else "own",
         )
-
-    def _readable_transcript(self) -> Transcript | None:
-        """The transcript for the result of a top-level conversation, if it fits comfortably
-        (a result over the server's payload limit would fail the workflow task forever)."""
-        if workflow.info().parent is not None:
-            return None
-        transcript = self.state.transcript
-        return transcript if len(transcript.model_dump_json().encode()) <= MAX_RESULT_TRANSCRIPT_BYTES else None
 
     # ---- queries ----------------------------------------------------------------------------
 

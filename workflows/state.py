@@ -176,9 +176,9 @@ class ConversationResult(Reply):
     usage: UsageLedger | None = None
     """Tokens used by the whole conversation (a nested team's flow into its parent's)."""
     transcript: Transcript | None = None
-    """The whole log at the end, so a finished conversation is read from its result with no
-    worker replaying it (`durable-teams transcript/follow`). None for a child workflow (its
-    parent has it) and when it is too large to carry twice (then a query reads it)."""
+    """Set only by an earlier release, which carried the log here. The log is in the history
+    once already (a second copy in the result doubled small conversations' histories), so
+    readers rebuild a finished conversation's log from its history (durable_teams/replayed.py)."""
     handoffs: HandoffView = "own"
     """What the shared transcript shows of handoffs (the team's setting)."""
 
