@@ -42,18 +42,20 @@ async def start(client: Client, task_queue: str) -> WorkflowHandle:
         id=f"rob-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
 
 
-async def until(check: Callable[[], Awaitable[bool]], what: str, within: float = 60.0) -> None:
+async def until(check: Callable[[], Awaitable[bool]], what: str, within: float = 120.0) -> None:
     """Poll `check` (a query: a client gets no event) until it holds; a query that times out
-    on a loaded machine is asked again."""
+    on a loaded machine is asked again. The failure says what was seen last."""
     deadline = asyncio.get_running_loop().time() + within
+    last: object = "nothing yet"
     while True:
         try:
             if await check():
                 return
-        except RPCError:
-            pass
+            last = "the check did not hold"
+        except RPCError as err:
+            last = f"RPCError {err.status}: {err.message}"
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {within} s: {what}")
+            raise AssertionError(f"not within {within} s: {what} (last: {last})")
         await asyncio.sleep(0.05)
 
 
@@ -69,11 +71,18 @@ async def test_hundred_concurrent_turns_are_all_answered_in_order(
         texts = [f"message {i}" for i in range(100)]
         sending = [asyncio.ensure_future(send_turn(client, handle.id, t)) for t in texts]
 
+        seen: list[int] = []
+
         async def full_and_refusing() -> bool:  # the model holds turn 1: nothing is answered
             status = await handle.query(TeamWorkflow.status)
+            seen.append(status.queued_turns)
             return status.queued_turns == 10 and any("busy" in r.getMessage() for r in caplog.records)
 
-        await until(full_and_refusing, "10 turns in flight and further ones refused")
+        try:
+            await until(full_and_refusing, "10 turns in flight and further ones refused")
+        except AssertionError as err:
+            busy = sum("busy" in r.getMessage() for r in caplog.records)
+            raise AssertionError(f"{err}; queued turns seen: {sorted(set(seen))}, busy logs: {busy}") from None
         model.gate.set()
         replies = await asyncio.wait_for(asyncio.gather(*sending), timeout=240)
         transcript = await handle.query(TeamWorkflow.transcript)
