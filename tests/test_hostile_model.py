@@ -9,7 +9,6 @@ message (quoting the server, holding no secret) and how many requests the server
 from __future__ import annotations
 
 import dataclasses
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from durable_teams.activities.model import ModelActivities, OpenAIBackend
+from durable_teams.devserver import free_port
 from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, ModelView
 
 from .fake_openai import FakeOpenAI
@@ -190,9 +190,7 @@ def test_empty_answer_message_says_it_was_asked_twice() -> None:
 
 
 async def test_a_password_in_the_base_url_never_shows() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens here
     backend = OpenAIBackend(base_url=f"http://user:pw-secret-55@127.0.0.1:{port}/v1",
                             api_key=OWN_KEY)
     assert backend.where() == f"http://user:***@127.0.0.1:{port}/v1/chat/completions"

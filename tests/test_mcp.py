@@ -24,6 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from durable_teams.builders import Agent, Swarm
+from durable_teams.devserver import free_port
 from durable_teams.mcp import MCPHttp, MCPStdio
 from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.workflows import mcp as workflow_mcp
@@ -253,10 +254,7 @@ async def test_an_unreachable_server_is_tried_within_the_bound_then_the_model_is
 
 async def test_a_server_that_cannot_list_its_tools_fails_the_conversation_clearly(
         client: Client, task_queue: str) -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens here
+    port = free_port()  # nothing listens here
     team = clerk(MCPHttp("orders", f"http://127.0.0.1:{port}/mcp", max_attempts=2)).compile()
     async with running_worker(client, task_queue, [team], ScriptedModel({"clerk": [say("never")]})):
         handle = await client.start_workflow(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -31,6 +30,7 @@ from durable_teams.activities.model import ModelActivities, ModelBackend, OpenAI
 from durable_teams.activities.model_errors import raise_for_openai_error
 from durable_teams.activities.views import ViewReader, query_view
 from durable_teams.activities.wire import tool_dict
+from durable_teams.devserver import free_port
 from durable_teams.scripted import ScriptedModel, call, calls, raw_call, say
 from durable_teams.workflows.messages import (
     Message,
@@ -250,9 +250,7 @@ async def test_no_choices_is_a_clear_non_retryable_error(fake_openai: FakeOpenAI
 
 
 async def test_unreachable_endpoint_is_retryable() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens here
     backend = OpenAIBackend(base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET)
     with pytest.raises(ApplicationError) as caught:
         await backend.complete(request(), [Message(role="user", content="hi")], [])
