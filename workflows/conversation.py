@@ -208,7 +208,6 @@ class TeamWorkflow(Intake):
             turns=self.state.turns_started, model_calls=self.state.total_model_calls,
             structured=reply.structured, runs=self.state.runs, context=dict(self.state.context),
             usage=self.state.usage,
-            handoffs=roster.handoff_view(self.team) if self.team else "own",
         )
 
     # ---- queries ----------------------------------------------------------------------------

@@ -180,7 +180,7 @@ class ConversationResult(Reply):
     once already (a second copy in the result doubled small conversations' histories), so
     readers rebuild a finished conversation's log from its history (durable_teams/replayed.py)."""
     handoffs: HandoffView = "own"
-    """What the shared transcript shows of handoffs (the team's setting)."""
+    """With `transcript` (an earlier release): what its shared view shows of handoffs."""
 
 
 class ConversationStatus(Reply):
