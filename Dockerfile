@@ -4,6 +4,7 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 COPY . .
-# the `crypto` extra: encryption at rest when DURABLE_TEAMS_ENCRYPTION_KEY is set
-RUN pip install ".[crypto]"
+# extras: `crypto` (encryption at rest when DURABLE_TEAMS_ENCRYPTION_KEY is set), `gateway`
+# (the gateway service runs this image too) and `live` (text deltas through redis)
+RUN pip install ".[crypto,gateway,live]"
 CMD ["python", "worker.py"]

@@ -127,8 +127,9 @@ class OpenAIBackend:
             params["tools"] = tools
             if req.parallel_tool_calls is not None:
                 params["parallel_tool_calls"] = req.parallel_tool_calls
-        if self.stream:
+        if self.stream:  # usage comes in a last chunk only when asked for (OpenAI's rule)
             params["stream"] = True
+            params["stream_options"] = {"include_usage": True}
         if req.temperature is not None:
             params["temperature"] = req.temperature
         if req.output_schema is not None:
@@ -233,9 +234,12 @@ def to_model_response(completion: Any, model: str = "") -> ModelResponse:
 class ModelActivities:
     """The `call_model` activity, bound to a backend and a way to read the agent's view."""
 
-    def __init__(self, backend: ModelBackend, view_reader: ViewReader | None = None) -> None:
-        """`view_reader` defaults to a fresh per-worker `ViewCache`."""
+    def __init__(self, backend: ModelBackend, view_reader: ViewReader | None = None,
+                 hub: live.LiveHub = live.LIVE) -> None:
+        """`view_reader` defaults to a fresh per-worker `ViewCache`; `hub` is where text
+        deltas of streamed calls go (this process's by default)."""
         self.backend = backend
+        self.hub = hub
         self.view_cache: ViewCache | None = None
         if view_reader is None:
             self.view_cache = ViewCache()
@@ -248,8 +252,9 @@ class ModelActivities:
         view = await self.view_reader(req)
         # deltas a streaming backend emits go to live subscribers (durable_teams/live.py)
         workflow_id = (activity.info().workflow_id or "") if activity.in_activity() else ""
-        with live.streaming(workflow_id, req.agent, f"{req.agent}:{req.agent_call_index}",
-                            current_attempt(), position=req.transcript_length):
+        async with live.streaming(workflow_id, req.agent, f"{req.agent}:{req.agent_call_index}",
+                                  current_attempt(), self.hub, position=req.transcript_length,
+                                  shared=req.agent_run == 0):
             response = await self.backend.complete(req, view.messages, view.tools)
         refuse_empty(response, req, current_attempt())
         calls = [

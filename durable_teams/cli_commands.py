@@ -19,7 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.console import (
     FLAG_WARNINGS,
-    format_event,
+    FollowPrinter,
     format_message,
     format_question,
     format_refused,
@@ -28,6 +28,7 @@ from durable_teams.console import (
 from durable_teams.costs import usage_lines
 from durable_teams.devserver import port_open
 from durable_teams.events import follow
+from durable_teams.live import LIVE_URL_ENV, hub_from_env
 from durable_teams.reading import (
     QUERY_TIMEOUT,
     finished_result,
@@ -176,11 +177,11 @@ async def cmd_follow(args: argparse.Namespace) -> int:
         raise CliError(f"{args.workflow_id} is running, but no worker is polling task queue "
                        f"{described.task_queue!r}, so nothing will happen to follow "
                        "(start one: durable-teams worker)")
-    async for event in follow(client, args.workflow_id, start=args.start):
-        if event.type == "done":
-            print(f"(workflow {event.text.lower()})")
-        else:
-            print(format_event(event), flush=True)
+    # Live text comes only over a broker (DURABLE_TEAMS_LIVE_URL): the worker is another process.
+    live = hub_from_env(client.data_converter.payload_codec) if os.environ.get(LIVE_URL_ENV) else None
+    printer = FollowPrinter(lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+    async for event in follow(client, args.workflow_id, start=args.start, live=live):
+        printer.show(event)
     return 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from durable_teams.events import Event
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, RefusedSignal, TurnStatus
@@ -55,13 +57,59 @@ def format_question(workflow_id: str, q: Question) -> str:
 def format_event(event: Event) -> str:
     """One event: its type, who, what. A worker's private steps are indented; the lines of a
     multi-line text (a tool's result, say) stay under its first line."""
-    who = event.agent or event.tool or "user"
-    indent = "    " if event.private else ""
-    tokens = ""
-    if event.usage is not None:
-        tokens = f"  ({event.usage.prompt_tokens:,} in / {event.usage.completion_tokens:,} out tokens)"
     if event.type in ("tool_usage", "question"):
         args = "" if event.arguments in (None, "", "{}") else event.arguments
-        return f"{indent}{event.type:<13} [{who}] {event.tool}({args}){tokens}"
-    head = f"{indent}{event.type:<13} [{who}] "
-    return head + event.text.replace("\n", "\n" + " " * len(head)) + tokens
+        return f"{event_head(event)}{event.tool}({args}){format_tokens(event)}"
+    head = event_head(event)
+    return head + event.text.replace("\n", "\n" + " " * len(head)) + format_tokens(event)
+
+
+def event_head(event: Event, kind: str | None = None) -> str:
+    indent = "    " if event.private else ""
+    return f"{indent}{kind or event.type:<13} [{event.agent or event.tool or 'user'}] "
+
+
+def format_tokens(event: Event) -> str:
+    if event.usage is None:
+        return ""
+    return f"  ({event.usage.prompt_tokens:,} in / {event.usage.completion_tokens:,} out tokens)"
+
+
+class FollowPrinter:
+    """Prints `follow`'s events, a model's live text as it comes: the deltas of a call are
+    written onto the line its finished message would have, which then only ends that line
+    (or, when the text differs, after a retry, is printed whole below it)."""
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        self.write = write
+        self.call: str | None = None
+        self.agent: str | None = None
+        self.text = ""
+        self.head = ""
+
+    def show(self, event: Event) -> None:
+        if event.type == "ai_message_delta":
+            self._delta(event)
+        elif event.type == "ai_message" and self.call is not None and event.agent == self.agent \
+                and event.text == self.text:
+            self.write(format_tokens(event) + "\n")
+            self.call = None
+        else:
+            self._end_line()
+            self.write((f"(workflow {event.text.lower()})" if event.type == "done" else format_event(event)) + "\n")
+
+    def _delta(self, event: Event) -> None:
+        if event.reset or event.call != self.call:
+            self._end_line()
+            if event.reset:
+                return  # the call is retried: its text starts again on a new line
+            self.call, self.agent, self.text = event.call, event.agent, ""
+            self.head = event_head(event, "ai_message")
+            self.write(self.head)
+        self.text += event.text
+        self.write(event.text.replace("\n", "\n" + " " * len(self.head)))
+
+    def _end_line(self) -> None:
+        if self.call is not None:
+            self.write("\n")
+            self.call = None

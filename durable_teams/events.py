@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
+from durable_teams.live import Delta, LiveHub, LiveOrder
 from durable_teams.reading import finished_result
 from durable_teams.replayed import ReplayFailed, replayed_log
 from durable_teams.workflows.builtins import ASK_HUMAN
@@ -28,7 +29,7 @@ from durable_teams.workflows.transcript import Transcript
 
 EventType = Literal[
     "user_message", "ai_message", "tool_usage", "question", "tool_response", "handoff",
-    "routing", "error", "done",
+    "routing", "error", "done", "ai_message_delta",
 ]
 
 
@@ -45,6 +46,16 @@ class Event(BaseModel):
     private: bool = False
     usage: Usage | None = None
     """On the first event of a model's reply: the tokens that model call used."""
+    call: str | None = None
+    """On `ai_message_delta`: the model call it belongs to (agent:index)."""
+    reset: bool = False
+    """On `ai_message_delta`: discard what this call sent so far (it is being retried)."""
+
+
+def delta_event(delta: Delta) -> Event:
+    """A live text delta (durable_teams/live.py) as an event; not part of the log (index -1)."""
+    return Event(index=-1, type="ai_message_delta", agent=delta.agent, text=delta.text,
+                 private=not delta.shared, call=delta.call, reset=delta.reset)
 
 
 def events_of(index: int, message: Message, shared: bool | None = None) -> list[Event]:
@@ -74,11 +85,13 @@ def events_of(index: int, message: Message, shared: bool | None = None) -> list[
 
 
 async def follow(
-    client: Client, workflow_id: str, *, start: int = 0, poll_seconds: float = 0.25, page_size: int = 200
+    client: Client, workflow_id: str, *, start: int = 0, poll_seconds: float = 0.25, page_size: int = 200,
+    live: LiveHub | None = None,
 ) -> AsyncIterator[Event]:
     """Yield the conversation's events from log index `start` on, as they happen, until its
     workflow stops running. A workflow reports no event to a client when it appends a
-    message, so this polls the query while there is nothing new."""
+    message, so this polls the query while there is nothing new. With `live`, text deltas of
+    the model calls in progress come too, as `ai_message_delta` events."""
     handle = client.get_workflow_handle(workflow_id)  # no run id: follows continue-as-new
     described = await handle.describe()
     if described.status not in (WorkflowExecutionStatus.RUNNING, None):
@@ -92,19 +105,39 @@ async def follow(
                     yield event
             yield Event(index=-1, type="done", text=described.status.name)
             return
-    index = start
+    if live is None:
+        async for event in _follow_running(handle, start, poll_seconds, page_size, None):
+            yield event
+        return
+    async with live.subscribe(workflow_id) as deltas:
+        async for event in _follow_running(handle, start, poll_seconds, page_size, deltas):
+            yield event
+
+
+async def _follow_running(handle: WorkflowHandle[Any, Any], index: int, poll_seconds: float, page_size: int,
+                          deltas: asyncio.Queue[Delta] | None) -> AsyncIterator[Event]:
+    """Page through a running conversation's log until it stops, with its live deltas."""
+    order = LiveOrder()
     ending = False
     status: WorkflowExecutionStatus | None = None
     while True:
         page: LogPage = await handle.query("log_page", args=[index, page_size], result_type=LogPage)
+        while deltas is not None and not deltas.empty():  # after the read: see gateway/threads.py
+            order.hold(deltas.get_nowait())
         shared = set(page.shared)
         for offset, message in enumerate(page.messages):
             at = index + offset
+            for delta in order.ready(at):
+                yield delta_event(delta)
+            if message.role == "assistant":
+                order.logged(at, message.name)
             for event in events_of(at, message, at in shared if page.shared else None):
                 yield event
         index += len(page.messages)
         if index < page.total:
             continue
+        for delta in order.ready(index):
+            yield delta_event(delta)
         if ending:  # read once more after it stopped: nothing appended last is missed
             yield Event(index=-1, type="done", text=status.name if status else "")
             return
@@ -112,7 +145,13 @@ async def follow(
         if status != WorkflowExecutionStatus.RUNNING:
             ending = True
             continue
-        await asyncio.sleep(poll_seconds)
+        if deltas is None:
+            await asyncio.sleep(poll_seconds)
+            continue
+        try:  # the next poll, or sooner a delta
+            order.hold(await asyncio.wait_for(deltas.get(), poll_seconds))
+        except TimeoutError:
+            pass
 
 
 async def closed_log(client: Client, workflow_id: str, status: WorkflowExecutionStatus) -> Transcript | None:

@@ -3,28 +3,37 @@ the workflow history (which still records each finished message once, as before)
 
 Where deltas travel: a model backend calls `emit(text)` for each delta inside the `call_model`
 activity; `streaming()` (entered by the activity) stamps each with the conversation, agent,
-call and attempt, and publishes it on a `LiveHub`. The default hub, `LIVE`, is this process's:
-the embedded setup (worker and gateway, or worker and `follow`, in one process) needs nothing
-more. Nothing goes through Temporal: a signal or an update per delta (or per batch, as
-Temporal's workflow-streams contrib does) would add an event to the history for each, which is
-the bloat this avoids. Across processes the hub is the seam for a broker (Redis pub/sub, NATS):
-a worker publishes there, gateways subscribe; deltas are best effort, and the finished message
-in the log stays the truth.
+call and attempt, and publishes it on a `LiveHub`. Nothing goes through Temporal: a signal or an
+update per delta (or per batch, as Temporal's workflow-streams contrib does) would add an event
+to the history for each, the bloat this avoids. Two hubs:
 
-A retried model call starts with a `reset` delta: subscribers discard that call's partial text.
+- `LocalHub` (the default, `LIVE`): this process's. Enough when the worker and the reader (the
+  gateway, `follow`, a demo) share a process, as in the embedded setup.
+- `RedisHub` (durable_teams/live_redis.py, `DURABLE_TEAMS_LIVE_URL=redis://...`): Redis
+  pub/sub, one channel per conversation, so any worker publishes and any gateway or `follow`
+  in another process or machine subscribes.
+
+Deltas are best effort: a reader that connects late, falls behind or loses the broker misses
+some; the finished message in the log stays the truth. A retried model call starts with a
+`reset` delta: subscribers discard that call's partial text.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 QUEUE_LIMIT = 10_000
 """Deltas held for a subscriber that reads slower than the model writes; beyond, it misses
 some (its final message still arrives whole from the log)."""
+
+LIVE_URL_ENV = "DURABLE_TEAMS_LIVE_URL"
+"""Where deltas travel between processes (`redis://host:6379/0`); unset: this process only."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +41,8 @@ class Delta:
     """A piece of an agent's text. `call` names the model call (agent and its call index);
     `position` is the log's length when the call was made (its message comes at or after
     it, so a reader can put deltas in order with the log); `reset` says: discard what this
-    call sent so far (it is being retried)."""
+    call sent so far (it is being retried); `shared` is False for text a supervisor's worker
+    writes in its own run (it goes back to the supervisor, not to the user)."""
 
     workflow_id: str
     agent: str
@@ -41,23 +51,35 @@ class Delta:
     text: str = ""
     reset: bool = False
     position: int = 0
+    shared: bool = True
+
+
+class LiveHub:
+    """Publish/subscribe of deltas by workflow id."""
+
+    def publish(self, delta: Delta) -> None:
+        """Send `delta` to the conversation's subscribers; never blocks, never raises."""
+        raise NotImplementedError
+
+    async def flush(self) -> None:
+        """Wait (briefly) until what was published has left this process."""
+
+    def subscribe(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Delta]]:
+        """A queue of the conversation's deltas, from the moment this is entered."""
+        raise NotImplementedError
 
 
 @dataclass
-class LiveHub:
-    """Process-local publish/subscribe of deltas by workflow id."""
+class LocalHub(LiveHub):
+    """This process's subscribers."""
 
     subscribers: dict[str, set[asyncio.Queue[Delta]]] = field(default_factory=dict)
 
     def publish(self, delta: Delta) -> None:
-        for queue in self.subscribers.get(delta.workflow_id, ()):
-            try:
-                queue.put_nowait(delta)
-            except asyncio.QueueFull:
-                pass  # a stalled reader misses deltas, never blocks the model call
+        deliver(self.subscribers.get(delta.workflow_id, ()), delta)
 
-    @contextmanager
-    def subscribe(self, workflow_id: str) -> Iterator[asyncio.Queue[Delta]]:
+    @asynccontextmanager
+    async def subscribe(self, workflow_id: str) -> AsyncIterator[asyncio.Queue[Delta]]:
         queue: asyncio.Queue[Delta] = asyncio.Queue(QUEUE_LIMIT)
         self.subscribers.setdefault(workflow_id, set()).add(queue)
         try:
@@ -69,8 +91,27 @@ class LiveHub:
                 self.subscribers.pop(workflow_id, None)
 
 
-LIVE = LiveHub()
+def deliver(queues: Any, delta: Delta) -> None:
+    for queue in queues:
+        try:
+            queue.put_nowait(delta)
+        except asyncio.QueueFull:
+            pass  # a stalled reader misses deltas, never blocks the model call
+
+
+LIVE = LocalHub()
 _sink: ContextVar[Callable[[str], None] | None] = ContextVar("durable_teams_live_sink", default=None)
+
+
+def hub_from_env(codec: Any = None, environ: dict[str, str] | None = None) -> LiveHub:
+    """The hub `DURABLE_TEAMS_LIVE_URL` names (Redis), else this process's. `codec` (the
+    client's payload codec) encrypts deltas on the broker when it is an EncryptionCodec."""
+    url = (environ if environ is not None else os.environ).get(LIVE_URL_ENV, "").strip()
+    if not url:
+        return LIVE
+    from durable_teams.live_redis import RedisHub
+
+    return RedisHub(url, codec=codec)
 
 
 def emit(text: str) -> None:
@@ -80,17 +121,46 @@ def emit(text: str) -> None:
         sink(text)
 
 
-@contextmanager
-def streaming(workflow_id: str, agent: str, call: str, attempt: int, hub: LiveHub = LIVE,
-              position: int = 0) -> Iterator[None]:
-    """While a model call runs, `emit` publishes its deltas on `hub`."""
-    if attempt > 1:
-        hub.publish(Delta(workflow_id, agent, call, attempt, reset=True, position=position))
+@asynccontextmanager
+async def streaming(workflow_id: str, agent: str, call: str, attempt: int, hub: LiveHub = LIVE,
+                    position: int = 0, shared: bool = True) -> AsyncIterator[None]:
+    """While a model call runs, `emit` publishes its deltas on `hub`; on the way out they are
+    flushed, so they leave before the finished message (the activity's result) does."""
+    def delta(**fields: Any) -> Delta:
+        return Delta(workflow_id, agent, call, attempt, position=position, shared=shared, **fields)
 
-    def sink(text: str) -> None:
-        hub.publish(Delta(workflow_id, agent, call, attempt, text=text, position=position))
-    token = _sink.set(sink)
+    if attempt > 1:
+        hub.publish(delta(reset=True))
+    token = _sink.set(lambda text: hub.publish(delta(text=text)))
     try:
         yield
     finally:
         _sink.reset(token)
+        await hub.flush()
+
+
+@dataclass
+class LiveOrder:
+    """Puts deltas in order with the log a reader pages through: a delta waits until the
+    messages logged before its call are out, and one that arrives after its call's message
+    (possible across processes) is dropped, since that message carried the whole text."""
+
+    held: list[Delta] = field(default_factory=list)
+    finished: dict[str, int] = field(default_factory=dict)
+    """Per agent, the log index of its latest message handed out."""
+
+    def hold(self, delta: Delta) -> None:
+        if delta.position > self.finished.get(delta.agent, -1):
+            self.held.append(delta)
+
+    def logged(self, index: int, agent: str | None) -> None:
+        """An assistant message of `agent` at `index` was handed out: its call is over."""
+        if agent:
+            self.finished[agent] = max(index, self.finished.get(agent, -1))
+            self.held = [d for d in self.held if d.agent != agent or d.position > index]
+
+    def ready(self, upto: int) -> list[Delta]:
+        """Remove and return, in order, the held deltas whose call began by log index `upto`."""
+        out = [d for d in self.held if d.position <= upto]
+        self.held = [d for d in self.held if d.position > upto]
+        return out

@@ -23,6 +23,7 @@ from durable_teams.activities.tools import ToolActivities, ToolRegistry
 from durable_teams.activities.views import ViewReader
 from durable_teams.builders import CompiledTeam
 from durable_teams.codec import KeySetting, codec_for, with_codec
+from durable_teams.live import LiveHub, hub_from_env
 from durable_teams.reading import SCRIPTED_IDENTITY
 from durable_teams.tolerant import tolerant_client
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -156,12 +157,16 @@ def build_worker(
     *,
     task_queue: str = TASK_QUEUE,
     view_reader: ViewReader | None = None,
+    live_hub: LiveHub | None = None,
     **worker_options: object,
 ) -> TeamWorker:
     """A worker serving the conversation workflow, the model call and every team's tools, on
     `task_queue` and on a queue of its own. `view_reader` replaces how a model call reads its
-    view (default: `ViewCache`); other options go to `temporalio.worker.Worker`."""
-    models = ModelActivities(backend, view_reader)
+    view (default: `ViewCache`); `live_hub` is where streamed text deltas go (default: the one
+    DURABLE_TEAMS_LIVE_URL names, else this process's); other options go to
+    `temporalio.worker.Worker`."""
+    hub = live_hub or hub_from_env(client.data_converter.payload_codec)
+    models = ModelActivities(backend, view_reader, hub)
     registry = merged_registry(teams)
     tools = ToolActivities(registry)
     mcp = MCPActivities(registry.mcp_servers)

@@ -47,6 +47,9 @@ class Raw:
     """Send Content-Length (else the body is delimited by closing the connection)."""
     declared_length: int | None = None
     """A Content-Length to claim instead of the true one (more than is sent: a cut body)."""
+    pause_after: int | None = None
+    """Send this many bytes of the body, then wait for `resume` (a stream caught mid-way)."""
+    resume: threading.Event | None = None
 
 
 Response = Scripted | Raw
@@ -152,6 +155,11 @@ class FakeOpenAI:
                     self.send_header(key, value)
                 self.end_headers()
                 try:
+                    if raw.pause_after is not None and raw.resume is not None:
+                        self._write(data[:raw.pause_after], 0)
+                        self.wfile.flush()
+                        raw.resume.wait(60)  # bounded: a test that never resumes fails, never hangs
+                        data = data[raw.pause_after:]
                     self._write(data, raw.drip)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up: what a hostile test expects

@@ -33,6 +33,8 @@ NAMESPACE = "temporal-namespace"
 UI = "temporal-ui"
 WORKER = "worker"
 CODEC = "codec-server"
+REDIS = "redis"
+GATEWAY = "gateway"
 
 
 def env(service: str) -> dict[str, str]:
@@ -97,7 +99,7 @@ def dev_server_versions() -> dict[str, str]:
 
 
 def test_all_services_exist() -> None:
-    assert {POSTGRES, SCHEMA, TEMPORAL, NAMESPACE, UI, WORKER, CODEC} <= set(SERVICES)
+    assert {POSTGRES, SCHEMA, TEMPORAL, NAMESPACE, UI, WORKER, CODEC, REDIS, GATEWAY} <= set(SERVICES)
 
 
 def test_supported_images_at_the_tests_server_version(dev_server_versions: dict[str, str]) -> None:
@@ -119,7 +121,7 @@ def test_start_up_order_schema_then_server_then_namespace_then_workers() -> None
     assert depends_on(NAMESPACE) == {TEMPORAL: "service_healthy"}
     assert depends_on(UI) == {TEMPORAL: "service_healthy"}
     assert depends_on(WORKER) == {TEMPORAL: "service_healthy",
-                                  NAMESPACE: "service_completed_successfully"}
+                                  NAMESPACE: "service_completed_successfully", REDIS: "service_started"}
     profiled = {name for name, spec in SERVICES.items() if spec.get("profiles")}
     for name in SERVICES:  # every dependency exists and runs without a --profile
         assert set(depends_on(name)) <= set(SERVICES) - profiled, name
@@ -198,7 +200,7 @@ def test_worker_is_built_from_this_project() -> None:
     assert (ROOT / "worker.py").is_file()
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.MULTILINE)
-    assert re.search(r'^RUN pip install "\.\[crypto\]"\s*$', dockerfile, re.MULTILINE)
+    assert re.search(r'^RUN pip install "\.\[crypto,gateway,live\]"\s*$', dockerfile, re.MULTILINE)
     assert re.search(r'^CMD \["python", "worker.py"\]\s*$', dockerfile, re.MULTILINE)
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv", "**/__pycache__", "*.db"} <= set(ignored)
@@ -250,3 +252,30 @@ async def test_the_namespace_job_runs_against_the_tests_server(client: Client) -
     assert listed.custom_attributes["AwaitingHuman"] == IndexedValueType.INDEXED_VALUE_TYPE_BOOL
     assert listed.custom_attributes["Team"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
     assert listed.custom_attributes["Task"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+
+
+def test_live_deltas_go_through_redis_from_every_worker_to_every_gateway() -> None:
+    """Workers and gateways are separate containers: deltas cross on the redis service, which
+    keeps nothing on disk; workers stream by default so the gateway has tokens to show."""
+    url = "redis://redis:6379/0"
+    assert env(WORKER)["DURABLE_TEAMS_LIVE_URL"] == env(GATEWAY)["DURABLE_TEAMS_LIVE_URL"] == url
+    assert default_of(env(WORKER)["DURABLE_TEAMS_MODEL_STREAM"]) == "1"
+    assert REDIS in depends_on(WORKER) and REDIS in depends_on(GATEWAY)
+    redis = SERVICES[REDIS]
+    assert image(REDIS)[0] == "redis" and "ports" not in redis  # reached inside the network only
+    assert redis["command"] == ["redis-server", "--save", "", "--appendonly", "no"]
+    from durable_teams.live_redis import RedisHub
+
+    assert repr(RedisHub(url)) == f"RedisHub({url!r})"  # the URL parses as the client reads it
+
+
+def test_gateway_is_optional_needs_tokens_and_runs_the_workers_image() -> None:
+    gateway = SERVICES[GATEWAY]
+    assert gateway["profiles"] == ["gateway"] and gateway["build"] == "."
+    assert gateway["command"][:2] == ["durable-teams", "serve"] and "0.0.0.0" in gateway["command"]
+    assert env(GATEWAY)["DURABLE_TEAMS_GATEWAY_TOKENS"] == "${DURABLE_TEAMS_GATEWAY_TOKENS:-}"
+    assert env(GATEWAY)["TEMPORAL_TASK_QUEUE"] == env(WORKER)["TEMPORAL_TASK_QUEUE"]
+    assert published(GATEWAY) == {8000: 8000}
+    from durable_teams.gateway.serve import check_exposure
+
+    assert check_exposure("0.0.0.0", []) is not None  # without tokens it refuses to start

@@ -13,7 +13,10 @@ from temporalio.client import Client
 
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.builders import Agent, Swarm
-from durable_teams.live import Delta, LiveHub, emit, streaming
+from durable_teams.console import FollowPrinter
+from durable_teams.events import Event, delta_event
+from durable_teams.gateway.openai_compat import ContentStream
+from durable_teams.live import Delta, LiveOrder, LocalHub, emit, streaming
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, Raw
@@ -21,14 +24,14 @@ from .gateway_helpers import read_sse, running_gateway
 
 
 async def test_a_retried_call_resets_and_deltas_reach_only_their_conversation() -> None:
-    hub = LiveHub()
+    hub = LocalHub()
     emit("outside any call: dropped")
-    with hub.subscribe("wf-1") as mine, hub.subscribe("wf-2") as other:
-        with streaming("wf-1", "desk", "desk:0", 1, hub):
+    async with hub.subscribe("wf-1") as mine, hub.subscribe("wf-2") as other:
+        async with streaming("wf-1", "desk", "desk:0", 1, hub):
             emit("Hel")
             emit("")  # nothing to send
             emit("lo")
-        with streaming("wf-1", "desk", "desk:0", 2, hub):  # the same call, retried
+        async with streaming("wf-1", "desk", "desk:0", 2, hub):  # the same call, retried
             emit("Hello again")
         got = [mine.get_nowait() for _ in range(mine.qsize())]
         assert other.empty()
@@ -72,6 +75,7 @@ async def test_an_openai_stream_reaches_the_gateway_as_deltas(client: Client, ta
             async with http.stream("POST", f"/threads/{thread}/turns", json={"text": "1+2?"}) as resp:
                 frames = await read_sse(resp)
         assert [r["stream"] for r in fake.requests] == [True, True]
+        assert fake.requests[0]["stream_options"] == {"include_usage": True}  # else no token counts
 
     assert [(n, d.get("tool") or d["text"]) for n, d in frames] == [
         ("user_message", "1+2?"), ("tool_usage", "add"), ("tool_response", "add"),
@@ -80,7 +84,7 @@ async def test_an_openai_stream_reaches_the_gateway_as_deltas(client: Client, ta
     ]
     assert frames[1][1]["arguments"] == '{"a": 1, "b": 2}'
     assert frames[2][1]["text"] == "3"
-    assert frames[3][1]["call"] == "calculator:1" and frames[3][1]["attempt"] == 1
+    assert frames[3][1]["call"] == "calculator:1" and frames[3][1]["reset"] is False
 
 
 async def test_a_stream_that_breaks_off_is_refused_in_words() -> None:
@@ -100,3 +104,69 @@ async def test_a_stream_that_breaks_off_is_refused_in_words() -> None:
         await read_stream(lines("data: " + "x" * 2000), sent.append, 1000)
     error = await read_stream(lines('data: {"error": {"message": "overloaded", "code": 503}}'), sent.append, 1000)
     assert error["error"]["message"] == "overloaded"
+
+
+def d(call: str, text: str = "", *, agent: str = "desk", position: int = 0, reset: bool = False,
+      shared: bool = True) -> Delta:
+    return Delta("wf", agent, call, 2 if reset else 1, text, reset=reset, position=position, shared=shared)
+
+
+def test_deltas_wait_for_the_log_before_their_call_and_late_ones_are_dropped() -> None:
+    order = LiveOrder()
+    order.hold(d("desk:1", "Hi", position=3))
+    order.hold(d("desk:0", "Old", position=1))
+    assert order.ready(2) == [d("desk:0", "Old", position=1)]  # its call began by index 2
+    order.logged(3, "desk")  # the message of desk:1 (index 3) is out: its held text goes
+    assert order.ready(10) == []
+    order.hold(d("desk:1", " there", position=3))  # arrived after its message: dropped
+    order.hold(d("desk:2", "Next", position=4))  # the agent's next call: kept
+    assert order.ready(4) == [d("desk:2", "Next", position=4)]
+
+
+def test_the_openai_stream_ends_with_the_reply_whatever_was_streamed() -> None:
+    plain = ContentStream()
+    assert [plain.take(d("a:0", t)) for t in ("Hel", "lo")] == [{"content": "Hel"}, {"content": "lo"}]
+    assert plain.finish("Hello") == ""
+
+    worker = ContentStream()  # a supervisor's worker thinks aloud; the supervisor answers
+    assert worker.take(d("w:0", "Looking", shared=False)) == {"reasoning_content": "Looking"}
+    assert worker.take(d("w:1", "Found", shared=False)) == {"reasoning_content": "\n\nFound"}
+    assert worker.take(d("s:0", "It is 4")) == {"content": "It is 4"}
+    assert worker.finish("It is 42.") == "2."
+
+    retried = ContentStream()  # sent text cannot be taken back: the retry starts a paragraph
+    assert retried.take(d("a:0", "Par")) == {"content": "Par"}
+    assert retried.take(d("a:0", reset=True)) == {}
+    assert retried.take(d("a:0", "Full")) == {"content": "\n\nFull"}
+    assert retried.finish("Full answer") == " answer"
+
+    beside_a_tool = ContentStream()  # text written beside a handoff, then another agent answers
+    beside_a_tool.take(d("a:0", "Let me ask."))
+    beside_a_tool.take(d("b:0", "Done"))
+    assert beside_a_tool.finish("Done.") == "."
+    assert ContentStream().finish("No deltas at all") == "No deltas at all"
+    after_a_question = ContentStream()
+    after_a_question.take(d("a:0", "Hmm"))
+    assert after_a_question.finish("[a] Which order?") == "\n\n[a] Which order?"
+
+
+def test_follow_prints_live_text_on_the_line_its_message_then_ends() -> None:
+    out: list[str] = []
+    printer = FollowPrinter(out.append)
+    for event in [
+        Event(index=0, type="user_message", text="Hi"),
+        delta_event(d("desk:0", "Hel")), delta_event(d("desk:0", "lo")),
+        Event(index=1, type="ai_message", agent="desk", text="Hello"),
+        delta_event(d("desk:1", "Par")), delta_event(d("desk:1", reset=True)), delta_event(d("desk:1", "Fu")),
+        Event(index=2, type="ai_message", agent="desk", text="Full"),
+        Event(index=-1, type="done", text="COMPLETED"),
+    ]:
+        printer.show(event)
+    assert "".join(out).splitlines() == [
+        "user_message  [user] Hi",
+        "ai_message    [desk] Hello",
+        "ai_message    [desk] Par",
+        "ai_message    [desk] Fu",
+        "ai_message    [desk] Full",  # the text differs from what streamed (a retry): printed whole
+        "(workflow completed)",
+    ]

@@ -2,15 +2,21 @@
 
     python -m tests.worker_process ADDR QUEUE [module:WorkflowClass]
 
-The optional third argument serves another version of TeamWorkflow (tests/next_release.py)."""
+The optional third argument serves another version of TeamWorkflow (tests/next_release.py).
+With DURABLE_TEAMS_TEST_MODEL_URL set, the model is that OpenAI-compatible endpoint, streamed
+(tests/fake_openai.py), and the team `echo` (one agent) is served too. The live-delta hub is
+the one DURABLE_TEAMS_LIVE_URL names, as for any worker."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import signal
 import sys
 
+from durable_teams.activities.model import ModelBackend, OpenAIBackend
+from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import example_script, example_teams
 from durable_teams.runtime import build_worker, connect
 from durable_teams.scripted import ScriptedModel
@@ -24,8 +30,13 @@ async def main(address: str, task_queue: str, workflow: str | None = None) -> No
         # no cache: every workflow task replays the conversation's whole history from the server
         options = {"workflows": [getattr(importlib.import_module(module), name)],
                    "max_cached_workflows": 0}
-    worker = build_worker(client, example_teams(), ScriptedModel(example_script()),
-                          task_queue=task_queue, **options)
+    teams = example_teams()
+    backend: ModelBackend = ScriptedModel(example_script())
+    model_url = os.environ.get("DURABLE_TEAMS_TEST_MODEL_URL")
+    if model_url:
+        teams.append(Swarm([Agent("echo", "You answer.", model="test-model")], team_name="echo").compile())
+        backend = OpenAIBackend(base_url=model_url, api_key="sk-test", stream=True)
+    worker = build_worker(client, teams, backend, task_queue=task_queue, **options)
     # SIGTERM (what a rolling deployment sends) shuts the worker down gracefully: the server is
     # told, so the next task of a conversation this worker had cached goes to another worker at
     # once instead of waiting out the sticky queue's timeout.

@@ -32,6 +32,7 @@ from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway
+from durable_teams.live import LiveHub, hub_from_env
 from durable_teams.workflows.conversation import TeamWorkflow
 
 
@@ -106,7 +107,7 @@ async def thread_events(request: Request) -> Response:
     start = int(request.query_params.get("start", "0") or 0)
 
     async def frames() -> AsyncIterator[str]:
-        async for event in follow(gw.client, thread, start=start, poll_seconds=gw.poll_seconds):
+        async for event in follow(gw.client, thread, start=start, poll_seconds=gw.poll_seconds, live=gw.hub):
             yield sse_frame(event.type, event.model_dump(mode="json"))
     return sse_response(frames())
 
@@ -159,8 +160,11 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = None,
-               max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1) -> Guard:
-    """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit."""
+               max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
+               live_hub: LiveHub | None = None) -> Guard:
+    """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
+    `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
+    else this process's, durable_teams/live.py)."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -176,5 +180,6 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
     for kind in (ReplyRejected, ConversationEnded, WorkflowQueryFailedError, RPCError):
         handlers[kind] = on_temporal_error
     app = Starlette(routes=routes, exception_handlers=handlers)
-    app.state.gateway = Gateway(client, task_queue, poll_seconds)
+    hub = live_hub or hub_from_env(client.data_converter.payload_codec)
+    app.state.gateway = Gateway(client, task_queue, poll_seconds, hub)
     return Guard(app, tokens or [], max_body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -18,8 +18,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.chat import why_it_failed
 from durable_teams.client import ConversationEnded, send_reply, send_turn
-from durable_teams.events import events_of
-from durable_teams.live import LIVE, Delta
+from durable_teams.events import delta_event, events_of
+from durable_teams.live import LIVE, Delta, LiveHub, LiveOrder
 from durable_teams.reading import memo_questions
 from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -46,6 +46,8 @@ class Gateway:
     client: Client
     task_queue: str
     poll_seconds: float = 0.1
+    hub: LiveHub = field(default_factory=lambda: LIVE)
+    """Where live text deltas come from (durable_teams/live.py)."""
 
     async def start_thread(self, team: str, thread: str | None = None, task: str | None = None) -> str:
         """Start a conversation of `team` under `thread` (a new id when None). The team's name
@@ -87,34 +89,38 @@ class Gateway:
     async def turn_events(self, thread: str, text: str, sender: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """Send a turn and yield each event of the log as it is appended (ABI's stream),
         ending with `done` carrying the reply, or `error` when the turn could not run.
-        Live text deltas of a model writing in this process come as `ai_message_delta`,
-        each after the log messages that came before its model call."""
+        Live text deltas (durable_teams/live.py) come as `ai_message_delta`, each after the
+        log messages that came before its model call and before the message it adds up to."""
         index = await self.log_total(thread)
-        held: list[Delta] = []
-        with LIVE.subscribe(thread) as deltas:
+        order = LiveOrder()
+        async with self.hub.subscribe(thread) as deltas:
             turn = asyncio.ensure_future(send_turn(self.client, thread, text, sender=sender))
             try:
                 while True:
                     finished = turn.done()
                     page = await self._page(thread, index)
-                    # Drained after the read: a message is logged only after its call sent
-                    # all its deltas, so every delta of a message on this page is in hand.
+                    # Drained after the read: a call sends its deltas before its message is
+                    # logged, so those of a message on this page are mostly in hand; one that
+                    # comes later is dropped by `order` (the message has the whole text).
                     while not deltas.empty():
-                        held.append(deltas.get_nowait())
+                        order.hold(deltas.get_nowait())
                     for offset, message in enumerate(page.messages):
-                        for out in _take(held, index + offset):  # deltas of a call made before it
-                            yield delta_event(out)
+                        for out in order.ready(index + offset):  # deltas of a call made before it
+                            yield delta_event(out).model_dump(mode="json")
+                        if message.role == "assistant":
+                            order.logged(index + offset, message.name)
                         for event in events_of(index + offset, message):
                             yield event.model_dump(mode="json")
                     index += len(page.messages)
                     if index < page.total:
                         continue
-                    for out in _take(held, index):
-                        yield delta_event(out)
+                    for out in order.ready(index):
+                        yield delta_event(out).model_dump(mode="json")
                     if finished:  # read once more after the reply: nothing appended last is missed
                         break
                     news = await self._until_news(turn, deltas)
-                    held += [news] if news else []
+                    if news:
+                        order.hold(news)
                 yield done_event(turn.result())
             except ConversationEnded as ended:
                 yield {"index": -1, "type": "error", "text": str(ended)}
@@ -183,18 +189,6 @@ class Gateway:
                 await asyncio.wait([turn], timeout=self.poll_seconds)
             else:
                 await asyncio.sleep(self.poll_seconds)
-
-
-def _take(held: list[Delta], upto: int) -> list[Delta]:
-    """Remove and return, in order, the held deltas whose call began by log index `upto`."""
-    ready = [d for d in held if d.position <= upto]
-    held[:] = [d for d in held if d.position > upto]
-    return ready
-
-
-def delta_event(delta: Delta) -> dict[str, Any]:
-    return {"index": -1, "type": "ai_message_delta", "agent": delta.agent, "text": delta.text,
-            "call": delta.call, "attempt": delta.attempt, "reset": delta.reset, "position": delta.position}
 
 
 def done_event(reply: TurnReply) -> dict[str, Any]:

@@ -1,0 +1,51 @@
+"""A throwaway `redis-server` on a free port, for the live-delta broker tests.
+
+The binary is the distribution's (`apt-get install redis-server`); `.ci/run` installs it and
+sets DURABLE_TEAMS_REQUIRE_REDIS=1, so in CI a missing server fails the tests instead of
+skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from durable_teams.devserver import free_port
+
+
+def redis_binary() -> str:
+    found = shutil.which("redis-server")
+    if found is None:
+        why = "needs redis-server (apt-get install redis-server)"
+        if os.environ.get("DURABLE_TEAMS_REQUIRE_REDIS") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return found
+
+
+@pytest.fixture(name="redis_url", scope="module")
+def redis_url_fixture() -> Iterator[str]:
+    """`redis://127.0.0.1:PORT/0` of a server that keeps nothing on disk."""
+    port = free_port()
+    proc = subprocess.Popen([redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, f"redis-server exited with {proc.returncode}"
+                assert time.monotonic() < deadline, "redis-server did not listen within 30 s"
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
