@@ -235,3 +235,19 @@ def fake_openai_fixture() -> Iterator[FakeOpenAI]:
     `fake_openai_fixture` into a test module (or a conftest) to use it."""
     with FakeOpenAI() as fake:
         yield fake
+
+
+def sse_frames(*pieces: str) -> list[str]:
+    """A streamed Chat Completion's frames, one per text piece."""
+    chunks = [{"index": 0, "delta": {"role": "assistant", "content": p}} for p in pieces]
+    chunks.append({"index": 0, "delta": {}, "finish_reason": "stop"})
+    return [f"data: {json.dumps({'object': 'chat.completion.chunk', 'choices': [c]})}\n\n" for c in chunks] \
+        + ["data: [DONE]\n\n"]
+
+
+def held_answer(first: str, rest: str) -> tuple[Raw, threading.Event]:
+    """An answer whose first piece is sent at once and whose rest waits for the event."""
+    frames = sse_frames(first, rest)
+    resume = threading.Event()
+    return Raw(content_type="text/event-stream", body="".join(frames), pause_after=len(frames[0].encode()),
+               resume=resume), resume

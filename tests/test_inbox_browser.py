@@ -5,16 +5,22 @@ a refund approved from the page, and the conversation finishing; a screenshot on
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 from temporalio.client import Client
 
+from durable_teams.activities.model import OpenAIBackend
+from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import faang, support
 from durable_teams.scripted import ScriptedModel
 from durable_teams.workflows.state import ConversationResult
 
 from .conftest import running_worker
+from .fake_openai import FakeOpenAI, held_answer
 from .gateway_helpers import running_gateway
 from .test_web_ui import chromium_or_skip
 
@@ -64,15 +70,15 @@ async def test_a_question_answered_and_a_refund_approved_from_the_inbox_page(
     assert support.REFUNDS == [("item_132612938", "fell apart after a week")]
 
 
-async def test_the_chat_view_sends_a_turn_and_shows_the_reply(client: Client, task_queue: str) -> None:
+@asynccontextmanager
+async def chat_view(url: str, team: str) -> AsyncIterator[Any]:
+    """The inbox page in a headless browser with a new thread of `team` open in its chat view."""
     chromium = chromium_or_skip()
     from playwright.async_api import async_playwright, expect
 
-    team = faang.build().compile()
-    async with running_worker(client, task_queue, [team], ScriptedModel(faang.SCRIPT, stream=True)), \
-            running_gateway(client, task_queue) as url, async_playwright() as pw:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-            thread = (await http.post("/threads", json={"team": "faang"})).json()["thread_id"]
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        thread = (await http.post("/threads", json={"team": team})).json()["thread_id"]
+    async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=chromium, headless=True,
                                            args=["--no-sandbox", "--disable-gpu"])
         try:
@@ -80,12 +86,38 @@ async def test_the_chat_view_sends_a_turn_and_shows_the_reply(client: Client, ta
             await page.goto(url)
             await page.fill("#thread", thread)
             await page.click("#open")
-            await expect(page.locator("#chat")).to_contain_text("team faang · RUNNING · 0 turn(s)", timeout=30_000)
-            await page.fill("#say", faang.QUESTION)
-            await page.click("#send")
-            chat = page.locator("#chat")
-            await expect(chat).to_contain_text(f"supervisor: {faang.ANSWER}", timeout=30_000)
-            await expect(chat).to_contain_text("1 turn(s)", timeout=30_000)
-            await expect(chat).to_contain_text("supervisor → transfer_to_research_expert({})")
+            await expect(page.locator("#chat")).to_contain_text(f"team {team} · RUNNING · 0 turn(s)", timeout=30_000)
+            yield page
         finally:
             await browser.close()
+
+
+async def test_the_chat_view_sends_a_turn_and_shows_the_reply(client: Client, task_queue: str) -> None:
+    from playwright.async_api import expect
+
+    team = faang.build().compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(faang.SCRIPT, stream=True)), \
+            running_gateway(client, task_queue) as url, chat_view(url, "faang") as page:
+        await page.fill("#say", faang.QUESTION)
+        await page.click("#send")
+        chat = page.locator("#chat")
+        await expect(chat).to_contain_text(f"supervisor: {faang.ANSWER}", timeout=30_000)
+        await expect(chat).to_contain_text("1 turn(s)", timeout=30_000)
+        await expect(chat).to_contain_text("supervisor → transfer_to_research_expert({})")
+
+
+async def test_the_chat_view_shows_the_model_writing_before_it_finishes(client: Client, task_queue: str) -> None:
+    """The endpoint holds the rest of its answer until the page shows the first piece."""
+    from playwright.async_api import expect
+
+    answer, resume = held_answer("Hel", "lo there.")
+    echo = Swarm([Agent("echo", "You answer.", model="test-model")], team_name="echo").compile()
+    with FakeOpenAI([answer]) as fake:
+        backend = OpenAIBackend(base_url=fake.base_url, api_key="sk-test", stream=True)
+        async with running_worker(client, task_queue, [echo], backend), \
+                running_gateway(client, task_queue) as url, chat_view(url, "echo") as page:
+            await page.fill("#say", "Hi")
+            await page.click("#send")
+            await expect(page.locator("#live")).to_have_text("echo is writing: Hel", timeout=30_000)
+            resume.set()  # only now does the endpoint send the rest
+            await expect(page.locator("#chat")).to_contain_text("echo: Hello there.", timeout=30_000)

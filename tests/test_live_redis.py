@@ -10,7 +10,6 @@ bounded wait would run out first.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import subprocess
@@ -32,7 +31,7 @@ from durable_teams.live import Delta
 from durable_teams.live_redis import RedisHub
 
 from .cli_process import ROOT, cli_env
-from .fake_openai import FakeOpenAI, Raw
+from .fake_openai import FakeOpenAI, held_answer
 from .gateway_helpers import running_gateway, sse_events
 from .redis_server import redis_url_fixture  # noqa: F401 - the fixture
 
@@ -93,22 +92,6 @@ async def test_a_broker_that_is_down_costs_the_live_view_only(caplog: pytest.Log
             assert deltas.empty()
     assert len(caplog.records) == 1 and "no live deltas from redis://" in caplog.text
     assert "hunter2" not in caplog.text and "hunter2" not in repr(hub)
-
-
-def sse_frames(*pieces: str) -> list[str]:
-    """A streamed Chat Completion's frames, one per text piece."""
-    chunks = [{"index": 0, "delta": {"role": "assistant", "content": p}} for p in pieces]
-    chunks.append({"index": 0, "delta": {}, "finish_reason": "stop"})
-    return [f"data: {json.dumps({'object': 'chat.completion.chunk', 'choices': [c]})}\n\n" for c in chunks] \
-        + ["data: [DONE]\n\n"]
-
-
-def held_answer(first: str, rest: str) -> tuple[Raw, threading.Event]:
-    """An answer whose first piece is sent at once and whose rest waits for the event."""
-    frames = sse_frames(first, rest)
-    resume = threading.Event()
-    return Raw(content_type="text/event-stream", body="".join(frames), pause_after=len(frames[0].encode()),
-               resume=resume), resume
 
 
 @contextmanager
