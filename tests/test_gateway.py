@@ -4,6 +4,7 @@ transcript, questions answered through the inbox endpoints, auth and size limits
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from collections import Counter
 from typing import Any
@@ -196,7 +197,21 @@ async def test_live_deltas_stream_before_each_message_and_leave_history_as_it_wa
     # without deltas the stream is the same; and the history does not grow by one event
     assert [f for f in streamed if f[0] != "ai_message_delta"] == plain
     assert kinds(history) == kinds(plain_history)
+    assert payload_bytes(history) == payload_bytes(plain_history) > 5_000  # not a byte more
     assert len(history.events) < 120
+
+
+def payload_bytes(history: Any) -> int:
+    """The bytes of every payload a history holds (inputs, results, updates, memo)."""
+    def walk(node: Any) -> int:
+        if isinstance(node, dict):
+            if "data" in node and "metadata" in node and isinstance(node["data"], str):
+                return len(base64.b64decode(node["data"]))
+            return sum(walk(v) for v in node.values())
+        if isinstance(node, list):
+            return sum(walk(v) for v in node)
+        return 0
+    return walk(history.to_json_dict())
 
 
 def test_the_cli_refuses_an_exposed_gateway_without_tokens(monkeypatch: Any, capsys: Any) -> None:
