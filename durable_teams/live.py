@@ -13,7 +13,8 @@ to the history for each, the bloat this avoids. Two hubs:
   pub/sub, one channel per conversation, so any worker publishes and any gateway or `follow`
   in another process or machine subscribes.
 
-Deltas are best effort: a reader that connects late, falls behind or loses the broker misses
+A nested team runs as a child workflow: its deltas go to its own readers and, marked private
+and ready at once, to the readers of every conversation it runs inside. Deltas are best effort: a reader that connects late, falls behind or loses the broker misses
 some; the finished message in the log stays the truth. A retried model call starts with a
 `reset` delta: subscribers discard that call's partial text.
 """
@@ -21,7 +22,9 @@ some; the finished message in the log stays the truth. A retried model call star
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
@@ -40,7 +43,8 @@ LIVE_URL_ENV = "DURABLE_TEAMS_LIVE_URL"
 class Delta:
     """A piece of an agent's text. `call` names the model call (agent and its call index);
     `position` is the log's length when the call was made (its message comes at or after
-    it, so a reader can put deltas in order with the log); `reset` says: discard what this
+    it, so a reader can put deltas in order with the log; -1 on a nested team's delta sent to
+    a parent's readers: not ordered with that log); `reset` says: discard what this
     call sent so far (it is being retried); `shared` is False for text a supervisor's worker
     writes in its own run (it goes back to the supervisor, not to the user)."""
 
@@ -129,14 +133,33 @@ async def streaming(workflow_id: str, agent: str, call: str, attempt: int, hub: 
     def delta(**fields: Any) -> Delta:
         return Delta(workflow_id, agent, call, attempt, position=position, shared=shared, **fields)
 
+    parents = ancestors(workflow_id)
+
+    def publish(d: Delta) -> None:
+        hub.publish(d)
+        for parent in parents:  # a nested team's text reaches its parents' readers too, at once
+            hub.publish(dataclasses.replace(d, workflow_id=parent, position=-1, shared=False))
     if attempt > 1:
-        hub.publish(delta(reset=True))
-    token = _sink.set(lambda text: hub.publish(delta(text=text)))
+        publish(delta(reset=True))
+    token = _sink.set(lambda text: publish(delta(text=text)))
     try:
         yield
     finally:
         _sink.reset(token)
         await hub.flush()
+
+
+CHILD_ID = re.compile(r"(.+)/[a-zA-Z0-9_-]{1,64}-\d+")
+"""A nested team's child workflow id: `<parent id>/<agent>-<run>` (workflows/children.py)."""
+
+
+def ancestors(workflow_id: str) -> list[str]:
+    """The conversations a child workflow runs inside, nearest first."""
+    found = []
+    while (match := CHILD_ID.fullmatch(workflow_id)) is not None:
+        workflow_id = match.group(1)
+        found.append(workflow_id)
+    return found
 
 
 @dataclass
@@ -150,14 +173,14 @@ class LiveOrder:
     """Per agent, the log index of its latest message handed out."""
 
     def hold(self, delta: Delta) -> None:
-        if delta.position > self.finished.get(delta.agent, -1):
+        if delta.position < 0 or delta.position > self.finished.get(delta.agent, -1):
             self.held.append(delta)
 
     def logged(self, index: int, agent: str | None) -> None:
         """An assistant message of `agent` at `index` was handed out: its call is over."""
         if agent:
             self.finished[agent] = max(index, self.finished.get(agent, -1))
-            self.held = [d for d in self.held if d.agent != agent or d.position > index]
+            self.held = [d for d in self.held if d.agent != agent or d.position > index or d.position < 0]
 
     def ready(self, upto: int) -> list[Delta]:
         """Remove and return, in order, the held deltas whose call began by log index `upto`."""

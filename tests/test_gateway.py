@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.builders import Agent, Swarm
-from durable_teams.examples import faang
+from durable_teams.examples import faang, faang_teams
 from durable_teams.gateway.serve import check_exposure
 from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -222,3 +222,18 @@ def test_the_cli_refuses_an_exposed_gateway_without_tokens(monkeypatch: Any, cap
         main(["serve", "--host", "0.0.0.0", "--port", "1"])
     assert stop.value.code == 2
     assert "refusing to serve on 0.0.0.0 without tokens" in capsys.readouterr().err
+
+
+async def test_a_nested_teams_text_streams_to_the_threads_readers(client: Client, task_queue: str) -> None:
+    """Teams of teams run as child workflows: their experts' words reach the parent thread's
+    turn stream live too, marked private (they go back to the team lead, not to the user)."""
+    team = faang_teams.build().compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(faang_teams.SCRIPT, stream=True)), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = (await http.post("/threads", json={"team": team.spec.name})).json()["thread_id"]
+        async with http.stream("POST", f"/threads/{thread}/turns", json={"text": faang_teams.QUESTION}) as resp:
+            frames = await read_sse(resp)
+    research = "".join(d["text"] for n, d in frames if n == "ai_message_delta" and d["agent"] == "research_expert")
+    assert research == faang_teams.RESEARCH_SUMMARY
+    assert all(d["private"] for n, d in frames if n == "ai_message_delta" and d["agent"] == "research_expert")
+    assert frames[-1] == ("done", frames[-1][1]) and frames[-1][1]["text"] == faang_teams.ANSWER

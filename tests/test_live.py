@@ -16,7 +16,7 @@ from durable_teams.builders import Agent, Swarm
 from durable_teams.console import FollowPrinter
 from durable_teams.events import Event, delta_event
 from durable_teams.gateway.openai_compat import ContentStream
-from durable_teams.live import Delta, LiveOrder, LocalHub, emit, streaming
+from durable_teams.live import Delta, LiveOrder, LocalHub, ancestors, emit, streaming
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, Raw
@@ -170,3 +170,20 @@ def test_follow_prints_live_text_on_the_line_its_message_then_ends() -> None:
         "ai_message    [desk] Full",  # the text differs from what streamed (a retry): printed whole
         "(workflow completed)",
     ]
+
+
+async def test_a_nested_teams_text_reaches_the_readers_of_every_conversation_it_runs_in() -> None:
+    assert ancestors("thread-1/research_team-2/analyst-1") == ["thread-1/research_team-2", "thread-1"]
+    assert ancestors("thread-1") == [] and ancestors("a/b") == []  # not a child id
+    hub = LocalHub()
+    async with hub.subscribe("thread-1") as top, hub.subscribe("thread-1/research_team-2") as child:
+        async with streaming("thread-1/research_team-2", "researcher", "researcher:0", 1, hub, position=5):
+            emit("Found it")
+    assert child.get_nowait() == Delta("thread-1/research_team-2", "researcher", "researcher:0", 1, "Found it",
+                                       position=5)
+    forwarded = top.get_nowait()  # private, and not ordered with the parent's log: ready at once
+    assert forwarded == Delta("thread-1", "researcher", "researcher:0", 1, "Found it", position=-1, shared=False)
+    order = LiveOrder()
+    order.logged(3, "researcher")
+    order.hold(forwarded)
+    assert order.ready(0) == [forwarded]
