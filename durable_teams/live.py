@@ -39,6 +39,10 @@ LIVE_URL_ENV = "DURABLE_TEAMS_LIVE_URL"
 """Where deltas travel between processes (`redis://host:6379/0`); unset: this process only."""
 
 
+class LiveHubError(RuntimeError):
+    """DURABLE_TEAMS_LIVE_URL names no usable broker (a bad URL, the extra not installed)."""
+
+
 @dataclass(frozen=True)
 class Delta:
     """A piece of an agent's text. `call` names the model call (agent and its call index);

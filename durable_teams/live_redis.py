@@ -25,7 +25,7 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 
 from durable_teams.codec import EncryptionCodec
-from durable_teams.live import QUEUE_LIMIT, Delta, LiveHub, deliver
+from durable_teams.live import QUEUE_LIMIT, Delta, LiveHub, LiveHubError, deliver
 from durable_teams.redact import mask_url
 
 log = logging.getLogger(__name__)
@@ -44,10 +44,13 @@ class RedisHub(LiveHub):
         try:
             import redis.asyncio as redis
         except ImportError:
-            raise RuntimeError("DURABLE_TEAMS_LIVE_URL needs the Redis client: "
+            raise LiveHubError("DURABLE_TEAMS_LIVE_URL needs the Redis client: "
                                "pip install 'durable-teams[live]'") from None
         self.where = mask_url(url)
-        self.redis = redis.from_url(url)
+        try:
+            self.redis = redis.from_url(url)
+        except ValueError as err:  # not redis://, rediss:// or unix://
+            raise LiveHubError(f"DURABLE_TEAMS_LIVE_URL={self.where} is not a Redis URL: {err}") from None
         self.codec = codec if isinstance(codec, EncryptionCodec) else None
         self._outbox: dict[str, list[Delta]] = {}
         self._sending: asyncio.Task[None] | None = None
@@ -63,7 +66,11 @@ class RedisHub(LiveHub):
     def publish(self, delta: Delta) -> None:
         self._outbox.setdefault(delta.workflow_id, []).append(delta)
         if self._sending is None or self._sending.done():
-            self._sending = asyncio.get_running_loop().create_task(self._send())
+            try:
+                self._sending = asyncio.get_running_loop().create_task(self._send())
+            except RuntimeError:  # emitted outside the event loop (a backend's own thread)
+                self._outbox.clear()
+                self._warn("live deltas emitted outside the event loop are dropped")
 
     async def _send(self) -> None:
         while self._outbox:

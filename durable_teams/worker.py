@@ -25,6 +25,7 @@ from durable_teams.builders import CompiledTeam, Supervisor, Swarm
 from durable_teams.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.devserver import DevServer
 from durable_teams.examples import example_script, example_teams
+from durable_teams.live import LiveHubError
 from durable_teams.redact import mask_url
 from durable_teams.runtime import (
     TASK_QUEUE,
@@ -113,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(run_worker(args.team))
     except KeyboardInterrupt:
         pass
-    except EncryptionKeyError as err:  # a key setting that does not parse: one line, no traceback
+    except (EncryptionKeyError, LiveHubError) as err:  # a setting that does not parse: one line
         raise SystemExit(f"durable-teams worker: {err}") from None
     # Stopped cleanly. Skip interpreter teardown, as the CLI does: the Temporal client's native
     # threads can outlive the event loop and abort the process while Python finalizes

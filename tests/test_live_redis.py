@@ -30,7 +30,7 @@ from durable_teams.devserver import free_port
 from durable_teams.live import Delta
 from durable_teams.live_redis import RedisHub
 
-from .cli_process import ROOT, cli_env
+from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .fake_openai import FakeOpenAI, held_answer
 from .gateway_helpers import running_gateway, sse_events
 from .redis_server import redis_url_fixture  # noqa: F401 - the fixture
@@ -180,3 +180,12 @@ async def followed_turn(client: Client, task_queue: str, http: httpx.AsyncClient
         proc.terminate()
         await proc.wait()
     return seen.decode().splitlines()
+
+
+@pytest.mark.parametrize("command", [["serve"], ["worker"]])
+async def test_a_live_url_that_is_not_redis_is_one_line_at_start(client: Client, command: list[str]) -> None:
+    env = cli_env(client, DURABLE_TEAMS_LIVE_URL="http://user:hunter2@broker:4222")
+    outcome = await run_cli(*command, env=env)
+    line = one_line_failure(outcome)
+    assert "DURABLE_TEAMS_LIVE_URL=http://user:***@broker:4222 is not a Redis URL" in line, line
+    assert "hunter2" not in outcome.both

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from durable_teams.cli_commands import CliError, open_client
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, TOKENS_ENV, is_loopback, tokens_from_env
+from durable_teams.live import LiveHubError
 from durable_teams.runtime import TASK_QUEUE
 
 
@@ -61,7 +62,7 @@ def main(argv: Sequence[str]) -> int:
         return 2
     try:
         asyncio.run(_serve(args, tokens))
-    except CliError as err:
+    except (CliError, LiveHubError) as err:
         print(f"durable-teams: {err}", file=sys.stderr)
         return 1
     return 0
