@@ -37,14 +37,25 @@ from durable_teams.runtime import (
 from durable_teams.scripted import ScriptedModel
 
 
+class TeamLoadError(ValueError):
+    """A `--team module:attr` that does not name teams."""
+
+
 def load_teams(specs: Sequence[str]) -> list[CompiledTeam]:
-    """`module:attr` names a Supervisor, a Swarm, or a list of them."""
+    """`module:attr` names a Supervisor, a Swarm, or a list of them (attr defaults to TEAMS)."""
     teams = example_teams()
     for spec in specs:
         module, _, attr = spec.partition(":")
-        found = getattr(importlib.import_module(module), attr or "TEAMS")
+        try:
+            found = getattr(importlib.import_module(module), attr or "TEAMS")
+        except (ImportError, AttributeError) as err:
+            raise TeamLoadError(f"cannot load teams from {spec!r}: {err}") from None
         for item in found if isinstance(found, (list, tuple)) else [found]:
-            teams.append(item.compile() if isinstance(item, (Supervisor, Swarm)) else item)
+            if isinstance(item, (Supervisor, Swarm)):
+                item = item.compile()
+            if not isinstance(item, CompiledTeam):
+                raise TeamLoadError(f"{spec!r} holds a {type(item).__name__}, not a Supervisor or Swarm")
+            teams.append(item)
     return teams
 
 
@@ -114,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(run_worker(args.team))
     except KeyboardInterrupt:
         pass
-    except (EncryptionKeyError, LiveHubError) as err:  # a setting that does not parse: one line
+    except (EncryptionKeyError, LiveHubError, TeamLoadError) as err:  # a setting that does not parse: one line
         raise SystemExit(f"durable-teams worker: {err}") from None
     # Stopped cleanly. Skip interpreter teardown, as the CLI does: the Temporal client's native
     # threads can outlive the event loop and abort the process while Python finalizes

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from temporalio.client import Client
@@ -14,6 +15,7 @@ from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 
+from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 
@@ -83,3 +85,23 @@ async def test_streamed_chunks_in_openai_format(client: Client, task_queue: str)
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert {c.object for c in chunks} == {"chat.completion.chunk"} and len({c.id for c in chunks}) == 1
     assert again.choices[0].message.content == "turn 2: you said 'more'; earlier: ['hi']"
+
+
+async def test_the_teams_are_the_models_and_another_name_is_not_found(client: Client, task_queue: str) -> None:
+    async with running_gateway(client, task_queue, teams=["shop", "faang"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        assert [m.id for m in (await ai.models.list()).data] == ["shop", "faang"]
+        with pytest.raises(openai.NotFoundError) as missing:
+            await ai.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert missing.value.code == "model_not_found"
+        assert "no team 'gpt-4o' here (teams: shop, faang)" in str(missing.value)
+        async with httpx.AsyncClient(base_url=url) as http:
+            refused = await http.post("/threads", json={"team": "gpt-4o"})
+        assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
+
+
+@pytest.mark.parametrize("command", [["worker"], ["serve"]])
+async def test_a_team_module_that_does_not_load_is_one_line(client: Client, command: list[str]) -> None:
+    outcome = await run_cli(*command, "--team", "no_such_module:TEAMS", env=cli_env(client))
+    assert one_line_failure(outcome).endswith(
+        "cannot load teams from 'no_such_module:TEAMS': No module named 'no_such_module'")

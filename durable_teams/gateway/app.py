@@ -8,13 +8,14 @@
     GET  /questions                     every question waiting for a person
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
+    GET  /v1/models                     the teams, as OpenAI's model list
     GET  /                              the web inbox
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from importlib import resources
 from typing import Any
 
@@ -31,7 +32,7 @@ from durable_teams.events import follow
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.sse import sse_frame, sse_response
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live import LiveHub, hub_from_env
 from durable_teams.workflows.conversation import TeamWorkflow
 
@@ -62,8 +63,9 @@ def text_field(body: dict[str, Any], name: str, required: bool = True) -> str | 
 async def start_thread(request: Request) -> Response:
     body = await body_of(request)
     gw: Gateway = request.app.state.gateway
-    team = text_field(body, "team")
-    thread = await gw.start_thread(team or "", text_field(body, "thread_id", False),
+    team = text_field(body, "team") or ""
+    gw.check_team(team)
+    thread = await gw.start_thread(team, text_field(body, "thread_id", False),
                                    text_field(body, "task", False))
     return JSONResponse({"thread_id": thread, "team": team}, status_code=201)
 
@@ -134,8 +136,21 @@ async def inbox(request: Request) -> Response:
     return HTMLResponse(page)
 
 
+async def models(request: Request) -> Response:
+    """The teams this gateway serves, so chat front ends can offer them as models."""
+    gw: Gateway = request.app.state.gateway
+    return JSONResponse({"object": "list", "data": [
+        {"id": team, "object": "model", "created": 0, "owned_by": "durable-teams"} for team in gw.teams or []]})
+
+
 async def healthz(request: Request) -> Response:
     return JSONResponse({"ok": True})
+
+
+async def on_unknown_team(request: Request, exc: Exception) -> Response:
+    """OpenAI's answer to an unknown model: 404 with code `model_not_found`."""
+    return JSONResponse({"error": {"message": str(exc), "type": "invalid_request_error",
+                                   "code": "model_not_found"}}, status_code=404)
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
@@ -161,10 +176,11 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
 
 def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = None,
                max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
-               live_hub: LiveHub | None = None) -> Guard:
+               live_hub: LiveHub | None = None, teams: Sequence[str] | None = None) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
-    else this process's, durable_teams/live.py)."""
+    else this process's, durable_teams/live.py). `teams`: the team names the workers serve
+    (listed by /v1/models; another name is refused with 404); None: not checked."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -175,11 +191,12 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
         Route("/questions", questions),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/models", models),
     ]
-    handlers: dict[Any, Any] = {HTTPException: on_http_error}
+    handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team}
     for kind in (ReplyRejected, ConversationEnded, WorkflowQueryFailedError, RPCError):
         handlers[kind] = on_temporal_error
     app = Starlette(routes=routes, exception_handlers=handlers)
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
-    app.state.gateway = Gateway(client, task_queue, poll_seconds, hub)
+    app.state.gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None)
     return Guard(app, tokens or [], max_body)

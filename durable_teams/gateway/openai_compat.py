@@ -48,6 +48,7 @@ async def chat_completions(request: Request) -> Response:
     team: str = body["model"]
     text = last_user_text(body.get("messages"))
     gw: Gateway = request.app.state.gateway
+    gw.check_team(team)
     thread = request.headers.get("x-thread-id") or body.get("user") or None
     if not isinstance(thread, str | None):
         raise HTTPException(400, "'user' must be a string")

@@ -17,6 +17,7 @@ from durable_teams.cli_commands import CliError, open_client
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, TOKENS_ENV, is_loopback, tokens_from_env
 from durable_teams.live import LiveHubError
 from durable_teams.runtime import TASK_QUEUE
+from durable_teams.worker import TeamLoadError, load_teams
 
 
 def parser() -> argparse.ArgumentParser:
@@ -26,6 +27,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--task-queue", default=TASK_QUEUE, help="where new threads run")
     p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, help="largest request body, bytes")
+    p.add_argument("--team", action="append", default=[],
+                   help="module:attr of extra teams, as given to the worker (the examples are always known)")
     return p
 
 
@@ -43,7 +46,8 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
     from durable_teams.gateway.app import create_app
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one
-    app = create_app(client, task_queue=args.task_queue, tokens=tokens, max_body=args.max_body)
+    teams = [team.spec.name for team in load_teams(args.team)]
+    app = create_app(client, task_queue=args.task_queue, tokens=tokens, max_body=args.max_body, teams=teams)
     await uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port)).serve()
 
 
@@ -62,7 +66,7 @@ def main(argv: Sequence[str]) -> int:
         return 2
     try:
         asyncio.run(_serve(args, tokens))
-    except (CliError, LiveHubError) as err:
+    except (CliError, LiveHubError, TeamLoadError) as err:
         print(f"durable-teams: {err}", file=sys.stderr)
         return 1
     return 0

@@ -36,6 +36,10 @@ class TeamMismatch(ValueError):
     """A request names a thread of another team than its `model`."""
 
 
+class UnknownTeam(LookupError):
+    """A request names a team the workers do not serve."""
+
+
 YES = {"y", "yes", "approve", "approved", "ok", "okay", "sure"}
 
 
@@ -48,6 +52,13 @@ class Gateway:
     poll_seconds: float = 0.1
     hub: LiveHub = field(default_factory=lambda: LIVE)
     """Where live text deltas come from (durable_teams/live.py)."""
+    teams: list[str] | None = None
+    """The teams the workers serve, when known (`serve --team`)."""
+
+    def check_team(self, team: str) -> None:
+        """Raises `UnknownTeam` for a team the workers do not serve (when that is known)."""
+        if self.teams is not None and team not in self.teams:
+            raise UnknownTeam(f"no team {team!r} here (teams: {', '.join(self.teams) or 'none'})")
 
     async def start_thread(self, team: str, thread: str | None = None, task: str | None = None) -> str:
         """Start a conversation of `team` under `thread` (a new id when None). The team's name
