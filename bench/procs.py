@@ -6,9 +6,9 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sys
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,39 +25,55 @@ class Proc:
         self.env = {**os.environ, **(env or {})}
         self.first_line = ""
         self.last_line = ""
+        self.identity = ""
+        """A worker process's Temporal identity, as histories name it."""
 
     async def start(self) -> Proc:
         self.proc = await asyncio.create_subprocess_exec(
             *self.args, stdout=asyncio.subprocess.PIPE, cwd=ROOT, env=self.env)
         assert self.proc.stdout is not None
-        self.first_line = (await asyncio.wait_for(self.proc.stdout.readline(), 60)).decode().strip()
+        try:
+            self.first_line = (await asyncio.wait_for(self.proc.stdout.readline(), 60)).decode().strip()
+        except BaseException:  # it never said it was ready: it must not stay behind
+            self.kill9()
+            await self.proc.wait()
+            raise
         self.ps = psutil.Process(self.proc.pid)
         return self
-
-    @property
-    def identity(self) -> str:
-        """The Temporal worker identity a worker process gets by default."""
-        return f"{self.proc.pid}@{socket.gethostname()}"
 
     def cpu_seconds(self) -> float:
         times = self.ps.cpu_times()
         return times.user + times.system
 
     def kill9(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGKILL)
 
-    async def stop(self) -> dict[str, Any]:
-        """SIGTERM, then the JSON statistics line a worker process prints last (if any)."""
+    async def stop(self, within: float = 60) -> dict[str, Any]:
+        """SIGTERM, then the JSON statistics line a worker process prints last (if any); a
+        process still there after `within` seconds is killed."""
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
-        out, _ = await asyncio.wait_for(self.proc.communicate(), 60)
+        try:
+            out, _ = await asyncio.wait_for(self.proc.communicate(), within)
+        except asyncio.TimeoutError:
+            self.kill9()
+            await self.proc.wait()
+            raise
         lines = [line for line in out.decode().splitlines() if line.startswith("{")]
         return json.loads(lines[-1]) if lines else {}
 
 
-async def worker(address: str, queue: str, *flags: str, env: dict[str, str] | None = None) -> Proc:
-    proc = await Proc("-m", "bench.worker_proc", address, queue, *flags, env=env).start()
+async def worker(address: str, queue: str, *flags: str, env: dict[str, str] | None = None,
+                 identity: str | None = None) -> Proc:
+    """A worker process (bench/worker_proc.py), once it polls. Its identity: `identity`, or
+    one made up here."""
+    identity = identity or f"bench-worker-{uuid.uuid4().hex[:6]}"
+    proc = Proc("-m", "bench.worker_proc", address, queue, *flags, "--identity", identity, env=env)
+    proc.identity = identity
+    await proc.start()
     if proc.first_line != "ready":
+        await proc.stop()
         raise RuntimeError(f"the worker process did not start (it said {proc.first_line!r})")
     return proc
 

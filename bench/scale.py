@@ -1,7 +1,7 @@
 """Scale-out benchmark: several worker processes, failover, real model latency, the HTTP path.
 
     python -m bench.scale workers  [--workers 1 2 4] [--conversations 100]
-    python -m bench.scale failover [--conversations 50]
+    python -m bench.scale failover [--conversations 50] [--timeouts 10]
     python -m bench.scale latency  [--concurrency 50 200 500] [--latency 1.0]
     python -m bench.scale http     [--sizes 25 200 1000] [--plain-sizes 25 200]
 
@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 from temporalio.client import Client
@@ -30,8 +31,16 @@ from temporalio.testing import WorkflowEnvironment
 
 from bench import procs
 from bench.baseline import FloorHTTPWorkflow, FloorWorkflow
+from bench.failover import (
+    SIDE_EFFECTS,
+    busiest,
+    expected_answer,
+    failover_team,
+    pickup_delay,
+    read_effects,
+)
 from bench.run import TEAM
-from bench.teams import SIDE_EFFECTS, failover_team, http_team
+from bench.teams import http_team
 from durable_teams.devserver import find_temporal_binary
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
@@ -88,14 +97,14 @@ async def workers_mode(client: Client, address: str, counts: list[int], count: i
                   f"ratio {rate / frate:.2f}x; views read in process {local}/{local + queried}")
 
 
-async def failover_mode(client: Client, address: str, count: int) -> None:
+async def failover_mode(client: Client, address: str, count: int, seconds: float) -> None:
     print(f"\n## Failover: 2 worker processes, {count} conversations (a tool, then an order that "
-          "needs a person's approval); kill -9 one worker at a random moment\n")
+          f"needs a person's approval); kill -9 one worker at a random moment; timeouts {seconds:g} s\n")
     folder = Path(tempfile.mkdtemp(prefix="bench-effects-"))
     env = {SIDE_EFFECTS: str(folder)}
     queue = f"failover-{uuid.uuid4().hex[:4]}"
-    ps = [await procs.worker(address, queue, env=env) for _ in range(2)]
-    spec = failover_team().spec
+    ps = [await procs.worker(address, queue, "--sticky-seconds", str(seconds), env=env) for _ in range(2)]
+    spec = failover_team(model_seconds=seconds, tool_seconds=seconds).spec
     started = time.time()
     handles = [await client.start_workflow(TeamWorkflow.run, conversation(spec), id=i, task_queue=queue)
                for i in ids("fo", 3, count)]
@@ -103,31 +112,29 @@ async def failover_mode(client: Client, address: str, count: int) -> None:
     moment = asyncio.Event()
     approver = asyncio.ensure_future(approve_all(handles, random.randint(1, count - 1), moment))
     await asyncio.wait_for(moment.wait(), 300)
-    victim = ps[0]
+    victim_id, _ = await busiest(handles, [p.identity for p in ps])
+    victim, survivor = ps if ps[0].identity == victim_id else ps[::-1]
     victim.kill9()
     killed_at = time.time()
     print(f"killed worker {victim.identity} {killed_at - started:.1f} s after the first start")
     results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 600)
     finished = time.time()
     approver.cancel()
-    await ps[1].stop()
-    done = sum(r.status == "completed" for r in results)
+    await survivor.stop()
+    done = sum(r.status == "completed" and r.answer == expected_answer(h.id, True)
+               for r, h in zip(results, handles, strict=True))
     applied, attempts = read_effects(folder)
-    print(f"{done}/{count} conversations completed; orders applied: {len(applied)} "
-          f"({len(set(applied))} distinct, each once: {sorted(applied) == sorted(h.id for h in handles)}); "
-          f"tool attempts {len(attempts)} (a retry finds the record and does not apply again)")
+    once = applied == Counter({h.id: 1 for h in handles})
+    print(f"{done}/{count} conversations completed with the expected answer; orders applied: "
+          f"{sum(applied.values())} ({len(applied)} distinct, each once: {once}); tool attempts "
+          f"{len(attempts)} (a retry finds the record and does not apply again)")
     delays = [d for d in [await pickup_delay(h, victim.identity, killed_at) for h in handles] if d is not None]
     if delays:
         print(f"{len(delays)} conversations had work on the killed worker; a survivor picked each up "
               f"within median {statistics.median(delays):.1f} s, max {max(delays):.1f} s of the kill "
-              f"(bounded by the sticky queue timeout, 10 s, and the model/tool timeouts, 10 s here)")
+              f"or of the answer that came after it (bounded by the sticky queue timeout and the "
+              f"model/tool timeouts, {seconds:g} s here)")
     print(f"all finished {finished - killed_at:.1f} s after the kill")
-
-
-def read_effects(folder: Path) -> tuple[list[str], list[str]]:
-    """(the orders applied, every attempt to apply one) as `apply_order` recorded them."""
-    applied = [p.read_text() for p in folder.iterdir() if p.name != "attempts.log"]
-    return applied, (folder / "attempts.log").read_text().split()
 
 
 async def approve_all(handles: list, kill_after: int, moment: asyncio.Event) -> None:  # noqa: ANN001
@@ -148,24 +155,6 @@ async def approve_all(handles: list, kill_after: int, moment: asyncio.Event) -> 
                 if len(answered) >= kill_after:
                     moment.set()
         await asyncio.sleep(0.2)
-
-
-async def pickup_delay(handle, victim: str, killed_at: float) -> float | None:  # noqa: ANN001
-    """Seconds from the kill to a survivor's first task in a conversation the victim worked on
-    last (None: the victim held nothing of it then)."""
-    last_before, first_after = "", None
-    async for e in handle.fetch_history_events():
-        at = e.event_time.seconds + e.event_time.nanos / 1e9
-        who = (e.workflow_task_started_event_attributes.identity or e.activity_task_started_event_attributes.identity)
-        if not who:
-            continue
-        if at < killed_at:
-            last_before = who
-        elif who != victim and first_after is None:
-            first_after = at
-    if last_before != victim or first_after is None:
-        return None
-    return first_after - killed_at
 
 
 async def latency_mode(client: Client, address: str, concurrency: list[int], latency: float,
@@ -249,7 +238,7 @@ async def main(args: argparse.Namespace) -> None:
         if args.mode == "workers":
             await workers_mode(env.client, address, args.workers, args.conversations or 100)
         elif args.mode == "failover":
-            await failover_mode(env.client, address, args.conversations or 50)
+            await failover_mode(env.client, address, args.conversations or 50, args.timeouts)
         elif args.mode == "latency":
             await latency_mode(env.client, address, args.concurrency, args.latency, args.profile)
         else:
@@ -266,6 +255,8 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 200, 1000])
     parser.add_argument("--plain-sizes", type=int, nargs="*", default=[25, 200])
     parser.add_argument("--profile", help="latency: write a cProfile of the worker process here")
+    parser.add_argument("--timeouts", type=float, default=10.0,
+                        help="failover: the sticky queue's, a model call's and a tool's timeouts (s)")
     asyncio.run(main(parser.parse_args()))
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown, which the Temporal client's native threads can abort

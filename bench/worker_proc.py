@@ -2,14 +2,17 @@
 benchmark's client (which holds the histories it fetches).
 
     python -m bench.worker_proc <server address> <task queue> [--model-url URL] [--floor]
-        [--no-eager] [--plain-wire] [--profile FILE]
+        [--no-eager] [--plain-wire] [--profile FILE] [--identity NAME] [--sticky-seconds S]
 
 Serves the benchmark teams (bench/teams.py) with the zero-latency scripted model, or with the
 OpenAI-compatible model at `--model-url` (bench/model_server.py). `--floor` serves the floor
 workflows instead (bench/baseline.py). `--no-eager` turns off eager activity dispatch (as on a
 server without `system.enableActivityEagerExecution`). `--plain-wire` sends model requests
 through `chat.completions.create` (the client converts the whole transcript on every call), for
-comparison. Prints "ready" once polling; on SIGTERM prints one JSON line of statistics, stops.
+comparison. `--identity` names the worker in workflow histories; `--sticky-seconds` is how long
+a conversation's next workflow task waits for this worker (which holds it cached) before any
+worker may take it (Temporal's default: 10 s). Prints "ready" once polling; on SIGTERM prints
+one JSON line of statistics, stops.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import asyncio
 import json
 import os
 import signal
+from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
@@ -41,7 +45,8 @@ class ForgetfulScript(ScriptedModel):
         return response
 
 
-def floor_worker(client: Any, task_queue: str, model_url: str | None, eager: bool) -> Worker:
+def floor_worker(client: Any, task_queue: str, model_url: str | None, eager: bool,
+                 identity: str | None) -> Worker:
     backend = OpenAIBackend(base_url=model_url) if model_url else None
 
     @activity.defn(name="model_http")
@@ -53,14 +58,15 @@ def floor_worker(client: Any, task_queue: str, model_url: str | None, eager: boo
 
     return Worker(client, task_queue=task_queue, workflows=[FloorWorkflow, NaiveWorkflow, FloorHTTPWorkflow],
                   activities=[echo, model_http], max_concurrent_activities=1000,
-                  disable_eager_activity_execution=not eager)
+                  disable_eager_activity_execution=not eager, identity=identity)
 
 
 async def main(args: argparse.Namespace) -> None:
     client = await connect(args.address)
     stats: dict[str, Any] = {}
     if args.floor:
-        worker: Any = floor_worker(client, args.task_queue, args.model_url, not args.no_eager)
+        worker: Any = floor_worker(client, args.task_queue, args.model_url, not args.no_eager,
+                                   args.identity)
     else:
         if args.plain_wire:
             def plain(client: Any, params: dict[str, Any], timeout: float) -> Any:
@@ -68,6 +74,10 @@ async def main(args: argparse.Namespace) -> None:
             model_module.stream_chat_completion = plain  # type: ignore[assignment]
         backend = OpenAIBackend(base_url=args.model_url) if args.model_url else ForgetfulScript(step)
         extra: dict[str, Any] = {}
+        if args.identity:
+            extra["identity"] = args.identity
+        if args.sticky_seconds:
+            extra["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=args.sticky_seconds)
         if args.unsandboxed:
             from temporalio.worker import UnsandboxedWorkflowRunner
             extra["workflow_runner"] = UnsandboxedWorkflowRunner()
@@ -102,5 +112,7 @@ if __name__ == "__main__":
     parser.add_argument("--plain-wire", action="store_true")
     parser.add_argument("--unsandboxed", action="store_true")
     parser.add_argument("--profile", help="write a cProfile of the worker's Python threads here")
+    parser.add_argument("--identity", help="the worker's identity (default: pid@host (scripted model))")
+    parser.add_argument("--sticky-seconds", type=float, help="the sticky queue's schedule-to-start timeout")
     asyncio.run(main(parser.parse_args()))
     os._exit(0)  # skip interpreter teardown, which the Temporal client's native threads can abort
