@@ -144,18 +144,17 @@ async def busiest(handles: list[WorkflowHandle], identities: list[str]) -> tuple
 
 
 async def pickup_delay(handle: WorkflowHandle, victim: str, killed_at: float) -> float | None:
-    """Seconds a survivor took to pick up a conversation the victim worked on last before the
-    kill: from the moment its work was there to take (the kill, or the person's answer when it
-    came after the kill) to a survivor's first task in it. None: the victim did not hold it."""
-    last_before, ready, picked = "", killed_at, None
+    """Seconds from the kill to a survivor's first task in a conversation the victim worked on
+    last before the kill (None: the victim did not hold it). A conversation waiting for a person
+    counts until the answer that came after the kill was taken up."""
+    last_before, picked = "", None
     async for e in handle.fetch_history_events():
         at = _seconds(e)
         if at < killed_at:
             last_before = _identity(e) or last_before
-        elif e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED and picked is None:
-            ready = max(ready, at)
-        elif picked is None and _identity(e) not in ("", victim):
+        elif _identity(e) not in ("", victim):
             picked = at
+            break
     if last_before != victim or picked is None:
         return None
-    return max(0.0, picked - ready)
+    return picked - killed_at

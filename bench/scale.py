@@ -109,13 +109,14 @@ async def failover_mode(client: Client, address: str, count: int, seconds: float
     handles = [await client.start_workflow(TeamWorkflow.run, conversation(spec), id=i, task_queue=queue)
                for i in ids("fo", 3, count)]
     # a random moment while work is in flight: after a random number of approvals were given
-    moment = asyncio.Event()
-    approver = asyncio.ensure_future(approve_all(handles, random.randint(1, count - 1), moment))
+    moment, resume = asyncio.Event(), asyncio.Event()
+    approver = asyncio.ensure_future(approve_all(handles, random.randint(1, count - 1), moment, resume))
     await asyncio.wait_for(moment.wait(), 300)
     victim_id, _ = await busiest(handles, [p.identity for p in ps])
     victim, survivor = ps if ps[0].identity == victim_id else ps[::-1]
     victim.kill9()
     killed_at = time.time()
+    resume.set()
     print(f"killed worker {victim.identity} {killed_at - started:.1f} s after the first start")
     results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 600)
     finished = time.time()
@@ -132,28 +133,28 @@ async def failover_mode(client: Client, address: str, count: int, seconds: float
     if delays:
         print(f"{len(delays)} conversations had work on the killed worker; a survivor picked each up "
               f"within median {statistics.median(delays):.1f} s, max {max(delays):.1f} s of the kill "
-              f"or of the answer that came after it (bounded by the sticky queue timeout and the "
-              f"model/tool timeouts, {seconds:g} s here)")
+              f"(the sticky queue timeout and the model/tool timeouts, {seconds:g} s here; the person's "
+              f"query for a question on the dead worker waits out the first)")
     print(f"all finished {finished - killed_at:.1f} s after the kill")
 
 
-async def approve_all(handles: list, kill_after: int, moment: asyncio.Event) -> None:  # noqa: ANN001
-    """The person in the loop: approves every order as soon as it is asked; sets `moment`
-    after `kill_after` approvals."""
+async def approve_all(handles: list, kill_after: int, moment: asyncio.Event,  # noqa: ANN001
+                      resume: asyncio.Event) -> None:
+    """The person in the loop: approves every order as soon as it is asked (looking at every
+    open conversation at once, as an inbox does); after `kill_after` approvals sets `moment`
+    and waits for `resume` (the kill) before approving more."""
     answered: set[str] = set()
     while True:
-        for h in handles:
-            if h.id in answered:
-                continue
-            try:
-                pending = await h.query(TeamWorkflow.pending_questions)
-            except Exception:  # noqa: BLE001 - its worker may just have died; ask again later
-                continue
-            for q in pending:
+        waiting = [h for h in handles if h.id not in answered]
+        found = await asyncio.gather(*(h.query(TeamWorkflow.pending_questions) for h in waiting),
+                                     return_exceptions=True)  # a worker may just have died: ask again
+        for h, pending in zip(waiting, found, strict=True):
+            for q in pending if isinstance(pending, list) else []:
                 await h.signal(TeamWorkflow.human_reply, HumanReply(question_id=q.question_id, approved=True))
                 answered.add(h.id)
-                if len(answered) >= kill_after:
+                if len(answered) >= kill_after and not resume.is_set():
                     moment.set()
+                    await resume.wait()
         await asyncio.sleep(0.2)
 
 

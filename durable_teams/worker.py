@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import math
 import os
 import signal
 import sys
@@ -83,7 +84,7 @@ def embedded_or_remote() -> tuple[str, DevServer | None]:
     return server.address, server
 
 
-async def run_worker(team_specs: Sequence[str] = ()) -> None:
+async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = None) -> None:
     address, _ = embedded_or_remote()
     client = await connect(address)
     codec = client.data_converter.payload_codec
@@ -92,7 +93,8 @@ async def run_worker(team_specs: Sequence[str] = ()) -> None:
     await ensure_search_attributes(client)
     teams = load_teams(team_specs)
     worker = build_worker(client, teams, model_backend(),
-                          graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SECONDS))
+                          graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SECONDS),
+                          sticky_queue_schedule_to_start_timeout=sticky or sticky_timeout())
     stop_on_signals(worker)
     print(f"Worker: polling task queue {TASK_QUEUE!r}; teams: {', '.join(t.spec.name for t in teams)}")
     await worker.run()
@@ -102,6 +104,25 @@ async def run_worker(team_specs: Sequence[str] = ()) -> None:
 GRACEFUL_SECONDS = float(os.environ.get("DURABLE_TEAMS_GRACEFUL_SHUTDOWN_SECONDS", "20"))
 """On SIGTERM, how long running model and tool calls may take to finish before they are cancelled
 (and retried elsewhere). Docker waits 10 s by default: docker-compose.yml gives workers 30 s."""
+
+
+STICKY_ENV = "DURABLE_TEAMS_STICKY_SECONDS"
+
+
+def sticky_timeout() -> timedelta:
+    """How long the next workflow task of a conversation this worker holds in its cache waits
+    for this worker before any worker may take it: what a conversation waits after its worker
+    crashed (`$DURABLE_TEAMS_STICKY_SECONDS`, default 10 s, Temporal's). Lower fails over faster;
+    a worker too busy to poll within it then hands conversations to others, which replay them."""
+    raw = os.environ.get(STICKY_ENV, "").strip() or "10"
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise SystemExit(f"durable-teams worker: {STICKY_ENV} must be a positive number of "
+                         f"seconds, not {raw!r}")
+    return timedelta(seconds=seconds)
 
 
 def stop_on_signals(worker: TeamWorker) -> None:
@@ -121,8 +142,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
     args = parser.parse_args(argv)
+    sticky = sticky_timeout()  # a bad setting: one line before anything starts
     try:
-        asyncio.run(run_worker(args.team))
+        asyncio.run(run_worker(args.team, sticky))
     except KeyboardInterrupt:
         pass
     except (EncryptionKeyError, LiveHubError, TeamLoadError) as err:  # a setting that does not parse: one line

@@ -16,7 +16,10 @@ scripted model, the recorded side effects) is the benchmark's: `python -m bench.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
+import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
@@ -41,6 +44,7 @@ from bench.failover import (
     read_effects,
     release,
 )
+from durable_teams.worker import STICKY_ENV, sticky_timeout
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import (
     ConversationInput,
@@ -216,3 +220,21 @@ async def report(plan: Plan, handles: list[WorkflowHandle], attempts: list[tuple
           f"{statistics.median(delays):.2f} s, max {max(delays):.2f} s; {len(orphaned)} orders the victim "
           f"applied and never reported, {len(retried)} of them retried by the survivor (and not "
           f"applied again); {moved} model calls moved off a worker's own queue")
+
+
+def test_the_worker_takes_its_sticky_timeout_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`durable-teams worker` waits `$DURABLE_TEAMS_STICKY_ENV` (default 10 s) for a
+    conversation it holds before another worker may take it; a bad value is one clear line."""
+    monkeypatch.delenv(STICKY_ENV, raising=False)
+    assert sticky_timeout() == timedelta(seconds=10)
+    monkeypatch.setenv(STICKY_ENV, "1.5")
+    assert sticky_timeout() == timedelta(seconds=1.5)
+    for bad in ("0", "-2", "soon", "nan", "inf"):
+        monkeypatch.setenv(STICKY_ENV, bad)
+        with pytest.raises(SystemExit, match=f"{STICKY_ENV} must be a positive number of seconds, not '{bad}'"):
+            sticky_timeout()
+    env = {**os.environ, STICKY_ENV: "soon", "TEMPORAL_ADDRESS": "127.0.0.1:1"}
+    out = subprocess.run([sys.executable, "worker.py"], cwd=Path(__file__).resolve().parent.parent,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout, out.stderr.strip()) == (
+        1, "", f"durable-teams worker: {STICKY_ENV} must be a positive number of seconds, not 'soon'")
