@@ -44,6 +44,7 @@ from bench.failover import (
     read_effects,
     release,
 )
+from durable_teams.client import send_reply
 from durable_teams.worker import STICKY_ENV, sticky_timeout
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import (
@@ -181,21 +182,25 @@ async def test_kill9_of_a_worker_under_load_loses_and_repeats_nothing(
     plan = Plan(handles, {h.id: await holder(h) for h in handles}, two_workers)
     victim, approved = plan.victim, plan.approved
 
-    async def answer(batch: list[WorkflowHandle]) -> None:
-        for h in batch:
-            await h.signal(TeamWorkflow.human_reply, HumanReply(
-                question_id=questions[h.id].question_id, approved=approved[h.id]))
+    async def answer(h: WorkflowHandle, through_update: bool) -> None:
+        qid = questions[h.id].question_id
+        if through_update:  # as the CLI and the inbox do: returns once the workflow took it
+            await send_reply(client, h.id, qid, approved=approved[h.id])
+        else:  # the durable signal
+            await h.signal(TeamWorkflow.human_reply, HumanReply(question_id=qid, approved=approved[h.id]))
 
     # The moment: every order approved before the kill is applied, and the victim has not
     # reported those it applied (it waits on the hold), so the server must retry them elsewhere.
     hold_worker(tmp_path, victim.proc.pid)
-    await answer(plan.first)
+    for h in plan.first:
+        await answer(h, through_update=False)
     await applied_all(tmp_path, {h.id for h in plan.first if approved[h.id]})
     victim.kill9()
     killed_at = time.time()
     assert await asyncio.wait_for(victim.proc.wait(), WAIT) == -9
     release(tmp_path)
-    await answer(plan.second)
+    # half through the update, which waits for a live worker to take the conversation over
+    await asyncio.wait_for(asyncio.gather(*(answer(h, k % 2 == 1) for k, h in enumerate(plan.second))), WAIT)
     done = await results(handles)
 
     assert {h.id: (r.status, r.answer) for h, r in zip(handles, done, strict=True)} == {
