@@ -145,7 +145,8 @@ class OpenAIBackend:
     async def complete(
         self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
     ) -> ModelResponse:
-        params = self.params(req, self.wire.messages(req.instructions, messages),
+        stream = (req.workflow_id, req.run_id, req.agent_run)  # each call extends the last view
+        params = self.params(req, self.wire.messages(req.instructions, messages, stream),
                              self.wire.tools(tools))
         timeout = attempt_timeout(self.timeout)
         try:

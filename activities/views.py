@@ -19,7 +19,8 @@ from temporalio.client import WorkflowQueryFailedError
 
 from durable_teams.workflows import live_view
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolSpec
-from durable_teams.workflows.transcript import LogDelta, view_from_delta
+from durable_teams.workflows.transcript import LogDelta, Transcript, merge_delta
+from durable_teams.workflows.view_builder import ViewBuilder
 
 ViewReader = Callable[[ModelRequest], Awaitable[ModelView]]
 
@@ -64,6 +65,8 @@ class _Entry:
     shared: list[int] = field(default_factory=list)
     tools: dict[str, list[ToolSpec]] = field(default_factory=dict)
     size: int = 0
+    views: ViewBuilder = field(default_factory=ViewBuilder)
+    """Each agent run's view, extended call after call (workflows/view_builder.py)."""
 
 
 class ViewCache:
@@ -126,7 +129,9 @@ class ViewCache:
             self._drop(key)  # the workflow no longer has what we hold: start again from 0
             entry = _Entry(tools=entry.tools)  # same run, same team: tool schemas still hold
         had = len(entry.log)
-        messages = view_from_delta(entry.log, entry.shared, delta, req.agent_run, req.transcript_length)
+        shared_end, handoffs = merge_delta(entry.log, entry.shared, delta, req.transcript_length)
+        messages = entry.views.view(Transcript.of(entry.log, entry.shared, delta.runs), req.agent_run,
+                                    req.transcript_length, shared_end, handoffs)
         if delta.tools is not None:
             entry.tools[req.agent] = delta.tools
         tools = entry.tools.get(req.agent)

@@ -11,8 +11,13 @@ worker's CPU there. Here each message is converted to its wire dict, and encoded
   the model activity's per-worker copy of it), and messages are never changed in place (every
   edit is a `model_copy`), so an object seen before has the same wire form. The cache holds
   each message it keys, so an id cannot be reused while its entry lives.
-- `encode_body` writes the request body, splicing in each message's cached JSON; the result is
-  the JSON the openai client would send for the same arguments (tests/test_wire_body.py).
+- Given a `stream` (the model activity passes its workflow, run and agent run), it also keeps
+  the last view it encoded for that stream: a view that extends it (checked with one list
+  comparison, which compares identical objects by identity, in C) reuses its dicts and
+  encodings, so only the new messages are looked at.
+- `encode_body` writes the request body, splicing in the messages' cached JSON with one join;
+  the result is the JSON the openai client would send for the same arguments
+  (tests/test_wire_body.py).
 - `stream_chat_completion` sends those bytes through the openai client's own `post` (same
   headers, auth, timeouts and errors), skipping only its per-call conversion.
 """
@@ -22,6 +27,8 @@ from __future__ import annotations
 import inspect
 import json
 from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from durable_teams.workflows.messages import Message, ToolSpec, wire_name
@@ -69,26 +76,72 @@ def wire_dict(value: dict[str, Any]) -> WireDict:
     return out
 
 
+class WireList(list):
+    """A request's `messages` as wire dicts, with their JSON encodings, in order, in `encodings`."""
+
+    __slots__ = ("encodings",)
+
+    encodings: list[bytes]
+
+
+@dataclass(eq=False)
+class _Stream:
+    """The last view encoded for one stream (a workflow run's agent run)."""
+
+    messages: list[Message]
+    dicts: list[WireDict]
+    encodings: list[bytes]
+    size: int
+
+
 class WireCache:
     """Per-worker cache of messages' and tool schemas' wire dicts, least recently used out
-    first once their encodings pass `max_bytes`."""
+    first once their encodings pass `max_bytes`; and of the last view of each stream, least
+    recently used out first past `max_bytes` of encodings or `max_streams`."""
 
-    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024, max_streams: int = 4096) -> None:
         self.max_bytes = max_bytes
+        self.max_streams = max_streams
         self.bytes = 0
+        self.stream_bytes = 0
         self.hits = 0
         self.misses = 0
+        self.extended = 0
+        """Views that extended their stream's last one (only the new messages looked at)."""
         self._entries: OrderedDict[int, tuple[object, WireDict]] = OrderedDict()
+        self._streams: OrderedDict[Hashable, _Stream] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def messages(self, instructions: str, messages: list[Message]) -> list[dict[str, Any]]:
-        """The request's messages: the system prompt (if any), then the view's."""
-        out: list[dict[str, Any]] = [wire_dict({"role": "system", "content": instructions})] if instructions else []
-        out += [self._get(m) for m in messages]
+    def messages(self, instructions: str, messages: list[Message],
+                 stream: Hashable | None = None) -> WireList:
+        """The request's messages: the system prompt (if any), then the view's. With `stream`,
+        a view extending the stream's last one converts only its new messages."""
+        head = [wire_dict({"role": "system", "content": instructions})] if instructions else []
+        dicts, encodings = self._view(messages, stream)
+        out = WireList(head + dicts)
+        out.encodings = [d.encoded for d in head] + encodings
         self._evict()
         return out
+
+    def _view(self, messages: list[Message], stream: Hashable | None) -> tuple[list[WireDict], list[bytes]]:
+        known = self._streams.pop(stream, None) if stream is not None else None
+        if known is not None:
+            self.stream_bytes -= known.size
+            if len(known.messages) > len(messages) or messages[:len(known.messages)] != known.messages:
+                known = None  # not an extension (an older view, a retry): from the start
+        if known is None:
+            known = _Stream([], [], [], 0)
+        else:
+            self.extended += 1
+        new = [self._get(m) for m in messages[len(known.dicts):]]
+        dicts, encodings = known.dicts + new, known.encodings + [d.encoded for d in new]
+        if stream is not None:
+            size = known.size + sum(len(d.encoded) for d in new)
+            self._streams[stream] = _Stream(list(messages), dicts, encodings, size)
+            self.stream_bytes += size
+        return dicts, encodings
 
     def tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [self._get(t) for t in tools]
@@ -114,6 +167,9 @@ class WireCache:
         while self.bytes > self.max_bytes and len(self._entries) > 1:
             _, (_, converted) = self._entries.popitem(last=False)
             self.bytes -= len(converted.encoded)
+        while self._streams and (self.stream_bytes > self.max_bytes or len(self._streams) > self.max_streams):
+            _, dropped = self._streams.popitem(last=False)
+            self.stream_bytes -= dropped.size
 
 
 def _encoded(value: Any) -> bytes:
@@ -125,7 +181,9 @@ def encode_body(params: dict[str, Any]) -> bytes:
     messages and tools reuse the encodings their `WireDict`s carry."""
     parts = []
     for key, value in params.items():
-        if key in ("messages", "tools") and isinstance(value, list):
+        if isinstance(value, WireList):  # one join, no pass over the messages in Python
+            encoded = b"[" + b",".join(value.encodings) + b"]"
+        elif key in ("messages", "tools") and isinstance(value, list):
             encoded = b"[" + b",".join(_encoded(v) for v in value) + b"]"
         else:
             encoded = dumps(value)

@@ -190,7 +190,8 @@ async def latency_mode(client: Client, address: str, concurrency: list[int], lat
         server.kill9()
 
 
-async def http_mode(client: Client, address: str, sizes: list[int], plain_sizes: list[int]) -> None:
+async def http_mode(client: Client, address: str, sizes: list[int], plain_sizes: list[int],
+                    profile: str | None = None) -> None:
     print("\n## Per-call worker CPU against N, through the openai client and a zero-latency HTTP model\n")
     server, url = await procs.model_server(0.0, 0.0)
     try:
@@ -198,6 +199,8 @@ async def http_mode(client: Client, address: str, sizes: list[int], plain_sizes:
             if not wanted:
                 continue
             flags = ["--model-url", url] + (["--plain-wire"] if plain else [])
+            if profile and not plain:
+                flags += ["--profile", profile]
             worker = await procs.worker(address, "http", *flags)
             await ours(client, "http", http_team(3).spec, ids("warm", 3, 1))
             label = "chat.completions.create (the client converts every message)" if plain else "ours (each message encoded once)"
@@ -243,7 +246,7 @@ async def main(args: argparse.Namespace) -> None:
         elif args.mode == "latency":
             await latency_mode(env.client, address, args.concurrency, args.latency, args.profile)
         else:
-            await http_mode(env.client, address, args.sizes, args.plain_sizes)
+            await http_mode(env.client, address, args.sizes, args.plain_sizes, args.profile)
 
 
 if __name__ == "__main__":
@@ -255,7 +258,7 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 200, 1000])
     parser.add_argument("--plain-sizes", type=int, nargs="*", default=[25, 200])
-    parser.add_argument("--profile", help="latency: write a cProfile of the worker process here")
+    parser.add_argument("--profile", help="latency, http: write a cProfile of (our) worker process here")
     parser.add_argument("--timeouts", type=float, default=10.0,
                         help="failover: the sticky queue's, a model call's and a tool's timeouts (s)")
     asyncio.run(main(parser.parse_args()))

@@ -76,3 +76,44 @@ async def test_the_endpoint_receives_the_same_request_either_way() -> None:
     assert fake.paths[0] == fake.paths[1]
     for header in ("authorization", "content-type", "accept"):
         assert fake.headers[0][header] == fake.headers[1][header]
+
+
+def test_a_stream_converts_only_what_extends_its_last_view() -> None:
+    cache, stream = WireCache(), ("w", "r", 0)
+    for upto in range(1, len(LOG) + 1):
+        messages = cache.messages("Be brief.", LOG[:upto], stream)
+        assert messages == uncached("Be brief.", LOG[:upto])[0]
+        assert [json.loads(e) for e in messages.encodings] == messages
+    assert (cache.extended, cache.misses) == (len(LOG) - 1, len(LOG))
+    # a retry reading an older, shorter view; then a view that is not an extension (an edited
+    # message in the middle: views copy what they strip); both converted from the start, right
+    assert cache.messages("", LOG[:2], stream) == uncached("", LOG[:2])[0]
+    edited = [LOG[0], LOG[1].model_copy(update={"tool_calls": []}), *LOG[2:]]
+    assert cache.messages("", edited, stream) == uncached("", edited)[0]
+    assert cache.extended == len(LOG) - 1
+    # equal messages that are other objects (a replayed workflow's) still extend
+    copies = [m.model_copy() for m in edited] + [Message(role="user", content="more")]
+    assert cache.messages("", copies, stream) == uncached("", copies)[0]
+    assert cache.extended == len(LOG)
+
+
+def test_streams_are_bounded_by_count_and_bytes() -> None:
+    cache = WireCache(max_streams=2)
+    for i in range(5):
+        cache.messages("", LOG, ("w", str(i), 0))
+    assert len(cache._streams) == 2
+    small = WireCache(max_bytes=1)
+    small.messages("", LOG, ("w", "r", 0))
+    assert len(small._streams) == 0 and small.stream_bytes == 0
+
+
+def test_the_body_of_a_stream_is_what_the_openai_client_would_send() -> None:
+    from openai._utils import maybe_transform
+    from openai.types.chat import completion_create_params
+
+    cache = WireCache()
+    for upto in (2, len(LOG)):
+        messages = cache.messages("Be brief.", LOG[:upto], ("w", "r", 0))
+        params = OpenAIBackend(base_url="http://127.0.0.1:9/v1").params(REQ, messages, cache.tools(TOOLS))
+        theirs = maybe_transform(params, completion_create_params.CompletionCreateParamsNonStreaming)
+        assert json.loads(encode_body(params)) == json.loads(json.dumps(theirs))

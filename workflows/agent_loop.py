@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from .placement import PATCH, ModelPlacement, is_not_started
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
+    from .view_builder import ViewBuilder
 
 
 class TurnFailed(Exception):
@@ -41,10 +42,12 @@ class AgentLoop:
     """Runs agents of one team against the conversation state."""
 
     def __init__(self, team: TeamSpec, state: ConversationState, desk: HumanDesk,
-                 placement: ModelPlacement | None = None):
+                 placement: ModelPlacement | None = None, views: ViewBuilder | None = None):
         self.team = team
         self.placement = placement or ModelPlacement()
         """Where model calls run (the run's, shared by its turns: workflows/placement.py)."""
+        self.views = views or ViewBuilder()
+        """Agents' views, built incrementally (the run's, shared by its turns)."""
         self.state = state
         self.desk = desk
         self.tools = ToolRunner(team, state, desk)
@@ -155,8 +158,8 @@ class AgentLoop:
             agent_call_index=calls_so_far,
         )
         # What the model receives: the system message and this agent's view (not the log).
-        received = len(self.transcript.view(
-            agent_run, length, handoffs=roster.handoff_view(self.team))) + bool(instructions)
+        received = len(self.views.view(self.transcript, agent_run, length, len(self.transcript.shared),
+                                       roster.handoff_view(self.team))) + bool(instructions)
         try:
             response = await self._execute_model(
                 request, f"model: {agent} ({received} message{'' if received == 1 else 's'})", policy)

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from .tool_calls import activity_failure_text
     from .turns import TurnRunner
+    from .view_builder import ViewBuilder
 
 KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
@@ -70,6 +71,8 @@ class TeamWorkflow(Intake):
         self.loop: AgentLoop | None = None
         self.placement: ModelPlacement | None = None
         """Where this run's model calls go (workflows/placement.py); kept across its turns."""
+        self.views: ViewBuilder | None = None
+        """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
         self.waiters: dict[int, int] = {}
         info = workflow.info()
         live_view.register(info.workflow_id, info.run_id, self)  # never read back here
@@ -143,7 +146,8 @@ class TeamWorkflow(Intake):
                 return TurnReply(turn=number, text=problem, agent=agent)
         self.state.in_progress = None
         self.placement = self.placement or ModelPlacement()
-        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement)
+        self.views = self.views or ViewBuilder()
+        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views)
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         turns = TurnRunner(loop, budget, resume)
         try:

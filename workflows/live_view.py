@@ -14,7 +14,12 @@ with, so a view built from `log[:transcript_length]` and `shared[:shared_length]
 the query would return whenever both prefixes exist; otherwise the caller queries. The workflow
 only registers itself (a weak reference: nothing is kept alive for this); it never reads
 anything here, so replay and determinism are untouched. Reads happen on the activity's thread
-while a workflow activation may append on another (`Transcript.prefix` says why that is safe).
+while a workflow activation may append on another: they read only below the lengths the request
+names, after checking the lists hold that much (a length read, a slice and an index are atomic
+under the GIL), and list items are never replaced.
+
+Each instance's views are built incrementally (workflows/view_builder.py: O(new messages) per
+call, not O(transcript)), by a `ViewBuilder` that lives as long as the instance does.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Protocol
 from . import roster
 from .messages import ModelRequest, ModelView, TeamSpec
 from .transcript import Transcript
+from .view_builder import ViewBuilder
 
 
 class _State(Protocol):
@@ -43,6 +49,9 @@ class LiveConversation(Protocol):
 
 
 _LIVE: weakref.WeakValueDictionary[tuple[str, str], LiveConversation] = weakref.WeakValueDictionary()
+_BUILDERS: dict[tuple[str, str], tuple[weakref.ref[LiveConversation], ViewBuilder]] = {}
+"""The instance's view builder, dropped with the instance: the activities' own, the workflow
+never sees them."""
 
 
 def register(workflow_id: str, run_id: str, conversation: LiveConversation) -> None:
@@ -59,8 +68,27 @@ def read(req: ModelRequest) -> ModelView | None:
     team = conversation.team if conversation is not None else None
     if conversation is None or team is None:
         return None
-    snapshot = conversation.state.transcript.prefix(req.transcript_length, req.shared_length)
-    if snapshot is None or (req.agent_run and req.agent_run not in snapshot.runs):
+    transcript = conversation.state.transcript
+    if len(transcript.log) < req.transcript_length or len(transcript.shared) < req.shared_length:
         return None
-    messages = snapshot.view(req.agent_run, req.transcript_length, handoffs=roster.handoff_view(team))
+    if req.agent_run and transcript.run(req.agent_run) is None:
+        return None
+    messages = _builder(req, conversation).view(transcript, req.agent_run, req.transcript_length, req.shared_length,
+                            roster.handoff_view(team))
     return ModelView(messages=messages, tools=roster.agent_tools(team, req.agent), in_process=True)
+
+
+def _builder(req: ModelRequest, conversation: LiveConversation) -> ViewBuilder:
+    """This instance's builder: a new one for a new instance (after an eviction and replay)."""
+    key = (req.workflow_id, req.run_id)
+    found = _BUILDERS.get(key)
+    if found is not None and found[0]() is conversation:
+        return found[1]
+
+    def forget(ref: weakref.ref[LiveConversation]) -> None:  # when the instance is collected
+        if _BUILDERS.get(key, (None,))[0] is ref:
+            _BUILDERS.pop(key, None)
+
+    builder = ViewBuilder()
+    _BUILDERS[key] = (weakref.ref(conversation, forget), builder)
+    return builder

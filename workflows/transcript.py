@@ -139,15 +139,9 @@ class Transcript(Wire):
         """Agent runs by id (a copy: runs are only ever added, by `start_run`)."""
         return dict(self._runs)
 
-    def prefix(self, log_length: int, shared_length: int) -> Transcript | None:
-        """The transcript as it was when the log and the shared index had these lengths (runs
-        started since included: they are only added), or None when it does not hold that much
-        yet. May be called from another thread while the workflow appends: slicing a list and
-        copying a dict are atomic under the GIL."""
-        log, shared = self._log[:log_length], self._shared[:shared_length]
-        if len(log) < log_length or len(shared) < shared_length:
-            return None
-        return Transcript.of(log, shared, dict(self._runs))
+    def run(self, run_id: int) -> AgentRun | None:
+        """Agent run `run_id`, if it was started."""
+        return self._runs.get(run_id)
 
     def append(self, message: Message) -> int:
         """Append to the log (and to the shared conversation if its agent_run is 0); returns the index."""
@@ -168,8 +162,9 @@ class Transcript(Wire):
         return run
 
     def run_messages(self, run_id: int, upto: int | None = None) -> list[int]:
-        end = len(self._log) if upto is None else upto
-        return [i for i in range(end) if self._log[i].agent_run == run_id]
+        log = self._log  # a local: private attributes are slow to read, once per message
+        end = len(log) if upto is None else upto
+        return [i for i in range(end) if log[i].agent_run == run_id]
 
     def finish_run(self, run_id: int, output_mode: OutputMode, *, unshared: Collection[str] = ()) -> list[int]:
         """Fold a finished run into the shared conversation; returns the indices added.
@@ -183,8 +178,9 @@ class Transcript(Wire):
         return own
 
     def shared_messages(self, upto: int | None = None) -> list[Message]:
-        end = len(self._log) if upto is None else upto
-        return [self._log[i] for i in self._shared if i < end]
+        log = self._log
+        end = len(log) if upto is None else upto
+        return [log[i] for i in self._shared if i < end]
 
     def view(self, agent_run: int, upto: int | None = None, handoffs: HandoffView = "own",
              notices: bool = False) -> list[Message]:
@@ -199,11 +195,12 @@ class Transcript(Wire):
             shared = [m for m in self.shared_messages(upto) if notices or m.kind != "notice"]
             return strip_foreign_handoffs(shared, None) if handoffs == "none" else shared
         run = self._runs[agent_run]
-        end = len(self._log) if upto is None else upto
+        log = self._log
+        end = len(log) if upto is None else upto
         # Routing records and notices are for people and audits: no worker is shown them.
-        prefix = [self._log[i] for i in self._shared[: run.shared_start]
-                  if i < end and self._log[i].kind not in ("routing", "notice")]
-        own = [self._log[i] for i in self.run_messages(agent_run, end)]
+        prefix = [log[i] for i in self._shared[: run.shared_start]
+                  if i < end and log[i].kind not in ("routing", "notice")]
+        own = [log[i] for i in self.run_messages(agent_run, end)]
         if handoffs == "all":
             return strip_siblings(prefix, run.handoff_call_id) + own
         keep = run.handoff_call_id if handoffs == "own" else None
@@ -279,7 +276,15 @@ def view_from_delta(
     log: list[Message], shared: list[int], delta: LogDelta, agent_run: int, upto: int
 ) -> list[Message]:
     """Merge `delta` into a reader's `log` and `shared` prefixes (in place) and return the view
-    `Transcript.view(agent_run, upto, handoffs)` the workflow would have returned.
+    `Transcript.view(agent_run, upto, handoffs)` the workflow would have returned (the model
+    activity builds it incrementally instead: workflows/view_builder.py)."""
+    shared_end, handoffs = merge_delta(log, shared, delta, upto)
+    return Transcript.of(log[:upto], shared[:shared_end], dict(delta.runs)).view(agent_run, upto, handoffs)
+
+
+def merge_delta(log: list[Message], shared: list[int], delta: LogDelta, upto: int) -> tuple[int, HandoffView]:
+    """Merge `delta` into a reader's `log` and `shared` prefixes (in place); returns the length of
+    `shared` the delta saw and the handoff view to build with.
 
     Several readers may merge overlapping deltas of the same log in any order: only what extends
     the prefixes is added, and the view is built from the prefixes as long as this delta saw them.
@@ -297,6 +302,4 @@ def view_from_delta(
         shared.extend(delta.shared[len(shared) - delta.shared_start:])
     if upto > len(log):
         raise ValueError(f"a view as of {upto} messages needs the log that far; it has {len(log)}")
-    transcript = Transcript.of(log[:upto], shared[:shared_end], dict(delta.runs))
-    handoffs: HandoffView = ("all" if delta.all_handoffs else "own") if delta.show_handoffs else "none"
-    return transcript.view(agent_run, upto, handoffs=handoffs)
+    return shared_end, ("all" if delta.all_handoffs else "own") if delta.show_handoffs else "none"
