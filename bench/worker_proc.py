@@ -45,8 +45,19 @@ class ForgetfulScript(ScriptedModel):
         return response
 
 
+THREAD_PROFILES: list[Any] = []
+
+
+def profile_thread() -> None:
+    """Profile the calling thread (the workflow task executor's one thread)."""
+    import cProfile
+    profile = cProfile.Profile()
+    profile.enable()
+    THREAD_PROFILES.append(profile)
+
+
 def floor_worker(client: Any, task_queue: str, model_url: str | None, eager: bool,
-                 identity: str | None) -> Worker:
+                 identity: str | None, extra: dict[str, Any]) -> Worker:
     backend = OpenAIBackend(base_url=model_url) if model_url else None
 
     @activity.defn(name="model_http")
@@ -58,22 +69,25 @@ def floor_worker(client: Any, task_queue: str, model_url: str | None, eager: boo
 
     return Worker(client, task_queue=task_queue, workflows=[FloorWorkflow, NaiveWorkflow, FloorHTTPWorkflow],
                   activities=[echo, model_http], max_concurrent_activities=1000,
-                  disable_eager_activity_execution=not eager, identity=identity)
+                  disable_eager_activity_execution=not eager, identity=identity, **extra)
 
 
 async def main(args: argparse.Namespace) -> None:
     client = await connect(args.address)
     stats: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    if args.profile:  # workflow activations run on this thread, profiled apart
+        from concurrent.futures import ThreadPoolExecutor
+        extra["workflow_task_executor"] = ThreadPoolExecutor(1, initializer=profile_thread)
     if args.floor:
         worker: Any = floor_worker(client, args.task_queue, args.model_url, not args.no_eager,
-                                   args.identity)
+                                   args.identity, extra)
     else:
         if args.plain_wire:
             def plain(client: Any, params: dict[str, Any], timeout: float) -> Any:
                 return client.chat.completions.with_streaming_response.create(**params, timeout=timeout)
             model_module.stream_chat_completion = plain  # type: ignore[assignment]
         backend = OpenAIBackend(base_url=args.model_url) if args.model_url else ForgetfulScript(step)
-        extra: dict[str, Any] = {}
         if args.identity:
             extra["identity"] = args.identity
         if args.sticky_seconds:
@@ -96,6 +110,8 @@ async def main(args: argparse.Namespace) -> None:
     if profile is not None:
         profile.disable()
         profile.dump_stats(args.profile)
+        for thread_profile in THREAD_PROFILES:
+            thread_profile.dump_stats(args.profile + ".workflows")
     if not args.floor and worker.models.view_cache is not None:
         cache = worker.models.view_cache
         stats = {"in_process": cache.live, "queried": cache.hits + cache.misses}
@@ -111,7 +127,8 @@ if __name__ == "__main__":
     parser.add_argument("--no-eager", action="store_true")
     parser.add_argument("--plain-wire", action="store_true")
     parser.add_argument("--unsandboxed", action="store_true")
-    parser.add_argument("--profile", help="write a cProfile of the worker's Python threads here")
+    parser.add_argument("--profile", help="write a cProfile of the worker's main thread here, and of its "
+                        "workflow activations' thread to this name plus .workflows")
     parser.add_argument("--identity", help="the worker's identity (default: pid@host (scripted model))")
     parser.add_argument("--sticky-seconds", type=float, help="the sticky queue's schedule-to-start timeout")
     asyncio.run(main(parser.parse_args()))

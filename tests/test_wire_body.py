@@ -117,3 +117,15 @@ def test_the_body_of_a_stream_is_what_the_openai_client_would_send() -> None:
         params = OpenAIBackend(base_url="http://127.0.0.1:9/v1").params(REQ, messages, cache.tools(TOOLS))
         theirs = maybe_transform(params, completion_create_params.CompletionCreateParamsNonStreaming)
         assert json.loads(encode_body(params)) == json.loads(json.dumps(theirs))
+
+
+def test_the_spliced_body_is_byte_for_byte_the_plain_encoding() -> None:
+    from durable_teams.activities.wire import dumps
+
+    cache = WireCache()
+    for instructions, upto in [("", 0), ("", 1), ("Be brief.", 0), ("Be brief.", 1), ("", 3), ("Be brief.", 4)]:
+        messages = cache.messages(instructions, LOG[:upto], ("w", "r", 0))
+        for params in ({"messages": messages}, {"model": "m", "messages": messages},
+                       {"model": "m", "messages": messages, "tools": cache.tools(TOOLS), "temperature": 0.2}):
+            plain = {k: (list(map(dict, v)) if isinstance(v, list) else v) for k, v in params.items()}
+            assert encode_body(params) == dumps(plain)
