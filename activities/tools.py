@@ -14,8 +14,6 @@ import contextvars
 import copy
 import inspect
 import logging
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +27,7 @@ from durable_teams.workflows.roster import TeamError
 from .schema import ToolArgumentsError, function_schema, validate_arguments
 from .tool_checks import attempts, check_numbers, check_signature, tool_name
 from .tool_results import Result, ResultError, to_result, unsendable
+from .tool_threads import Escaped, in_thread
 
 __all__ = ["Result", "RetryableToolError", "Tool", "ToolActivities", "ToolRegistry",
            "current_idempotency_key", "tool"]
@@ -172,63 +171,20 @@ def _bounded(result: ToolResult) -> ToolResult:
     return result.model_copy(update={"content": kept + note})
 
 
-class _Escaped(Exception):
-    """Carries a BaseException (SystemExit, KeyboardInterrupt, ...) a tool raised, so it
-    becomes an error result instead of stopping the worker's event loop."""
-
-    def __init__(self, original: BaseException):
-        super().__init__(str(original))
-        self.original = original
-
-
-def _in_thread(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
-    """Run a sync tool in a daemon thread of its own, with the caller's context (so
-    current_idempotency_key() works). A tool that blocks past its deadline holds no pool slot
-    and does not hold up the worker's exit; its late outcome is logged and discarded."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()
-    started = time.monotonic()
-
-    def settle(ok: bool, value: Any) -> None:
-        if future.done():  # cancelled: the call timed out or was cancelled
-            log.warning("tool %s finished %.1fs after it started, after its call had ended "
-                        "(timed out or cancelled); its result was discarded: %r",
-                        getattr(fn, "__name__", fn), time.monotonic() - started, value)
-        elif ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def target() -> None:
-        try:
-            outcome: tuple[bool, Any] = (True, context.run(fn, *args, **kwargs))
-        except BaseException as err:  # noqa: BLE001 - every outcome goes back to the loop
-            keep = isinstance(err, Exception) and not isinstance(err, StopIteration)
-            outcome = (False, err if keep else _Escaped(err))
-        try:
-            loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:  # the loop is closed: the worker has stopped
-            pass
-
-    threading.Thread(target=target, name=f"tool-{getattr(fn, '__name__', 'fn')}", daemon=True).start()
-    return future
-
-
 async def _call(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Await an async tool; run a sync one in a thread, so a slow tool never blocks the
-    worker's event loop. A BaseException from the tool comes out as `_Escaped`."""
+    worker's event loop. A BaseException from the tool comes out as `Escaped`."""
     try:
         if inspect.iscoroutinefunction(fn):
             return await fn(*args, **kwargs)
-        value = await _in_thread(fn, args, kwargs)
+        value = await in_thread(fn, args, kwargs)
         if inspect.isawaitable(value):  # an async callable object or a partial of one
             value = await value
         return value
     except (Exception, asyncio.CancelledError):
         raise
     except BaseException as err:  # noqa: BLE001 - SystemExit and the like from the tool itself
-        raise _Escaped(err) from err
+        raise Escaped(err) from err
 
 
 async def _with_deadline(call: Any, seconds: float | None, name: str) -> Any:
@@ -291,7 +247,7 @@ class ToolActivities:
             result = _failure(err)
         except ResultError as err:
             result = unsendable(req.tool, err)
-        except _Escaped as err:
+        except Escaped as err:
             activity.logger.warning("tool %s raised %r", req.tool, err.original)
             result = _failure(err.original)
         except Exception as err:  # the model should see what went wrong, once
