@@ -147,7 +147,7 @@ class OpenAIBackend:
     ) -> ModelResponse:
         stream = (req.workflow_id, req.run_id, req.agent_run)  # each call extends the last view
         params = self.params(req, self.wire.messages(req.instructions, messages, stream),
-                             self.wire.tools(tools))
+                             self.wire.tools(tools, (req.workflow_id, req.run_id, req.agent)))
         timeout = attempt_timeout(self.timeout)
         try:
             async with asyncio.timeout(timeout):  # the read timeout is per chunk: bound it all

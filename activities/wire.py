@@ -110,6 +110,7 @@ class WireCache:
         """Views that extended their stream's last one (only the new messages looked at)."""
         self._entries: OrderedDict[int, tuple[object, WireDict]] = OrderedDict()
         self._streams: OrderedDict[Hashable, _Stream] = OrderedDict()
+        self._toolsets: OrderedDict[Hashable, tuple[list[ToolSpec], list[dict[str, Any]]]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -143,10 +144,20 @@ class WireCache:
             self.stream_bytes += size
         return dicts, encodings
 
-    def tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = [self._get(t) for t in tools]
+    def tools(self, tools: list[ToolSpec], stream: Hashable | None = None) -> list[dict[str, Any]]:
+        """The request's `tools`. With `stream`, a list equal to the stream's last one reuses
+        its dicts: an agent's handoff tools are new (equal) objects on every call."""
+        known = self._toolsets.pop(stream, None) if stream is not None else None
+        if known is not None and known[0] == tools:
+            out = known[1]
+        else:
+            out = [self._get(t) for t in tools]
+        if stream is not None:
+            self._toolsets[stream] = (list(tools), out)
+            while len(self._toolsets) > self.max_streams:
+                self._toolsets.popitem(last=False)
         self._evict()
-        return out
+        return list(out)
 
     def _get(self, item: Message | ToolSpec) -> WireDict:
         key = id(item)

@@ -166,7 +166,8 @@ async def latency_mode(client: Client, address: str, concurrency: list[int], lat
     server, url = await procs.model_server(latency)
     worker = await procs.worker(address, "lat", "--model-url", url, *(["--profile", profile] if profile else []),
                                 *(["--unsandboxed"] if os.environ.get("BENCH_UNSANDBOXED") else []))
-    floor_worker = await procs.worker(address, "lat-floor", "--floor", "--model-url", url)
+    floor_worker = await procs.worker(address, "lat-floor", "--floor", "--model-url", url,
+                                      *(["--profile", profile + ".floor"] if profile else []))
     temporal = procs.temporal_server()
     spec = http_team(calls).spec
     try:

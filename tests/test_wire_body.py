@@ -129,3 +129,13 @@ def test_the_spliced_body_is_byte_for_byte_the_plain_encoding() -> None:
                        {"model": "m", "messages": messages, "tools": cache.tools(TOOLS), "temperature": 0.2}):
             plain = {k: (list(map(dict, v)) if isinstance(v, list) else v) for k, v in params.items()}
             assert encode_body(params) == dumps(plain)
+
+
+def test_an_agents_tools_rebuilt_equal_are_not_converted_again() -> None:
+    cache = WireCache()
+    first = cache.tools(TOOLS, ("w", "r", "planner"))
+    again = cache.tools([t.model_copy() for t in TOOLS], ("w", "r", "planner"))  # new, equal objects
+    assert first == again == [tool_dict(t) for t in TOOLS]
+    assert (cache.misses, len(cache)) == (len(TOOLS), len(TOOLS))
+    changed = [TOOLS[0].model_copy(update={"description": "Search the web."})]
+    assert cache.tools(changed, ("w", "r", "planner")) == [tool_dict(changed[0])]
