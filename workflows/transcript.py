@@ -275,9 +275,8 @@ def log_delta(
 def view_from_delta(
     log: list[Message], shared: list[int], delta: LogDelta, agent_run: int, upto: int
 ) -> list[Message]:
-    """Merge `delta` into a reader's `log` and `shared` prefixes (in place) and return the view
-    `Transcript.view(agent_run, upto, handoffs)` the workflow would have returned (the model
-    activity builds it incrementally instead: workflows/view_builder.py)."""
+    """Merge `delta` (`merge_delta`) and return the view `Transcript.view` would have returned
+    (the model activity builds it incrementally instead: workflows/view_builder.py)."""
     shared_end, handoffs = merge_delta(log, shared, delta, upto)
     return Transcript.of(log[:upto], shared[:shared_end], dict(delta.runs)).view(agent_run, upto, handoffs)
 
