@@ -72,29 +72,54 @@ def ids(prefix: str, calls: int, count: int) -> list[str]:
     return [f"{prefix}-{calls}-{i}x{uuid.uuid4().hex[:6]}" for i in range(count)]
 
 
-async def workers_mode(client: Client, address: str, counts: list[int], count: int) -> None:
+async def workers_mode(client: Client, address: str, counts: list[int], count: int, rounds: int,
+                       eager_modes: list[bool]) -> None:
     calls = 10
     print(f"\n## {count} concurrent conversations of {calls} model calls, W worker processes "
-          f"(2 cores: workers, dev server and client share them)\n")
-    for eager in (True, False):
+          f"(2 cores: workers, dev server and client share them); {rounds} rounds, ours and the floor "
+          "alternating which goes first, both sets of workers started once\n")
+    for eager in eager_modes:
         flags = [] if eager else ["--no-eager"]
         print(f"eager activity dispatch {'on (the dev server default)' if eager else 'off (a self-hosted server default)'}:")
         for w in counts:
-            queue = f"scale-{w}-{eager}-{uuid.uuid4().hex[:4]}"
-            ps = [await procs.worker(address, queue, *flags) for _ in range(w)]
-            await ours(client, queue, TEAM.spec, ids("warm", 3, w))
-            ours_s = await ours(client, queue, TEAM.spec, ids("tp", calls, count))
-            stats = [await p.stop() for p in ps]
-            fs = [await procs.worker(address, queue + "-floor", "--floor", *flags) for _ in range(w)]
-            await floor(client, queue + "-floor", FloorWorkflow, w, 3)
-            floor_s = await floor(client, queue + "-floor", FloorWorkflow, count, calls)
-            for p in fs:
-                await p.stop()
-            local = sum(s.get("in_process", 0) for s in stats)
-            queried = sum(s.get("queried", 0) for s in stats)
-            rate, frate = count * calls / ours_s, count * calls / floor_s
-            print(f"  {w} worker(s): ours {rate:6.1f} calls/s, floor {frate:6.1f} calls/s, "
-                  f"ratio {rate / frate:.2f}x; views read in process {local}/{local + queried}")
+            await workers_rounds(client, address, w, count, calls, rounds, flags)
+
+
+async def workers_rounds(client: Client, address: str, w: int, count: int, calls: int, rounds: int,
+                         flags: list[str]) -> None:
+    """Throughput of ours and of the floor on W workers each, measured in alternating rounds
+    (a noisy shared machine moves both alike); the median of the rounds' ratios."""
+    queue = f"scale-{w}-{uuid.uuid4().hex[:4]}"
+    ps = [await procs.worker(address, queue, *flags) for _ in range(w)]
+    fs = [await procs.worker(address, queue + "-floor", "--floor", *flags) for _ in range(w)]
+    temporal = procs.temporal_server()
+    try:
+        await ours(client, queue, TEAM.spec, ids("warm", 3, w))
+        await floor(client, queue + "-floor", FloorWorkflow, w, 3)
+        ratios, cpu = [], {"ours": [0.0, 0.0], "floor": [0.0, 0.0]}
+        for r in range(rounds):
+            seconds = {}
+            for name in (("ours", "floor") if r % 2 == 0 else ("floor", "ours")):
+                group = ps if name == "ours" else fs
+                w0, s0 = sum(p.cpu_seconds() for p in group), procs.cpu_of(temporal)
+                seconds[name] = (await ours(client, queue, TEAM.spec, ids("tp", calls, count)) if name == "ours"
+                                 else await floor(client, queue + "-floor", FloorWorkflow, count, calls))
+                cpu[name][0] += sum(p.cpu_seconds() for p in group) - w0
+                cpu[name][1] += procs.cpu_of(temporal) - s0
+            ratios.append(seconds["floor"] / seconds["ours"])
+    finally:
+        stats = [await p.stop() for p in ps]
+        for p in fs:
+            await p.stop()
+    local = sum(s.get("in_process", 0) for s in stats)
+    queried = sum(s.get("queried", 0) for s in stats)
+    n = rounds * count * calls
+
+    def per_call(name: str) -> str:
+        return f"worker {cpu[name][0] / n * 1000:.1f} + server {cpu[name][1] / n * 1000:.1f} ms"
+    print(f"  {w} worker(s): ratio median {statistics.median(ratios):.2f}x (rounds: "
+          f"{' '.join(f'{x:.2f}' for x in ratios)}); CPU per call: ours {per_call('ours')}, floor "
+          f"{per_call('floor')}; views read in process {local}/{local + queried}")
 
 
 async def failover_mode(client: Client, address: str, count: int, seconds: float) -> None:
@@ -241,7 +266,8 @@ async def main(args: argparse.Namespace) -> None:
     ) as env:
         address = env.client.service_client.config.target_host
         if args.mode == "workers":
-            await workers_mode(env.client, address, args.workers, args.conversations or 100)
+            eager = {"on": [True], "off": [False], "both": [True, False]}[args.eager]
+            await workers_mode(env.client, address, args.workers, args.conversations or 100, args.rounds, eager)
         elif args.mode == "failover":
             await failover_mode(env.client, address, args.conversations or 50, args.timeouts)
         elif args.mode == "latency":
@@ -255,6 +281,9 @@ if __name__ == "__main__":
     parser.add_argument("mode", choices=["workers", "failover", "latency", "http"])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--conversations", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=5, help="workers: alternating rounds per worker count")
+    parser.add_argument("--eager", choices=["on", "off", "both"], default="both",
+                        help="workers: eager activity dispatch on, off, or a run of each")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200, 500])
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 200, 1000])
