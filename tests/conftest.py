@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import NoReturn
 
 import pytest
 import pytest_asyncio
@@ -24,6 +25,14 @@ from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.state import Question
 
 BIN_DIR = os.path.dirname(sys.executable)
+
+
+def system_program_missing(why: str, required_by: str) -> NoReturn:
+    """Skip a test that needs a program of the system's, or fail it where `.ci/run` set
+    `required_by`=1 (CI installs the program, so a missing one is a failure there)."""
+    if os.environ.get(required_by) == "1":
+        pytest.fail(why)
+    pytest.skip(why)
 
 
 def binary(name: str) -> str:

@@ -7,7 +7,6 @@ skipping them.
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -18,14 +17,13 @@ import pytest
 
 from durable_teams.devserver import free_port
 
+from .conftest import system_program_missing
+
 
 def redis_binary() -> str:
     found = shutil.which("redis-server")
     if found is None:
-        why = "needs redis-server (apt-get install redis-server)"
-        if os.environ.get("DURABLE_TEAMS_REQUIRE_REDIS") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        system_program_missing("needs redis-server (apt-get install redis-server)", "DURABLE_TEAMS_REQUIRE_REDIS")
     return found
 
 

@@ -18,8 +18,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from durable_teams.devserver import DevServer, free_port
 from durable_teams.examples import example_script, example_teams, faang, support
 from durable_teams.runtime import connect
@@ -27,7 +25,7 @@ from durable_teams.scripted import ScriptedModel
 from durable_teams.workflows.labels import static_summary, task_words
 
 from .cli_process import cli_env, run_cli
-from .conftest import pending_question, running_worker
+from .conftest import pending_question, running_worker, system_program_missing
 
 # The columns of the workflow list, as the UI's "configure columns" drawer would save them in
 # the browser (localStorage, per namespace): the search attributes Team and Task added.
@@ -52,10 +50,8 @@ def chromium_or_skip() -> str:
     except ImportError:
         browser = None
     if browser is None:
-        why = "needs the system's chromium (apt-get install chromium) and playwright (pip)"
-        if os.environ.get("DURABLE_TEAMS_REQUIRE_BROWSER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        system_program_missing("needs the system's chromium (apt-get install chromium) and playwright (pip)",
+                               "DURABLE_TEAMS_REQUIRE_BROWSER")
     return browser
 
 
