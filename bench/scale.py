@@ -184,7 +184,7 @@ async def approve_all(handles: list, kill_after: int, moment: asyncio.Event,  # 
 
 
 async def latency_mode(client: Client, address: str, concurrency: list[int], latency: float,
-                       profile: str | None = None) -> None:
+                       profile: str | None = None, rounds: int = 1) -> None:
     calls = 10
     print(f"\n## Model latency {latency:.1f} s (+-20 %), one worker process with default options, "
           f"conversations of {calls} model calls (HTTP, openai client)\n")
@@ -199,21 +199,36 @@ async def latency_mode(client: Client, address: str, concurrency: list[int], lat
         await ours(client, "lat", spec, ids("warm", calls, 2))
         await floor(client, "lat-floor", FloorHTTPWorkflow, 2, 2)
         for c in concurrency:
-            w0, s0 = worker.cpu_seconds(), procs.cpu_of(temporal)
-            ours_s = await ours(client, "lat", spec, ids("lat", calls, c))
-            w_ours, s_ours = worker.cpu_seconds() - w0, procs.cpu_of(temporal) - s0
-            w0, s0 = floor_worker.cpu_seconds(), procs.cpu_of(temporal)
-            floor_s = await floor(client, "lat-floor", FloorHTTPWorkflow, c, calls)
-            w_floor, s_floor = floor_worker.cpu_seconds() - w0, procs.cpu_of(temporal) - s0
-            n = c * calls
-            print(f"{c:>4} concurrent: ours {n / ours_s:6.1f} calls/s, floor {n / floor_s:6.1f} calls/s, "
-                  f"ratio {floor_s / ours_s:.2f}x (ideal {c / latency:.0f}/s); per model call: worker CPU "
-                  f"{w_ours / n * 1000:.1f} ms (floor {w_floor / n * 1000:.1f}), Temporal server CPU "
-                  f"{s_ours / n * 1000:.1f} ms (floor {s_floor / n * 1000:.1f})")
+            await latency_rounds(client, worker, floor_worker, temporal, spec, c, calls, rounds, latency)
     finally:
         for p in (worker, floor_worker):
             await p.stop()
         server.kill9()
+
+
+async def latency_rounds(client: Client, worker: procs.Proc, floor_worker: procs.Proc, temporal: object,
+                         spec: TeamSpec, c: int, calls: int, rounds: int, latency: float) -> None:
+    """`rounds` runs of ours and of the floor at `c` conversations, alternating which goes first;
+    the median of the rounds' ratios, and CPU per call over all rounds."""
+    n = c * calls
+    rates: dict[str, list[float]] = {"ours": [], "floor": []}
+    cpu = {"ours": [0.0, 0.0], "floor": [0.0, 0.0]}
+    for r in range(rounds):
+        for name in (("ours", "floor") if r % 2 == 0 else ("floor", "ours")):
+            proc = worker if name == "ours" else floor_worker
+            w0, s0 = proc.cpu_seconds(), procs.cpu_of(temporal)  # type: ignore[arg-type]
+            seconds = (await ours(client, "lat", spec, ids("lat", calls, c)) if name == "ours"
+                       else await floor(client, "lat-floor", FloorHTTPWorkflow, c, calls))
+            cpu[name][0] += proc.cpu_seconds() - w0
+            cpu[name][1] += procs.cpu_of(temporal) - s0  # type: ignore[arg-type]
+            rates[name].append(n / seconds)
+    ratios = [o / f for o, f in zip(rates["ours"], rates["floor"], strict=True)]
+    total = n * rounds
+    print(f"{c:>4} concurrent: ours {statistics.median(rates['ours']):6.1f} calls/s, floor "
+          f"{statistics.median(rates['floor']):6.1f} calls/s (medians), ratio median {statistics.median(ratios):.2f}x "
+          f"(rounds: {' '.join(f'{x:.2f}' for x in ratios)}; ideal {c / latency:.0f}/s); per model call: worker CPU "
+          f"{cpu['ours'][0] / total * 1000:.1f} ms (floor {cpu['floor'][0] / total * 1000:.1f}), Temporal server CPU "
+          f"{cpu['ours'][1] / total * 1000:.1f} ms (floor {cpu['floor'][1] / total * 1000:.1f})")
 
 
 async def http_mode(client: Client, address: str, sizes: list[int], plain_sizes: list[int],
@@ -267,11 +282,11 @@ async def main(args: argparse.Namespace) -> None:
         address = env.client.service_client.config.target_host
         if args.mode == "workers":
             eager = {"on": [True], "off": [False], "both": [True, False]}[args.eager]
-            await workers_mode(env.client, address, args.workers, args.conversations or 100, args.rounds, eager)
+            await workers_mode(env.client, address, args.workers, args.conversations or 100, args.rounds or 5, eager)
         elif args.mode == "failover":
             await failover_mode(env.client, address, args.conversations or 50, args.timeouts)
         elif args.mode == "latency":
-            await latency_mode(env.client, address, args.concurrency, args.latency, args.profile)
+            await latency_mode(env.client, address, args.concurrency, args.latency, args.profile, args.rounds or 1)
         else:
             await http_mode(env.client, address, args.sizes, args.plain_sizes, args.profile)
 
@@ -281,7 +296,8 @@ if __name__ == "__main__":
     parser.add_argument("mode", choices=["workers", "failover", "latency", "http"])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--conversations", type=int, default=None)
-    parser.add_argument("--rounds", type=int, default=5, help="workers: alternating rounds per worker count")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="workers (default 5), latency (default 1): alternating rounds of ours and the floor")
     parser.add_argument("--eager", choices=["on", "off", "both"], default="both",
                         help="workers: eager activity dispatch on, off, or a run of each")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200, 500])
