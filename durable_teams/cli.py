@@ -50,6 +50,7 @@ from durable_teams.cli_commands import (
 )
 from durable_teams.client import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.codec import EncryptionKeyError
+from durable_teams.live import LiveHubError
 from durable_teams.reading import root_cause
 
 SERVER_COMMANDS = ("demo", "worker", "server-start", "server-stop")
@@ -174,7 +175,7 @@ async def run_command(args: argparse.Namespace) -> int | str:
         return f"durable-teams: {not_found(err, workflow_id) or f'the Temporal server refused the call: {err.message}'}"
     except WorkflowQueryFailedError as err:
         return f"durable-teams: the workflow could not answer: {err.message}"
-    except (ReplyRejected, ConversationEnded, ConversationBusy, EncryptionKeyError) as err:
+    except (ReplyRejected, ConversationEnded, ConversationBusy, EncryptionKeyError, LiveHubError) as err:
         return f"durable-teams: {err}"
     except SystemExit as stop:  # a command's own sys.exit("reason")
         if stop.code is None:

@@ -171,14 +171,15 @@ async def rebuilt_transcript(client: Client, workflow_id: str, full: bool) -> li
 
 async def cmd_follow(args: argparse.Namespace) -> int:
     client = await open_client()
+    # Live text comes only over a broker (DURABLE_TEAMS_LIVE_URL): the worker is another process.
+    # Made first, so a setting that names no broker is said before anything is read.
+    live = hub_from_env(client.data_converter.payload_codec) if os.environ.get(LIVE_URL_ENV) else None
     described = await client.get_workflow_handle(args.workflow_id).describe()
     if described.status == WorkflowExecutionStatus.RUNNING and not await workers_on(
             client, described.task_queue):
         raise CliError(f"{args.workflow_id} is running, but no worker is polling task queue "
                        f"{described.task_queue!r}, so nothing will happen to follow "
                        "(start one: durable-teams worker)")
-    # Live text comes only over a broker (DURABLE_TEAMS_LIVE_URL): the worker is another process.
-    live = hub_from_env(client.data_converter.payload_codec) if os.environ.get(LIVE_URL_ENV) else None
     printer = FollowPrinter(lambda text: (sys.stdout.write(text), sys.stdout.flush()))
     async for event in follow(client, args.workflow_id, start=args.start, live=live):
         printer.show(event)

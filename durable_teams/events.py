@@ -13,7 +13,8 @@ closed conversation's log is rebuilt from its history in this process: no worker
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -105,13 +106,23 @@ async def follow(
                     yield event
             yield Event(index=-1, type="done", text=described.status.name)
             return
-    if live is None:
-        async for event in _follow_running(handle, start, poll_seconds, page_size, None):
-            yield event
-        return
-    async with live.subscribe(workflow_id) as deltas:
+    async with live.subscribe(workflow_id) if live is not None else nullcontext(None) as deltas:
         async for event in _follow_running(handle, start, poll_seconds, page_size, deltas):
             yield event
+
+
+def page_events(order: LiveOrder, page: LogPage, start: int, by_page_shared: bool = True) -> Iterator[Event]:
+    """The events of a page of the log read from `start`, each message's preceded by the held
+    deltas of model calls made before it (`order`). `by_page_shared`: mark messages private as
+    the page's `shared` says (a worker's answer joins the shared conversation when it returns);
+    else as each was written."""
+    marks = set(page.shared) if by_page_shared and page.shared else None
+    for offset, message in enumerate(page.messages):
+        at = start + offset
+        yield from map(delta_event, order.ready(at))
+        if message.role == "assistant":
+            order.logged(at, message.name)
+        yield from events_of(at, message, None if marks is None else at in marks)
 
 
 async def _follow_running(handle: WorkflowHandle[Any, Any], index: int, poll_seconds: float, page_size: int,
@@ -122,17 +133,10 @@ async def _follow_running(handle: WorkflowHandle[Any, Any], index: int, poll_sec
     status: WorkflowExecutionStatus | None = None
     while True:
         page: LogPage = await handle.query("log_page", args=[index, page_size], result_type=LogPage)
-        while deltas is not None and not deltas.empty():  # after the read: see gateway/threads.py
-            order.hold(deltas.get_nowait())
-        shared = set(page.shared)
-        for offset, message in enumerate(page.messages):
-            at = index + offset
-            for delta in order.ready(at):
-                yield delta_event(delta)
-            if message.role == "assistant":
-                order.logged(at, message.name)
-            for event in events_of(at, message, at in shared if page.shared else None):
-                yield event
+        if deltas is not None:  # after the read: see gateway/threads.py
+            order.drain(deltas)
+        for event in page_events(order, page, index):
+            yield event
         index += len(page.messages)
         if index < page.total:
             continue

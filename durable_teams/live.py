@@ -25,7 +25,8 @@ import asyncio
 import dataclasses
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -99,7 +100,7 @@ class LocalHub(LiveHub):
                 self.subscribers.pop(workflow_id, None)
 
 
-def deliver(queues: Any, delta: Delta) -> None:
+def deliver(queues: Iterable[asyncio.Queue[Delta]], delta: Delta) -> None:
     for queue in queues:
         try:
             queue.put_nowait(delta)
@@ -138,14 +139,21 @@ async def streaming(workflow_id: str, agent: str, call: str, attempt: int, hub: 
         return Delta(workflow_id, agent, call, attempt, position=position, shared=shared, **fields)
 
     parents = ancestors(workflow_id)
+    loop, loop_thread = asyncio.get_running_loop(), threading.get_ident()
 
     def publish(d: Delta) -> None:
         hub.publish(d)
         for parent in parents:  # a nested team's text reaches its parents' readers too, at once
             hub.publish(dataclasses.replace(d, workflow_id=parent, position=-1, shared=False))
+
+    def sink(text: str) -> None:  # hubs are the event loop's: a backend's own thread hands over
+        if threading.get_ident() == loop_thread:
+            publish(delta(text=text))
+        else:
+            loop.call_soon_threadsafe(publish, delta(text=text))
     if attempt > 1:
         publish(delta(reset=True))
-    token = _sink.set(lambda text: publish(delta(text=text)))
+    token = _sink.set(sink)
     try:
         yield
     finally:
@@ -175,6 +183,11 @@ class LiveOrder:
     held: list[Delta] = field(default_factory=list)
     finished: dict[str, int] = field(default_factory=dict)
     """Per agent, the log index of its latest message handed out."""
+
+    def drain(self, deltas: asyncio.Queue[Delta]) -> None:
+        """Hold what has arrived, without waiting."""
+        while not deltas.empty():
+            self.hold(deltas.get_nowait())
 
     def hold(self, delta: Delta) -> None:
         if delta.position < 0 or delta.position > self.finished.get(delta.agent, -1):

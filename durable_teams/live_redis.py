@@ -9,7 +9,8 @@ conversation per round trip), so a fast model costs a few messages a second, not
 and nothing waits on a timer. Pub/sub keeps nothing: a subscriber gets what is published while
 it listens, which is what a live view needs (the log is the record). When the client's payload
 codec encrypts (DURABLE_TEAMS_ENCRYPTION_KEY), deltas are encrypted with it on the broker too.
-A broker that is down costs the live view, never a model call: failures are logged and dropped.
+A broker that is down costs the live view, never a model call: the failure is logged (once per
+outage) and the deltas are dropped.
 """
 
 from __future__ import annotations
@@ -66,11 +67,7 @@ class RedisHub(LiveHub):
     def publish(self, delta: Delta) -> None:
         self._outbox.setdefault(delta.workflow_id, []).append(delta)
         if self._sending is None or self._sending.done():
-            try:
-                self._sending = asyncio.get_running_loop().create_task(self._send())
-            except RuntimeError:  # emitted outside the event loop (a backend's own thread)
-                self._outbox.clear()
-                self._warn("live deltas emitted outside the event loop are dropped")
+            self._sending = asyncio.get_running_loop().create_task(self._send())
 
     async def _send(self) -> None:
         while self._outbox:
@@ -80,6 +77,7 @@ class RedisHub(LiveHub):
                     for workflow_id, deltas in batch.items():
                         pipe.publish(self.channel(workflow_id), await self.encode(deltas))
                     await pipe.execute()
+                self._warned = False  # working again: the next outage is told too
             except Exception as err:  # noqa: BLE001 - the live view is best effort
                 self._warn(f"live deltas not sent to {self.where}: {type(err).__name__}: {err}")
 
@@ -101,6 +99,7 @@ class RedisHub(LiveHub):
             # Wait for Redis to confirm: what is published from now on reaches this queue.
             await asyncio.wait_for(self._confirmed(pubsub), 10)
             reader = asyncio.get_running_loop().create_task(self._read(pubsub, queue))
+            self._warned = False
         except Exception as err:  # noqa: BLE001 - without the broker, no live view: the log still comes
             self._warn(f"no live deltas from {self.where}: {type(err).__name__}: {err}")
         try:
@@ -154,7 +153,7 @@ class RedisHub(LiveHub):
             return []
 
     def _warn(self, text: str) -> None:
-        """Said once per hub (a broker that is down would otherwise log every delta)."""
+        """Said once per outage (a broker that is down would otherwise log every delta)."""
         if not self._warned:
             self._warned = True
             log.warning("%s (further live-delta problems are not logged)", text)

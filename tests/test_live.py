@@ -3,7 +3,9 @@ the call and attempt, and a retried call first tells subscribers to discard its 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -187,3 +189,19 @@ async def test_a_nested_teams_text_reaches_the_readers_of_every_conversation_it_
     order.logged(3, "researcher")
     order.hold(forwarded)
     assert order.ready(0) == [forwarded]
+
+
+class LoopOnlyHub(LocalHub):
+    """Hubs are the event loop's (asyncio queues, a Redis client): publishing elsewhere fails."""
+
+    def publish(self, delta: Delta) -> None:
+        assert threading.get_ident() == threading.main_thread().ident, "published off the loop's thread"
+        super().publish(delta)
+
+
+async def test_text_a_backend_emits_from_its_own_thread_reaches_readers() -> None:
+    hub = LoopOnlyHub()
+    async with hub.subscribe("wf-1") as mine:
+        async with streaming("wf-1", "desk", "desk:0", 1, hub):
+            await asyncio.to_thread(emit, "from a thread")  # to_thread carries the call's context
+        assert mine.get_nowait() == Delta("wf-1", "desk", "desk:0", 1, "from a thread")

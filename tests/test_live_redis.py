@@ -182,7 +182,7 @@ async def followed_turn(client: Client, task_queue: str, http: httpx.AsyncClient
     return seen.decode().splitlines()
 
 
-@pytest.mark.parametrize("command", [["serve"], ["worker"]])
+@pytest.mark.parametrize("command", [["serve"], ["worker"], ["follow", "no-such-thread"]])
 async def test_a_live_url_that_is_not_redis_is_one_line_at_start(client: Client, command: list[str]) -> None:
     env = cli_env(client, DURABLE_TEAMS_LIVE_URL="http://user:hunter2@broker:4222")
     outcome = await run_cli(*command, env=env)

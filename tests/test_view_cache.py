@@ -12,7 +12,7 @@ from temporalio.client import WorkflowQueryFailedError
 from durable_teams.activities.views import ViewCache
 from durable_teams.workflows.handoff import HandoffView, handoff_back_messages, handoff_message
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolCall, ToolSpec
-from durable_teams.workflows.transcript import LogDelta, Transcript, view_from_delta
+from durable_teams.workflows.transcript import LogDelta, Transcript, merge_delta
 
 TOOLS = {"supervisor": [ToolSpec(name="transfer_to_math")], "math": [ToolSpec(name="add")]}
 
@@ -68,6 +68,13 @@ def request(agent_run: int, upto: int, run_id: str = "r1", agent: str = "supervi
 def wire(delta: LogDelta) -> LogDelta:
     """As the query delivers it: serialised and parsed again (new objects)."""
     return LogDelta.model_validate_json(delta.model_dump_json())
+
+
+def view_from_delta(log: list[Message], shared: list[int], delta: LogDelta, agent_run: int,
+                    upto: int) -> list[Message]:
+    """Merge `delta` and build the view from scratch, as `Transcript.view` would."""
+    shared_end, handoffs = merge_delta(log, shared, delta, upto)
+    return Transcript.of(log[:upto], shared[:shared_end], dict(delta.runs)).view(agent_run, upto, handoffs)
 
 
 @pytest.mark.parametrize("output_mode", ["last_message", "full_history"])

@@ -231,7 +231,7 @@ class LogDelta(Reply):
     holding a prefix has not seen yet, plus the small bookkeeping a view needs.
 
     A reader that already holds `log[:log_start]` and `shared[:shared_start]` rebuilds exactly
-    the view `Transcript.view` gives, with `view_from_delta`. Correct because of the rule
+    the view `Transcript.view` gives (`merge_delta`, then workflows/view_builder.py). Correct because of the rule
     `Transcript` keeps: within one workflow run `log` and `shared` only grow at their ends; a
     new run (after continue-as-new) has a new run id, so a reader keyed by run id starts from 0.
     """
@@ -270,15 +270,6 @@ def log_delta(
         all_handoffs=handoffs == "all",
         tools=tools,
     )
-
-
-def view_from_delta(
-    log: list[Message], shared: list[int], delta: LogDelta, agent_run: int, upto: int
-) -> list[Message]:
-    """Merge `delta` (`merge_delta`) and return the view `Transcript.view` would have returned
-    (the model activity builds it incrementally instead: workflows/view_builder.py)."""
-    shared_end, handoffs = merge_delta(log, shared, delta, upto)
-    return Transcript.of(log[:upto], shared[:shared_end], dict(delta.runs)).view(agent_run, upto, handoffs)
 
 
 def merge_delta(log: list[Message], shared: list[int], delta: LogDelta, upto: int) -> tuple[int, HandoffView]:

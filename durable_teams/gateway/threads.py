@@ -18,7 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.chat import why_it_failed
 from durable_teams.client import ConversationEnded, send_reply, send_turn
-from durable_teams.events import delta_event, events_of
+from durable_teams.events import delta_event, page_events
 from durable_teams.live import LIVE, Delta, LiveHub, LiveOrder
 from durable_teams.reading import memo_questions
 from durable_teams.starting import start_conversation
@@ -113,15 +113,9 @@ class Gateway:
                     # Drained after the read: a call sends its deltas before its message is
                     # logged, so those of a message on this page are mostly in hand; one that
                     # comes later is dropped by `order` (the message has the whole text).
-                    while not deltas.empty():
-                        order.hold(deltas.get_nowait())
-                    for offset, message in enumerate(page.messages):
-                        for out in order.ready(index + offset):  # deltas of a call made before it
-                            yield delta_event(out).model_dump(mode="json")
-                        if message.role == "assistant":
-                            order.logged(index + offset, message.name)
-                        for event in events_of(index + offset, message):
-                            yield event.model_dump(mode="json")
+                    order.drain(deltas)
+                    for event in page_events(order, page, index, by_page_shared=False):
+                        yield event.model_dump(mode="json")
                     index += len(page.messages)
                     if index < page.total:
                         continue
