@@ -23,6 +23,7 @@ from durable_teams.activities.tools import ToolActivities, ToolRegistry
 from durable_teams.activities.views import ViewReader
 from durable_teams.builders import CompiledTeam
 from durable_teams.codec import KeySetting, codec_for, with_codec
+from durable_teams.context_free import ContextFreeSandboxRunner, needs_context
 from durable_teams.live import LiveHub, hub_from_env
 from durable_teams.reading import SCRIPTED_IDENTITY
 from durable_teams.tolerant import tolerant_client
@@ -182,7 +183,10 @@ def build_worker(
         # cached conversation's view directly); no workflow reads anything another one wrote.
         # What the sandbox would catch at run time in that code (the wall clock, random, I/O) a
         # test checks in the source.
-        "workflow_runner": SandboxedWorkflowRunner(
+        # Context-free (durable_teams/context_free.py) unless a codec or external storage
+        # needs serialization contexts: naming one costs an exec into the sandbox per payload.
+        "workflow_runner": (SandboxedWorkflowRunner if needs_context(client.data_converter)
+                            else ContextFreeSandboxRunner)(
             restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows")),
     }
     if getattr(backend, "scripted", False):  # clients read it from the task queue's pollers
