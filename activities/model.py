@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import urllib.parse
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -113,7 +114,8 @@ class OpenAIBackend:
         self.stream = os.environ.get("DURABLE_TEAMS_MODEL_STREAM") == "1" if stream is None else stream
         self.secrets = [api_key] if len(api_key) >= 4 else []
         self.client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout
+            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout,
+            http_client=pooled_http_client(base_url),
         )
         self.wire = WireCache()
         """Each message's Chat Completions dict and JSON, made once (activities/wire.py)."""
@@ -195,6 +197,27 @@ class OpenAIBackend:
                 f"{self.max_body_bytes:,}-byte limit; it was not read.",
                 type="ModelResponseTooLarge", non_retryable=True)
         return b"".join(chunks)
+
+
+def pooled_http_client(base_url: str | None) -> Any:
+    """The openai client's aiohttp transport (`openai.DefaultAioHttpClient`, from the
+    `openai[aiohttp]` dependency), or None for the client's default (httpx). httpx's pool
+    checks every idle connection with two system calls each time a request takes a connection
+    or gives one back: with hundreds of model calls in flight that cost more of a worker's CPU
+    than anything else in the call (`python -m bench.scale latency --profile`). aiohttp's pool
+    takes an idle connection without scanning the rest. httpx stays for a base URL that
+    carries credentials (aiohttp refuses them beside the API key's header), and when
+    DURABLE_TEAMS_HTTP_CLIENT=httpx."""
+    if os.environ.get("DURABLE_TEAMS_HTTP_CLIENT", "").lower() == "httpx":
+        return None
+    if base_url and "@" in urllib.parse.urlsplit(base_url).netloc:
+        return None
+    factory = getattr(openai, "DefaultAioHttpClient", None)  # in newer openai releases
+    try:
+        import aiohttp  # noqa: F401 - present with the openai[aiohttp] extra
+        return factory() if factory is not None else None
+    except (ImportError, RuntimeError):  # RuntimeError: the openai release's extra is missing
+        return None
 
 
 def current_attempt() -> int:

@@ -150,10 +150,10 @@ def raise_for_openai_error(exc: Exception, model: str = "", timeout: float | Non
             non_retryable=not retryable,
             next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
         ) from None
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError) and not _disconnected(exc):
         raise_timeout(_where(exc), timeout)
     if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
+        cause = _aiohttp_cause(exc) if _disconnected(exc) else exc.__cause__
         reason = _scrub(f"{type(cause).__name__}: {cause}" if cause else exc.message, exc)
         raise ApplicationError(
             f"Could not reach the model endpoint at {_where(exc)} ({reason}). Check "
@@ -168,6 +168,25 @@ def raise_for_openai_error(exc: Exception, model: str = "", timeout: float | Non
             non_retryable=True,
         ) from None
     raise exc
+
+
+def _aiohttp_cause(exc: BaseException) -> BaseException | None:
+    """The aiohttp error behind `exc`, if any (openai's aiohttp transport raises one)."""
+    seen = 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 10:
+        if type(cause).__module__.startswith("aiohttp"):
+            return cause
+        cause, seen = cause.__cause__, seen + 1
+    return None
+
+
+def _disconnected(exc: BaseException) -> bool:
+    """Whether `exc` comes from an aiohttp connection error that is not a timeout: openai's
+    aiohttp transport reports every one (a dropped connection, a refused one) as a
+    `ConnectTimeout`, which the openai client then raises as `APITimeoutError`."""
+    cause = _aiohttp_cause(exc)
+    return cause is not None and not isinstance(cause, TimeoutError)
 
 
 def _http_module() -> Any:

@@ -57,11 +57,11 @@ def decode_body(raw: bytes, content_type: str, secrets: list[str]) -> dict[str, 
     """The JSON object in `raw`. A body that parses is used whatever its content type (the
     openai client does the same); anything else fails with the server's text quoted."""
     text = raw.decode("utf-8", errors="replace")
-    said = quote_text(text, secrets) or "(an empty body)"
     kind = content_type.split(";")[0].strip() or "no content type"
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
+        said = quote_text(text, secrets) or "(an empty body)"
         if not text.strip():
             raise BadModelResponse("ModelBadResponse", "The model endpoint answered HTTP 200 "
                                    f"with an empty body ({kind}).", retry="once") from None
@@ -73,10 +73,10 @@ def decode_body(raw: bytes, content_type: str, secrets: list[str]) -> dict[str, 
                                f"not JSON ({kind}). Server said: {said}") from None
     except RecursionError:  # JSON nested deeper than the parser's stack
         raise BadModelResponse("ModelBadResponse", "The model endpoint sent JSON nested too "
-                               f"deeply to read. Server said: {said}") from None
+                               f"deeply to read. Server said: {quote_text(text, secrets)}") from None
     if not isinstance(data, dict):
         raise BadModelResponse("ModelBadResponse", "The model endpoint sent JSON that is not a "
-                               f"Chat Completion object. Server said: {said}")
+                               f"Chat Completion object. Server said: {quote_text(text, secrets)}")
     return data
 
 
@@ -148,8 +148,8 @@ def parse_completion(data: dict[str, Any], model: str, secrets: list[str] | None
     if error is not None:
         raise error
     choices = data.get("choices")
-    said = quote_text(json.dumps(data), secrets)
     if not isinstance(choices, list) or not choices:
+        said = quote_text(json.dumps(data), secrets)
         missing = "no choices" if not choices else "choices that are not a list"
         raise BadModelResponse("ModelBadResponse", f"The model endpoint returned a completion "
                                f"with {missing} (model {model!r}), so there is no reply to use. "
@@ -158,7 +158,8 @@ def parse_completion(data: dict[str, Any], model: str, secrets: list[str] | None
     message = choice.get("message")
     if not isinstance(message, dict):
         raise BadModelResponse("ModelBadResponse", "The model endpoint returned a choice "
-                               f"without a message (model {model!r}). Server said: {said}")
+                               f"without a message (model {model!r}). Server said: "
+                               f"{quote_text(json.dumps(data), secrets)}")
     content = _text(message.get("content"))
     if content is None and isinstance(message.get("refusal"), str):
         content = message["refusal"]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,9 +205,22 @@ async def _with_deadline(call: Any, seconds: float | None, name: str) -> Any:
     return task.result()
 
 
+def _parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    """`fn`'s parameters, read once per tool (not on every call)."""
+    try:
+        return _cached_parameters(fn)
+    except TypeError:  # an unhashable callable object
+        return inspect.signature(fn).parameters
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    return inspect.signature(fn).parameters
+
+
 def _positional(fn: Callable[..., Any], kwargs: dict[str, Any]) -> list[Any]:
     """Take positional-only parameters out of `kwargs`, in order, to pass them by position."""
-    params = inspect.signature(fn).parameters.values()
+    params = _parameters(fn).values()
     return [kwargs.pop(p.name) for p in params if p.kind is p.POSITIONAL_ONLY and p.name in kwargs]
 
 
@@ -230,7 +244,7 @@ class ToolActivities:
             kwargs = validate_arguments(t.fn, req.arguments, tool_name=req.tool)
         except ToolArgumentsError as err:
             return ToolResult(is_error=True, content=f"Error: {err}")
-        params = inspect.signature(t.fn).parameters
+        params = _parameters(t.fn)
         if "context_variables" in params:
             kwargs["context_variables"] = copy.deepcopy(req.context)
         if "idempotency_key" in params:
