@@ -3,6 +3,7 @@
     python -m bench.scale workers  [--workers 1 2 4] [--conversations 100]
     python -m bench.scale failover [--conversations 50] [--timeouts 10]
     python -m bench.scale latency  [--concurrency 50 200 500] [--latency 1.0]
+    (workers and latency: --tuned-floor gives the floor's worker what our worker adds)
     python -m bench.scale http     [--sizes 25 200 1000] [--plain-sizes 25 200]
 
 Every worker runs in a process of its own (bench/worker_proc.py) on a local dev server, and
@@ -47,6 +48,10 @@ from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import TeamSpec
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
+FLOOR_KINDS = {False: "bare workflows on a worker as temporalio and the openai client come",
+               True: "bare workflows on a tuned worker (the context-free runner, aiohttp's pool, "
+                     "the garbage collector's settings)"}
+
 
 def conversation(spec: TeamSpec) -> ConversationInput:
     return ConversationInput(team=spec, task="read", set_search_attributes=False)
@@ -73,7 +78,7 @@ def ids(prefix: str, calls: int, count: int) -> list[str]:
 
 
 async def workers_mode(client: Client, address: str, counts: list[int], count: int, rounds: int,
-                       eager_modes: list[bool]) -> None:
+                       eager_modes: list[bool], floor_flags: list[str]) -> None:
     calls = 10
     print(f"\n## {count} concurrent conversations of {calls} model calls, W worker processes "
           f"(2 cores: workers, dev server and client share them); {rounds} rounds, ours and the floor "
@@ -82,16 +87,16 @@ async def workers_mode(client: Client, address: str, counts: list[int], count: i
         flags = [] if eager else ["--no-eager"]
         print(f"eager activity dispatch {'on (the dev server default)' if eager else 'off (a self-hosted server default)'}:")
         for w in counts:
-            await workers_rounds(client, address, w, count, calls, rounds, flags)
+            await workers_rounds(client, address, w, count, calls, rounds, flags, floor_flags)
 
 
 async def workers_rounds(client: Client, address: str, w: int, count: int, calls: int, rounds: int,
-                         flags: list[str]) -> None:
+                         flags: list[str], floor_flags: list[str]) -> None:
     """Throughput of ours and of the floor on W workers each, measured in alternating rounds
     (a noisy shared machine moves both alike); the median of the rounds' ratios."""
     queue = f"scale-{w}-{uuid.uuid4().hex[:4]}"
     ps = [await procs.worker(address, queue, *flags) for _ in range(w)]
-    fs = [await procs.worker(address, queue + "-floor", "--floor", *flags) for _ in range(w)]
+    fs = [await procs.worker(address, queue + "-floor", *floor_flags, *flags) for _ in range(w)]
     temporal = procs.temporal_server()
     try:
         await ours(client, queue, TEAM.spec, ids("warm", 3, w))
@@ -184,14 +189,14 @@ async def approve_all(handles: list, kill_after: int, moment: asyncio.Event,  # 
 
 
 async def latency_mode(client: Client, address: str, concurrency: list[int], latency: float,
-                       profile: str | None = None, rounds: int = 1) -> None:
+                       profile: str | None, rounds: int, floor_flags: list[str]) -> None:
     calls = 10
     print(f"\n## Model latency {latency:.1f} s (+-20 %), one worker process with default options, "
           f"conversations of {calls} model calls (HTTP, openai client)\n")
     server, url = await procs.model_server(latency)
     worker = await procs.worker(address, "lat", "--model-url", url, *(["--profile", profile] if profile else []),
                                 *(["--unsandboxed"] if os.environ.get("BENCH_UNSANDBOXED") else []))
-    floor_worker = await procs.worker(address, "lat-floor", "--floor", "--model-url", url,
+    floor_worker = await procs.worker(address, "lat-floor", *floor_flags, "--model-url", url,
                                       *(["--profile", profile + ".floor"] if profile else []))
     temporal = procs.temporal_server()
     spec = http_team(calls).spec
@@ -201,8 +206,12 @@ async def latency_mode(client: Client, address: str, concurrency: list[int], lat
         for c in concurrency:
             await latency_rounds(client, worker, floor_worker, temporal, spec, c, calls, rounds, latency)
     finally:
-        for p in (worker, floor_worker):
-            await p.stop()
+        for name, p in (("ours", worker), ("floor", floor_worker)):
+            stats = await p.stop()
+            threads = stats.get("threads") or {}
+            print(f"{name}: worker CPU seconds by thread over the whole run (warm-up included): "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in sorted(threads.items(), key=lambda kv: -kv[1]))
+                  + f"; in Python's garbage collector {stats.get('gc_seconds', 0):.1f}")
         server.kill9()
 
 
@@ -280,13 +289,17 @@ async def main(args: argparse.Namespace) -> None:
         search_attributes=[AWAITING_HUMAN],
     ) as env:
         address = env.client.service_client.config.target_host
+        floor_flags = ["--floor"] + (["--tuned"] if args.tuned_floor else [])
+        print(f"floor: {FLOOR_KINDS[args.tuned_floor]}")
         if args.mode == "workers":
             eager = {"on": [True], "off": [False], "both": [True, False]}[args.eager]
-            await workers_mode(env.client, address, args.workers, args.conversations or 100, args.rounds or 5, eager)
+            await workers_mode(env.client, address, args.workers, args.conversations or 100, args.rounds or 5,
+                               eager, floor_flags)
         elif args.mode == "failover":
             await failover_mode(env.client, address, args.conversations or 50, args.timeouts)
         elif args.mode == "latency":
-            await latency_mode(env.client, address, args.concurrency, args.latency, args.profile, args.rounds or 1)
+            await latency_mode(env.client, address, args.concurrency, args.latency, args.profile,
+                               args.rounds or 1, floor_flags)
         else:
             await http_mode(env.client, address, args.sizes, args.plain_sizes, args.profile)
 
@@ -300,6 +313,10 @@ if __name__ == "__main__":
                         help="workers (default 5), latency (default 1): alternating rounds of ours and the floor")
     parser.add_argument("--eager", choices=["on", "off", "both"], default="both",
                         help="workers: eager activity dispatch on, off, or a run of each")
+    parser.add_argument("--tuned-floor", action="store_true",
+                        help="workers, latency: the floor's worker with what our worker adds (the "
+                        "context-free runner, aiohttp's pool, the garbage collector's settings), "
+                        "not as the SDK comes")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200, 500])
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 200, 1000])

@@ -1,12 +1,14 @@
 """The benchmark's worker in a process of its own, so its RSS and CPU are measured apart from the
 benchmark's client (which holds the histories it fetches).
 
-    python -m bench.worker_proc <server address> <task queue> [--model-url URL] [--floor]
+    python -m bench.worker_proc <server address> <task queue> [--model-url URL] [--floor [--tuned]]
         [--no-eager] [--plain-wire] [--profile FILE] [--identity NAME] [--sticky-seconds S]
 
 Serves the benchmark teams (bench/teams.py) with the zero-latency scripted model, or with the
 OpenAI-compatible model at `--model-url` (bench/model_server.py). `--floor` serves the floor
-workflows instead (bench/baseline.py). `--no-eager` turns off eager activity dispatch (as on a
+workflows instead (bench/baseline.py) on a worker as the SDK and the openai client come;
+`--tuned` gives it what our worker adds (the context-free runner, aiohttp's pool, the
+garbage collector's settings). `--no-eager` turns off eager activity dispatch (as on a
 server without `system.enableActivityEagerExecution`). `--plain-wire` sends model requests
 through `chat.completions.create` (the client converts the whole transcript on every call), for
 comparison. `--identity` names the worker in workflow histories; `--sticky-seconds` is how long
@@ -19,21 +21,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
+import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import openai
 from temporalio import activity
 from temporalio.worker import Worker
 
 from bench.baseline import FloorHTTPWorkflow, FloorWorkflow, NaiveWorkflow, echo
 from bench.teams import TEAMS, step
 from durable_teams.activities import model as model_module
-from durable_teams.activities.model import OpenAIBackend
+from durable_teams.activities.model import OpenAIBackend, pooled_http_client
+from durable_teams.context_free import ContextFreeSandboxRunner
 from durable_teams.runtime import build_worker, connect
 from durable_teams.scripted import ScriptedModel
+from durable_teams.worker import tune_garbage_collector
 
 
 class ForgetfulScript(ScriptedModel):
@@ -57,22 +65,38 @@ def profile_thread() -> None:
 
 
 def floor_worker(client: Any, task_queue: str, model_url: str | None, eager: bool,
-                 identity: str | None, extra: dict[str, Any]) -> Worker:
-    backend = OpenAIBackend(base_url=model_url) if model_url else None
+                 identity: str | None, tuned: bool, extra: dict[str, Any]) -> Worker:
+    """The floor: bare workflows on a worker as the SDK and the openai client come (`tuned`:
+    with the two settings build_worker adds, the context-free runner and aiohttp's pool)."""
+    model = openai.AsyncOpenAI(base_url=model_url, api_key="not-needed", max_retries=0,
+                               http_client=pooled_http_client(model_url) if tuned else None)
 
     @activity.defn(name="model_http")
     async def model_http(payload: str) -> str:
-        assert backend is not None, "--model-url is needed for the HTTP floor"
-        reply = await backend.client.chat.completions.create(
+        assert model_url, "--model-url is needed for the HTTP floor"
+        reply = await model.chat.completions.create(
             model="floor", messages=[{"role": "user", "content": payload}])
         return reply.choices[0].message.content or ""
 
+    if tuned:
+        extra["workflow_runner"] = ContextFreeSandboxRunner()
     return Worker(client, task_queue=task_queue, workflows=[FloorWorkflow, NaiveWorkflow, FloorHTTPWorkflow],
                   activities=[echo, model_http], max_concurrent_activities=1000,
                   disable_eager_activity_execution=not eager, identity=identity, **extra)
 
 
+GC_SECONDS = [0.0, 0.0]  # total seconds in the cyclic garbage collector; start of the current run
+
+
+def time_gc(phase: str, info: dict[str, Any]) -> None:
+    if phase == "start":
+        GC_SECONDS[1] = time.perf_counter()
+    else:
+        GC_SECONDS[0] += time.perf_counter() - GC_SECONDS[1]
+
+
 async def main(args: argparse.Namespace) -> None:
+    gc.callbacks.append(time_gc)
     client = await connect(args.address)
     stats: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -81,7 +105,7 @@ async def main(args: argparse.Namespace) -> None:
         extra["workflow_task_executor"] = ThreadPoolExecutor(1, initializer=profile_thread)
     if args.floor:
         worker: Any = floor_worker(client, args.task_queue, args.model_url, not args.no_eager,
-                                   args.identity, extra)
+                                   args.identity, args.tuned, extra)
     else:
         if args.plain_wire:
             def plain(client: Any, params: dict[str, Any], timeout: float) -> Any:
@@ -105,6 +129,8 @@ async def main(args: argparse.Namespace) -> None:
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with worker:
+        if not args.floor or args.tuned:  # as the `durable-teams worker` process does
+            tune_garbage_collector()
         print("ready", flush=True)
         await stop.wait()
     if profile is not None:
@@ -115,7 +141,29 @@ async def main(args: argparse.Namespace) -> None:
     if not args.floor and worker.models.view_cache is not None:
         cache = worker.models.view_cache
         stats = {"in_process": cache.live, "queried": cache.hits + cache.misses}
+    stats["threads"] = thread_cpu()
+    stats["gc_seconds"] = round(GC_SECONDS[0], 2)
     print(json.dumps(stats), flush=True)
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's threads, summed by thread name (Linux; {} elsewhere):
+    Python's ("python": the event loop, workflow activations, tools), the Temporal core's Rust
+    runtime ("tokio-rt-worker"), and what threads that have ended used."""
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for task in Path("/proc/self/task").glob("*") if Path("/proc/self/task").exists() else []:
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = name.rstrip("0123456789_-") or name
+        out[name] = round(out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick, 2)
+    if out:
+        total = sum(os.times()[:2])
+        out["threads that ended"] = round(max(0.0, total - sum(out.values())), 2)
+    return out
 
 
 if __name__ == "__main__":
@@ -124,6 +172,7 @@ if __name__ == "__main__":
     parser.add_argument("task_queue")
     parser.add_argument("--model-url")
     parser.add_argument("--floor", action="store_true")
+    parser.add_argument("--tuned", action="store_true", help="--floor: with the context-free runner and aiohttp")
     parser.add_argument("--no-eager", action="store_true")
     parser.add_argument("--plain-wire", action="store_true")
     parser.add_argument("--unsandboxed", action="store_true")
