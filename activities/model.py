@@ -141,6 +141,11 @@ class OpenAIBackend:
             }
         return params
 
+    async def aclose(self) -> None:
+        """Close the client's pooled connections (a worker's backend lives as long as its
+        process; a program that ends sooner closes it, so nothing is left unclosed)."""
+        await self.client.close()
+
     def where(self) -> str:
         return mask_url(str(self.client.base_url).rstrip("/") + "/chat/completions")
 

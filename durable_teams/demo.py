@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
+from temporalio.client import Client
+
+from durable_teams.activities.model import OpenAIBackend
+from durable_teams.builders import CompiledTeam
 from durable_teams.console import format_message
 from durable_teams.runtime import build_worker, connect, ensure_search_attributes
 from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
+
+
+@asynccontextmanager
+async def demo_worker(client: Client, teams: list[CompiledTeam], task_queue: str) -> AsyncIterator[None]:
+    """An in-process worker on the configured model; its HTTP connections closed at the end."""
+    from durable_teams import worker as worker_module
+
+    backend = worker_module.model_backend()
+    try:
+        async with build_worker(client, teams, backend, task_queue=task_queue):
+            yield
+    finally:
+        if isinstance(backend, OpenAIBackend):
+            await backend.aclose()
 
 
 async def run_demo(name: str = "faang") -> int:
@@ -26,7 +46,7 @@ async def run_demo(name: str = "faang") -> int:
     teams = worker_module.load_teams([])
     task_queue = f"demo-{uuid.uuid4().hex[:8]}"
     workflow_id = f"faang-demo-{uuid.uuid4().hex[:8]}"
-    async with build_worker(client, teams, worker_module.model_backend(), task_queue=task_queue):
+    async with demo_worker(client, teams, task_queue):
         print(f"\nQuestion: {faang.QUESTION}\n")
         handle = await start_conversation(
             client, "faang", ConversationInput(team_name="faang", task=faang.QUESTION),
@@ -58,8 +78,7 @@ async def run_support_demo() -> int:
     task_queue = f"demo-{uuid.uuid4().hex[:8]}"
     workflow_id = f"support-demo-{uuid.uuid4().hex[:8]}"
     stdin_open = True
-    async with build_worker(client, worker_module.load_teams([]), worker_module.model_backend(),
-                            task_queue=task_queue):
+    async with demo_worker(client, worker_module.load_teams([]), task_queue):
         print(f"\nCustomer: {support.QUESTION}\n")
         handle = await start_conversation(
             client, "support", ConversationInput(team_name="support", task=support.QUESTION),

@@ -20,6 +20,7 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
+from .fake_openai import FakeOpenAI, completion
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,6 +49,23 @@ async def test_faang_demo_prints_the_answer_and_workflow_id(client: Client) -> N
     assert "Answer: The combined headcount of the FAANG companies in 2024 is 1,977,586." in out
     assert "Workflow id: faang-demo-" in out
     assert "[math_expert] add(" in out
+
+
+async def test_faang_demo_on_a_live_endpoint_ends_without_a_word_on_stderr(client: Client) -> None:
+    """With OPENAI_BASE_URL set the demo calls that endpoint and closes its connections when it
+    ends (an unclosed HTTP session would be reported on stderr at exit)."""
+    env = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host}
+    env.pop("OPENAI_API_KEY", None)
+    with FakeOpenAI() as fake:
+        fake.reply(completion(content="The supervisor answers by itself."))
+        env["OPENAI_BASE_URL"] = fake.base_url
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "durable_teams", "demo", cwd=ROOT, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert (proc.returncode, err.decode()) == (0, "")
+    assert "Model: live, OpenAI-compatible endpoint at http://127.0.0.1:" in out.decode()
+    assert "Answer: The supervisor answers by itself." in out.decode()
 
 
 async def test_support_demo_takes_answers_at_the_terminal(client: Client) -> None:
