@@ -29,12 +29,15 @@ class _Threads:
 
     def __init__(self, max_idle: int = MAX_IDLE_THREADS) -> None:
         self.max_idle = max_idle
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Callable[[], Callable[[], None] | None]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
         self.started = 0
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], Callable[[], None] | None]) -> None:
+        """Run `job` on an idle thread (or a new one). What `job` returns, if anything, is
+        called once the thread counts as idle again: a job hands its outcome back from there,
+        so a caller that submits its next job on receiving it finds the thread idle."""
         with self._lock:
             spawn = self._idle == 0
             if not spawn:
@@ -46,11 +49,15 @@ class _Threads:
 
     def _work(self) -> None:
         while True:
-            self._jobs.get()()
+            hand_back = self._jobs.get()()
             with self._lock:
-                if self._idle >= self.max_idle:
-                    return
-                self._idle += 1
+                stay = self._idle < self.max_idle
+                if stay:
+                    self._idle += 1
+            if callable(hand_back):
+                hand_back()
+            if not stay:
+                return
 
 
 _THREADS = _Threads()
@@ -85,16 +92,19 @@ def in_thread(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -
         else:
             future.set_exception(value)
 
-    def target() -> None:
+    def target() -> Callable[[], None]:
         try:
             outcome: tuple[bool, Any] = (True, context.run(fn, *args, **kwargs))
         except BaseException as err:  # noqa: BLE001 - every outcome goes back to the loop
             keep = isinstance(err, Exception) and not isinstance(err, StopIteration)
             outcome = (False, err if keep else Escaped(err))
-        try:
-            loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:  # the loop is closed: the worker has stopped
-            pass
+
+        def hand_back() -> None:
+            try:
+                loop.call_soon_threadsafe(settle, *outcome)
+            except RuntimeError:  # the loop is closed: the worker has stopped
+                pass
+        return hand_back
 
     _THREADS.submit(target)
     return future

@@ -7,9 +7,10 @@ import os
 import shutil
 import sys
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 import pytest_asyncio
@@ -17,6 +18,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_teams.activities.model import OpenAIBackend
 from durable_teams.builders import CompiledTeam
 from durable_teams.runtime import TeamWorker, build_worker
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -51,6 +53,26 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
         search_attributes=[AWAITING_HUMAN, TEAM, TASK],
     ) as environment:
         yield environment
+
+
+@pytest_asyncio.fixture(scope="session", autouse=True)
+async def close_model_clients() -> AsyncIterator[None]:
+    """Close the HTTP sessions of the OpenAI backends tests made, while the event loop still
+    runs: one left open is reported on stderr when the interpreter exits."""
+    made: weakref.WeakSet[OpenAIBackend] = weakref.WeakSet()
+    original = OpenAIBackend.__init__
+
+    def remember(self: OpenAIBackend, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.add(self)
+
+    OpenAIBackend.__init__ = remember  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        OpenAIBackend.__init__ = original  # type: ignore[method-assign]
+        for backend in list(made):
+            await backend.aclose()
 
 
 @pytest.fixture
