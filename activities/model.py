@@ -204,6 +204,21 @@ class OpenAIBackend:
         return b"".join(chunks)
 
 
+HTTP_CLIENT_ENV = "DURABLE_TEAMS_HTTP_CLIENT"
+
+
+class ModelSettingError(ValueError):
+    """A model setting in the environment that does not parse."""
+
+
+def http_client_setting() -> str:
+    """`$DURABLE_TEAMS_HTTP_CLIENT`: "aiohttp" (the default) or "httpx"."""
+    value = os.environ.get(HTTP_CLIENT_ENV, "").strip().lower() or "aiohttp"
+    if value not in ("aiohttp", "httpx"):
+        raise ModelSettingError(f"{HTTP_CLIENT_ENV} must be aiohttp or httpx, not {value!r}")
+    return value
+
+
 def pooled_http_client(base_url: str | None) -> Any:
     """The openai client's aiohttp transport (`openai.DefaultAioHttpClient`, from the
     `openai[aiohttp]` dependency), or None for the client's default (httpx). httpx's pool
@@ -213,15 +228,12 @@ def pooled_http_client(base_url: str | None) -> Any:
     takes an idle connection without scanning the rest. httpx stays for a base URL that
     carries credentials (aiohttp refuses them beside the API key's header), and when
     DURABLE_TEAMS_HTTP_CLIENT=httpx."""
-    if os.environ.get("DURABLE_TEAMS_HTTP_CLIENT", "").lower() == "httpx":
-        return None
-    if base_url and "@" in urllib.parse.urlsplit(base_url).netloc:
+    if http_client_setting() == "httpx" or (base_url and "@" in urllib.parse.urlsplit(base_url).netloc):
         return None
     factory = getattr(openai, "DefaultAioHttpClient", None)  # in newer openai releases
     try:
-        import aiohttp  # noqa: F401 - present with the openai[aiohttp] extra
         return factory() if factory is not None else None
-    except (ImportError, RuntimeError):  # RuntimeError: the openai release's extra is missing
+    except RuntimeError:  # this openai release's aiohttp extra is not installed
         return None
 
 

@@ -150,10 +150,15 @@ def raise_for_openai_error(exc: Exception, model: str = "", timeout: float | Non
             non_retryable=not retryable,
             next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
         ) from None
-    if isinstance(exc, openai.APITimeoutError) and not _disconnected(exc):
+    # openai's aiohttp transport reports every aiohttp connection error (a dropped connection,
+    # a refused one) as a ConnectTimeout, which the client raises as APITimeoutError
+    dropped = _aiohttp_cause(exc)
+    if dropped is not None and isinstance(dropped, TimeoutError):
+        dropped = None
+    if isinstance(exc, openai.APITimeoutError) and dropped is None:
         raise_timeout(_where(exc), timeout)
     if isinstance(exc, openai.APIConnectionError):
-        cause = _aiohttp_cause(exc) if _disconnected(exc) else exc.__cause__
+        cause = dropped or exc.__cause__
         reason = _scrub(f"{type(cause).__name__}: {cause}" if cause else exc.message, exc)
         raise ApplicationError(
             f"Could not reach the model endpoint at {_where(exc)} ({reason}). Check "
@@ -172,21 +177,12 @@ def raise_for_openai_error(exc: Exception, model: str = "", timeout: float | Non
 
 def _aiohttp_cause(exc: BaseException) -> BaseException | None:
     """The aiohttp error behind `exc`, if any (openai's aiohttp transport raises one)."""
-    seen = 0
     cause: BaseException | None = exc
-    while cause is not None and seen < 10:
-        if type(cause).__module__.startswith("aiohttp"):
+    for _ in range(10):  # a bounded walk: a chain of causes may loop
+        if cause is None or type(cause).__module__.startswith("aiohttp"):
             return cause
-        cause, seen = cause.__cause__, seen + 1
+        cause = cause.__cause__
     return None
-
-
-def _disconnected(exc: BaseException) -> bool:
-    """Whether `exc` comes from an aiohttp connection error that is not a timeout: openai's
-    aiohttp transport reports every one (a dropped connection, a refused one) as a
-    `ConnectTimeout`, which the openai client then raises as `APITimeoutError`."""
-    cause = _aiohttp_cause(exc)
-    return cause is not None and not isinstance(cause, TimeoutError)
 
 
 def _http_module() -> Any:

@@ -63,6 +63,11 @@ class Tool:
     fn: Callable[..., Any]
     spec: ToolSpec
 
+    @functools.cached_property
+    def parameters(self) -> Mapping[str, inspect.Parameter]:
+        """The function's parameters, read once (not on every call)."""
+        return inspect.signature(self.fn).parameters
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
@@ -205,23 +210,9 @@ async def _with_deadline(call: Any, seconds: float | None, name: str) -> Any:
     return task.result()
 
 
-def _parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
-    """`fn`'s parameters, read once per tool (not on every call)."""
-    try:
-        return _cached_parameters(fn)
-    except TypeError:  # an unhashable callable object
-        return inspect.signature(fn).parameters
-
-
-@functools.lru_cache(maxsize=1024)
-def _cached_parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
-    return inspect.signature(fn).parameters
-
-
-def _positional(fn: Callable[..., Any], kwargs: dict[str, Any]) -> list[Any]:
+def _positional(params: Mapping[str, inspect.Parameter], kwargs: dict[str, Any]) -> list[Any]:
     """Take positional-only parameters out of `kwargs`, in order, to pass them by position."""
-    params = _parameters(fn).values()
-    return [kwargs.pop(p.name) for p in params if p.kind is p.POSITIONAL_ONLY and p.name in kwargs]
+    return [kwargs.pop(p.name) for p in params.values() if p.kind is p.POSITIONAL_ONLY and p.name in kwargs]
 
 
 def _failure(err: BaseException) -> ToolResult:
@@ -244,12 +235,12 @@ class ToolActivities:
             kwargs = validate_arguments(t.fn, req.arguments, tool_name=req.tool)
         except ToolArgumentsError as err:
             return ToolResult(is_error=True, content=f"Error: {err}")
-        params = _parameters(t.fn)
+        params = t.parameters
         if "context_variables" in params:
             kwargs["context_variables"] = copy.deepcopy(req.context)
         if "idempotency_key" in params:
             kwargs["idempotency_key"] = req.idempotency_key
-        args = _positional(t.fn, kwargs)
+        args = _positional(params, kwargs)
         token = _idempotency_key.set(req.idempotency_key)
         try:
             result = to_result(await _with_deadline(_call(t.fn, args, kwargs), req.timeout_seconds, req.tool))

@@ -67,7 +67,7 @@ def profile_thread() -> None:
 def floor_worker(client: Any, task_queue: str, model_url: str | None, eager: bool,
                  identity: str | None, tuned: bool, extra: dict[str, Any]) -> Worker:
     """The floor: bare workflows on a worker as the SDK and the openai client come (`tuned`:
-    with the two settings build_worker adds, the context-free runner and aiohttp's pool)."""
+    with the context-free runner and aiohttp's pool; main() adds the GC settings)."""
     model = openai.AsyncOpenAI(base_url=model_url, api_key="not-needed", max_retries=0,
                                http_client=pooled_http_client(model_url) if tuned else None)
 

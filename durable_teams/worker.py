@@ -22,7 +22,13 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 
-from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_model_configured
+from durable_teams.activities.model import (
+    ModelBackend,
+    ModelSettingError,
+    OpenAIBackend,
+    http_client_setting,
+    is_live_model_configured,
+)
 from durable_teams.builders import CompiledTeam, Supervisor, Swarm
 from durable_teams.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.devserver import DevServer
@@ -174,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
     args = parser.parse_args(argv)
     sticky, gc_every = sticky_timeout(), gc_threshold()  # a bad setting: one line before anything starts
+    try:
+        http_client_setting()
+    except ModelSettingError as err:
+        raise SystemExit(f"durable-teams worker: {err}") from None
     try:
         asyncio.run(run_worker(args.team, sticky, gc_every))
     except KeyboardInterrupt:
