@@ -368,16 +368,20 @@ def test_the_routing_module_imports_nothing_that_could_reach_a_model() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_routing_a_table_of_messages_never_consults_a_model() -> None:
-    from durable_teams.scripted import ScriptedModel
-
-    model = ScriptedModel({})  # an empty script: any call would fail
+def test_model_free_strategies_decide_a_table_of_messages_on_their_own() -> None:
+    """Every model-free strategy answers every message (the empty one too) with one of the
+    team's agents, and the same inputs give the same decision: a pure function, so there is
+    nothing it could ask a model (the import test above shows it cannot reach one)."""
     messages = ["I need a refund", "it crashes", "error 500", "hello", ""]
     rules = [RoutingRule(target="billing", keywords=["refund"])]
     for strategy in routing.MODEL_FREE:
         spec = team(strategy=strategy, rules=rules)
         for n, text in enumerate(messages):
-            assert route(spec, text, decisions_so_far=n, assignments={"billing": n}).strategy == strategy
-    assert model.requests == []
+            decided = route(spec, text, decisions_so_far=n, assignments={"billing": n})
+            assert decided.strategy == strategy
+            assert decided.target in spec.agents, (strategy, text, decided.target)
+            assert route(spec, text, decisions_so_far=n, assignments={"billing": n}) == decided
+    rules_team = team(strategy="rules", rules=rules)
+    assert route(rules_team, "I need a refund", decisions_so_far=0, assignments={}).target == "billing"
     assert not any(routing.needs_model(s) for s in routing.MODEL_FREE)
     assert routing.needs_model("llm") and routing.needs_model("llm-decision")
