@@ -44,6 +44,27 @@ def binary(name: str) -> str:
     return path
 
 
+SLOW_MODULES = {
+    "test_bad_input", "test_clean_exit", "test_cli", "test_cli_errors", "test_cli_flags",
+    "test_cli_offline", "test_compose", "test_devserver", "test_durability", "test_encryption",
+    "test_failover", "test_gateway_openai", "test_graph", "test_http_client", "test_inbox_browser",
+    "test_live_redis", "test_mcp", "test_packaging", "test_upgrades", "test_web_ui",
+    "test_worker_gc",
+}
+"""Modules whose tests start processes (the CLI, workers, servers, MCP servers) or a browser."""
+TEMPORAL_FIXTURES = {"env", "client"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by its shape: `pure` (no Temporal), `workflow` (on the session's dev
+    server), and `slow` (processes or a browser). `pytest -m "not slow"` is the quick loop."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        item.add_marker(pytest.mark.workflow if fixtures & TEMPORAL_FIXTURES else pytest.mark.pure)
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest_asyncio.fixture(scope="session")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     """A local Temporal dev server (real server: updates, queries, search attributes)."""
