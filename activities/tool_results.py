@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from durable_teams.workflows.messages import ToolResult
+from durable_teams.workflows.tool_calls import sendable
 
 MAX_CONTEXT_UPDATE_BYTES = 64 * 1024
 """A tool's `context_variables` update above this (as JSON) is not applied: context travels in
@@ -37,15 +38,6 @@ class Result:
 
 class ResultError(ValueError):
     """The tool ran but what it returned cannot be sent; the message says why."""
-
-
-def clean_text(text: str) -> str:
-    """`text` with lone surrogates (which UTF-8 cannot encode) replaced by `?`."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return text.encode(errors="replace").decode()
-    return text
 
 
 def _content(value: Any) -> str:
@@ -74,7 +66,7 @@ def _context_updates(updates: Any) -> dict[str, Any]:
     if not isinstance(updates, dict):
         raise ResultError(f"returned context_variables that are a {type(updates).__name__}, not a dict")
     try:
-        text = clean_text(json.dumps(updates, default=str, ensure_ascii=False))
+        text = sendable(json.dumps(updates, default=str, ensure_ascii=False))
     except (TypeError, ValueError) as err:
         raise ResultError(f"returned context_variables JSON cannot encode ({type(err).__name__}: {err})") from None
     size = len(text.encode())
@@ -88,11 +80,11 @@ def _context_updates(updates: Any) -> dict[str, Any]:
 def to_result(value: Any) -> ToolResult:
     """The `ToolResult` for a tool's return value; raises `ResultError` if it cannot be sent."""
     if not isinstance(value, Result):
-        return ToolResult(content=clean_text(_content(value)))
+        return ToolResult(content=sendable(_content(value)))
     agent = value.agent if value.agent is None else getattr(value.agent, "name", value.agent)
     return ToolResult(
-        content=clean_text(_content(value.value)),
-        handoff_to=None if agent is None else clean_text(str(agent)),
+        content=sendable(_content(value.value)),
+        handoff_to=None if agent is None else sendable(str(agent)),
         context_updates=_context_updates(value.context_variables),
     )
 

@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_teams.workflows.messages import ToolRequest, ToolResult, ToolSpec
 from durable_teams.workflows.roster import TeamError
+from durable_teams.workflows.tool_calls import TOOL_TIMEOUT
 
 from .schema import ToolArgumentsError, function_schema, validate_arguments
 from .tool_checks import attempts, check_numbers, check_signature, tool_name
@@ -38,9 +39,6 @@ MAX_RESULT_BYTES = 512 * 1024
 over 2 MB, and a rejected activity result would be retried to no end)."""
 
 log = logging.getLogger(__name__)
-
-TOOL_TIMEOUT = "ToolTimeout"
-"""Type of the ApplicationError a tool that outlives its deadline ends with."""
 
 _idempotency_key: contextvars.ContextVar[str] = contextvars.ContextVar("idempotency_key", default="")
 
