@@ -4,6 +4,7 @@ own modules. And users import everything from that one namespace."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -63,3 +64,18 @@ def test_the_readme_examples_import_only_from_durable_teams() -> None:
     assert imports, "the README shows imports"
     for line in imports:
         assert line.startswith("from durable_teams import") or line.startswith("from durable_teams.examples"), line
+
+
+def test_no_module_imports_the_root_folders_by_their_root_names() -> None:
+    """`import workflows.messages` would load a second copy of every class beside
+    `durable_teams.workflows.messages`: one import path per file. ruff bans it outside the
+    linked folders (pyproject.toml); inside them, where ruff cannot tell, this test does."""
+    offenders = []
+    for path in [*ROOT.glob("workflows/*.py"), *ROOT.glob("activities/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0
+                     else [])
+            offenders += [f"{path.name}: {n}" for n in names
+                          if n.split(".")[0] in {"workflows", "activities", "worker"}]
+    assert offenders == []
