@@ -5,12 +5,18 @@ own modules. And users import everything from that one namespace."""
 from __future__ import annotations
 
 import ast
+import asyncio
+import os
 import shutil
+import site
 import subprocess
 import sys
+import tarfile
 import venv
 import zipfile
 from pathlib import Path
+
+from temporalio.client import Client
 
 import durable_teams
 
@@ -79,3 +85,61 @@ def test_no_module_imports_the_root_folders_by_their_root_names() -> None:
             offenders += [f"{path.name}: {n}" for n in names
                           if n.split(".")[0] in {"workflows", "activities", "worker"}]
     assert offenders == []
+
+
+def tracked_copy(destination: Path) -> Path:
+    """The files a fresh clone has (git's tracked files, links kept as links), or the whole
+    tree where there is no git."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
+    if listed.returncode != 0:
+        shutil.copytree(ROOT, destination, symlinks=True, ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".*_cache"))
+        return destination
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source, target = ROOT / name, destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.symlink_to(os.readlink(source))
+        elif source.exists():  # listed but deleted in the working tree: a clone would have it
+            shutil.copy2(source, target)
+    return destination
+
+
+async def test_an_sdist_from_a_fresh_clone_installs_and_runs_the_demo(tmp_path: Path, client: Client) -> None:
+    """The source distribution carries everything a build needs (the linked folders'
+    files as files), installs into an empty environment and runs the demo there, away from
+    the checkout, so nothing can come from the root folders."""
+    source = tracked_copy(tmp_path / "clone")
+    build = ("import sys; from setuptools import build_meta; "
+             "print(build_meta.build_sdist(sys.argv[1]))")
+    await asyncio.to_thread(subprocess.run, [sys.executable, "-c", build, str(tmp_path / "dist")],
+                            cwd=source, check=True, capture_output=True)
+    (sdist,) = (tmp_path / "dist").glob("durable_teams-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        members = {m.name.split("/", 1)[-1]: m for m in archive.getmembers()}
+    assert members["durable_teams/workflows/conversation.py"].isfile()  # a file, not a link
+    assert members["durable_teams/activities/model.py"].isfile()
+
+    venv.create(tmp_path / "env", with_pip=True)
+    python = tmp_path / "env" / "bin" / "python"
+    await asyncio.to_thread(subprocess.run, [
+        str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+        "--no-build-isolation", str(sdist)], check=True, capture_output=True, env={
+            **os.environ, "PYTHONPATH": ":".join(site.getsitepackages())})  # setuptools to build
+    paths = await asyncio.to_thread(subprocess.run, [
+        str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True)
+    purelib = paths.stdout.strip()
+    # the dependencies from this environment, after the fresh one's own site-packages
+    (Path(purelib) / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PYTHON"))}
+    env["TEMPORAL_ADDRESS"] = client.service_client.config.target_host
+    where = await asyncio.to_thread(subprocess.run, [
+        str(python), "-c", "import durable_teams, durable_teams.workflows.conversation as c; "
+        "print(durable_teams.__file__); print(c.__file__)"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert all(line.startswith(purelib) for line in where.stdout.split()), where.stdout
+    demo = await asyncio.to_thread(subprocess.run, [str(python), "-m", "durable_teams", "demo"],
+                                   cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "1,977,586" in demo.stdout
