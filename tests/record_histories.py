@@ -41,9 +41,12 @@ from durable_teams.workflows.state import ConversationInput, HumanReply
 from .conftest import binary, pending_question, running_worker
 
 HERE = Path(__file__).parent / "histories"
-EXAMPLES: dict[str, ModuleType] = {"faang": faang, "faang_teams": faang_teams}
+EXAMPLES: dict[str, ModuleType] = {"faang": faang, "faang_teams": faang_teams,
+                                   "faang_regular_model_calls": faang}
 """History name -> example module (`build()`, `SCRIPT`, `QUESTION`). `faang_teams` is the
-parent of a two-level team: its history holds the child workflow commands."""
+parent of a two-level team: its history holds the child workflow commands.
+`faang_regular_model_calls` was recorded before model calls became local activities: its model
+calls are regular activities (with the placement patch's marker)."""
 
 
 async def acme_conversation(client: Client, name: str) -> None:
@@ -177,6 +180,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "support_waiting_approval": support_waiting_approval,
     "swarm_waiting_approval": swarm_waiting_approval,
     "nested_waiting": nested_waiting,
+    # recorded before model calls became local activities (regular activity events)
+    "support_waiting_approval_regular_model_calls": support_waiting_approval,
 }
 
 

@@ -16,6 +16,7 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1"}
 """File stem -> workflow id, where the id cannot be a file name (a child's id has a slash)."""
 PARKED = ["nested_waiting", "nested_waiting_child", "support_waiting_approval",
+          "support_waiting_approval_regular_model_calls",
           "support_waiting_question", "swarm_waiting_approval"]
 """Recorded mid-wait: still running, waiting for a person (or, the parent, for its child)."""
 
@@ -23,7 +24,8 @@ PARKED = ["nested_waiting", "nested_waiting_child", "support_waiting_approval",
 def test_there_are_recorded_histories() -> None:
     """Histories of every release stay (README, "Upgrading workers"): later ones only add."""
     assert {p.stem for p in HISTORIES} >= {
-        "acme_conversation", "faang", "faang_teams", "routing_conversation", *PARKED}
+        "acme_conversation", "faang", "faang_teams", "routing_conversation",
+        "faang_regular_model_calls", *PARKED}
 
 
 @pytest.mark.parametrize("stem", PARKED)
