@@ -1,5 +1,6 @@
-"""Model calls run on the worker that holds the conversation, and fall back to the shared task
-queue when that worker is gone (workflows/placement.py)."""
+"""Model calls as regular activities (`ModelCalls(local=False)`) run on the worker that holds
+the conversation, and fall back to the shared task queue when that worker is gone
+(workflows/placement.py). Local ones (the default) need none of this: tests/test_local_model_calls.py."""
 
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ def record(note: str) -> str:
 CALLS = 4
 SCRIPT = {"writer": [call("record", note=f"n{i}") for i in range(CALLS - 1)] + [say("done")]}
 TEAM = Swarm([Agent("writer", "Record notes.", tools=[record], model="scripted")]).compile()
-TEAM.spec.model_calls = ModelCalls(worker_queue_seconds=1.0)
+TEAM.spec.model_calls = ModelCalls(local=False, worker_queue_seconds=1.0)
 ASKING = Swarm([Agent("asker", "Ask, then record.", tools=["ask_human", record], model="scripted")]).compile()
-ASKING.spec.model_calls = ModelCalls(worker_queue_seconds=1.0)
+ASKING.spec.model_calls = ModelCalls(local=False, worker_queue_seconds=1.0)
 ASK_SCRIPT = {"asker": [call("record", note="first"), call("ask_human", question="Go?"),
                         call("record", note="approved"), say("done")]}
 

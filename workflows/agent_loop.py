@@ -12,7 +12,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from . import roster, usage
@@ -27,7 +28,13 @@ with workflow.unsafe.imports_passed_through():
         ToolCall,
         Usage,
     )
-    from .model_calls import activity_options, failure_text, policy_for
+    from .model_calls import (
+        LOCAL_PATCH,
+        activity_options,
+        failure_text,
+        local_activity_options,
+        policy_for,
+    )
     from .placement import PATCH, ModelPlacement, is_not_started
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
@@ -163,7 +170,7 @@ class AgentLoop:
         try:
             response = await self._execute_model(
                 request, f"model: {agent} ({received} message{'' if received == 1 else 's'})", policy)
-        except ActivityError as err:
+        except (ActivityError, ApplicationError, TemporalTimeout) as err:  # a local activity's may come unwrapped
             raise TurnFailed(f"The model call for {agent} failed: {failure_text(err, policy)}") from err
         turn = usage.current_turn(self.state.queue, self.state.turns_started)
         usage.record(self.state.usage, turn, agent, spec.model, response.usage)
@@ -179,8 +186,18 @@ class AgentLoop:
         return message, structured, flagged(response.finish_reason)
 
     async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
-        """Run `call_model`, on the worker holding this workflow when there is one to ask for
-        (workflows/placement.py); on the shared queue if that worker never takes it."""
+        """Run `call_model`: a local activity (this worker, the view read in process), unless
+        the policy asks for a regular one or the run began before local calls (LOCAL_PATCH)."""
+        if policy.local and workflow.patched(LOCAL_PATCH):
+            return await workflow.execute_local_activity(
+                "call_model", request, result_type=ModelResponse, summary=summary,
+                **local_activity_options(policy))
+        return await self._execute_model_activity(request, summary, policy)
+
+    async def _execute_model_activity(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
+        """Run `call_model` as a regular activity, on the worker holding this workflow when
+        there is one to ask for (workflows/placement.py); on the shared queue if that worker
+        never takes it."""
         placed = workflow.patched(PATCH)
         queue = await self.placement.next_queue() if placed else None
         options = activity_options(policy)

@@ -2,7 +2,9 @@
 
 The policy comes from the team (`TeamSpec.model_calls`) or the agent (`AgentSpec.model_calls`);
 see `ModelCalls` for the defaults. Activity options are not part of what replay compares, so
-changing them does not disturb running conversations.
+changing them does not disturb running conversations. Whether a call is a local activity
+(`ModelCalls.local`, the default) or a regular one is: runs recorded before local calls existed
+keep regular ones (`LOCAL_PATCH`).
 """
 
 from __future__ import annotations
@@ -11,10 +13,18 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, RetryState
 from temporalio.exceptions import TimeoutError as TimedOut
 
 from .messages import AgentSpec, ModelCalls, TeamSpec
+
+LOCAL_PATCH = "model-calls-local"
+"""`workflow.patched` id: a run that made its model calls as regular activities before this
+release keeps doing so (its history has activity events where a local call has a marker)."""
+
+LOCAL_RETRY_THRESHOLD = 60.0
+"""Seconds: a local call's retry that waits longer than this waits on a durable timer in a new
+workflow task; shorter ones wait in the worker (the SDK's `local_retry_threshold`)."""
 
 MAX_RETRY_INTERVAL = 30.0
 """Seconds: the longest wait between two attempts that the policy itself makes (a server's
@@ -45,6 +55,12 @@ def activity_options(policy: ModelCalls) -> dict[str, Any]:
     }
 
 
+def local_activity_options(policy: ModelCalls) -> dict[str, Any]:
+    """Keyword arguments of `workflow.execute_local_activity` for one model call: the same
+    limits and retries as a regular call."""
+    return {**activity_options(policy), "local_retry_threshold": timedelta(seconds=LOCAL_RETRY_THRESHOLD)}
+
+
 def _last_failure(err: BaseException | None) -> str:
     while isinstance(err, TimedOut):
         err = err.cause
@@ -53,18 +69,20 @@ def _last_failure(err: BaseException | None) -> str:
     return str(err) if err is not None else ""
 
 
-def failure_text(err: ActivityError, policy: ModelCalls) -> str:
+def failure_text(err: FailureError, policy: ModelCalls) -> str:
     """Why the model call failed, for the user: the activity's own message, or for a timeout
-    the limits that were reached (and the last attempt's error, if any)."""
-    cause = err.cause
+    the limits that were reached (and the last attempt's error, if any). A local activity's
+    failure may come unwrapped (an `ApplicationError` or a `TimeoutError`, no `ActivityError`)."""
+    cause = err.cause if isinstance(err, ActivityError) else err
+    retry_state = err.retry_state if isinstance(err, ActivityError) else None
     attempts = policy.max_attempts
-    if isinstance(cause, TimedOut) or err.retry_state == RetryState.TIMEOUT:
+    if isinstance(cause, TimedOut) or retry_state == RetryState.TIMEOUT:
         last = _last_failure(cause)
         text = (f"no answer within the model-call time limits ({policy.timeout_seconds:g} s per "
                 f"attempt, {attempts} attempt{'s' if attempts != 1 else ''}, "
                 f"{policy.total_timeout_seconds:g} s in all)")
         return f"{text}. Last error: {last}" if last else f"{text}."
     text = _last_failure(cause) or str(err)
-    if err.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED and attempts > 1:
+    if retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED and attempts > 1:
         return f"{text.rstrip('.')} (gave up after {attempts} attempts)."
     return text

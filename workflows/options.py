@@ -45,9 +45,15 @@ class ModelCalls(BaseModel):
     max_attempts: int = Field(default=3, ge=1)
     total_timeout_seconds: float = Field(default=240.0, gt=0)
     retry_interval_seconds: float = Field(default=1.0, gt=0)
+    local: bool = True
+    """Run each call as a local activity, in the worker that holds the conversation (its view
+    read in process, a marker in history instead of three activity events); False: a regular
+    activity on the task queue, placed on that worker's own queue (workflows/placement.py).
+    README, "Model calls"."""
     worker_queue_seconds: float = Field(default=10.0, gt=0)
-    """How long a call waits for the worker holding the conversation to take it (on that
-    worker's own task queue) before it runs on the shared queue instead (workflows/placement.py)."""
+    """Regular activities only: how long a call waits for the worker holding the conversation
+    to take it (on that worker's own task queue) before it runs on the shared queue instead
+    (workflows/placement.py)."""
 
 
 @dataclass(kw_only=True)
