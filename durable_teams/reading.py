@@ -8,7 +8,7 @@ waiting for a person, which the workflow keeps there).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -16,6 +16,7 @@ from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import PENDING_MEMO
@@ -99,16 +100,36 @@ async def questions_of(handle: WorkflowHandle) -> list[Question]:
     return await handle.query(TeamWorkflow.pending_questions, rpc_timeout=QUERY_TIMEOUT)
 
 
-async def pending_questions(client: Client) -> list[tuple[str, Question]]:
-    """Every question waiting for a person, read from the visibility store (no worker)."""
-    found: list[tuple[str, Question]] = []
-    async for wf in client.list_workflows("AwaitingHuman = true AND ExecutionStatus = 'Running'"):
-        questions = memo_questions(await wf.memo())
-        if questions is None:
+WAITING_QUERY = "AwaitingHuman = true AND ExecutionStatus = 'Running'"
+RUNNING_QUERY = f"WorkflowType = '{TeamWorkflow.__name__}' AND ExecutionStatus = 'Running'"
+"""Without `AwaitingHuman` registered: every running conversation (their memos say which wait)."""
+
+
+async def waiting_conversations(client: Client) -> AsyncIterator[tuple[str, Mapping[str, Any], list[Question]]]:
+    """(workflow id, memo, questions) of each running conversation with a question waiting for a
+    person, from the visibility store: by `AwaitingHuman`, or, on a namespace without it, every
+    running conversation's memo."""
+    query = WAITING_QUERY
+    try:
+        listed = [wf async for wf in client.list_workflows(query)]
+    except RPCError as err:
+        if err.status != RPCStatusCode.INVALID_ARGUMENT:
+            raise
+        query = RUNNING_QUERY
+        listed = [wf async for wf in client.list_workflows(query)]
+    for wf in listed:
+        memo = await wf.memo()
+        questions = memo_questions(memo)
+        if questions is None and query == WAITING_QUERY:  # started before the memo held them
             questions = await client.get_workflow_handle(wf.id).query(
                 TeamWorkflow.pending_questions, rpc_timeout=QUERY_TIMEOUT)
-        found += [(wf.id, q) for q in questions]
-    return found
+        if questions:
+            yield wf.id, memo, questions
+
+
+async def pending_questions(client: Client) -> list[tuple[str, Question]]:
+    """Every question waiting for a person, read from the visibility store (no worker)."""
+    return [(wid, q) async for wid, _, questions in waiting_conversations(client) for q in questions]
 
 
 def is_running(status: WorkflowExecutionStatus | None) -> bool:

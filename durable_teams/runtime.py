@@ -26,6 +26,7 @@ from durable_teams.codec import KeySetting, codec_for, with_codec
 from durable_teams.context_free import ContextFreeSandboxRunner, needs_context
 from durable_teams.live import LiveHub, hub_from_env
 from durable_teams.reading import SCRIPTED_IDENTITY
+from durable_teams.search_attributes import LabelsActivity, learn_labels, say_once
 from durable_teams.tolerant import tolerant_client
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.placement import LOCATE_ACTIVITY
@@ -93,18 +94,25 @@ class TeamWorker:
     Use it as `async with` (both poll in the background) or `await run()`."""
 
     def __init__(self, shared: Worker, own: Worker, worker_queue: str,
-                 models: ModelActivities | None = None) -> None:
+                 models: ModelActivities | None = None, labels: LabelsActivity | None = None) -> None:
         self.shared = shared
         self.own = own
         self.worker_queue = worker_queue
         self.models = models
         """The model activity (its view cache), for statistics."""
+        self.labels = labels
+        """Which search attributes conversations may set: learned (and registered) at start."""
+
+    async def _learn_labels(self) -> None:
+        if self.labels is not None:
+            await self.labels.learn()
 
     @property
     def task_queue(self) -> str:
         return self.shared.task_queue
 
     async def run(self) -> None:
+        await self._learn_labels()
         async with self.own:
             await self.shared.run()
 
@@ -113,6 +121,7 @@ class TeamWorker:
         await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
 
     async def __aenter__(self) -> TeamWorker:
+        await self._learn_labels()
         await self.own.__aenter__()
         try:
             await self.shared.__aenter__()
@@ -172,6 +181,7 @@ def build_worker(
     tools = ToolActivities(registry)
     mcp = MCPActivities(registry.mcp_servers)
     resolver = TeamActivities({t.spec.name: t.spec for t in teams})
+    labels = LabelsActivity(client)
     own_queue = worker_queue_name(task_queue)
     options: dict = {
         "workflows": [TeamWorkflow],  # a test may serve another version of it (tests/next_release.py)
@@ -197,34 +207,19 @@ def build_worker(
         worker_client,
         task_queue=task_queue,
         activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team,
-                    mcp.list_mcp_tools, mcp.call_mcp_tool, locate_activity(own_queue)],
+                    mcp.list_mcp_tools, mcp.call_mcp_tool, locate_activity(own_queue),
+                    labels.available_labels],
         **options,
     )
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],
                  **{k: v for k, v in options.items() if k in ACTIVITY_OPTIONS})
-    return TeamWorker(shared, own, own_queue, models)
+    return TeamWorker(shared, own, own_queue, models, labels)
 
 
-async def ensure_search_attributes(client: Client) -> None:
-    """Register our search attributes (`AwaitingHuman`, `Team`, `Task`) on a cluster that lacks
-    them (the embedded server has them)."""
-    from temporalio.api.enums.v1 import IndexedValueType
-    from temporalio.api.operatorservice.v1 import (
-        AddSearchAttributesRequest,
-        ListSearchAttributesRequest,
-    )
-
-    from durable_teams.devserver import SEARCH_ATTRIBUTES
-
-    kinds = {"Bool": IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
-             "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD}
-    try:
-        listed = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=client.namespace))
-        missing = {k: kinds[v] for k, v in SEARCH_ATTRIBUTES.items() if k not in listed.custom_attributes}
-        if not missing:
-            return
-        await client.operator_service.add_search_attributes(AddSearchAttributesRequest(
-            namespace=client.namespace, search_attributes=missing))
-    except Exception as err:  # noqa: BLE001 - a cluster may not allow it; say so, go on
-        print(f"warning: could not register the search attributes {', '.join(SEARCH_ATTRIBUTES)}: {err}")
+async def ensure_search_attributes(client: Client) -> frozenset[str]:
+    """Register our search attributes (`AwaitingHuman`, `Team`, `Task`) where the namespace lacks
+    them and may take them; one warning line names what is still missing (and the command that
+    adds it). Returns the ones usable. A worker does this itself when it starts."""
+    have, line = await learn_labels(client)
+    say_once(line)
+    return have

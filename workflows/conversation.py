@@ -97,7 +97,7 @@ class TeamWorkflow(Intake):
         except roster.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         if inp.set_search_attributes and inp.state is None:
-            labels.label_if_missing(inp.team_name or team.name)
+            self.desk.labels = await labels.label_at_start(inp.team_name or team.name)
         await mcp.list_tools(team)  # once per conversation; recorded in the team it carries
         self.desk.timeout_seconds = team.ask_human_timeout_seconds
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(

@@ -17,6 +17,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
+    from . import labels
     from .messages import ToolCall
     from .state import ConversationState, HumanReply, Question
 
@@ -66,6 +67,9 @@ class HumanDesk:
         self.state = state
         self.timeout_seconds = timeout_seconds
         self.use_search_attribute = use_search_attribute
+        self.labels: frozenset[str] | None = None
+        """The labels the namespace has (asked once per run, workflows/labels.py); None: not
+        asked, as in a history recorded before the question (which upserted as it did then)."""
         self.should_interrupt: Callable[[], bool] = lambda: False
         """Set by the workflow: true when the run should continue as new at this wait."""
 
@@ -82,7 +86,7 @@ class HumanDesk:
 
     def _mark(self) -> None:
         waiting = bool(self.state.pending)
-        if self.use_search_attribute:
+        if self.use_search_attribute and (self.labels is None or AWAITING_HUMAN.name in self.labels):
             workflow.upsert_search_attributes([AWAITING_HUMAN.value_set(waiting)])
         texts = "; ".join(f"{q.question_id}: {q.text}" for q in self.state.pending.values())
         workflow.set_current_details(f"Waiting for a person: {texts}" if waiting else "")
@@ -92,6 +96,8 @@ class HumanDesk:
             workflow.upsert_memo({PENDING_MEMO: [q.model_dump(mode="json") for q in self.state.pending.values()]})
 
     async def _wait(self, question: Question) -> HumanReply | None:
+        if self.use_search_attribute and self.labels is None and workflow.patched(labels.ASK_AT_QUESTION_PATCH):
+            self.labels = await labels.available_labels()
         self.state.pending[question.question_id] = question
         self._mark()
         qid = question.question_id

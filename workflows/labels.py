@@ -6,16 +6,36 @@ missing (a raw `temporal workflow start`, a nested team's child workflow). Searc
 indexed in clear, never encrypted: `Task` holds the user's words, so a client with encryption
 configured leaves it out, and the workflow (which cannot tell whether its input came encrypted)
 never sets it.
+
+Not every namespace has these attributes (a managed one, or one set up by an older release), and
+a workflow task that upserts an unknown one is refused on every retry. So a conversation asks the
+worker which exist (the `available_labels` local activity, durable_teams/search_attributes.py)
+before it sets one, and the answer is recorded in its history. A history recorded before this
+(patch `ASK_PATCH`) replays its upserts as they were.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import (
+    RetryPolicy,
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+)
+from temporalio.exceptions import ActivityError
 
 TEAM = SearchAttributeKey.for_keyword("Team")
 TASK = SearchAttributeKey.for_keyword("Task")
 LABELS_PATCH = "team-task-search-attributes"
+ASK_PATCH = "labels-ask-first"
+"""At the start of a conversation: ask which labels exist before upserting `Team`."""
+ASK_AT_QUESTION_PATCH = "labels-ask-at-question"
+"""At a run's first question: ask before upserting `AwaitingHuman` (a run that resumes a
+conversation started before the upgrade asks here too)."""
+AVAILABLE_LABELS_ACTIVITY = "available_labels"
 TASK_WORDS = 80
 """Characters of the task kept: a list column, not the task (which can be long or private)."""
 
@@ -43,6 +63,35 @@ def label_pairs(team: str, task: str | None) -> list[SearchAttributePair[str]]:
 def conversation_labels(team: str, task: str | None, encrypted: bool) -> TypedSearchAttributes:
     """For `start_workflow(search_attributes=...)`; no `Task` when payloads are `encrypted`."""
     return TypedSearchAttributes(label_pairs(team, None if encrypted else task))
+
+
+async def available_labels() -> frozenset[str]:
+    """From workflow code: the labels the worker found in the namespace, as recorded in history.
+    A worker without the activity (or one failing) answers none: a missing label costs a list
+    column, an upsert of an unknown one would wedge the conversation."""
+    try:
+        names = await workflow.execute_local_activity(
+            AVAILABLE_LABELS_ACTIVITY, result_type=list[str],
+            start_to_close_timeout=timedelta(seconds=20),
+            retry_policy=RetryPolicy(maximum_attempts=2), summary="available labels")
+    except ActivityError as err:
+        workflow.logger.warning("No labels set: the worker could not say which exist (%s)", err)
+        return frozenset()
+    return frozenset(names)
+
+
+async def label_at_start(team: str) -> frozenset[str] | None:
+    """Upsert `Team` when the starter did not set it and the namespace has it. Returns the
+    labels the worker named, or None when it was not asked (a history recorded before this)."""
+    if workflow.patched(ASK_PATCH):
+        if workflow.info().typed_search_attributes.get(TEAM) is not None:
+            return None
+        known = await available_labels()
+        if TEAM.name in known:
+            workflow.upsert_search_attributes([TEAM.value_set(team)])
+        return known
+    label_if_missing(team)
+    return None
 
 
 def label_if_missing(team: str) -> None:

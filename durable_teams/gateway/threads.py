@@ -20,7 +20,7 @@ from durable_teams.chat import why_it_failed
 from durable_teams.client import ConversationEnded, send_reply, send_turn
 from durable_teams.events import delta_event, page_events
 from durable_teams.live import LIVE, Delta, LiveHub, LiveOrder
-from durable_teams.reading import memo_questions
+from durable_teams.reading import waiting_conversations
 from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import (
@@ -146,14 +146,10 @@ class Gateway:
     async def pending(self) -> list[dict[str, Any]]:
         """Every question waiting for a person, across threads, with its thread and team."""
         found: list[dict[str, Any]] = []
-        async for wf in self.client.list_workflows("AwaitingHuman = true AND ExecutionStatus = 'Running'"):
-            memo = await wf.memo()
-            questions = memo_questions(memo)  # kept in the memo: no worker needed to list them
-            if questions is None:  # a conversation started before the memo held its questions
-                questions = await self.client.get_workflow_handle(wf.id).query(
-                    TeamWorkflow.pending_questions)
+        # kept in the memo: no worker (nor the AwaitingHuman search attribute) needed to list them
+        async for thread_id, memo, questions in waiting_conversations(self.client):
             for q in questions:
-                found.append({"thread_id": wf.id, "team": memo.get("team"), **q.model_dump(mode="json")})
+                found.append({"thread_id": thread_id, "team": memo.get("team"), **q.model_dump(mode="json")})
         return found
 
     async def reply(self, thread: str, question_id: str | None, **reply: Any) -> str:
