@@ -28,6 +28,7 @@ from durable_teams.workflows.messages import (
     ToolSpec,
 )
 
+from .heartbeats import heartbeating
 from .model_errors import (
     raise_bad_response,
     raise_for_openai_error,
@@ -296,7 +297,8 @@ class ModelActivities:
         async with live.streaming(workflow_id, req.agent, f"{req.agent}:{req.agent_call_index}",
                                   current_attempt(), self.hub, position=req.transcript_length,
                                   shared=req.agent_run == 0):
-            response = await self.backend.complete(req, view.messages, view.tools)
+            # a regular call heartbeats: how it hears of a cancel, which closes its connection
+            response = await heartbeating(self.backend.complete(req, view.messages, view.tools))
         refuse_empty(response, req, current_attempt())
         calls = [
             c if c.id else c.model_copy(update={"id": f"call_{req.transcript_length}_{i}"})

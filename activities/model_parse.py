@@ -3,7 +3,8 @@
 Lenient where servers legitimately differ (content as a list of text parts, tool-call
 `arguments` as a JSON object, missing optional fields, a legacy `function_call`, finish reasons
 spelled differently); strict where there is no answer to use (not JSON, truncated, no choices,
-no message, an `error` object). Pure: no Temporal, no HTTP. A body that cannot be used raises
+no message, an `error` object); text no payload can encode (a lone surrogate) is repaired.
+Pure: no Temporal, no HTTP. A body that cannot be used raises
 `BadModelResponse`, which says what was wrong and quotes the server's own text.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 from durable_teams.redact import scrub
 from durable_teams.workflows.messages import Message, ModelResponse, ToolCall, Usage
+from durable_teams.workflows.tool_calls import sendable
 
 QUOTE_CHARS = 300
 """Characters of the server's text quoted in a message (an HTML page can be megabytes)."""
@@ -46,7 +48,7 @@ class BadModelResponse(Exception):
 def quote_text(text: str, secrets: list[str] | None = None) -> str:
     """The first QUOTE_CHARS characters of `text`, secrets scrubbed, on one line; an HTML page
     as its text, without tags."""
-    text = scrub(text, secrets or [])
+    text = sendable(scrub(text, secrets or []))
     if text.lstrip()[:1] == "<":
         text = _TAG.sub(" ", text)
     short = " ".join(text.split())
@@ -124,8 +126,9 @@ def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
         function = item.get("function") if isinstance(item, dict) else None
         if not isinstance(function, dict):
             continue
-        calls.append(ToolCall(id=str(item.get("id") or ""), name=str(function.get("name") or ""),
-                              arguments=_arguments(function.get("arguments"))))
+        calls.append(ToolCall(id=sendable(str(item.get("id") or "")),
+                              name=sendable(str(function.get("name") or "")),
+                              arguments=sendable(_arguments(function.get("arguments")))))
     return calls
 
 
@@ -163,6 +166,9 @@ def parse_completion(data: dict[str, Any], model: str, secrets: list[str] | None
     content = _text(message.get("content"))
     if content is None and isinstance(message.get("refusal"), str):
         content = message["refusal"]
+    # JSON may escape a lone surrogate ("\udc80"), which no payload can encode: replaced as
+    # tool results are (sendable), so the reply is used instead of failing every retry
+    content = None if content is None else sendable(content)
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     return ModelResponse(

@@ -16,6 +16,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from durable_teams import exit_guard
+from durable_teams.activities import heartbeats
 from durable_teams.activities.mcp import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.resolve_team import TeamActivities
@@ -156,6 +157,7 @@ def locate_activity(queue: str):  # noqa: ANN201 - an activity callable
 
 
 ACTIVITY_OPTIONS = ("max_concurrent_activities", "activity_executor", "identity",
+                    "default_heartbeat_throttle_interval",
                     "graceful_shutdown_timeout", "max_activities_per_second")
 """`build_worker` options that also apply to the worker on its own queue."""
 
@@ -187,6 +189,8 @@ def build_worker(
         "workflows": [TeamWorkflow],  # a test may serve another version of it (tests/next_release.py)
         # Model calls and tools mostly wait on the network; the CPU, not this, is the limit.
         "max_concurrent_activities": 1000,
+        # a regular model call heartbeats to hear of a cancel (activities/heartbeats.py)
+        "default_heartbeat_throttle_interval": heartbeats.THROTTLE,
         # Our workflow package is imported once instead of into every conversation's sandbox.
         # Its one piece of module-level state is live_view's weak map of the conversations this
         # process holds, which workflows only write and only the model activity reads (to read a
