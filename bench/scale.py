@@ -5,6 +5,8 @@
     python -m bench.scale latency  [--concurrency 50 200 500] [--latency 1.0]
     (workers and latency: --tuned-floor gives the floor's worker what our worker adds)
     python -m bench.scale http     [--sizes 25 200 1000] [--plain-sizes 25 200]
+    python -m bench.scale calls    [--concurrency 50 200 500] [--latencies 1.0 0]  (bench/calls.py)
+    python -m bench.scale actions  (Temporal Cloud actions of a FAANG turn, bench/calls.py)
 
 Every worker runs in a process of its own (bench/worker_proc.py) on a local dev server, and
 every figure is printed next to a floor measured in the same run with the same number of worker
@@ -30,7 +32,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from bench import procs
+from bench import calls, procs
 from bench.baseline import FloorHTTPWorkflow, FloorWorkflow
 from bench.failover import (
     SIDE_EFFECTS,
@@ -43,6 +45,7 @@ from bench.failover import (
 from bench.run import TEAM
 from bench.teams import http_team
 from durable_teams.devserver import find_temporal_binary
+from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import TeamSpec
@@ -256,9 +259,11 @@ async def http_mode(client: Client, address: str, sizes: list[int], plain_sizes:
             label = "chat.completions.create (the client converts every message)" if plain else "ours (each message encoded once)"
             print(f"{label}:")
             for n in wanted:
+                t0 = time.perf_counter()
                 avg, last = await one_long(client, worker, url, n)
-                print(f"  N={n:>5}: worker CPU {avg:.1f} ms per model call on average, "
-                      f"{last:.1f} ms per call over the last fifth")
+                step = (time.perf_counter() - t0) / n * 1000
+                print(f"  N={n:>5}: {step:.0f} ms per step (wall), worker CPU {avg:.1f} ms per model call "
+                      f"on average, {last:.1f} ms per call over the last fifth")
             await worker.stop()
     finally:
         server.kill9()
@@ -286,7 +291,7 @@ async def one_long(client: Client, worker: procs.Proc, url: str, n: int) -> tupl
 async def main(args: argparse.Namespace) -> None:
     async with await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-        search_attributes=[AWAITING_HUMAN],
+        search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK],
     ) as env:
         address = env.client.service_client.config.target_host
         floor_flags = ["--floor"] + (["--tuned"] if args.tuned_floor else [])
@@ -297,6 +302,10 @@ async def main(args: argparse.Namespace) -> None:
                                eager, floor_flags)
         elif args.mode == "failover":
             await failover_mode(env.client, address, args.conversations or 50, args.timeouts)
+        elif args.mode == "calls":
+            await calls.calls_mode(env.client, address, args.concurrency, args.latencies, args.rounds or 1)
+        elif args.mode == "actions":
+            await calls.actions_mode(env.client)
         elif args.mode == "latency":
             await latency_mode(env.client, address, args.concurrency, args.latency, args.profile,
                                args.rounds or 1, floor_flags)
@@ -306,7 +315,7 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["workers", "failover", "latency", "http"])
+    parser.add_argument("mode", choices=["workers", "failover", "latency", "http", "calls", "actions"])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--conversations", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=None,
@@ -319,6 +328,7 @@ if __name__ == "__main__":
                         "not as the SDK comes")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200, 500])
     parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--latencies", type=float, nargs="+", default=[1.0, 0.0], help="calls: model latencies (s)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 200, 1000])
     parser.add_argument("--plain-sizes", type=int, nargs="*", default=[25, 200])
     parser.add_argument("--profile", help="latency, http: write a cProfile of (our) worker process here")
