@@ -1,7 +1,7 @@
 """`durable-teams`: run the demo, start teams, read conversations, answer questions.
 
     durable-teams demo [faang|support]         # a demo team on the embedded server
-    durable-teams server-start                 # start the embedded Temporal server (and Web UI)
+    durable-teams server-start [--codec-server]  # the embedded Temporal server (and Web UI)
     durable-teams worker                       # a worker (same as python worker.py)
     durable-teams chat acme [--thread ID]      # talk to a team, turn by turn
     durable-teams run faang "what's the combined headcount of the FAANG companies in 2024?"
@@ -73,8 +73,11 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("name", nargs="?", default="faang", choices=["faang", "support"])
     worker = sub.add_parser("worker", parents=[ports], help="run a worker (same as python worker.py)")
     worker.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
-    sub.add_parser("server-start", parents=[ports], help="start the embedded Temporal dev server "
-                   "and its Web UI (left running; stop with server-stop)")
+    server_start = sub.add_parser("server-start", parents=[ports], help="start the embedded Temporal "
+                                  "dev server and its Web UI (left running; stop with server-stop)")
+    server_start.add_argument("--codec-server", nargs="?", type=int, const=8081, metavar="PORT",
+                              help="also a codec server on PORT (8081; $DURABLE_TEAMS_CODEC_PORT), "
+                              "the Web UI showing payloads decoded with DURABLE_TEAMS_ENCRYPTION_KEY")
     sub.add_parser("server-stop", parents=[ports], help="stop the embedded dev server started by "
                    "the CLI or the worker")
     sub.add_parser("codec-server", help="decrypt payloads for the Web UI (codec-server --help)")
@@ -125,7 +128,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         sys.exit(serve(argv[1:]))
     args = parser().parse_args(argv)
-    for option, variable in (("port", "DURABLE_TEAMS_PORT"), ("ui_port", "DURABLE_TEAMS_UI_PORT")):
+    for option, variable in (("port", "DURABLE_TEAMS_PORT"), ("ui_port", "DURABLE_TEAMS_UI_PORT"),
+                             ("codec_server", "DURABLE_TEAMS_CODEC_PORT")):
         if getattr(args, option, None) is not None:
             os.environ[variable] = str(getattr(args, option))
     try:
@@ -152,6 +156,9 @@ def server_command(args: argparse.Namespace) -> int | str:
             state = "Already running" if server.reused else "Started"
             print(f"{state}: Temporal at {server.address} (database {server.db_file})")
             print(f"Web UI: {server.ui_url}")
+            if server.codec_url:
+                print(f"Codec server: {server.codec_url} (the Web UI shows payloads decoded"
+                      + ("; a reused server keeps the codec endpoint it was started with)" if server.reused else ")"))
         else:
             from durable_teams.worker import main as run_worker
 

@@ -1,6 +1,7 @@
 """A codec server: the Temporal Web UI and `temporal --codec-endpoint` show decrypted payloads.
 
     durable-teams codec-server [--port 8081] [--host 127.0.0.1] [--origin http://localhost:8233]
+    durable-teams server-start --codec-server   # the embedded Web UI pointed at one it starts
 
 It implements Temporal's codec server protocol: `POST /encode` and `POST /decode` (also under a
 namespace prefix, `/<namespace>/decode`) take and return `{"payloads": [...]}` in proto3 JSON,
@@ -12,18 +13,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
 from durable_teams.codec import EncryptionCodec, EncryptionKeyError, keys_from_env
 
-# The dev server's Web UI and the compose file's UI, by both names of the loopback host.
-DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233",
-                   "http://localhost:8080", "http://127.0.0.1:8080")
+ORIGINS_ENV = "DURABLE_TEAMS_CODEC_ORIGINS"
+"""More Web UI origins to allow, comma-separated (a UI behind a proxy, another host)."""
+
+
+def ui_origins(port: int) -> list[str]:
+    """A Web UI on `port` of this machine, by both names of the loopback host."""
+    return [f"http://localhost:{port}", f"http://127.0.0.1:{port}"]
+
+
+def default_origins() -> list[str]:
+    """The embedded server's Web UI on its configured port (DURABLE_TEAMS_UI_PORT, else the
+    gRPC port + 1000), the compose file's UI (8080), and those in DURABLE_TEAMS_CODEC_ORIGINS."""
+    from durable_teams.devserver import configured_port, configured_ui_port
+
+    ports = dict.fromkeys([configured_ui_port(configured_port()), 8233, 8080])
+    extra = [o.strip().rstrip("/") for o in os.environ.get(ORIGINS_ENV, "").split(",") if o.strip()]
+    return [origin for port in ports for origin in ui_origins(port)] + extra
 MAX_BODY = 64 * 1024 * 1024  # a history's payloads, not an unbounded upload
 
 
@@ -85,9 +104,33 @@ def make_handler(codec: EncryptionCodec, origins: Sequence[str]) -> type[BaseHTT
 
 
 def serve(codec: EncryptionCodec, host: str = "127.0.0.1", port: int = 8081,
-          origins: Sequence[str] = DEFAULT_ORIGINS) -> ThreadingHTTPServer:
-    """A codec server bound to host:port (port 0 picks one); call `serve_forever()` on it."""
-    return ThreadingHTTPServer((host, port), make_handler(codec, origins))
+          origins: Sequence[str] | None = None) -> ThreadingHTTPServer:
+    """A codec server bound to host:port (port 0 picks one), allowing `origins` (default:
+    `default_origins()`); call `serve_forever()` on it."""
+    return ThreadingHTTPServer((host, port), make_handler(codec, default_origins() if origins is None else origins))
+
+
+def start_process(host: str, port: int, origins: Sequence[str], log_file: Path,
+                  within: float = 30.0) -> subprocess.Popen[bytes]:
+    """This codec server in a process of its own (its own session, so it outlives the caller
+    when left running), once it accepts connections. Raises RuntimeError with the end of its
+    log if it exits first (no key set, the port taken)."""
+    from durable_teams.devserver import port_open
+
+    command = [sys.executable, "-m", "durable_teams.codec_server", "--host", host, "--port", str(port)]
+    for origin in origins:
+        command += ["--origin", origin]
+    with open(log_file, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + within
+    while not port_open(host, port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            tail = log_file.read_text(errors="replace").strip().splitlines()[-1:] or ["(no log)"]
+            raise RuntimeError(f"The codec server on {host}:{port} did not start: {tail[0]}")
+        time.sleep(0.1)
+    return process
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -96,15 +139,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8081)
     p.add_argument("--origin", action="append", help="a Web UI origin allowed by CORS "
-                   f"(repeatable; default: {', '.join(DEFAULT_ORIGINS)}; '*' for any)")
+                   "(repeatable; default: the Web UI on DURABLE_TEAMS_UI_PORT, 8233 and 8080, and "
+                   f"{ORIGINS_ENV}; '*' for any)")
     args = p.parse_args(argv)
     try:
         keys = keys_from_env()
         if not keys:
             raise EncryptionKeyError("no key: set DURABLE_TEAMS_ENCRYPTION_KEY or "
                                      "DURABLE_TEAMS_ENCRYPTION_KEY_FILE")
-        server = serve(EncryptionCodec(keys), args.host, args.port, args.origin or DEFAULT_ORIGINS)
-    except (EncryptionKeyError, OSError) as err:
+        server = serve(EncryptionCodec(keys), args.host, args.port, args.origin or None)
+    except (EncryptionKeyError, OSError, ValueError) as err:
         sys.exit(f"durable-teams codec-server: {err}")
     host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"Codec server on http://{host}:{port} (keys: {', '.join(keys)}; "

@@ -48,6 +48,12 @@ def configured_ui_port(port: int) -> int:
     return _port_setting("DURABLE_TEAMS_UI_PORT", port + 1000)
 
 
+def configured_codec_port() -> int | None:
+    """`$DURABLE_TEAMS_CODEC_PORT`: the Web UI decodes payloads through a codec server on this
+    port, started with the dev server (`server-start --codec-server`); None when unset."""
+    return _port_setting("DURABLE_TEAMS_CODEC_PORT", 0) or None
+
+
 def _port_setting(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip()
     if not value:
@@ -129,12 +135,16 @@ class DevServer:
         db_file: str | Path | None = None,
         host: str = DEFAULT_HOST,
         dynamic_config: Mapping[str, str] | None = None,
+        codec_port: int | None = None,
     ) -> None:
         """`port` defaults to `configured_port()`, `ui_port` to `configured_ui_port(port)`,
         `db_file` to `default_db_file()`.
 
         `dynamic_config` maps server dynamic-config keys to JSON values (as strings). None are
         needed by default: server 1.32 enables workflow updates out of the box.
+
+        `codec_port` (default: `configured_codec_port()`): also run a codec server there, with
+        the keys of DURABLE_TEAMS_ENCRYPTION_KEY, and point the Web UI at it (decoded payloads).
         """
         self.host = host
         self.port = port if port is not None else configured_port()
@@ -145,6 +155,14 @@ class DevServer:
         self.dynamic_config = dict(dynamic_config or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.reused = False
+        self.codec_port = codec_port if codec_port is not None else configured_codec_port()
+        self.codec_process: subprocess.Popen[bytes] | None = None
+        self.codec_pid_file = self.db_file.with_suffix(".codec.pid")
+
+    @property
+    def codec_url(self) -> str | None:
+        """The codec server the Web UI decodes payloads with, if there is one."""
+        return f"http://{self.host}:{self.codec_port}" if self.codec_port else None
 
     @property
     def address(self) -> str:
@@ -168,6 +186,8 @@ class DevServer:
         ]
         for key, kind in SEARCH_ATTRIBUTES.items():
             cmd += ["--search-attribute", f"{key}={kind}"]
+        if self.codec_url:
+            cmd += ["--ui-codec-endpoint", self.codec_url]
         for key, value in self.dynamic_config.items():
             cmd += ["--dynamic-config-value", f"{key}={value}"]
         return cmd
@@ -181,9 +201,11 @@ class DevServer:
         Raises RuntimeError, with the tail of the server's log, if it exits or is not
         ready within `timeout` seconds.
         """
+        self._check_codec_keys()
         if port_open(self.host, self.port):
             self.check_reusable()
             self.reused = True
+            self._start_codec_server(detach)
             return self
         self.reused = False
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
@@ -211,10 +233,37 @@ class DevServer:
                 f"The Temporal dev server ({self.address}, database {self.db_file}) accepted "
                 f"connections but did not become ready within {timeout:.0f} s. "
                 f"The end of its log {self.log_file}:\n{self._log_tail()}")
+        try:
+            self._start_codec_server(detach)
+        except RuntimeError:
+            self.stop()
+            raise
         if detach:
             self.pid_file.write_text(str(self.process.pid))
             self.process = None  # not ours to stop any more
         return self
+
+    def _check_codec_keys(self) -> None:
+        if not self.codec_port:
+            return
+        from durable_teams.codec import keys_from_env
+
+        if not keys_from_env():
+            raise RuntimeError("A codec server needs the payloads' key: set DURABLE_TEAMS_ENCRYPTION_KEY "
+                               "(or DURABLE_TEAMS_ENCRYPTION_KEY_FILE)")
+
+    def _start_codec_server(self, detach: bool) -> None:
+        """The codec server the Web UI was pointed at, unless one already listens there."""
+        if not self.codec_port or port_open(self.host, self.codec_port):
+            return
+        from durable_teams.codec_server import start_process, ui_origins
+
+        process = start_process(self.host, self.codec_port, ui_origins(self.ui_port),
+                                self.db_file.with_suffix(".codec.log"))
+        if detach:
+            self.codec_pid_file.write_text(str(process.pid))
+        else:
+            self.codec_process = process
 
     def check_reusable(self) -> None:
         """Raise PortTaken unless a Temporal server with our search attributes answers on
@@ -268,6 +317,10 @@ class DevServer:
 
         A reused or detached server is left running.
         """
+        codec, self.codec_process = self.codec_process, None
+        if codec is not None and codec.poll() is None:
+            _signal_group(codec.pid, signal.SIGTERM)
+            codec.wait(timeout=timeout)
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
@@ -280,6 +333,11 @@ class DevServer:
 
     def stop_detached(self) -> bool:
         """Stop the server a `start(detach=True)` left up for this db file; False if none."""
+        if self.codec_pid_file.exists():
+            codec = self.codec_pid_file.read_text().strip()
+            if codec.isdigit() and _is_codec_server(int(codec)):
+                _signal_group(int(codec), signal.SIGTERM)
+            self.codec_pid_file.unlink(missing_ok=True)
         if not self.pid_file.exists():
             return False
         try:
@@ -312,6 +370,13 @@ def _is_dev_server(pid: int) -> bool:
         return b"start-dev" in cmdline.read_bytes()
     except OSError:
         return False  # gone already
+
+
+def _is_codec_server(pid: int) -> bool:
+    try:
+        return b"durable_teams.codec_server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return not Path("/proc/self").exists()  # no /proc (macOS): trust the pid file
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
