@@ -182,8 +182,6 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "nested_waiting": nested_waiting,
     # recorded before model calls became local activities (regular activity events)
     "support_waiting_approval_regular_model_calls": support_waiting_approval,
-    # recorded once conversations asked the worker which search attributes exist (labels.py)
-    "support_waiting_approval_labels_asked": support_waiting_approval,
 }
 
 
