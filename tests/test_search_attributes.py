@@ -20,6 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from durable_teams.examples import faang, support
+from durable_teams.gateway.threads import Gateway
 from durable_teams.reading import pending_questions
 from durable_teams.scripted import ScriptedModel
 from durable_teams.search_attributes import learn_labels
@@ -127,6 +128,8 @@ async def test_questions_are_listed_and_answered_without_awaiting_human(bare_ser
                     break
                 await asyncio.sleep(0.025)
             assert [q.question_id for q in listed] == [qid]
+            inbox = [q for q in await Gateway(client, queue).pending() if q["thread_id"] == handle.id]
+            assert [(q["question_id"], q["team"]) for q in inbox] == [(qid, None)]  # no memo team: raw start
             await handle.execute_update(TeamWorkflow.answer, HumanReply(question_id=qid, **reply))  # type: ignore[arg-type]
         result = await asyncio.wait_for(handle.result(), 30)
     assert result.answer == support.SCRIPT["triage_agent"][2].content
