@@ -24,6 +24,7 @@ from durable_teams.gateway.threads import Gateway
 from durable_teams.reading import pending_questions
 from durable_teams.scripted import ScriptedModel
 from durable_teams.search_attributes import learn_labels
+from durable_teams.starting import start_conversation
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, HumanReply
@@ -167,3 +168,14 @@ async def test_a_conversation_wedged_before_the_upgrade_ends_after_it(
     async with running_worker(client, queue, [compiled], ScriptedModel(faang.SCRIPT)):
         result = await asyncio.wait_for(handle.result(), 30)
     assert result.answer == faang.ANSWER
+
+
+@pytest.mark.parametrize("namespace", ["no-task", "no-team", "none"])
+async def test_our_clients_start_with_the_labels_the_namespace_has(bare_server: WorkflowEnvironment,
+                                                                  namespace: str) -> None:
+    client = await refusing_client(bare_server, namespace)
+    handle = await start_conversation(client, "faang", ConversationInput(team_name="faang", task="how many?"),
+                                      id=f"start-{uuid.uuid4().hex[:8]}", task_queue="nobody")
+    labels = {p.key.name: p.value for p in (await handle.describe()).typed_search_attributes}
+    await handle.terminate()
+    assert labels == {k: v for k, v in {"Team": "faang", "Task": "how many?"}.items() if k in NAMESPACES[namespace]}
