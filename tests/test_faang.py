@@ -97,9 +97,9 @@ async def test_history_records_each_step_with_a_summary(client: Client, task_que
     markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
                and e.marker_recorded_event_attributes.marker_name == "core_local_activity"]
     summaries = [json.loads(e.user_metadata.summary.data.decode()) for e in markers]
-    assert len(summaries) == 10
-    assert summaries[0] == "model: supervisor (2 messages)"
-    assert all(s.startswith("model: ") for s in summaries)
+    model = [s for s in summaries if s.startswith("model: ")]
+    assert len(model) == 10
+    assert model[0] == "model: supervisor (2 messages)"
 
 
 SEED = Path(__file__).parent / "seeds" / "langgraph_supervisor_faang_requests.json"

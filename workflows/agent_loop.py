@@ -29,7 +29,6 @@ with workflow.unsafe.imports_passed_through():
         Usage,
     )
     from .model_calls import (
-        LOCAL_PATCH,
         activity_options,
         failure_text,
         local_activity_options,
@@ -64,6 +63,9 @@ class AgentLoop:
         self.children: dict[int, str] = {}
         """Agent run id -> id of the child workflow running it now (workflows/children.py)."""
         self.interrupted_at: tuple[str, int, Budget] | None = None
+        self.local_calls = False
+        """Model calls may be local activities (`TeamWorkflow` asks LOCAL_PATCH at the run's
+        start: a run recorded before keeps regular ones)."""
         """(agent, agent_run, budget before the batch) of the run a continue-as-new cut off."""
 
     @property
@@ -187,8 +189,8 @@ class AgentLoop:
 
     async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
         """Run `call_model`: a local activity (this worker, the view read in process), unless
-        the policy asks for a regular one or the run began before local calls (LOCAL_PATCH)."""
-        if policy.local and workflow.patched(LOCAL_PATCH):
+        the policy asks for a regular one or the run began before local calls (`local_calls`)."""
+        if policy.local and self.local_calls:
             return await workflow.execute_local_activity(
                 "call_model", request, result_type=ModelResponse, summary=summary,
                 **local_activity_options(policy))

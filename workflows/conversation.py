@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
     from .messages import Message, ModelView, TeamSpec
+    from .model_calls import LOCAL_PATCH
     from .placement import ModelPlacement
     from .state import (
         ConversationInput,
@@ -70,6 +71,8 @@ class TeamWorkflow(Intake):
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
         self.loop: AgentLoop | None = None
         self.placement: ModelPlacement | None = None
+        self.local_model_calls = False
+        """Whether this run may make model calls local activities (decided at its start)."""
         """Where this run's model calls go (workflows/placement.py); kept across its turns."""
         self.views: ViewBuilder | None = None
         """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
@@ -81,6 +84,9 @@ class TeamWorkflow(Intake):
 
     @workflow.run
     async def run(self, inp: ConversationInput | None = None, *extra: object) -> ConversationResult:
+        # Asked first, before any local activity: a patch asked right after one resolves can be
+        # recorded in the next workflow task yet replayed in this one (a nondeterminism error).
+        self.local_model_calls = workflow.patched(LOCAL_PATCH)
         # Ends the workflow (not its task) with the reason, at once. Input an older release
         # accepted (an empty task, say) may have a history of commands already: it replays.
         problem = self.input_problem or (
@@ -148,6 +154,7 @@ class TeamWorkflow(Intake):
         self.placement = self.placement or ModelPlacement()
         self.views = self.views or ViewBuilder()
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views)
+        loop.local_calls = self.local_model_calls
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         turns = TurnRunner(loop, budget, resume)
         try:
