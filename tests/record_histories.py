@@ -32,6 +32,7 @@ from durable_teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.client import send_turn
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel, Step, call, say
+from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
@@ -143,6 +144,16 @@ async def swarm_waiting_approval(client: Client, name: str) -> None:
     await park(client, name, acme.build().compile(), script, "My boots fell apart, refund them.", [])
 
 
+async def support_labelled_waiting_question(client: Client, name: str) -> None:
+    """Started as our clients start one (`Team` set), so the labels are asked at the question."""
+    compiled = support.build().compile()
+    async with running_worker(client, "record", [compiled], ScriptedModel(support.SCRIPT)):
+        handle = await start_conversation(client, "support", ConversationInput(
+            team=compiled.spec, task=support.QUESTION), id=name, task_queue="record")
+        await pending_question(handle)
+        await parked(handle)
+
+
 def nested_asking_team() -> CompiledTeam:
     team = faang_teams.build()
     team.agents[0].tools = ["ask_human"]  # type: ignore[union-attr] - the nested team's lead asks
@@ -182,6 +193,9 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "nested_waiting": nested_waiting,
     # recorded before model calls became local activities (regular activity events)
     "support_waiting_approval_regular_model_calls": support_waiting_approval,
+    # recorded once conversations asked the worker which search attributes exist (labels.py)
+    "support_waiting_approval_labels_asked": support_waiting_approval,
+    "support_labelled_waiting_question": support_labelled_waiting_question,
 }
 
 

@@ -94,6 +94,9 @@ class TeamWorkflow(Intake):
         if problem:
             raise ApplicationError(problem, type="InvalidInput", non_retryable=True)
         inp = self.input
+        # asked here, before anything is awaited: a patch first asked right after a local
+        # activity resolved is recorded in the next workflow task but replayed in this one
+        self.desk.ask_labels = inp.set_search_attributes and workflow.patched(labels.ASK_PATCH)
         team = self.team = self.team or await self._resolve_team(inp.team_name or "")
         try:
             roster.validate_team(team)
@@ -103,7 +106,7 @@ class TeamWorkflow(Intake):
         except roster.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         if inp.set_search_attributes and inp.state is None:
-            self.desk.labels = await labels.label_at_start(inp.team_name or team.name)
+            self.desk.labels = await labels.label_at_start(inp.team_name or team.name, self.desk.ask_labels)
         await mcp.list_tools(team)  # once per conversation; recorded in the team it carries
         self.desk.timeout_seconds = team.ask_human_timeout_seconds
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(

@@ -69,7 +69,9 @@ class HumanDesk:
         self.use_search_attribute = use_search_attribute
         self.labels: frozenset[str] | None = None
         """The labels the namespace has (asked once per run, workflows/labels.py); None: not
-        asked, as in a history recorded before the question (which upserted as it did then)."""
+        asked yet, or never in a run begun before the upgrade (which upserts as it did then)."""
+        self.ask_labels = False
+        """Whether this run asks before it sets a label (labels.ASK_PATCH, decided at its start)."""
         self.should_interrupt: Callable[[], bool] = lambda: False
         """Set by the workflow: true when the run should continue as new at this wait."""
 
@@ -96,7 +98,7 @@ class HumanDesk:
             workflow.upsert_memo({PENDING_MEMO: [q.model_dump(mode="json") for q in self.state.pending.values()]})
 
     async def _wait(self, question: Question) -> HumanReply | None:
-        if self.use_search_attribute and self.labels is None and workflow.patched(labels.ASK_AT_QUESTION_PATCH):
+        if self.use_search_attribute and self.labels is None and self.ask_labels:
             self.labels = await labels.available_labels()
         self.state.pending[question.question_id] = question
         self._mark()

@@ -31,10 +31,9 @@ TEAM = SearchAttributeKey.for_keyword("Team")
 TASK = SearchAttributeKey.for_keyword("Task")
 LABELS_PATCH = "team-task-search-attributes"
 ASK_PATCH = "labels-ask-first"
-"""At the start of a conversation: ask which labels exist before upserting `Team`."""
-ASK_AT_QUESTION_PATCH = "labels-ask-at-question"
-"""At a run's first question: ask before upserting `AwaitingHuman` (a run that resumes a
-conversation started before the upgrade asks here too)."""
+"""Asked once at the start of each run: this run asks which labels exist before it sets one
+(`Team` at the start, `AwaitingHuman` at its first question). A run begun before the upgrade
+keeps upserting as it did (the attributes it set then existed); its next run asks."""
 AVAILABLE_LABELS_ACTIVITY = "available_labels"
 TASK_WORDS = 80
 """Characters of the task kept: a list column, not the task (which can be long or private)."""
@@ -80,10 +79,10 @@ async def available_labels() -> frozenset[str]:
     return frozenset(names)
 
 
-async def label_at_start(team: str) -> frozenset[str] | None:
-    """Upsert `Team` when the starter did not set it and the namespace has it. Returns the
-    labels the worker named, or None when it was not asked (a history recorded before this)."""
-    if workflow.patched(ASK_PATCH):
+async def label_at_start(team: str, ask: bool) -> frozenset[str] | None:
+    """Upsert `Team` when the starter did not set it and the namespace has it (`ask`: this run
+    asks, see ASK_PATCH). Returns the labels the worker named, or None when it was not asked."""
+    if ask:
         if workflow.info().typed_search_attributes.get(TEAM) is not None:
             return None
         known = await available_labels()
