@@ -169,11 +169,13 @@ class AgentLoop:
         # What the model receives: the system message and this agent's view (not the log).
         received = len(self.views.view(self.transcript, agent_run, length, len(self.transcript.shared),
                                        roster.handoff_view(self.team))) + bool(instructions)
+        scheduled = workflow.now()
         try:
             response = await self._execute_model(
                 request, f"model: {agent} ({received} message{'' if received == 1 else 's'})", policy)
         except (ActivityError, ApplicationError, TemporalTimeout) as err:  # a local activity's may come unwrapped
-            raise TurnFailed(f"The model call for {agent} failed: {failure_text(err, policy)}") from err
+            why = failure_text(err, policy, (workflow.now() - scheduled).total_seconds())
+            raise TurnFailed(f"The model call for {agent} failed: {why}") from err
         turn = usage.current_turn(self.state.queue, self.state.turns_started)
         usage.record(self.state.usage, turn, agent, spec.model, response.usage)
         used = response.usage if response.usage != Usage() else None  # kept on the message

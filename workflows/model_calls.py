@@ -69,12 +69,19 @@ def _last_failure(err: BaseException | None) -> str:
     return str(err) if err is not None else ""
 
 
-def failure_text(err: FailureError, policy: ModelCalls) -> str:
+def failure_text(err: FailureError, policy: ModelCalls, elapsed: float | None = None) -> str:
     """Why the model call failed, for the user: the activity's own message, or for a timeout
     the limits that were reached (and the last attempt's error, if any). A local activity's
-    failure may come unwrapped (an `ApplicationError` or a `TimeoutError`, no `ActivityError`)."""
+    failure carries no retry state (and may come unwrapped): a retryable error that still
+    ended the call ran out of time when it was a timeout or `elapsed` (seconds since the call
+    was scheduled, as the workflow sees it) is near the total bound, else out of attempts."""
     cause = err.cause if isinstance(err, ActivityError) else err
     retry_state = err.retry_state if isinstance(err, ActivityError) else None
+    if retry_state is None and isinstance(cause, ApplicationError) \
+            and not cause.non_retryable:
+        near_bound = elapsed is not None and elapsed >= policy.total_timeout_seconds * 0.9
+        timed_out = near_bound or cause.type == "ModelTimeout"  # the endpoint's silence, every time
+        retry_state = RetryState.TIMEOUT if timed_out else RetryState.MAXIMUM_ATTEMPTS_REACHED
     attempts = policy.max_attempts
     if isinstance(cause, TimedOut) or retry_state == RetryState.TIMEOUT:
         last = _last_failure(cause)
