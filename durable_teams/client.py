@@ -17,6 +17,7 @@ import asyncio
 import logging
 import random
 import uuid
+from dataclasses import dataclass
 
 from temporalio.client import (
     Client,
@@ -28,10 +29,12 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.replies import ConversationStopped, wait_for_reply
 from durable_teams.workflows.state import HumanReply, Question, TurnReply, UserTurn
 
 CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
 CLOSED = "ConversationClosed"
+BUSY = "ConversationBusy"
 UNPROCESSED = "UnprocessedUpdate"
 TRANSIENT = {RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.UNAVAILABLE,
              RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
@@ -69,10 +72,30 @@ async def send_turn(
     """Send `text` as a user turn and wait for the reply, across continue-as-new.
 
     Raises `ConversationEnded` (or its `ConversationNotFound`) when the conversation cannot
-    answer, `ConversationBusy` after `busy_timeout` seconds of refusals for too many updates
-    in flight (or aborted or timed-out sends), and `WorkflowUpdateFailedError` when the workflow rejects the turn itself (an
-    empty or oversized message: `err.cause.message` says why)."""
-    turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex)
+    answer, `ConversationBusy` after `busy_timeout` seconds of refusals (100 turns already
+    queued, an unavailable server), and `WorkflowUpdateFailedError` when the workflow rejects
+    the turn itself (an empty or oversized message: `err.cause.message` says why)."""
+    try:
+        accepted = await submit_turn(client, workflow_id, text, sender=sender, turn_id=turn_id,
+                                     busy_timeout=busy_timeout)
+    except WorkflowUpdateFailedError as err:
+        if not _unknown_update(err):
+            raise
+        # a worker of an earlier release: the update that waits for the reply
+        return await _send_waiting(client, workflow_id, UserTurn(
+            text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex), max_resends, busy_timeout)
+    return await accepted.reply()
+
+
+def _unknown_update(err: WorkflowUpdateFailedError) -> bool:
+    message = str(getattr(err.cause, "message", err.cause))
+    return "submit_turn" in message and "not found" in message.lower()
+
+
+async def _send_waiting(client: Client, workflow_id: str, turn: UserTurn, max_resends: int,
+                        busy_timeout: float) -> TurnReply:
+    """`send_message`, the update that waits for the reply, re-sent to the next run when a
+    continue-as-new cuts it off."""
     for _ in range(max_resends + 1):
         handle = client.get_workflow_handle(workflow_id)  # no run id: the current run
         try:
@@ -89,6 +112,73 @@ async def send_turn(
                 raise
             await _raise_unless_running(handle, err)
     raise ConversationEnded(f"turn not answered after {max_resends} re-sends to {workflow_id}")
+
+
+@dataclass
+class AcceptedTurn:
+    """A turn the conversation has accepted: it is in the workflow's queue, numbered `number`,
+    whatever becomes of the process that sent it. `reply()` waits for the team's answer."""
+
+    client: Client
+    workflow_id: str
+    turn: UserTurn
+    number: int
+
+    async def reply(self) -> TurnReply:
+        """The reply, once answered (durable_teams/replies.py: one long poll of the history
+        and one query per step for every waiter of this process), across continue-as-new.
+        Raises `ConversationEnded` when the conversation stops before answering."""
+        try:
+            return await wait_for_reply(self.client, self.workflow_id, self.number)
+        except ConversationStopped as stopped:
+            handle = self.client.get_workflow_handle(self.workflow_id)
+            await _raise_unless_running(handle, stopped)
+            raise ConversationEnded(str(stopped)) from stopped
+
+
+async def submit_turn(
+    client: Client,
+    workflow_id: str,
+    text: str,
+    *,
+    sender: str | None = None,
+    turn_id: str | None = None,
+    busy_timeout: float = 600.0,
+) -> AcceptedTurn:
+    """Send `text` as a user turn and return as soon as the conversation has accepted it, with
+    its number (an HTTP gateway answers its client only then, so an acknowledged turn is never
+    lost). The same `turn_id` sent again is the same turn: the workflow answers it once.
+
+    Raises `ConversationEnded` / `ConversationNotFound`, `ConversationBusy` after
+    `busy_timeout` seconds of refusals (a full queue, an unavailable server), and
+    `WorkflowUpdateFailedError` when the workflow refuses the turn (`err.cause.message`)."""
+    turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex)
+    handle = client.get_workflow_handle(workflow_id)
+    deadline = asyncio.get_running_loop().time() + busy_timeout
+    pause = 0.05
+    while True:
+        try:
+            number = await handle.execute_update("submit_turn", turn, result_type=int)
+            return AcceptedTurn(client, workflow_id, turn, number)
+        except WorkflowUpdateFailedError as err:
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type == CLOSED:
+                raise ConversationEnded(f"conversation {workflow_id} is closed: {cause.message}") from err
+            reason = _transient(err) or (
+                cause.message if isinstance(cause, ApplicationError) and cause.type == BUSY else None)
+            if reason is None:
+                raise
+        except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+            if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
+                await _raise_unless_running(handle, err)
+            reason = _transient(err)
+            if reason is None:
+                raise
+        if asyncio.get_running_loop().time() + pause > deadline:
+            raise ConversationBusy(
+                f"conversation {workflow_id} did not take the turn within {busy_timeout:g} s: {reason}")
+        await asyncio.sleep(pause * random.uniform(0.5, 1.0))
+        pause = min(pause * 2, 1.0)
 
 
 async def _send_when_admitted(handle: WorkflowHandle, turn: UserTurn, busy_timeout: float) -> TurnReply:
@@ -129,7 +219,7 @@ def _transient(err: Exception) -> str | None:
     return None
 
 
-async def _raise_unless_running(handle: WorkflowHandle, err: Exception) -> None:
+async def _raise_unless_running(handle: WorkflowHandle, err: Exception | None) -> None:
     """Raise the typed reason the conversation cannot answer; return if it is still running
     (a continue-as-new cut the update off: the caller re-sends)."""
     try:

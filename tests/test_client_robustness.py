@@ -4,7 +4,6 @@ updates for too many in flight, and says in a typed error when a conversation ca
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -59,30 +58,20 @@ async def until(check: Callable[[], Awaitable[bool]], what: str, within: float =
         await asyncio.sleep(0.05)
 
 
-async def test_hundred_concurrent_turns_are_all_answered_in_order(
-    client: Client, task_queue: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Temporal admits 10 updates in flight per workflow; the other 90 callers are refused
-    (RESOURCE_EXHAUSTED), wait and send again, and every caller gets the reply to its own turn."""
-    caplog.set_level(logging.DEBUG, logger="durable_teams.client")
+async def test_hundred_concurrent_turns_are_all_answered_in_order(client: Client, task_queue: str) -> None:
+    """All 100 turns are accepted at once (each `submit_turn` update completes as it is
+    accepted, so Temporal's 10 updates in flight are never reached), queue in the workflow
+    while the model holds the first, and every caller gets the reply to its own turn."""
     model = GatedModel()
     async with running_worker(client, task_queue, [TEAM], model):
         handle = await start(client, task_queue)
         texts = [f"message {i}" for i in range(100)]
         sending = [asyncio.ensure_future(send_turn(client, handle.id, t)) for t in texts]
 
-        seen: list[int] = []
+        async def all_queued() -> bool:  # the model holds turn 1: nothing is answered
+            return (await handle.query(TeamWorkflow.status)).queued_turns == 100
 
-        async def full_and_refusing() -> bool:  # the model holds turn 1: nothing is answered
-            status = await handle.query(TeamWorkflow.status)
-            seen.append(status.queued_turns)
-            return status.queued_turns == 10 and any("busy" in r.getMessage() for r in caplog.records)
-
-        try:
-            await until(full_and_refusing, "10 turns in flight and further ones refused")
-        except AssertionError as err:
-            busy = sum("busy" in r.getMessage() for r in caplog.records)
-            raise AssertionError(f"{err}; queued turns seen: {sorted(set(seen))}, busy logs: {busy}") from None
+        await until(all_queued, "100 turns queued")
         model.gate.set()
         replies = await asyncio.wait_for(asyncio.gather(*sending), timeout=240)
         transcript = await handle.query(TeamWorkflow.transcript)

@@ -22,6 +22,8 @@ with workflow.unsafe.imports_passed_through():
     from .state import AnswerAck, ConversationState, HumanReply, TurnReply, UserTurn
 
 MAX_TURN_BYTES = 256 * 1024
+MAX_QUEUED_TURNS = 100
+"""Turns waiting in one conversation's queue (`submit_turn` refuses more, for a while)."""
 MAX_ID_CHARS = 256
 """A turn's `sender` and `turn_id` are names, kept in state: longer ones are refused."""
 SIGNALS = ("post_message", "human_reply", "close")
@@ -88,6 +90,31 @@ class Intake:
         if problem:
             kind = "ConversationClosed" if self.closing else "TurnRejected"
             raise ApplicationError(problem, type=kind)
+
+    @workflow.update
+    def submit_turn(self, turn: UserTurn | None = None, *extra: object) -> int:
+        """Queue a user turn and return its number at once; its reply is read with the
+        query `turn_replies`. How our clients send turns: the update completes in the
+        workflow task that accepts it, so its events never interleave with a turn's model
+        calls (an update left waiting while local activities resolve can replay in another
+        order, a nondeterminism in the SDK: tests/test_update_concurrency.py). The same
+        `turn_id` sent again returns the same number."""
+        return self._enqueue(inputs.decode(UserTurn, [turn, *extra], "submit_turn"))
+
+    @submit_turn.validator
+    def _validate_submit_turn(self, turn: UserTurn | None = None, *extra: object) -> None:
+        self._validate_send_message(turn, *extra)
+        decoded = _decoded(UserTurn, [turn, *extra], "submit_turn")
+        known = decoded.turn_id is not None and decoded.turn_id in self.state.turn_ids
+        if not known and len(self.state.queue) >= MAX_QUEUED_TURNS:
+            raise ApplicationError(f"{MAX_QUEUED_TURNS} turns are waiting to be answered on this "
+                                   "conversation; send this one later", type="ConversationBusy")
+
+    @workflow.query
+    def turn_replies(self, numbers: list[int]) -> list[TurnReply]:
+        """The replies to those of turns `numbers` that are answered (kept for the latest 200
+        turns across continue-as-new): one query serves every waiter of a client process."""
+        return [self.state.replies[n] for n in numbers if n in self.state.replies]
 
     @workflow.signal
     def post_message(self, turn: UserTurn | None = None, *extra: object) -> None:

@@ -1,0 +1,100 @@
+"""100 concurrent turns on one thread through the gateway never wedge it or lose one: every
+request is accepted (and then in the thread, whether or not its client stays) or refused with
+429 and a reason, and the thread stays queryable and replayable."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from durable_teams.builders import Agent, CompiledTeam, Swarm
+from durable_teams.gateway.auth import Limits
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.options import ModelCalls
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+from .test_bad_input import TEAM
+from .test_client_robustness import GatedModel
+
+
+async def one_turn(http: httpx.AsyncClient, thread: str, n: int) -> tuple[int, str]:
+    """A client that reads its turn's first event and leaves (every fifth stays to the end);
+    (status, error message or "")."""
+    async with http.stream("POST", f"/threads/{thread}/turns", json={"text": f"message {n}"}) as resp:
+        if resp.status_code != 200:
+            await resp.aread()
+            return resp.status_code, resp.json()["error"]["message"]
+        async for line in resp.aiter_lines():
+            if n % 5 and line:
+                break
+        return resp.status_code, ""
+
+
+REGULAR = Swarm([Agent("echo", "Repeat what you hear.")], team_name="echo",
+                model_calls=ModelCalls(local=False)).compile()
+
+
+@pytest.mark.parametrize("team", [TEAM, REGULAR], ids=["local", "regular"])
+async def test_hundred_concurrent_turns_are_each_accepted_or_refused_and_none_is_lost(
+        client: Client, task_queue: str, team: CompiledTeam) -> None:
+    model = GatedModel()  # holds the first turn while the others arrive
+    roomy = Limits(max_requests=500, max_followers=500)
+    async with running_worker(client, task_queue, [team], model), \
+            running_gateway(client, task_queue, teams=[TEAM.spec.name], limits=roomy,
+                            busy_seconds=0.5) as url, \
+            httpx.AsyncClient(base_url=url, timeout=120) as http:
+        thread = f"conc-{uuid.uuid4().hex[:8]}"
+        assert (await http.post("/threads", json={"team": TEAM.spec.name, "thread_id": thread})).status_code == 201
+        sending = asyncio.gather(*(one_turn(http, thread, n) for n in range(100)))
+        asyncio.get_running_loop().call_later(1.0, model.gate.set)
+        outcomes = await asyncio.wait_for(sending, 120)
+        accepted = sum(code == 200 for code, _ in outcomes)
+        handle = client.get_workflow_handle(thread)
+        status = await handle.query(TeamWorkflow.status)
+        for _ in range(600):  # the accepted turns are answered, clients gone or not
+            if not status.queued_turns:
+                break
+            await asyncio.sleep(0.1)
+            status = await handle.query(TeamWorkflow.status)
+        transcript = await handle.query(TeamWorkflow.transcript)
+        history = await handle.fetch_history()
+    refused = [message for code, message in outcomes if code != 200]
+    assert {code for code, _ in outcomes} <= {200, 429}
+    assert all("did not take the turn" in message for message in refused), refused[:3]
+    assert accepted >= 10  # Temporal admits 10 in flight; more as the first are answered
+    assert status.turns == accepted  # every acknowledged turn is in the thread, none twice
+    assert sorted(m.content for m in transcript if m.role == "user") == sorted(
+        f"message {n}" for n, (code, _) in enumerate(outcomes) if code == 200)
+    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    if result.replay_failure is not None:  # keep the history for a look
+        path = Path(__file__).parent / f"failed-replay-{thread}.json"
+        path.write_text(history.to_json())
+    assert result.replay_failure is None, str(result.replay_failure)
+
+
+async def test_one_caller_past_its_stream_limit_gets_429_with_the_reason(client: Client, task_queue: str) -> None:
+    model = GatedModel()
+    async with running_worker(client, task_queue, [TEAM], model), \
+            running_gateway(client, task_queue, teams=[TEAM.spec.name],
+                            limits=Limits(max_followers=3)) as url, \
+            httpx.AsyncClient(base_url=url, timeout=120) as http:
+        thread = f"conc-{uuid.uuid4().hex[:8]}"
+        await http.post("/threads", json={"team": TEAM.spec.name, "thread_id": thread})
+        streams = [http.stream("GET", f"/threads/{thread}/events") for _ in range(3)]
+        opened = [await s.__aenter__() for s in streams]
+        fourth = await http.get(f"/threads/{thread}/events")
+        for s in streams:
+            await s.__aexit__(None, None, None)
+        model.gate.set()
+    assert [r.status_code for r in opened] == [200, 200, 200]
+    assert fourth.status_code == 429 and fourth.headers["retry-after"] == "1"
+    assert fourth.json()["error"]["message"] == "too many open streams for this caller; try again later"
