@@ -138,8 +138,9 @@ async def test_tokens_are_required_and_big_bodies_refused(client: Client, task_q
         async def chunks():
             for _ in range(5):
                 yield b"x" * 400
-        chunked = await http.post("/v1/chat/completions", content=chunks(), headers=auth)
-        bad = await http.post("/threads", content=b"not json", headers=auth)
+        as_json = {**auth, "Content-Type": "application/json"}
+        chunked = await http.post("/v1/chat/completions", content=chunks(), headers=as_json)
+        bad = await http.post("/threads", content=b"not json", headers=as_json)
         gone = await http.get("/threads/no-such-thread", headers=auth)
     assert (missing.status_code, wrong.status_code, right.status_code) == (401, 401, 200)
     assert missing.json()["error"]["type"] == "authentication_error"

@@ -47,15 +47,19 @@ async def test_a_thread_continues_across_requests_of_the_openai_client(client: C
             model="shop", messages=[{"role": "user", "content": "hello"}, {"role": "assistant", "content": "..."},
                                     {"role": "user", "content": "again"}],
             extra_headers={"X-Thread-Id": thread})
+        on_thread = {"X-Thread-Id": thread}
         asked = await ai.chat.completions.create(
-            model="shop", user=thread, messages=[{"role": "user", "content": "refund"}])
+            model="shop", user="end-user-7", messages=[{"role": "user", "content": "refund"}],
+            extra_headers=on_thread)
         answered = await ai.chat.completions.create(
-            model="shop", user=thread, messages=[{"role": "user", "content": "A-17"}])
+            model="shop", user="end-user-7", messages=[{"role": "user", "content": "A-17"}],
+            extra_headers=on_thread)
         denied = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0)
         with pytest.raises(openai.AuthenticationError):
             await denied.chat.completions.create(model="shop", messages=[{"role": "user", "content": "x"}])
         with pytest.raises(openai.BadRequestError, match="belongs to team 'shop', not 'acme'"):
-            await ai.chat.completions.create(model="acme", user=thread, messages=[{"role": "user", "content": "x"}])
+            await ai.chat.completions.create(model="acme", messages=[{"role": "user", "content": "x"}],
+                                             extra_headers=on_thread)
         transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript)
 
     assert thread.startswith("shop-")
@@ -71,12 +75,13 @@ async def test_streamed_chunks_in_openai_format(client: Client, task_queue: str)
     async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)), \
             running_gateway(client, task_queue) as url:
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
-        stream = await ai.chat.completions.create(
-            model="shop", user="shop-stream-1", stream=True, messages=[{"role": "user", "content": "hi"}])
-        chunks = [chunk async for chunk in stream]
+        raw = await ai.chat.completions.with_raw_response.create(
+            model="shop", stream=True, messages=[{"role": "user", "content": "hi"}])
+        chunks = [chunk async for chunk in raw.parse()]
         again = await ai.chat.completions.create(
-            model="shop", user="shop-stream-1", messages=[{"role": "user", "content": "more"}])
-        with pytest.raises(openai.BadRequestError, match="no user message"):
+            model="shop", messages=[{"role": "user", "content": "more"}],
+            extra_headers={"X-Thread-Id": raw.headers["x-thread-id"]})
+        with pytest.raises(openai.BadRequestError, match="the last message must be the user's"):
             await ai.chat.completions.create(model="shop", messages=[{"role": "system", "content": "x"}])
 
     text = "".join(c.choices[0].delta.content or "" for c in chunks)

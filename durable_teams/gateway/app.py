@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
-import json
+import hashlib
+import logging
 from collections.abc import AsyncIterator, Sequence
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -24,17 +26,22 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.client import ConversationEnded, ReplyRejected
+from durable_teams.client import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.events import follow
-from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard
+from durable_teams.gateway import requests as checks
+from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
+from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live import LiveHub, hub_from_env
 from durable_teams.workflows.conversation import TeamWorkflow
+
+log = logging.getLogger(__name__)
 
 
 def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
@@ -42,51 +49,64 @@ def error(status: int, message: str, kind: str = "invalid_request_error") -> JSO
 
 
 async def body_of(request: Request) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise HTTPException(400, "the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise HTTPException(400, "the body must be a JSON object")
-    return body
+    return checks.parse_body(await request.body())
 
 
-def text_field(body: dict[str, Any], name: str, required: bool = True) -> str | None:
-    value = body.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise HTTPException(400, f"'{name}' must be a non-empty string")
-    return value
+def thread_of(request: Request) -> str:
+    return checks.thread_id(request.path_params["thread"])
+
+
+def caller_key(request: Request, key: str) -> str:
+    """An Idempotency-Key as this caller's own (two callers' equal keys never meet)."""
+    caller = getattr(request.state, "caller", "") or ""
+    return hashlib.sha256(f"{caller}\0{key}".encode()).hexdigest()[:32]
 
 
 async def start_thread(request: Request) -> Response:
     body = await body_of(request)
     gw: Gateway = request.app.state.gateway
-    team = text_field(body, "team") or ""
+    team = checks.text_field(body, "team") or ""
     gw.check_team(team)
-    thread = await gw.start_thread(team, text_field(body, "thread_id", False),
-                                   text_field(body, "task", False))
+    wanted = checks.text_field(body, "thread_id", required=False)
+    if wanted is not None:
+        checks.thread_id(wanted, "thread_id")
+    task = checks.text_field(body, "task", required=False, max_bytes=checks.MAX_TURN_BYTES)
+    key = checks.idempotency_key(request.headers.get("idempotency-key"))
+    keyed = caller_key(request, key) if key else None
+    try:
+        thread = await gw.start_thread(team, wanted or (f"{team}-{keyed[:16]}" if keyed else None),
+                                       task, idempotency=keyed)
+    except WorkflowAlreadyStartedError:
+        thread = wanted or f"{team}-{keyed[:16] if keyed else ''}"
+        if keyed is None or not await gw.started_with(thread, keyed):
+            return error(409, f"thread {thread} already exists", "already_exists")
+        return JSONResponse({"thread_id": thread, "team": team}, status_code=200)
     return JSONResponse({"thread_id": thread, "team": team}, status_code=201)
 
 
 async def send_turn_sse(request: Request) -> Response:
     body = await body_of(request)
     gw: Gateway = request.app.state.gateway
-    thread = request.path_params["thread"]
-    text = text_field(body, "text") or ""
+    thread = thread_of(request)
+    text = checks.turn_text(body)
+    sender = checks.sender(body)
+    key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if not await gw.running(thread):
         return error(404, f"no thread {thread}", "not_found")
+    # Accepted by the workflow before the first byte goes out: a client that leaves after
+    # the 200 finds its turn (and its reply) in the thread.
+    index, accepted = await gw.accept_turn(thread, text, sender,
+                                           caller_key(request, key) if key else None)
 
     async def frames() -> AsyncIterator[str]:
-        async for event in gw.turn_events(thread, text, text_field(body, "sender", False)):
+        async for event in gw.turn_events(thread, index, accepted):
             yield sse_frame(event["type"], event)
     return sse_response(frames(), {"X-Thread-Id": thread})
 
 
 async def thread_status(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = request.path_params["thread"]
+    thread = thread_of(request)
     described = await gw.client.get_workflow_handle(thread).describe()
     status = await gw.status(thread)
     memo = await described.memo()
@@ -98,15 +118,16 @@ async def thread_status(request: Request) -> Response:
 async def transcript(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     full = request.query_params.get("full", "").lower() in {"1", "true", "yes"}
-    messages = await gw.client.get_workflow_handle(request.path_params["thread"]).query(
+    messages = await gw.client.get_workflow_handle(thread_of(request)).query(
         TeamWorkflow.transcript, full)
     return JSONResponse([m.model_dump(mode="json") for m in messages])
 
 
 async def thread_events(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = request.path_params["thread"]
-    start = int(request.query_params.get("start", "0") or 0)
+    thread = thread_of(request)
+    start = checks.start_index(request.query_params.get("start"))
+    await gw.client.get_workflow_handle(thread).describe()  # no such thread: 404 before the stream
 
     async def frames() -> AsyncIterator[str]:
         async for event in follow(gw.client, thread, start=start, poll_seconds=gw.poll_seconds, live=gw.hub):
@@ -124,16 +145,26 @@ async def answer(request: Request) -> Response:
     approved = body.get("approved")
     if approved is not None and not isinstance(approved, bool):
         raise HTTPException(400, "'approved' must be true or false")
-    reply: dict[str, Any] = {"text": text_field(body, "text", approved is None) or ""}
+    reply: dict[str, Any] = {"text": checks.text_field(body, "text", required=approved is None,
+                                                       max_bytes=checks.MAX_TURN_BYTES) or ""}
     if approved is not None:
         reply["approved"] = approved
-    qid = await gw.reply(request.path_params["thread"], request.path_params["question"], **reply)
+    question = request.path_params["question"]
+    if len(question) > 64 or not question.isprintable():
+        raise checks.BadRequest("invalid question id")
+    qid = await gw.reply(thread_of(request), question, **reply)
     return JSONResponse({"question_id": qid, "accepted": True})
 
 
-async def inbox(request: Request) -> Response:
+@cache
+def inbox_page() -> tuple[str, str]:
     page = resources.files("durable_teams.gateway").joinpath("inbox.html").read_text("utf-8")
-    return HTMLResponse(page)
+    return page, page_policy(page)
+
+
+async def inbox(request: Request) -> Response:
+    page, policy = inbox_page()
+    return HTMLResponse(page, headers={"Content-Security-Policy": policy, "Cache-Control": "no-store"})
 
 
 async def models(request: Request) -> Response:
@@ -141,6 +172,16 @@ async def models(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     return JSONResponse({"object": "list", "data": [
         {"id": team, "object": "model", "created": 0, "owned_by": "durable-teams"} for team in gw.teams or []]})
+
+
+async def model(request: Request) -> Response:
+    """One team as OpenAI's model object; an unknown one is OpenAI's 404 `model_not_found`."""
+    gw: Gateway = request.app.state.gateway
+    team = request.path_params["model"]
+    gw.check_team(team)
+    if gw.teams is None:  # not known here: nothing to describe
+        raise UnknownTeam(f"no list of teams on this gateway (serve --team ...): {team!r} unknown")
+    return JSONResponse({"id": team, "object": "model", "created": 0, "owned_by": "durable-teams"})
 
 
 async def healthz(request: Request) -> Response:
@@ -155,11 +196,22 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return error(exc.status_code, exc.detail)
+    response = error(exc.status_code, exc.detail)
+    param = getattr(exc, "param", None)
+    if param is not None:  # OpenAI's shape: the field the error is about
+        response = JSONResponse({"error": {"message": exc.detail, "type": "invalid_request_error",
+                                           "param": param, "code": None}}, status_code=exc.status_code)
+    return response
 
 
 async def on_temporal_error(request: Request, exc: Exception) -> Response:
     """Typed outcomes as HTTP statuses instead of a 500 with a traceback."""
+    if isinstance(exc, ConversationBusy):
+        response = error(429, str(exc), "thread_busy")
+        response.headers["Retry-After"] = "1"
+        return response
+    if isinstance(exc, WorkflowUpdateFailedError):  # the workflow refused the turn: why
+        return error(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
     if isinstance(exc, ReplyRejected):
         return error(409, str(exc), "reply_rejected")
     if isinstance(exc, ConversationEnded):
@@ -171,16 +223,30 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
         return error(404, f"not found: {exc.message}", "not_found")
     if exc.status == RPCStatusCode.ALREADY_EXISTS:
         return error(409, f"already exists: {exc.message}", "already_exists")
+    if exc.status == RPCStatusCode.INVALID_ARGUMENT:
+        return error(400, f"the Temporal server refused the request: {exc.message}", "invalid_request_error")
+    log.warning("the Temporal server refused a call (%s): %s", exc.status.name, exc.message)
     return error(502, f"the Temporal server refused the call: {exc.message}", "temporal_error")
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    """A bug of ours, not the client's: one log line with the traceback, a JSON 500."""
+    log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error(500, "internal error (logged on the gateway)", "internal_error")
 
 
 def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = None,
                max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
-               live_hub: LiveHub | None = None, teams: Sequence[str] | None = None) -> Guard:
+               live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
+               exposure: Exposure | None = None, limits: Limits | None = None,
+               busy_seconds: float = 10.0) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
     else this process's, durable_teams/live.py). `teams`: the team names the workers serve
-    (listed by /v1/models; another name is refused with 404); None: not checked."""
+    (listed by /v1/models; another name is refused with 404); None: not checked.
+    `exposure`: the hosts and origins served (default: loopback names only); `limits`: per
+    caller; `busy_seconds`: how long a turn waits for a thread with 10 turns in flight
+    before 429."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -192,11 +258,15 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         Route("/questions", questions),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/models", models),
+        Route("/v1/models/{model:path}", model),
     ]
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team}
-    for kind in (ReplyRejected, ConversationEnded, WorkflowQueryFailedError, RPCError):
+    for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
+                 WorkflowUpdateFailedError, RPCError):
         handlers[kind] = on_temporal_error
+    handlers[Exception] = on_unexpected
     app = Starlette(routes=routes, exception_handlers=handlers)
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
-    app.state.gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None)
-    return Guard(app, tokens or [], max_body)
+    app.state.gateway = Gateway(client, task_queue, poll_seconds, hub,
+                                list(teams) if teams is not None else None, busy_seconds)
+    return Guard(app, tokens or [], exposure=exposure, limits=limits or Limits(max_body=max_body))

@@ -1,68 +1,150 @@
 """`POST /v1/chat/completions` in OpenAI's format, so any OpenAI client or chat UI can talk
-to a durable team. `model` names the team; the `X-Thread-Id` header, else the `user` field,
-names the thread (a new one when absent; its id returns in the `X-Thread-Id` header). Only the
-last user message is sent: the thread remembers the rest. A question the team asks comes back
-as the assistant's message, and the next request's last user message answers it.
+to a durable team. `model` names the team; the `X-Thread-Id` header names the thread (a new one
+when absent; its id returns in the `X-Thread-Id` header). `user` is what OpenAI documents, an
+end user's id: kept in a new thread's memo, never taken as the thread. Only the last user
+message is sent: the thread remembers the rest. A question the team asks comes back as the
+assistant's message, and the next request's last user message answers it.
+
+The message is accepted by the thread before any answer goes out (the first stream chunk
+included), under a turn id derived from the thread and the request, so a client that retries
+the same request gets the same turn, never a second one.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import hashlib
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from durable_teams.client import ConversationEnded
-from durable_teams.gateway.sse import sse_frame, sse_response
+from durable_teams.gateway import requests as checks
+from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, TeamMismatch
 from durable_teams.live import Delta
 
 
+class FieldError(checks.BadRequest):
+    """OpenAI's 400 for a field it cannot take: `param` names the field."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def part_text(part: Any, at: str) -> str:
+    """A content part's text: text parts only (an image part is refused, not dropped)."""
+    if not isinstance(part, dict) or part.get("type", "text") != "text":
+        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        raise FieldError(f"{at}: only text content parts are supported, not {kind!r}", at)
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise FieldError(f"{at}.text must be a string", at)
+    return checks.encodable(text, at)
+
+
 def last_user_text(messages: Any) -> str:
-    if not isinstance(messages, list):
-        raise HTTPException(400, "'messages' must be a list")
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, list):  # content parts: keep the text ones
-                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-            if isinstance(content, str) and content.strip():
-                return content
-    raise HTTPException(400, "no user message with text in 'messages'")
+    """The last message's text; it must be the user's (the thread holds everything before)."""
+    if not isinstance(messages, list) or not messages:
+        raise FieldError("'messages' must be a non-empty list", "messages")
+    last = messages[-1]
+    at = f"messages[{len(messages) - 1}]"
+    if not isinstance(last, dict) or last.get("role") != "user":
+        role = last.get("role") if isinstance(last, dict) else None
+        raise FieldError(f"the last message must be the user's (it is {role!r}): the thread "
+                         "answers the user's newest message", at)
+    content = last.get("content")
+    if isinstance(content, list):
+        text = "".join(part_text(p, f"{at}.content[{i}]") for i, p in enumerate(content))
+    elif isinstance(content, str):
+        text = checks.encodable(content, f"{at}.content")
+    else:
+        raise FieldError(f"{at}.content must be a string or a list of text parts", f"{at}.content")
+    if not text.strip():
+        raise FieldError(f"{at} has no text", at)
+    if len(text.encode("utf-8")) > checks.MAX_TURN_BYTES:
+        raise FieldError(f"{at} is over {checks.MAX_TURN_BYTES:,} bytes", at)
+    return text
+
+
+UNSUPPORTED = {
+    "tools": "a team's agents use their own tools; tools from the client are not supported",
+    "functions": "a team's agents use their own tools; functions from the client are not supported",
+    "logprobs": "log probabilities are not available from a team",
+    "top_logprobs": "log probabilities are not available from a team",
+    "audio": "audio output is not supported",
+}
+
+
+def check_fields(body: dict[str, Any]) -> None:
+    """Fields a team cannot honour are refused by name, never silently ignored."""
+    for name, why in UNSUPPORTED.items():
+        if body.get(name) not in (None, False, [], {}):
+            raise FieldError(f"'{name}': {why}", name)
+    n = body.get("n", 1)
+    if n not in (None, 1):
+        raise FieldError("'n': a team gives one answer per message (n must be 1)", "n")
+    fmt = body.get("response_format")
+    if fmt not in (None, {"type": "text"}) and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
+        raise FieldError("'response_format': a team answers in text; structured output is set "
+                         "on the team (Supervisor(..., output_type=...)), not per request",
+                         "response_format")
+    if body.get("tool_choice") not in (None, "none", "auto"):
+        raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
+    user = body.get("user")
+    if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_NAME_CHARS):
+        raise FieldError(f"'user' must be a string of at most {checks.MAX_NAME_CHARS} characters", "user")
+    if isinstance(user, str):
+        checks.encodable(user, "user")
+
+
+def turn_key(thread: str, messages: list[Any], text: str) -> str:
+    """The turn id of this request: the same request sent again (a client's retry) is the
+    same turn; the next message of the conversation is another."""
+    digest = hashlib.sha256(f"{thread}\0{len(messages)}\0{text}".encode()).hexdigest()
+    return f"chat-{digest[:32]}"
 
 
 async def chat_completions(request: Request) -> Response:
-    try:
-        body = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise HTTPException(400, "the body is not JSON") from None
-    if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
-        raise HTTPException(400, "'model' (the team's name) is required")
+    body = checks.parse_body(await request.body())
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise FieldError("'model' (the team's name) is required", "model")
     team: str = body["model"]
+    check_fields(body)
     text = last_user_text(body.get("messages"))
     gw: Gateway = request.app.state.gateway
     gw.check_team(team)
-    thread = request.headers.get("x-thread-id") or body.get("user") or None
-    if not isinstance(thread, str | None):
-        raise HTTPException(400, "'user' must be a string")
+    header = request.headers.get("x-thread-id")
+    thread = checks.thread_id(header, "X-Thread-Id") if header else None
     try:
         exists = thread is not None and await gw.running(thread, team)
     except TeamMismatch as mismatch:
-        raise HTTPException(400, str(mismatch)) from None
+        raise checks.BadRequest(str(mismatch)) from None
     if thread is None or not exists:
-        thread = await gw.start_thread(team, thread)
+        thread = await gw.start_thread(team, thread, user=body.get("user"))
     headers = {"X-Thread-Id": thread}
+    # Accepted (or the question answered) before any byte of the answer goes out.
+    outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text))
     if body.get("stream"):
-        return sse_response(_stream(gw, thread, team, text), headers)
-    kind, answer = await gw.converse(thread, text)
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return sse_response(_stream(gw, thread, team, outcome, usage), headers, openai_error)
+    kind, answer = await outcome()
+    if kind == "failed":
+        return turn_failed(answer, headers)
     return JSONResponse(completion(team, answer, kind), headers=headers)
+
+
+def turn_failed(text: str, headers: dict[str, str]) -> JSONResponse:
+    """A failed turn (the model call failed, say) as OpenAI's error: 502, the reason in the
+    message. Retrying the same request returns the same turn, not a new run."""
+    return JSONResponse({"error": {"message": text, "type": "turn_failed", "param": None,
+                                   "code": "turn_failed"}}, status_code=502, headers=headers)
 
 
 def completion(team: str, text: str, kind: str) -> dict[str, Any]:
@@ -70,11 +152,15 @@ def completion(team: str, text: str, kind: str) -> dict[str, Any]:
         "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
         "model": team, "system_fingerprint": kind,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": EMPTY_USAGE,
     }
 
 
-async def _stream(gw: Gateway, thread: str, team: str, text: str) -> AsyncIterator[str]:
+EMPTY_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+async def _stream(gw: Gateway, thread: str, team: str,
+                  outcome: Callable[[], Awaitable[tuple[str, str]]], usage: bool) -> AsyncIterator[str]:
     """OpenAI's chunk stream: the team's text as its model calls write it (live deltas,
     durable_teams/live.py), then what is left of the reply (all of it without live deltas)."""
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
@@ -85,22 +171,28 @@ async def _stream(gw: Gateway, thread: str, team: str, text: str) -> AsyncIterat
     yield chunk({"role": "assistant", "content": ""})
     content = ContentStream()
     async with gw.hub.subscribe(thread) as deltas:
-        exchange = asyncio.ensure_future(gw.converse(thread, text))
+        exchange = asyncio.ensure_future(outcome())
+        exchange.add_done_callback(lambda t: t.cancelled() or t.exception())
         try:
             async for delta in until_done(exchange, deltas):
                 piece = content.take(delta)
                 if piece:
                     yield chunk(piece)
-            _, answer = exchange.result()
+            kind, answer = exchange.result()
         except ConversationEnded as ended:  # the status is sent already: OpenAI's in-stream error
             yield sse_frame(None, {"error": {"message": str(ended), "type": "conversation_ended"}})
             return
         finally:
             exchange.cancel()  # the client left: stop waiting (the turn goes on in the workflow)
+    if kind == "failed":
+        yield sse_frame(None, {"error": {"message": answer, "type": "turn_failed", "code": "turn_failed"}})
+        return
     rest = content.finish(answer)
     if rest:
         yield chunk({"content": rest})
     yield chunk({}, "stop")
+    if usage:
+        yield sse_frame(None, {**base, "choices": [], "usage": EMPTY_USAGE})
     yield sse_frame(None, "[DONE]")
 
 

@@ -14,7 +14,14 @@ import sys
 from collections.abc import Sequence
 
 from durable_teams.cli_commands import CliError, open_client
-from durable_teams.gateway.auth import DEFAULT_MAX_BODY, TOKENS_ENV, is_loopback, tokens_from_env
+from durable_teams.gateway.auth import (
+    DEFAULT_MAX_BODY,
+    TOKENS_ENV,
+    Limits,
+    is_loopback,
+    tokens_from_env,
+)
+from durable_teams.gateway.exposure import ANY, Exposure
 from durable_teams.live import LiveHubError
 from durable_teams.runtime import TASK_QUEUE
 from durable_teams.worker import TeamLoadError, load_teams
@@ -29,14 +36,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, help="largest request body, bytes")
     p.add_argument("--team", action="append", default=[],
                    help="module:attr of extra teams, as given to the worker (the examples are always known)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a host name clients use to reach the gateway, besides localhost, 127.0.0.1, "
+                        "[::1] and --host ('*': any, only behind a proxy that checks it)")
+    p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web origin (https://app.example) whose pages may call the gateway (CORS)")
+    p.add_argument("--max-requests", type=int, default=Limits.max_requests,
+                   help="requests in progress per token (or client address without tokens)")
+    p.add_argument("--max-followers", type=int, default=Limits.max_followers,
+                   help="open event streams per token (or client address without tokens)")
+    p.add_argument("--max-connections", type=int, default=1000,
+                   help="connections and requests at once, all callers (503 above)")
     return p
 
 
-def check_exposure(host: str, tokens: list[str]) -> str | None:
+def check_exposure(host: str, tokens: list[str], allowed_hosts: list[str] | None = None) -> str | None:
     """Why the gateway must not start, or None."""
     if not tokens and not is_loopback(host):
         return (f"refusing to serve on {host} without tokens: set {TOKENS_ENV} "
                 "(comma-separated bearer tokens) or bind to 127.0.0.1")
+    if not tokens and ANY in (allowed_hosts or []):
+        return "--allowed-host '*' needs tokens: without them any web page could reach the gateway"
     return None
 
 
@@ -47,14 +67,20 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one
     teams = [team.spec.name for team in load_teams(args.team)]
-    app = create_app(client, task_queue=args.task_queue, tokens=tokens, max_body=args.max_body, teams=teams)
-    await uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port)).serve()
+    exposure = Exposure.for_bind(args.host, args.allowed_host, args.allowed_origin)
+    limits = Limits(max_body=args.max_body, max_requests=args.max_requests,
+                    max_followers=args.max_followers)
+    app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
+                     exposure=exposure, limits=limits)
+    config = uvicorn.Config(app, host=args.host, port=args.port, limit_concurrency=args.max_connections,
+                            timeout_keep_alive=5, server_header=False)
+    await uvicorn.Server(config).serve()
 
 
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     tokens = tokens_from_env()
-    refusal = check_exposure(args.host, tokens)
+    refusal = check_exposure(args.host, tokens, args.allowed_host)
     if refusal:
         print(f"durable-teams: {refusal}", file=sys.stderr)
         return 2

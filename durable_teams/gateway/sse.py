@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.responses import StreamingResponse
+
+log = logging.getLogger(__name__)
 
 
 def sse_frame(event: str | None, data: Any) -> str:
@@ -16,8 +19,29 @@ def sse_frame(event: str | None, data: Any) -> str:
     return f"{head}data: {body}\n\n"
 
 
-def sse_response(frames: AsyncIterator[str], headers: dict[str, str] | None = None) -> StreamingResponse:
-    """A streaming response of SSE frames; proxies are told not to buffer it."""
+def native_error(message: str) -> str:
+    return sse_frame("error", {"index": -1, "type": "error", "text": message})
+
+
+def openai_error(message: str) -> str:
+    return sse_frame(None, {"error": {"message": message, "type": "server_error"}})
+
+
+def sse_response(frames: AsyncIterator[str], headers: dict[str, str] | None = None,
+                 error_frame: Callable[[str], str] = native_error) -> StreamingResponse:
+    """A streaming response of SSE frames; proxies are told not to buffer it. Once the
+    status is sent an error cannot be a status any more: a failure while streaming (Temporal
+    unreachable, a query that timed out) ends the stream with an error frame saying why."""
     return StreamingResponse(
-        frames, media_type="text/event-stream",
+        _ending_cleanly(frames, error_frame), media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})})
+
+
+async def _ending_cleanly(frames: AsyncIterator[str], error_frame: Callable[[str], str]) -> AsyncIterator[str]:
+    try:
+        async for frame in frames:
+            yield frame
+    except Exception as err:  # noqa: BLE001 - the stream's last word, instead of a cut connection
+        reason = getattr(err, "message", None) or str(err) or type(err).__name__
+        log.warning("a stream ended early: %s: %s", type(err).__name__, reason)
+        yield error_frame(f"the stream stopped: {reason}")

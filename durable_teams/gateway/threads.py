@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.answers import approval_of, ask_again
 from durable_teams.chat import why_it_failed
-from durable_teams.client import ConversationEnded, send_reply, send_turn
+from durable_teams.client import AcceptedTurn, ConversationEnded, send_reply, submit_turn
 from durable_teams.events import delta_event, page_events
 from durable_teams.live import LIVE, Delta, LiveHub, LiveOrder
 from durable_teams.reading import waiting_conversations
@@ -40,9 +41,6 @@ class UnknownTeam(LookupError):
     """A request names a team the workers do not serve."""
 
 
-YES = {"y", "yes", "approve", "approved", "ok", "okay", "sure"}
-
-
 @dataclass
 class Gateway:
     """The client and where new threads run."""
@@ -54,20 +52,40 @@ class Gateway:
     """Where live text deltas come from (durable_teams/live.py)."""
     teams: list[str] | None = None
     """The teams the workers serve, when known (`serve --team`)."""
+    busy_seconds: float = 10.0
+    """How long a turn waits while its thread has 10 turns in flight (then 429)."""
 
     def check_team(self, team: str) -> None:
         """Raises `UnknownTeam` for a team the workers do not serve (when that is known)."""
         if self.teams is not None and team not in self.teams:
             raise UnknownTeam(f"no team {team!r} here (teams: {', '.join(self.teams) or 'none'})")
 
-    async def start_thread(self, team: str, thread: str | None = None, task: str | None = None) -> str:
+    async def start_thread(self, team: str, thread: str | None = None, task: str | None = None,
+                           idempotency: str | None = None, user: str | None = None) -> str:
         """Start a conversation of `team` under `thread` (a new id when None). The team's name
-        is kept in the memo so the inbox can show it without a worker."""
+        is kept in the memo so the inbox can show it without a worker, and so is the request's
+        idempotency key (hashed), so the same request sent again finds its thread."""
         thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
+        memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
+            {"user": user} if user else {})
         await start_conversation(
             self.client, team, ConversationInput(team_name=team, task=task, single_turn=task is not None),
-            id=thread, task_queue=self.task_queue, memo={"team": team})
+            id=thread, task_queue=self.task_queue, memo=memo)
         return thread
+
+    async def started_with(self, thread: str, idempotency: str) -> bool:
+        """Whether `thread` was started by a request with this idempotency key."""
+        described = await self.client.get_workflow_handle(thread).describe()
+        return (await described.memo()).get("idempotency") == idempotency
+
+    async def accept_turn(self, thread: str, text: str, sender: str | None,
+                          turn_id: str | None) -> tuple[int, AcceptedTurn]:
+        """Send a turn and return once the workflow has accepted it, with the log index its
+        events start from (a `turn_id` sent again is the same turn)."""
+        index = await self.log_total(thread)
+        accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
+                                     busy_timeout=self.busy_seconds)
+        return index, accepted
 
     async def running(self, thread: str, team: str | None = None) -> bool:
         """True when the thread's workflow runs; False when no such thread. Raises
@@ -97,15 +115,15 @@ class Gateway:
         handle = self.client.get_workflow_handle(thread)
         return await handle.query("log_page", args=[start, limit], result_type=LogPage)
 
-    async def turn_events(self, thread: str, text: str, sender: str | None = None) -> AsyncIterator[dict[str, Any]]:
-        """Send a turn and yield each event of the log as it is appended (ABI's stream),
+    async def turn_events(self, thread: str, index: int, accepted: AcceptedTurn) -> AsyncIterator[dict[str, Any]]:
+        """Yield each event of the log from `index` as it is appended (ABI's stream) while the
+        accepted turn runs,
         ending with `done` carrying the reply, or `error` when the turn could not run.
         Live text deltas (durable_teams/live.py) come as `ai_message_delta`, each after the
         log messages that came before its model call and before the message it adds up to."""
-        index = await self.log_total(thread)
         order = LiveOrder()
         async with self.hub.subscribe(thread) as deltas:
-            turn = asyncio.ensure_future(send_turn(self.client, thread, text, sender=sender))
+            turn = background(accepted.reply())
             try:
                 while True:
                     finished = turn.done()
@@ -155,41 +173,69 @@ class Gateway:
     async def reply(self, thread: str, question_id: str | None, **reply: Any) -> str:
         return await send_reply(self.client, thread, question_id, **reply)
 
-    async def converse(self, thread: str, text: str) -> tuple[str, str]:
-        """One OpenAI-style exchange: answer the thread's open question with `text`, or send
-        `text` as a turn; then wait for the reply or the next question. Returns (kind, text),
-        kind "reply" or "question"."""
+    async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None
+                             ) -> Callable[[], Awaitable[tuple[str, str]]]:
+        """One OpenAI-style exchange, started: `text` answers the thread's open question, or
+        is sent as a turn (accepted by the workflow before this returns, so the caller may
+        acknowledge it). Returns what waits for the outcome: (kind, text), kind "reply",
+        "question" or "failed" (the turn failed: the text says why)."""
         status = await self.status(thread)
         seen = {q.question_id for q in status.pending}
         if status.pending:
             q = status.pending[0]
             if q.kind == "approval":
-                await self.reply(thread, q.question_id, approved=text.strip().lower() in YES, text=text)
+                approved = approval_of(text)
+                if approved is None:  # unclear: ask again, never take it as a denial
+                    return lambda: _now(("question", f"{ask_again(q.tool or 'the tool')} "
+                                         f"{question_text(q)}"))
+                await self.reply(thread, q.question_id, approved=approved, text=text)
             else:
                 await self.reply(thread, q.question_id, text=text)
-            return await self._outcome(thread, seen, target_turn=status.turns, turn=None)
-        turn = asyncio.ensure_future(send_turn(self.client, thread, text))
-        try:
-            return await self._outcome(thread, seen, target_turn=None, turn=turn)
-        finally:
-            turn.cancel()  # a question came back: the turn goes on in the workflow
+            return lambda: self._outcome(thread, seen, target_turn=status.turns, turn=None)
+        accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
+                                     busy_timeout=self.busy_seconds)
+
+        async def outcome() -> tuple[str, str]:
+            turn = background(accepted.reply())
+            try:
+                return await self._outcome(thread, seen, target_turn=None, turn=turn)
+            finally:
+                turn.cancel()  # a question came back: the turn goes on in the workflow
+        return outcome
+
+    async def converse(self, thread: str, text: str, turn_id: str | None = None) -> tuple[str, str]:
+        """`begin_exchange`, then its outcome."""
+        return await (await self.begin_exchange(thread, text, turn_id))()
 
     async def _outcome(self, thread: str, seen: set[str], *, target_turn: int | None,
                        turn: asyncio.Future[TurnReply] | None) -> tuple[str, str]:
         while True:
             if turn is not None and turn.done():
-                return "reply", turn.result().text
+                reply = turn.result()
+                return ("failed" if reply.status == "failed" else "reply"), reply.text
             status = await self.status(thread)
             fresh = [q for q in status.pending if q.question_id not in seen]
             if fresh:
                 return "question", question_text(fresh[0])
             last = status.last_reply
             if target_turn is not None and last is not None and last.turn >= target_turn and not status.pending:
-                return "reply", last.text
+                return ("failed" if last.status == "failed" else "reply"), last.text
             if turn is not None:
                 await asyncio.wait([turn], timeout=self.poll_seconds)
             else:
                 await asyncio.sleep(self.poll_seconds)
+
+
+async def _now(value: tuple[str, str]) -> tuple[str, str]:
+    return value
+
+
+def background(coroutine: Any) -> asyncio.Future[TurnReply]:
+    """A task whose outcome may go unread (the client left, a question came first): reading
+    it when it ends keeps asyncio from logging 'Task exception was never retrieved'."""
+    task = asyncio.ensure_future(coroutine)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return task
 
 
 def done_event(reply: TurnReply) -> dict[str, Any]:
