@@ -57,9 +57,13 @@ async def event_kinds(handle: WorkflowHandle) -> Counter[str]:
     return kinds
 
 
+LOCAL = ModelCalls(local=True)
+"""Local model calls are opt-in (workflows/options.py ModelCalls.local)."""
+
+
 async def test_a_model_call_longer_than_the_workflow_task_timeout_completes_once(
         client: Client, task_queue: str) -> None:
-    team = Swarm([Agent("a", "Answers.", model="scripted")]).compile()
+    team = Swarm([Agent("a", "Answers.", model="scripted")], model_calls=LOCAL).compile()
     model = SlowModel({"a": [say("late, but here")]}, seconds=6.5)
     async with running_worker(client, task_queue, [team], model):
         handle = await client.start_workflow(
@@ -79,7 +83,7 @@ async def test_model_calls_stay_regular_activities_where_a_team_or_agent_asks(
         client: Client, task_queue: str) -> None:
     regular = ModelCalls(local=False)
     team = Supervisor([Agent("worker", "Works.", model="scripted", model_calls=regular)],
-                      name="boss", model="scripted").compile()
+                      name="boss", model="scripted", model_calls=LOCAL).compile()
     script = {"boss": [call("transfer_to_worker"), say("all done")], "worker": [say("worked")]}
     async with running_worker(client, task_queue, [team], ScriptedModel(script)):
         handle = await client.start_workflow(
@@ -113,8 +117,9 @@ async def test_kill9_in_the_middle_of_a_local_model_call_repeats_it_once_elsewhe
     workers = await asyncio.gather(*(procs.worker(address, task_queue, "--model-url", url,
                                                   "--sticky-seconds", "1") for _ in range(2)))
     try:
+        spec = http_team(1).spec.model_copy(update={"model_calls": LOCAL})
         handle = await client.start_workflow(
-            TeamWorkflow.run, ConversationInput(team=http_team(1).spec, task="read", set_search_attributes=False),
+            TeamWorkflow.run, ConversationInput(team=spec, task="read", set_search_attributes=False),
             id=f"kill-1-{uuid.uuid4().hex[:6]}", task_queue=task_queue,
             task_timeout=timedelta(seconds=TASK_TIMEOUT))
         deadline = asyncio.get_running_loop().time() + 60

@@ -45,11 +45,14 @@ class ModelCalls(BaseModel):
     max_attempts: int = Field(default=3, ge=1)
     total_timeout_seconds: float = Field(default=240.0, gt=0)
     retry_interval_seconds: float = Field(default=1.0, gt=0)
-    local: bool = True
-    """Run each call as a local activity, in the worker that holds the conversation (its view
-    read in process, a marker in history instead of three activity events); False: a regular
-    activity on the task queue, placed on that worker's own queue (workflows/placement.py).
-    README, "Model calls"."""
+    local: bool = False
+    """True: run each call as a local activity, in the worker that holds the conversation (its
+    view read in process, a marker in history instead of three activity events; about 1.9x the
+    calls per second). While a local call runs, the conversation's workflow task stays open:
+    queries and updates wait for it, and an update left waiting across a local call can fail
+    replay (an SDK ordering issue, tests/test_update_concurrency.py), so it is opt-in. False: a
+    regular activity, placed on the worker's own queue (workflows/placement.py). README,
+    "Model calls"."""
     worker_queue_seconds: float = Field(default=10.0, gt=0)
     """Regular activities only: how long a call waits for the worker holding the conversation
     to take it (on that worker's own task queue) before it runs on the shared queue instead
