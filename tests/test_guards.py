@@ -155,7 +155,8 @@ async def test_local_tools_run_as_local_activities(client: Client, task_queue: s
     scheduled = {e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
                  if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED}
     markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-               and e.marker_recorded_event_attributes.marker_name != "core_patch"]
+               and e.marker_recorded_event_attributes.marker_name != "core_patch"
+               and b"tool: add" in e.user_metadata.summary.data]  # not the labels' local activity
     assert "run_tool" not in scheduled and "run_local_tool" not in scheduled
     assert len(markers) == 1  # the local activity's result, recorded once
     assert tool_answers(full)["call_adder_0_0"] == "3.0"

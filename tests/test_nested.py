@@ -4,10 +4,8 @@ real Temporal server with the scripted model."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -22,7 +20,7 @@ from durable_teams.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.children import bounded_history, child_id, child_team
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import TASK, TEAM
-from durable_teams.workflows.messages import Message, ModelCalls
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.state import ConversationInput, ConversationResult, ConversationStatus
 
@@ -109,14 +107,6 @@ def test_a_team_inside_itself_and_children_in_a_swarm_are_refused() -> None:
 # ---- on a real server -----------------------------------------------------------------------
 
 
-def model_call_summaries(history: Any) -> list[str]:
-    """The summaries of the model calls (local activities: markers) in `history`."""
-    found = [json.loads(e.user_metadata.summary.data.decode()) for e in history.events
-             if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-             and e.marker_recorded_event_attributes.marker_name == "core_local_activity"]
-    return [s for s in found if s.startswith("model: ")]
-
-
 def events(history, kind: EventType) -> list:  # noqa: ANN001
     return [e for e in history.events if e.event_type == kind]
 
@@ -157,8 +147,7 @@ async def test_two_level_team_answers_faang_through_child_workflows(client: Clie
             for e in completed] == ids
     # no model call or tool of the nested teams ran in the parent
     scheduled = events(history, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-    assert scheduled == []
-    assert [s.split(" (")[0] for s in model_call_summaries(history)] == ["model: top_supervisor"] * 3
+    assert [e.activity_task_scheduled_event_attributes.activity_type.name for e in scheduled] == ["call_model"] * 3
     # each child answered its part, in its own history
     assert [r.answer for r in child_results] == [faang_teams.RESEARCH_SUMMARY, faang.ANSWER]
     assert [m.content for m in child_views[1] if m.role == "tool" and m.name == "add"] == [
@@ -224,7 +213,6 @@ async def test_a_nested_team_waiting_for_a_person_continues_as_new_under_its_par
     sub = compiled.spec.agents["research_team"].team
     assert sub is not None
     sub.continue_as_new_after_events = 8  # passed by the time it asks; not after the new run
-    sub.model_calls = ModelCalls(local=False)  # the event count above assumes activity events
     async with running_worker(client, task_queue, [compiled], ScriptedModel(ASKING)):
         handle = await start(client, task_queue, compiled, faang.QUESTION)
         cid = f"{handle.id}/research_team-1"
@@ -263,8 +251,7 @@ async def test_run_as_child_agent_runs_in_its_own_workflow(client: Client, task_
     assert [e.user_metadata.summary.data.decode() for e in started] == ['"agent: math_expert"']
     names = [e.activity_task_scheduled_event_attributes.activity_type.name
              for e in events(history, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)]
-    assert names == ["run_tool"]  # model calls are local activities: markers
-    assert len(model_call_summaries(history)) == 5
+    assert names == ["call_model", "call_model", "run_tool", "call_model", "call_model", "call_model"]
 
 
 async def test_a_failed_child_is_an_error_the_supervisor_reads(client: Client, task_queue: str) -> None:
