@@ -66,6 +66,8 @@ class AgentLoop:
         self.local_calls = False
         """Model calls may be local activities (`TeamWorkflow` asks LOCAL_PATCH at the run's
         start: a run recorded before keeps regular ones)."""
+        self.placed_calls: bool | None = None
+        """Placement's patch as asked at the run's start; None: ask it at the first call."""
         """(agent, agent_run, budget before the batch) of the run a continue-as-new cut off."""
 
     @property
@@ -202,7 +204,7 @@ class AgentLoop:
         """Run `call_model` as a regular activity, on the worker holding this workflow when
         there is one to ask for (workflows/placement.py); on the shared queue if that worker
         never takes it."""
-        placed = workflow.patched(PATCH)
+        placed = self.placed_calls if self.placed_calls is not None else workflow.patched(PATCH)
         queue = await self.placement.next_queue() if placed else None
         options = activity_options(policy)
         response: ModelResponse

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from .intake import MAX_TURN_BYTES, Intake
     from .messages import Message, ModelView, TeamSpec
     from .model_calls import LOCAL_PATCH
+    from .placement import PATCH as PLACEMENT_PATCH
     from .placement import ModelPlacement
     from .state import (
         ConversationInput,
@@ -87,6 +88,9 @@ class TeamWorkflow(Intake):
         # Asked first, before any local activity: a patch asked right after one resolves can be
         # recorded in the next workflow task yet replayed in this one (a nondeterminism error).
         self.local_model_calls = workflow.patched(LOCAL_PATCH)
+        # Placement's patch likewise, in runs begun by this code (LOCAL_PATCH marks them): runs
+        # recorded before asked it at their first regular model call, and still do.
+        self.placed_calls = workflow.patched(PLACEMENT_PATCH) if self.local_model_calls else None
         # Ends the workflow (not its task) with the reason, at once. Input an older release
         # accepted (an empty task, say) may have a history of commands already: it replays.
         problem = self.input_problem or (
@@ -158,6 +162,7 @@ class TeamWorkflow(Intake):
         self.views = self.views or ViewBuilder()
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views)
         loop.local_calls = self.local_model_calls
+        loop.placed_calls = self.placed_calls
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         turns = TurnRunner(loop, budget, resume)
         try:
