@@ -23,6 +23,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from durable_teams.live import Delta, LiveHub, LiveOrder
 from durable_teams.reading import finished_result
 from durable_teams.replayed import ReplayFailed, replayed_log
+from durable_teams.replies import history_growth
 from durable_teams.workflows.builtins import ASK_HUMAN
 from durable_teams.workflows.messages import Message, Usage
 from durable_teams.workflows.state import LogPage
@@ -107,7 +108,7 @@ async def follow(
             yield Event(index=-1, type="done", text=described.status.name)
             return
     async with live.subscribe(workflow_id) if live is not None else nullcontext(None) as deltas:
-        async for event in _follow_running(handle, start, poll_seconds, page_size, deltas):
+        async for event in _follow_running(client, handle, start, poll_seconds, page_size, deltas):
             yield event
 
 
@@ -125,37 +126,72 @@ def page_events(order: LiveOrder, page: LogPage, start: int, by_page_shared: boo
         yield from events_of(at, message, None if marks is None else at in marks)
 
 
-async def _follow_running(handle: WorkflowHandle[Any, Any], index: int, poll_seconds: float, page_size: int,
+async def _follow_running(client: Client, handle: WorkflowHandle[Any, Any], index: int,
+                          poll_seconds: float, page_size: int,
                           deltas: asyncio.Queue[Delta] | None) -> AsyncIterator[Event]:
-    """Page through a running conversation's log until it stops, with its live deltas."""
+    """Page through a running conversation's log until it stops, with its live deltas. The
+    log is read again only when the history grew (a long poll of it, durable_teams/replies.py)
+    or a delta came: a quiet conversation costs its followers nothing."""
     order = LiveOrder()
     ending = False
     status: WorkflowExecutionStatus | None = None
-    while True:
-        page: LogPage = await handle.query("log_page", args=[index, page_size], result_type=LogPage)
-        if deltas is not None:  # after the read: see gateway/threads.py
-            order.drain(deltas)
-        for event in page_events(order, page, index):
-            yield event
-        index += len(page.messages)
-        if index < page.total:
-            continue
-        for delta in order.ready(index):
-            yield delta_event(delta)
-        if ending:  # read once more after it stopped: nothing appended last is missed
-            yield Event(index=-1, type="done", text=status.name if status else "")
-            return
-        status = (await handle.describe()).status
-        if status != WorkflowExecutionStatus.RUNNING:
-            ending = True
-            continue
-        if deltas is None:
-            await asyncio.sleep(poll_seconds)
-            continue
-        try:  # the next poll, or sooner a delta
-            order.hold(await asyncio.wait_for(deltas.get(), poll_seconds))
-        except TimeoutError:
-            pass
+    grown = asyncio.Event()
+    watcher = _watch(client, handle.id, grown)
+    try:
+        while True:
+            grown.clear()
+            page: LogPage = await handle.query("log_page", args=[index, page_size], result_type=LogPage)
+            if deltas is not None:  # after the read: see gateway/threads.py
+                order.drain(deltas)
+            for event in page_events(order, page, index):
+                yield event
+            index += len(page.messages)
+            if index < page.total:
+                continue
+            for delta in order.ready(index):
+                yield delta_event(delta)
+            if ending:  # read once more after it stopped: nothing appended last is missed
+                yield Event(index=-1, type="done", text=status.name if status else "")
+                return
+            if watcher.done():  # the run closed (or the long poll failed): still running?
+                status = (await handle.describe()).status
+                if status != WorkflowExecutionStatus.RUNNING:
+                    ending = True
+                    continue
+                await asyncio.sleep(poll_seconds)
+                watcher = _watch(client, handle.id, grown)
+            news = await _until(grown, deltas)
+            if news is not None:
+                order.hold(news)
+    finally:
+        watcher.cancel()
+
+
+def _watch(client: Client, workflow_id: str, grown: asyncio.Event) -> asyncio.Task[None]:
+    """A task setting `grown` each time the conversation's history grows; done when it stops."""
+    async def watch() -> None:
+        try:
+            async for _ in history_growth(client, workflow_id):
+                grown.set()
+        finally:
+            grown.set()
+    return asyncio.ensure_future(watch())
+
+
+async def _until(grown: asyncio.Event, deltas: asyncio.Queue[Delta] | None) -> Delta | None:
+    """Wait for the history to grow (None) or a live delta (returned)."""
+    growing = asyncio.ensure_future(grown.wait())
+    waits: list[asyncio.Future[Any]] = [growing]
+    getting = asyncio.ensure_future(deltas.get()) if deltas is not None else None
+    if getting is not None:
+        waits.append(getting)
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        growing.cancel()
+        if getting is not None and not getting.done():
+            getting.cancel()
+    return getting.result() if getting is not None and getting.done() and not getting.cancelled() else None
 
 
 async def closed_log(client: Client, workflow_id: str, status: WorkflowExecutionStatus) -> Transcript | None:
