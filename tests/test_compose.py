@@ -273,6 +273,9 @@ def test_gateway_is_optional_needs_tokens_and_runs_the_workers_image() -> None:
     gateway = SERVICES[GATEWAY]
     assert gateway["profiles"] == ["gateway"] and gateway["build"] == "."
     assert gateway["command"][:2] == ["durable-teams", "serve"] and "0.0.0.0" in gateway["command"]
+    # other containers reach it by its service name: a host it must serve (else 421)
+    assert gateway["command"][-2:] == ["--allowed-host", GATEWAY]
+    assert "DURABLE_TEAMS_ALLOWED_HOSTS" in gateway["environment"]
     assert env(GATEWAY)["DURABLE_TEAMS_GATEWAY_TOKENS"] == "${DURABLE_TEAMS_GATEWAY_TOKENS:-}"
     assert env(GATEWAY)["TEMPORAL_TASK_QUEUE"] == env(WORKER)["TEMPORAL_TASK_QUEUE"]
     assert published(GATEWAY) == {8000: 8000}

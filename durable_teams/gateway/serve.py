@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 
@@ -50,6 +51,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+HOSTS_ENV = "DURABLE_TEAMS_ALLOWED_HOSTS"
+
+
+def hosts_from_env() -> list[str]:
+    """`--allowed-host` values from the environment (comma-separated)."""
+    return [h.strip() for h in os.environ.get(HOSTS_ENV, "").split(",") if h.strip()]
+
+
 def check_exposure(host: str, tokens: list[str], allowed_hosts: list[str] | None = None) -> str | None:
     """Why the gateway must not start, or None."""
     if not tokens and not is_loopback(host):
@@ -67,7 +76,7 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one
     teams = [team.spec.name for team in load_teams(args.team)]
-    exposure = Exposure.for_bind(args.host, args.allowed_host, args.allowed_origin)
+    exposure = Exposure.for_bind(args.host, args.allowed_host + hosts_from_env(), args.allowed_origin)
     limits = Limits(max_body=args.max_body, max_requests=args.max_requests,
                     max_followers=args.max_followers)
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
@@ -80,7 +89,7 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     tokens = tokens_from_env()
-    refusal = check_exposure(args.host, tokens, args.allowed_host)
+    refusal = check_exposure(args.host, tokens, args.allowed_host + hosts_from_env())
     if refusal:
         print(f"durable-teams: {refusal}", file=sys.stderr)
         return 2
