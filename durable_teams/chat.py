@@ -20,6 +20,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from durable_teams.answers import approval_of, ask_again
 from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
 from durable_teams.reading import worker_notes, workers_on
 from durable_teams.runtime import TASK_QUEUE
@@ -76,7 +77,9 @@ async def answer_questions(client: Client, thread: str, turn: asyncio.Future[Tur
         seen.add(q.question_id)
         if q.kind == "approval":
             line = await read_line(f"? [{q.agent}] approve {q.tool}({q.arguments})? [y/n] ")
-            reply: dict[str, object] = {"approved": (line or "").strip().lower().startswith("y")}
+            while line is not None and approval_of(line) is None:  # unclear: ask again
+                line = await read_line(f"{ask_again(q.tool or 'the tool')} [y/n] ")
+            reply: dict[str, object] = {"approved": bool(line is not None and approval_of(line))}
         else:
             hint = f" ({' | '.join(q.suggestions)})" if q.suggestions else ""
             line = await read_line(f"? [{q.agent}] {q.text}{hint}\n> ")
