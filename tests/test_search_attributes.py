@@ -146,7 +146,7 @@ async def test_a_conversation_wedged_before_the_upgrade_ends_after_it(
     compiled = faang.build().compile()
     queue = f"tq-{uuid.uuid4().hex[:8]}"
 
-    async def previous_release(team: str, ask: bool) -> None:
+    async def previous_release(team: str, ask: bool, *_: object) -> None:
         labels.label_if_missing(team)
 
     monkeypatch.setattr(labels, "label_at_start", previous_release)

@@ -75,6 +75,8 @@ async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client,
     assert tree(spans) == [
         ["StartWorkflow:TeamWorkflow", [
             "RunWorkflow:TeamWorkflow",
+            # the conversation asks which search attributes the namespace has
+            ["StartActivity:available_labels", ["RunActivity:available_labels"]],
             ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
             ["StartActivity:run_tool", [["RunActivity:run_tool", ["execute_tool add"]]]],
             ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],

@@ -16,8 +16,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from . import inputs, labels, live_view, mcp, roster, team_checks, usage
     from .agent_loop import AgentLoop, Budget, TurnFailed
-    from .human import HumanDesk, Interrupted
-    from .intake import MAX_TURN_BYTES, Intake
+    from .human import PENDING_MEMO, HumanDesk, Interrupted
+    from .intake import MAX_TURN_BYTES, NOTES_PATCH, Intake
     from .messages import Message, ModelView, TeamSpec
     from .model_calls import LOCAL_PATCH
     from .placement import PATCH as PLACEMENT_PATCH
@@ -41,6 +41,10 @@ with workflow.unsafe.imports_passed_through():
 KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
 INPUT_CHECKS = "start-input-checks"
+AT_START_PATCH = "patches-asked-at-start"
+"""Runs begun by this code ask every patch at their start: a patch (or any command) first
+asked right after a local activity resolved can replay in another workflow task than it ran
+(temporalio 1.35), and the patch state machine refuses it."""
 
 
 # Upgrade policy (README, "Upgrading workers"): a change in workflows/ that alters the commands
@@ -78,6 +82,8 @@ class TeamWorkflow(Intake):
         self.views: ViewBuilder | None = None
         """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
         self.waiters: dict[int, int] = {}
+        self.notes: bool | None = None
+        """NOTES_PATCH as asked at the run's start (runs begun by this code); None: when needed."""
         info = workflow.info()
         live_view.register(info.workflow_id, info.run_id, self)  # never read back here
 
@@ -87,10 +93,15 @@ class TeamWorkflow(Intake):
     async def run(self, inp: ConversationInput | None = None, *extra: object) -> ConversationResult:
         # Asked first, before any local activity: a patch asked right after one resolves can be
         # recorded in the next workflow task yet replayed in this one (a nondeterminism error).
+        at_start = workflow.patched(AT_START_PATCH)
         self.local_model_calls = workflow.patched(LOCAL_PATCH)
         # Placement's patch likewise, in runs begun by this code (LOCAL_PATCH marks them): runs
         # recorded before asked it at their first regular model call, and still do.
         self.placed_calls = workflow.patched(PLACEMENT_PATCH) if self.local_model_calls else None
+        if at_start:  # and the patches older runs asked later, some right after a local activity
+            self.desk.pending_memo = workflow.patched(PENDING_MEMO)
+            self.notes = workflow.patched(NOTES_PATCH)
+            self.desk.labels_by_activity = True  # no local activity before a question's commands
         # Ends the workflow (not its task) with the reason, at once. Input an older release
         # accepted (an empty task, say) may have a history of commands already: it replays.
         problem = self.input_problem or (
@@ -110,7 +121,8 @@ class TeamWorkflow(Intake):
         except roster.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         if inp.set_search_attributes and inp.state is None:
-            self.desk.labels = await labels.label_at_start(inp.team_name or team.name, self.desk.ask_labels)
+            self.desk.labels = await labels.label_at_start(inp.team_name or team.name, self.desk.ask_labels,
+                                                           self.desk.labels_by_activity)
         await mcp.list_tools(team)  # once per conversation; recorded in the team it carries
         self.desk.timeout_seconds = team.ask_human_timeout_seconds
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(

@@ -71,6 +71,10 @@ class HumanDesk:
         """The labels the namespace has (asked once per run, workflows/labels.py); None: not
         asked yet, or never in a run begun before the upgrade (which upserts as it did then)."""
         self.ask_labels = False
+        self.labels_by_activity = False
+        """Ask which labels exist with a regular activity (runs begun by this code)."""
+        self.pending_memo: bool | None = None
+        """The PENDING_MEMO patch as asked at the run's start; None: ask it at the first question."""
         """Whether this run asks before it sets a label (labels.ASK_PATCH, decided at its start)."""
         self.should_interrupt: Callable[[], bool] = lambda: False
         """Set by the workflow: true when the run should continue as new at this wait."""
@@ -92,14 +96,14 @@ class HumanDesk:
             workflow.upsert_search_attributes([AWAITING_HUMAN.value_set(waiting)])
         texts = "; ".join(f"{q.question_id}: {q.text}" for q in self.state.pending.values())
         workflow.set_current_details(f"Waiting for a person: {texts}" if waiting else "")
-        if workflow.patched(PENDING_MEMO):
+        if self.pending_memo if self.pending_memo is not None else workflow.patched(PENDING_MEMO):
             # Readable by any client without running workflow code (no worker needed):
             # `durable-teams pending` lists these from the visibility store, `answer` checks them.
             workflow.upsert_memo({PENDING_MEMO: [q.model_dump(mode="json") for q in self.state.pending.values()]})
 
     async def _wait(self, question: Question) -> HumanReply | None:
         if self.use_search_attribute and self.labels is None and self.ask_labels:
-            self.labels = await labels.available_labels()
+            self.labels = await labels.available_labels(self.labels_by_activity)
         self.state.pending[question.question_id] = question
         self._mark()
         qid = question.question_id

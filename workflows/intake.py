@@ -40,6 +40,8 @@ class Intake:
     desk: HumanDesk
     closing: bool
     waiters: dict[int, int]
+    notes: bool | None
+    """NOTES_PATCH as asked at the run's start, in runs begun by this code."""
     """Turn number -> `send_message` handlers waiting for its reply."""
 
     def _enqueue(self, turn: UserTurn) -> int:
@@ -67,7 +69,8 @@ class Intake:
 
     def _refuse(self, signal: str, reason: str) -> None:
         workflow.logger.warning("Refused signal %s: %s", signal, reason)
-        inputs.refuse(self.state, signal, reason, workflow.now(), note=workflow.patched(NOTES_PATCH))
+        note = self.notes if self.notes is not None else workflow.patched(NOTES_PATCH)
+        inputs.refuse(self.state, signal, reason, workflow.now(), note=note)
 
     @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def send_message(self, turn: UserTurn | None = None, *extra: object) -> TurnReply:

@@ -64,12 +64,19 @@ def conversation_labels(team: str, task: str | None, encrypted: bool) -> TypedSe
     return TypedSearchAttributes(label_pairs(team, None if encrypted else task))
 
 
-async def available_labels() -> frozenset[str]:
+BY_ACTIVITY_PATCH = "labels-asked-by-activity"
+"""Runs begun by this code ask with a regular activity: a command made right after a local
+activity resolves can replay in another workflow task than it ran (temporalio 1.35), which
+the update and patch state machines refuse. Runs recorded before keep the local activity."""
+
+
+async def available_labels(by_activity: bool = False) -> frozenset[str]:
     """From workflow code: the labels the worker found in the namespace, as recorded in history.
     A worker without the activity (or one failing) answers none: a missing label costs a list
     column, an upsert of an unknown one would wedge the conversation."""
+    run = workflow.execute_activity if by_activity else workflow.execute_local_activity
     try:
-        names = await workflow.execute_local_activity(
+        names = await run(  # type: ignore[operator]
             AVAILABLE_LABELS_ACTIVITY, result_type=list[str],
             start_to_close_timeout=timedelta(seconds=20),
             retry_policy=RetryPolicy(maximum_attempts=2), summary="available labels")
@@ -79,13 +86,13 @@ async def available_labels() -> frozenset[str]:
     return frozenset(names)
 
 
-async def label_at_start(team: str, ask: bool) -> frozenset[str] | None:
+async def label_at_start(team: str, ask: bool, by_activity: bool = False) -> frozenset[str] | None:
     """Upsert `Team` when the starter did not set it and the namespace has it (`ask`: this run
     asks, see ASK_PATCH). Returns the labels the worker named, or None when it was not asked."""
     if ask:
         if workflow.info().typed_search_attributes.get(TEAM) is not None:
             return None
-        known = await available_labels()
+        known = await available_labels(by_activity)
         if TEAM.name in known:
             workflow.upsert_search_attributes([TEAM.value_set(team)])
         return known
