@@ -14,6 +14,7 @@ from temporalio.service import RPCError
 
 from durable_teams.client import ConversationEnded, ConversationNotFound, send_turn
 from durable_teams.scripted import ScriptedModel
+from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest, ModelResponse
 from durable_teams.workflows.state import ConversationInput
@@ -36,8 +37,10 @@ class GatedModel(ScriptedModel):
 
 
 async def start(client: Client, task_queue: str) -> WorkflowHandle:
-    return await client.start_workflow(
-        TeamWorkflow.run, ConversationInput(team=TEAM.spec, single_turn=False),
+    """As our clients start a conversation: labelled (Team set), so it asks the worker nothing
+    at its start (a raw start asks with a local activity: see the README, Upgrading workers)."""
+    return await start_conversation(
+        client, TEAM.spec.name, ConversationInput(team=TEAM.spec, single_turn=False),
         id=f"rob-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
 
 

@@ -8,7 +8,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
+from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.builders import Agent, Swarm, handoff
 from durable_teams.client import send_turn
@@ -63,9 +63,7 @@ async def test_fifty_turns_cross_several_runs(client: Client, task_queue: str) -
         queued_texts: list[str] = []
         for n in range(26, 76):
             text, queued_texts = f"turn {n}", queued_texts + [f"turn {n}"]
-            await latest.start_update(
-                TeamWorkflow.send_message, UserTurn(text=text, turn_id=f"id-{n}"),
-                wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+            await latest.execute_update(TeamWorkflow.submit_turn, UserTurn(text=text, turn_id=f"id-{n}"))
             if await current_run(latest) != run_with_question:
                 break
         assert await current_run(latest) != run_with_question, "never continued as new"
@@ -74,8 +72,8 @@ async def test_fifty_turns_cross_several_runs(client: Client, task_queue: str) -
         await latest.execute_update(
             TeamWorkflow.answer, HumanReply(question_id=question.question_id, text="order 4711"))
         asked_reply = await asking
-        # Each queued turn's first update ended with its run; sending it again by id returns
-        # its reply from the new run without running the turn twice.
+        # Each queued turn went with the state into the new run; sending it again by id returns
+        # its reply there without running the turn twice.
         queued_replies = await asyncio.gather(*(
             send_turn(client, handle.id, t, turn_id=f"id-{t.split()[1]}") for t in queued_texts))
         first_after = 26 + len(queued_texts)

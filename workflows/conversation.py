@@ -101,7 +101,6 @@ class TeamWorkflow(Intake):
         if at_start:  # and the patches older runs asked later, some right after a local activity
             self.desk.pending_memo = workflow.patched(PENDING_MEMO)
             self.notes = workflow.patched(NOTES_PATCH)
-            self.desk.labels_by_activity = True  # no local activity before a question's commands
         # Ends the workflow (not its task) with the reason, at once. Input an older release
         # accepted (an empty task, say) may have a history of commands already: it replays.
         problem = self.input_problem or (
