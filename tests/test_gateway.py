@@ -199,7 +199,7 @@ async def test_live_deltas_stream_before_each_message_and_leave_history_as_it_wa
     assert [f for f in streamed if f[0] != "ai_message_delta"] == plain
     assert kinds(history) == kinds(plain_history)
     assert payload_bytes(history) == payload_bytes(plain_history) > 5_000  # not a byte more
-    assert len(history.events) < 120
+    assert len(history.events) < 130  # a FAANG turn: 10 model calls, 5 tools, patch markers
 
 
 def payload_bytes(history: Any) -> int:
