@@ -17,6 +17,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,11 +130,19 @@ async def chat_completions(request: Request) -> Response:
     if thread is None or not exists:
         thread = await gw.start_thread(team, thread, user=body.get("user"))
     headers = {"X-Thread-Id": thread}
-    # Accepted (or the question answered) before any byte of the answer goes out.
-    outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text))
     if body.get("stream"):
+        # Subscribed before the turn goes in (its first deltas must not be missed), and the
+        # turn accepted (or the question answered) before any byte of the answer goes out.
+        subscription = gw.hub.subscribe(thread)
+        deltas = await subscription.__aenter__()
+        try:
+            outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text))
+        except BaseException:
+            await subscription.__aexit__(None, None, None)
+            raise
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return sse_response(_stream(gw, thread, team, outcome, usage), headers, openai_error)
+        return sse_response(_stream(team, outcome, usage, subscription, deltas), headers, openai_error)
+    outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text))
     kind, answer = await outcome()
     if kind == "failed":
         return turn_failed(answer, headers)
@@ -159,8 +168,9 @@ def completion(team: str, text: str, kind: str) -> dict[str, Any]:
 EMPTY_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
-async def _stream(gw: Gateway, thread: str, team: str,
-                  outcome: Callable[[], Awaitable[tuple[str, str]]], usage: bool) -> AsyncIterator[str]:
+async def _stream(team: str, outcome: Callable[[], Awaitable[tuple[str, str]]], usage: bool,
+                  subscription: AbstractAsyncContextManager[Any], deltas: asyncio.Queue[Delta]
+                  ) -> AsyncIterator[str]:
     """OpenAI's chunk stream: the team's text as its model calls write it (live deltas,
     durable_teams/live.py), then what is left of the reply (all of it without live deltas)."""
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
@@ -170,20 +180,20 @@ async def _stream(gw: Gateway, thread: str, team: str,
         return sse_frame(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     yield chunk({"role": "assistant", "content": ""})
     content = ContentStream()
-    async with gw.hub.subscribe(thread) as deltas:
-        exchange = asyncio.ensure_future(outcome())
-        exchange.add_done_callback(lambda t: t.cancelled() or t.exception())
-        try:
-            async for delta in until_done(exchange, deltas):
-                piece = content.take(delta)
-                if piece:
-                    yield chunk(piece)
-            kind, answer = exchange.result()
-        except ConversationEnded as ended:  # the status is sent already: OpenAI's in-stream error
-            yield sse_frame(None, {"error": {"message": str(ended), "type": "conversation_ended"}})
-            return
-        finally:
-            exchange.cancel()  # the client left: stop waiting (the turn goes on in the workflow)
+    exchange = asyncio.ensure_future(outcome())
+    exchange.add_done_callback(lambda t: t.cancelled() or t.exception())
+    try:
+        async for delta in until_done(exchange, deltas):
+            piece = content.take(delta)
+            if piece:
+                yield chunk(piece)
+        kind, answer = exchange.result()
+    except ConversationEnded as ended:  # the status is sent already: OpenAI's in-stream error
+        yield sse_frame(None, {"error": {"message": str(ended), "type": "conversation_ended"}})
+        return
+    finally:
+        exchange.cancel()  # the client left: stop waiting (the turn goes on in the workflow)
+        await subscription.__aexit__(None, None, None)  # entered by the caller, before the turn
     if kind == "failed":
         yield sse_frame(None, {"error": {"message": answer, "type": "turn_failed", "code": "turn_failed"}})
         return
