@@ -95,12 +95,22 @@ async def send_turn_sse(request: Request) -> Response:
         return error(404, f"no thread {thread}", "not_found")
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
-    index, accepted = await gw.accept_turn(thread, text, sender,
-                                           caller_key(request, key) if key else None)
+    # Subscribed to its live deltas first, so a fast model's first words are not missed.
+    subscription = gw.hub.subscribe(thread)
+    deltas = await subscription.__aenter__()
+    try:
+        index, accepted = await gw.accept_turn(thread, text, sender,
+                                               caller_key(request, key) if key else None)
+    except BaseException:
+        await subscription.__aexit__(None, None, None)
+        raise
 
     async def frames() -> AsyncIterator[str]:
-        async for event in gw.turn_events(thread, index, accepted):
-            yield sse_frame(event["type"], event)
+        try:
+            async for event in gw.turn_events(thread, index, accepted, deltas):
+                yield sse_frame(event["type"], event)
+        finally:
+            await subscription.__aexit__(None, None, None)
     return sse_response(frames(), {"X-Thread-Id": thread})
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,14 +116,16 @@ class Gateway:
         handle = self.client.get_workflow_handle(thread)
         return await handle.query("log_page", args=[start, limit], result_type=LogPage)
 
-    async def turn_events(self, thread: str, index: int, accepted: AcceptedTurn) -> AsyncIterator[dict[str, Any]]:
+    async def turn_events(self, thread: str, index: int, accepted: AcceptedTurn,
+                          deltas: asyncio.Queue[Delta] | None = None) -> AsyncIterator[dict[str, Any]]:
         """Yield each event of the log from `index` as it is appended (ABI's stream) while the
         accepted turn runs,
         ending with `done` carrying the reply, or `error` when the turn could not run.
         Live text deltas (durable_teams/live.py) come as `ai_message_delta`, each after the
         log messages that came before its model call and before the message it adds up to."""
         order = LiveOrder()
-        async with self.hub.subscribe(thread) as deltas:
+        # `deltas`: a subscription the caller entered before the turn went in (none: here)
+        async with nullcontext(deltas) if deltas is not None else self.hub.subscribe(thread) as deltas:
             turn = background(accepted.reply())
             try:
                 while True:
