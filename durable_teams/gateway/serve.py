@@ -48,6 +48,8 @@ def parser() -> argparse.ArgumentParser:
                    help="open event streams per token (or client address without tokens)")
     p.add_argument("--max-connections", type=int, default=1000,
                    help="connections and requests at once, all callers (503 above)")
+    p.add_argument("--header-timeout", type=float, default=10.0,
+                   help="seconds a client has to send a request's headers (408 after)")
     return p
 
 
@@ -73,6 +75,7 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
     import uvicorn
 
     from durable_teams.gateway.app import create_app
+    from durable_teams.gateway.connections import server_config
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one
     teams = [team.spec.name for team in load_teams(args.team)]
@@ -81,8 +84,8 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
                     max_followers=args.max_followers)
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
                      exposure=exposure, limits=limits)
-    config = uvicorn.Config(app, host=args.host, port=args.port, limit_concurrency=args.max_connections,
-                            timeout_keep_alive=5, server_header=False)
+    config = server_config(app, args.host, args.port, max_connections=args.max_connections,
+                           header_timeout=args.header_timeout)
     await uvicorn.Server(config).serve()
 
 
