@@ -7,6 +7,8 @@ answers come back to the supervisor until someone gives the final answer.
 
 from __future__ import annotations
 
+import asyncio
+import math
 from datetime import timedelta
 from typing import NoReturn
 
@@ -123,13 +125,13 @@ class TeamWorkflow(Intake):
             self.desk.labels = await labels.label_at_start(inp.team_name or team.name, self.desk.ask_labels,
                                                            self.desk.labels_by_activity)
         await mcp.list_tools(team)  # once per conversation; recorded in the team it carries
-        self.desk.timeout_seconds = team.ask_human_timeout_seconds
+        self.desk.timeout_seconds = min(team.ask_human_timeout_seconds, inp.idle_close_seconds or math.inf)
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(
             self.loop and self.loop.interruptible)
-        if (inp.task is not None or inp.history) and inp.state is None:
+        if (inp.task is not None or (inp.history and inp.answer_history)) and inp.state is None:
             self._enqueue(UserTurn(text=inp.task or ""))
         while True:
-            await workflow.wait_condition(lambda: bool(self.state.queue) or self.closing)
+            await self._wait_for_turn(inp.idle_close_seconds)
             if self.state.queue:
                 number, turn = self.state.queue[0]
                 try:
@@ -147,6 +149,18 @@ class TeamWorkflow(Intake):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 last = self.state.replies.get(self.state.turns_started)
                 return self._result(last, fail_on_error=False)
+
+    async def _wait_for_turn(self, idle_seconds: float | None) -> None:
+        """Until a turn is queued or the conversation closes; `idle_seconds` without a turn
+        closes it (only inputs that set it have the timer: older histories replay as they ran)."""
+        if idle_seconds is None:
+            await workflow.wait_condition(lambda: bool(self.state.queue) or self.closing)
+            return
+        try:
+            await workflow.wait_condition(lambda: bool(self.state.queue) or self.closing,
+                                          timeout=timedelta(seconds=idle_seconds), timeout_summary="idle close")
+        except asyncio.TimeoutError:
+            self.closing = True
 
     async def _resolve_team(self, name: str) -> TeamSpec:
         try:

@@ -158,6 +158,13 @@ class ConversationInput(Wire):
     """Messages the conversation opens with: a nested team's view of its parent's conversation
     (workflows/children.py). With no `task`, the first turn answers the history as it stands,
     adding no user message."""
+    answer_history: bool = True
+    """With `history` and no `task`: the first turn answers the history as it stands (a nested
+    team). False: the history is context, and the conversation waits for its first turn."""
+    idle_close_seconds: float | None = Field(default=None, gt=0)
+    """Close the conversation when no turn comes for this long after its last reply, and let a
+    question wait at most this long (a chat thread whose chat moved on is not left waiting for
+    a day). None: wait for turns until closed, questions as long as the team says."""
     state: ConversationState | None = None
     """Set by continue-as-new only."""
 

@@ -249,14 +249,15 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
                max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
                live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
                exposure: Exposure | None = None, limits: Limits | None = None,
-               busy_seconds: float = 10.0) -> Guard:
+               busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
     else this process's, durable_teams/live.py). `teams`: the team names the workers serve
     (listed by /v1/models; another name is refused with 404); None: not checked.
     `exposure`: the hosts and origins served (default: loopback names only); `limits`: per
     caller; `busy_seconds`: how long a turn waits for a thread with 10 turns in flight
-    before 429."""
+    before 429; `chat_idle_seconds`: how long a chat client's thread waits for its next message
+    (durable_teams/gateway/chat_history.py)."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -278,5 +279,6 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
     app = Starlette(routes=routes, exception_handlers=handlers)
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     app.state.gateway = Gateway(client, task_queue, poll_seconds, hub,
-                                list(teams) if teams is not None else None, busy_seconds)
+                                list(teams) if teams is not None else None, busy_seconds,
+                                chat_idle_seconds=chat_idle_seconds)
     return Guard(app, tokens or [], exposure=exposure, limits=limits or Limits(max_body=max_body))

@@ -25,54 +25,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from durable_teams.client import ConversationEnded
+from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
-from durable_teams.gateway.threads import Gateway, TeamMismatch
+from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
 from durable_teams.live import Delta
-
-
-class FieldError(checks.BadRequest):
-    """OpenAI's 400 for a field it cannot take: `param` names the field."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.param = param
-
-
-def part_text(part: Any, at: str) -> str:
-    """A content part's text: text parts only (an image part is refused, not dropped)."""
-    if not isinstance(part, dict) or part.get("type", "text") != "text":
-        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-        raise FieldError(f"{at}: only text content parts are supported, not {kind!r}", at)
-    text = part.get("text")
-    if not isinstance(text, str):
-        raise FieldError(f"{at}.text must be a string", at)
-    return checks.encodable(text, at)
-
-
-def last_user_text(messages: Any) -> str:
-    """The last message's text; it must be the user's (the thread holds everything before)."""
-    if not isinstance(messages, list) or not messages:
-        raise FieldError("'messages' must be a non-empty list", "messages")
-    last = messages[-1]
-    at = f"messages[{len(messages) - 1}]"
-    if not isinstance(last, dict) or last.get("role") != "user":
-        role = last.get("role") if isinstance(last, dict) else None
-        raise FieldError(f"the last message must be the user's (it is {role!r}): the thread "
-                         "answers the user's newest message", at)
-    content = last.get("content")
-    if isinstance(content, list):
-        text = "".join(part_text(p, f"{at}.content[{i}]") for i, p in enumerate(content))
-    elif isinstance(content, str):
-        text = checks.encodable(content, f"{at}.content")
-    else:
-        raise FieldError(f"{at}.content must be a string or a list of text parts", f"{at}.content")
-    if not text.strip():
-        raise FieldError(f"{at} has no text", at)
-    if len(text.encode("utf-8")) > checks.MAX_TURN_BYTES:
-        raise FieldError(f"{at} is over {checks.MAX_TURN_BYTES:,} bytes", at)
-    return text
-
+from durable_teams.workflows.usage import Tally
 
 UNSUPPORTED = {
     "tools": "a team's agents use their own tools; tools from the client are not supported",
@@ -105,6 +64,34 @@ def check_fields(body: dict[str, Any]) -> None:
         checks.encodable(user, "user")
 
 
+async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, Any]) -> str:
+    """The thread `X-Thread-Id` names, started when there is none yet."""
+    thread = checks.thread_id(header, "X-Thread-Id")
+    try:
+        exists = await gw.running(thread, team)
+    except TeamMismatch as mismatch:
+        raise checks.BadRequest(str(mismatch)) from None
+    return thread if exists else await gw.start_thread(team, thread, user=body.get("user"))
+
+
+async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: dict[str, Any],
+                      scope: str) -> str:
+    """The thread a history-resending client continues (durable_teams/gateway/chat_history.py),
+    or a new one that opens with the earlier messages, closed when its chat goes quiet."""
+    if history.earlier:
+        found = await chats.find_thread(gw, scope, team, history, gw.chat_lookup_seconds)
+        if found is not None:
+            return found
+    return await gw.start_thread(team, chats.new_thread_id(scope, team, history), user=body.get("user"),
+                                 history=history.earlier, idle_close_seconds=gw.chat_idle_seconds)
+
+
+def caller_scope(request: Request) -> str:
+    """The caller's token (a digest of it), whose threads only its requests continue."""
+    caller = getattr(request.state, "caller", "")
+    return caller if caller.startswith("token:") else ""
+
+
 def turn_key(thread: str, messages: list[Any], text: str) -> str:
     """The turn id of this request: the same request sent again (a client's retry) is the
     same turn; the next message of the conversation is another."""
@@ -118,17 +105,13 @@ async def chat_completions(request: Request) -> Response:
         raise FieldError("'model' (the team's name) is required", "model")
     team: str = body["model"]
     check_fields(body)
-    text = last_user_text(body.get("messages"))
+    history = chats.chat_history(body.get("messages"))
+    text = history.text
     gw: Gateway = request.app.state.gateway
     gw.check_team(team)
     header = request.headers.get("x-thread-id")
-    thread = checks.thread_id(header, "X-Thread-Id") if header else None
-    try:
-        exists = thread is not None and await gw.running(thread, team)
-    except TeamMismatch as mismatch:
-        raise checks.BadRequest(str(mismatch)) from None
-    if thread is None or not exists:
-        thread = await gw.start_thread(team, thread, user=body.get("user"))
+    thread = await (on_named_thread(gw, team, header, body) if header
+                    else chat_thread(gw, team, history, body, caller_scope(request)))
     headers = {"X-Thread-Id": thread}
     if body.get("stream"):
         # Subscribed before the turn goes in (its first deltas must not be missed), and the
@@ -143,10 +126,10 @@ async def chat_completions(request: Request) -> Response:
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return sse_response(_stream(team, outcome, usage, subscription, deltas), headers, openai_error)
     outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text))
-    kind, answer = await outcome()
-    if kind == "failed":
-        return turn_failed(answer, headers)
-    return JSONResponse(completion(team, answer, kind), headers=headers)
+    done = await outcome()
+    if done.kind == "failed":
+        return turn_failed(done.text, headers)
+    return JSONResponse(completion(team, done), headers=headers)
 
 
 def turn_failed(text: str, headers: dict[str, str]) -> JSONResponse:
@@ -156,19 +139,24 @@ def turn_failed(text: str, headers: dict[str, str]) -> JSONResponse:
                                    "code": "turn_failed"}}, status_code=502, headers=headers)
 
 
-def completion(team: str, text: str, kind: str) -> dict[str, Any]:
+def completion(team: str, done: Outcome) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-        "model": team, "system_fingerprint": kind,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": EMPTY_USAGE,
+        "model": team, "system_fingerprint": done.kind,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": done.text}, "finish_reason": "stop"}],
+        "usage": usage_of(done.usage),
     }
 
 
-EMPTY_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+def usage_of(tally: Tally | None) -> dict[str, int]:
+    """OpenAI's usage: the tokens of every model call of the turn (nested teams included);
+    zeros for a question (its turn goes on, counted when it ends)."""
+    tally = tally or Tally()
+    return {"prompt_tokens": tally.input_tokens, "completion_tokens": tally.output_tokens,
+            "total_tokens": tally.total_tokens}
 
 
-async def _stream(team: str, outcome: Callable[[], Awaitable[tuple[str, str]]], usage: bool,
+async def _stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usage: bool,
                   subscription: AbstractAsyncContextManager[Any], deltas: asyncio.Queue[Delta]
                   ) -> AsyncIterator[str]:
     """OpenAI's chunk stream: the team's text as its model calls write it (live deltas,
@@ -187,7 +175,7 @@ async def _stream(team: str, outcome: Callable[[], Awaitable[tuple[str, str]]], 
             piece = content.take(delta)
             if piece:
                 yield chunk(piece)
-        kind, answer = exchange.result()
+        kind, answer, tally = exchange.result()
     except ConversationEnded as ended:  # the status is sent already: OpenAI's in-stream error
         yield sse_frame(None, {"error": {"message": str(ended), "type": "conversation_ended"}})
         return
@@ -202,7 +190,7 @@ async def _stream(team: str, outcome: Callable[[], Awaitable[tuple[str, str]]], 
         yield chunk({"content": rest})
     yield chunk({}, "stop")
     if usage:
-        yield sse_frame(None, {**base, "choices": [], "usage": EMPTY_USAGE})
+        yield sse_frame(None, {**base, "choices": [], "usage": usage_of(tally)})
     yield sse_frame(None, "[DONE]")
 
 

@@ -50,6 +50,8 @@ def parser() -> argparse.ArgumentParser:
                    help="connections and requests at once, all callers (503 above)")
     p.add_argument("--header-timeout", type=float, default=10.0,
                    help="seconds a client has to send a request's headers (408 after)")
+    p.add_argument("--chat-idle", type=float, default=3600.0, metavar="SECONDS",
+                   help="a chat client's thread (no X-Thread-Id) closes after this long without a message")
     return p
 
 
@@ -83,7 +85,7 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
     limits = Limits(max_body=args.max_body, max_requests=args.max_requests,
                     max_followers=args.max_followers)
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
-                     exposure=exposure, limits=limits)
+                     exposure=exposure, limits=limits, chat_idle_seconds=args.chat_idle)
     config = server_config(app, args.host, args.port, max_connections=args.max_connections,
                            header_timeout=args.header_timeout)
     await uvicorn.Server(config).serve()

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
@@ -25,6 +25,7 @@ from durable_teams.live import LIVE, Delta, LiveHub, LiveOrder
 from durable_teams.reading import waiting_conversations
 from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (
     ConversationInput,
     ConversationStatus,
@@ -32,6 +33,24 @@ from durable_teams.workflows.state import (
     Question,
     TurnReply,
 )
+from durable_teams.workflows.usage import Tally
+
+
+class Outcome(NamedTuple):
+    """What an exchange ends with: a "reply", a "question", or "failed" (the text says why),
+    with the turn's tokens when it ended (none for a question: the turn goes on)."""
+
+    kind: str
+    text: str
+    usage: Tally | None = None
+
+    @classmethod
+    def of(cls, reply: TurnReply) -> Outcome:
+        return cls("failed" if reply.status == "failed" else "reply", reply.text, reply.usage)
+
+
+CHAT_MEMO = "chat"
+"""Memo key marking a thread started for a chat client that names no thread."""
 
 
 class TeamMismatch(ValueError):
@@ -55,6 +74,10 @@ class Gateway:
     """The teams the workers serve, when known (`serve --team`)."""
     busy_seconds: float = 10.0
     """How long a turn waits while its thread has 10 turns in flight (then 429)."""
+    chat_idle_seconds: float = 3600.0
+    """A chat's thread (no `X-Thread-Id`) closes after this long without a message."""
+    chat_lookup_seconds: float = 1.0
+    """How long a resent history waits for the visibility store to list its thread."""
 
     def check_team(self, team: str) -> None:
         """Raises `UnknownTeam` for a team the workers do not serve (when that is known)."""
@@ -62,16 +85,22 @@ class Gateway:
             raise UnknownTeam(f"no team {team!r} here (teams: {', '.join(self.teams) or 'none'})")
 
     async def start_thread(self, team: str, thread: str | None = None, task: str | None = None,
-                           idempotency: str | None = None, user: str | None = None) -> str:
+                           idempotency: str | None = None, user: str | None = None,
+                           history: list[Message] | None = None,
+                           idle_close_seconds: float | None = None) -> str:
         """Start a conversation of `team` under `thread` (a new id when None). The team's name
         is kept in the memo so the inbox can show it without a worker, and so is the request's
-        idempotency key (hashed), so the same request sent again finds its thread."""
+        idempotency key (hashed), so the same request sent again finds its thread. `history`:
+        messages it opens with (its first turn still comes as a turn); `idle_close_seconds`
+        marks a chat's thread: closed when the chat goes quiet, its questions kept out of the
+        inbox (they are answered in the chat)."""
         thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
         memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
-            {"user": user} if user else {})
-        await start_conversation(
-            self.client, team, ConversationInput(team_name=team, task=task, single_turn=task is not None),
-            id=thread, task_queue=self.task_queue, memo=memo)
+            {"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
+        inp = ConversationInput(team_name=team, task=task, single_turn=task is not None,
+                                history=history or [], answer_history=False,
+                                idle_close_seconds=idle_close_seconds)
+        await start_conversation(self.client, team, inp, id=thread, task_queue=self.task_queue, memo=memo)
         return thread
 
     async def started_with(self, thread: str, idempotency: str) -> bool:
@@ -169,6 +198,8 @@ class Gateway:
         found: list[dict[str, Any]] = []
         # kept in the memo: no worker (nor the AwaitingHuman search attribute) needed to list them
         async for thread_id, memo, questions in waiting_conversations(self.client):
+            if memo.get(CHAT_MEMO):
+                continue  # a chat's question is answered in the chat, and ends with it
             for q in questions:
                 found.append({"thread_id": thread_id, "team": memo.get("team"), **q.model_dump(mode="json")})
         return found
@@ -177,7 +208,7 @@ class Gateway:
         return await send_reply(self.client, thread, question_id, **reply)
 
     async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None
-                             ) -> Callable[[], Awaitable[tuple[str, str]]]:
+                             ) -> Callable[[], Awaitable[Outcome]]:
         """One OpenAI-style exchange, started: `text` answers the thread's open question, or
         is sent as a turn (accepted by the workflow before this returns, so the caller may
         acknowledge it). Returns what waits for the outcome: (kind, text), kind "reply",
@@ -189,7 +220,7 @@ class Gateway:
             if q.kind == "approval":
                 approved = approval_of(text)
                 if approved is None:  # unclear: ask again, never take it as a denial
-                    return lambda: _now(("question", f"{ask_again(q.tool or 'the tool')} "
+                    return lambda: _now(Outcome("question", f"{ask_again(q.tool or 'the tool')} "
                                          f"{question_text(q)}"))
                 await self.reply(thread, q.question_id, approved=approved, text=text)
             else:
@@ -198,7 +229,7 @@ class Gateway:
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
                                      busy_timeout=self.busy_seconds)
 
-        async def outcome() -> tuple[str, str]:
+        async def outcome() -> Outcome:
             turn = background(accepted.reply())
             try:
                 return await self._outcome(thread, seen, target_turn=None, turn=turn)
@@ -206,30 +237,30 @@ class Gateway:
                 turn.cancel()  # a question came back: the turn goes on in the workflow
         return outcome
 
-    async def converse(self, thread: str, text: str, turn_id: str | None = None) -> tuple[str, str]:
+    async def converse(self, thread: str, text: str, turn_id: str | None = None) -> Outcome:
         """`begin_exchange`, then its outcome."""
         return await (await self.begin_exchange(thread, text, turn_id))()
 
     async def _outcome(self, thread: str, seen: set[str], *, target_turn: int | None,
-                       turn: asyncio.Future[TurnReply] | None) -> tuple[str, str]:
+                       turn: asyncio.Future[TurnReply] | None) -> Outcome:
         while True:
             if turn is not None and turn.done():
                 reply = turn.result()
-                return ("failed" if reply.status == "failed" else "reply"), reply.text
+                return Outcome.of(reply)
             status = await self.status(thread)
             fresh = [q for q in status.pending if q.question_id not in seen]
             if fresh:
-                return "question", question_text(fresh[0])
+                return Outcome("question", question_text(fresh[0]))
             last = status.last_reply
             if target_turn is not None and last is not None and last.turn >= target_turn and not status.pending:
-                return ("failed" if last.status == "failed" else "reply"), last.text
+                return Outcome.of(last)
             if turn is not None:
                 await asyncio.wait([turn], timeout=self.poll_seconds)
             else:
                 await asyncio.sleep(self.poll_seconds)
 
 
-async def _now(value: tuple[str, str]) -> tuple[str, str]:
+async def _now(value: Outcome) -> Outcome:
     return value
 
 

@@ -1,0 +1,171 @@
+"""Which thread a chat request continues when it names none (no `X-Thread-Id`).
+
+Chat front ends and client libraries (Open WebUI, LibreChat, LangChain's `ChatOpenAI`, the
+openai client as most code uses it) resend the whole conversation on every request and send no
+thread id. So a request is matched to a thread by what it resends, with nothing kept in the
+gateway (several gateways agree):
+
+- A thread started here for such a client is named after its first user message, its team and
+  the caller's token (`<team>-chat-<digest>-<random>`), so its candidates are found by a prefix search of
+  workflow ids (built in, no search attribute to register), never another token's threads.
+- A candidate is the conversation when the request's last assistant message ends with what the
+  thread answered last (its reply, or the question it waits on) and the thread has taken no more
+  turns than the request has user messages. Two candidates that both fit said the same thing to
+  the same words: either continues the conversation as the client sees it.
+- No thread fits (a conversation pasted into a new chat, a thread that has ended): a new thread
+  opens with the earlier messages as its history, so the team sees the conversation so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import WorkflowQueryFailedError, WorkflowQueryRejectedError
+from temporalio.service import RPCError
+
+from durable_teams.gateway import requests as checks
+from durable_teams.gateway.threads import Gateway, question_text
+from durable_teams.workflows.messages import Message
+
+CANDIDATES = 20
+"""Running threads with the same first message checked at most (the newest first)."""
+SYSTEM_ROLES = ("system", "developer")
+"""A client's system prompt: kept as a system message (`developer` is OpenAI's newer name)."""
+
+
+class FieldError(checks.BadRequest):
+    """OpenAI's 400 for a field it cannot take: `param` names the field."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class ChatHistory:
+    """A request's messages: the conversation before, and the user's newest message."""
+
+    earlier: list[Message]
+    text: str
+
+    @property
+    def first_user_text(self) -> str:
+        return next((m.content or "" for m in self.earlier if m.role == "user"), self.text)
+
+    @property
+    def user_messages(self) -> int:
+        return 1 + sum(m.role == "user" for m in self.earlier)
+
+
+def part_text(part: Any, at: str) -> str:
+    """A content part's text: text parts only (an image part is refused, not dropped)."""
+    if not isinstance(part, dict) or part.get("type", "text") != "text":
+        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        raise FieldError(f"{at}: only text content parts are supported, not {kind!r}", at)
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise FieldError(f"{at}.text must be a string", at)
+    return checks.encodable(text, at)
+
+
+def content_text(message: dict[str, Any], at: str, optional: bool = False) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(part_text(p, f"{at}.content[{i}]") for i, p in enumerate(content))
+    if isinstance(content, str):
+        return checks.encodable(content, f"{at}.content")
+    if content is None and optional:
+        return ""
+    raise FieldError(f"{at}.content must be a string or a list of text parts", f"{at}.content")
+
+
+def earlier_message(message: Any, at: str) -> Message:
+    """One message before the last: the user's, the assistant's, or a system prompt."""
+    role = message.get("role") if isinstance(message, dict) else None
+    if role in ("tool", "function") or (role == "assistant" and (
+            message.get("tool_calls") or message.get("function_call"))):
+        raise FieldError(f"{at}: tool calls and tool messages from the client are not supported "
+                         "(a team's agents use their own tools)", at)
+    if role not in ("user", "assistant") and role not in SYSTEM_ROLES:
+        raise FieldError(f"{at}.role must be 'system', 'user' or 'assistant', not {role!r}", f"{at}.role")
+    text = content_text(message, at, optional=role == "assistant")
+    return Message(role="system" if role in SYSTEM_ROLES else role, content=text)
+
+
+def chat_history(messages: Any) -> ChatHistory:
+    """The request's messages, checked: the last must be the user's (the one answered)."""
+    if not isinstance(messages, list) or not messages:
+        raise FieldError("'messages' must be a non-empty list", "messages")
+    last = messages[-1]
+    at = f"messages[{len(messages) - 1}]"
+    if not isinstance(last, dict) or last.get("role") != "user":
+        role = last.get("role") if isinstance(last, dict) else None
+        raise FieldError(f"the last message must be the user's (it is {role!r}): the thread "
+                         "answers the user's newest message", at)
+    text = content_text(last, at)
+    if not text.strip():
+        raise FieldError(f"{at} has no text", at)
+    if len(text.encode("utf-8")) > checks.MAX_TURN_BYTES:
+        raise FieldError(f"{at} is over {checks.MAX_TURN_BYTES:,} bytes", at)
+    earlier = [earlier_message(m, f"messages[{i}]") for i, m in enumerate(messages[:-1])]
+    return ChatHistory(earlier, text)
+
+
+def family(scope: str, team: str, first_user_text: str) -> str:
+    """The id prefix of the threads whose chat opened with `first_user_text`."""
+    digest = hashlib.sha256(f"{scope}\0{team}\0{flat(first_user_text)}".encode()).hexdigest()
+    return f"{team}-chat-{digest[:24]}-"
+
+
+def new_thread_id(scope: str, team: str, history: ChatHistory) -> str:
+    return family(scope, team, history.first_user_text) + uuid.uuid4().hex[:12]
+
+
+def flat(text: str) -> str:
+    """Whitespace collapsed: clients trim and re-wrap what they resend."""
+    return " ".join(text.split())
+
+
+def continues(said: str, head: str) -> bool:
+    """Whether the assistant message a client resends is the thread's latest answer (a stream
+    may have carried earlier text of the turn before it)."""
+    return bool(flat(head)) and flat(said).endswith(flat(head))
+
+
+async def find_thread(gw: Gateway, scope: str, team: str, history: ChatHistory,
+                      wait_seconds: float = 1.0) -> str | None:
+    """The running thread this history continues, or None. Waits up to `wait_seconds` for the
+    visibility store to list a thread started moments ago (it lags the start a little)."""
+    said = next((m for m in reversed(history.earlier) if m.role == "assistant"), None)
+    if said is None or history.earlier[-1] is not said:
+        return None  # no answer of ours to continue from
+    prefix = family(scope, team, history.first_user_text)
+    if '"' in prefix or "\\" in prefix:
+        return None  # a team name no query can quote (team names are identifiers)
+    query = f'WorkflowId STARTS_WITH "{prefix}" AND ExecutionStatus = "Running"'
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
+    while True:
+        listed = [wf.id async for wf in gw.client.list_workflows(query, limit=CANDIDATES)]
+        for thread in listed:
+            if await _fits(gw, thread, said.content or "", history.user_messages):
+                return thread
+        if listed or loop.time() >= deadline:
+            return None
+        await asyncio.sleep(0.2)
+
+
+async def _fits(gw: Gateway, thread: str, said: str, user_messages: int) -> bool:
+    try:
+        status = await gw.status(thread)
+    except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
+        return False  # ended since it was listed, or not answering: not this conversation
+    if status.closed or status.turns >= user_messages:
+        return False
+    if status.pending:
+        return continues(said, question_text(status.pending[0]))
+    return status.last_reply is not None and continues(said, status.last_reply.text)

@@ -1,0 +1,174 @@
+"""Chat clients that resend the whole conversation and name no thread (the openai client as
+most code uses it, LangChain's `ChatOpenAI`): each keeps its thread, a question and an approval
+are answered by the next message, and a refund runs exactly once; a pasted conversation opens a
+new thread with the earlier messages as context; a chat's thread closes when its chat goes
+quiet and its questions stay out of the inbox."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_openai import ChatOpenAI
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from durable_teams.activities.tools import tool
+from durable_teams.builders import Agent, Swarm
+from durable_teams.gateway import chat_history
+from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import ModelRequest
+from durable_teams.workflows.state import ConversationResult
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+
+REFUNDS: list[str] = []
+
+
+@tool(needs_approval=True)
+def refund(order: str) -> str:
+    """Refund an order (a person approves it first)."""
+    REFUNDS.append(order)
+    return "refunded"
+
+
+def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    """Asks for the order number, refunds it once approved; otherwise says what it saw."""
+    last = messages[-1]
+    if last["role"] == "tool" and last["content"] == "refunded":
+        return say("Your refund is on its way.")
+    if last["role"] == "tool" and last["content"].startswith("(No answer"):
+        return say("I'll wait for your order number.")
+    if last["role"] == "tool":
+        return call("refund", order=last["content"].split()[-1])
+    if last["content"].startswith(FIRST):
+        return call("ask_human", question="What's your order number?")
+    seen = [f"{m['role']}:{m['content']}" for m in messages if m["role"] in ("user", "assistant", "system")]
+    return say(f"I saw {seen}")
+
+
+DESK = Swarm([Agent("desk", "Help.", tools=["ask_human", refund])], team_name="desk").compile()
+FIRST = "I want a refund"
+ASKED = "[desk] What's your order number?"
+APPROVAL = '[desk] Approve refund({"order": "4711"})? Reply yes or no.'
+DONE = "Your refund is on its way."
+
+
+async def openai_turns(ai: openai.AsyncOpenAI, stream: bool) -> tuple[list[str], list[str]]:
+    """The three-message conversation as a chat UI sends it: the history each time, no thread."""
+    history: list[dict[str, str]] = []
+    answers, threads = [], []
+    for text in (FIRST, "Order 4711", "Yes, please go ahead."):
+        history.append({"role": "user", "content": text})
+        raw = await ai.chat.completions.with_raw_response.create(model="desk", messages=history,  # type: ignore[arg-type]
+                                                                  stream=stream)
+        threads.append(raw.headers["x-thread-id"])
+        if stream:
+            answer = "".join([c.choices[0].delta.content or "" async for c in raw.parse() if c.choices])  # type: ignore[union-attr]
+        else:
+            answer = raw.parse().choices[0].message.content or ""  # type: ignore[union-attr]
+        answers.append(answer)
+        history.append({"role": "assistant", "content": answer})
+    return answers, threads
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+async def test_the_openai_client_keeps_its_thread_without_a_header(client: Client, task_queue: str,
+                                                                  stream: bool) -> None:
+    REFUNDS.clear()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, tokens=["t1"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="t1", max_retries=0)
+        answers, threads = await openai_turns(ai, stream)
+        transcript = await client.get_workflow_handle(threads[0]).query(TeamWorkflow.transcript)
+
+    assert answers == [ASKED, APPROVAL, DONE]
+    assert len(set(threads)) == 1 and threads[0].startswith("desk-chat-")
+    assert REFUNDS == ["4711"]
+    assert [m.content for m in transcript if m.role == "user"] == [FIRST]
+
+
+async def test_langchain_chat_openai_keeps_its_thread(client: Client, task_queue: str) -> None:
+    REFUNDS.clear()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url:
+        llm = ChatOpenAI(base_url=f"{url}/v1", api_key="unused", model="desk", max_retries=0)  # type: ignore[arg-type]
+        history: list[BaseMessage] = []
+        answers = []
+        first = f"{FIRST} (LangChain)"  # its own first message: its own family of threads
+        for i, text in enumerate((first, "Order 4711", "yes")):
+            history.append(HumanMessage(text))
+            if i == 1:  # streamed, as LangChain's astream sends it
+                answer = "".join([str(chunk.content) async for chunk in llm.astream(history)])
+            else:
+                answer = str((await llm.ainvoke(history)).content)
+            answers.append(answer)
+            history.append(AIMessage(answer))
+        family = chat_history.family("", "desk", first)
+        threads = [wf.id async for wf in client.list_workflows(f'WorkflowId STARTS_WITH "{family}"')]
+
+    assert answers == [ASKED, APPROVAL, DONE]
+    assert REFUNDS == ["4711"]
+    assert len(threads) == 1
+
+
+async def test_a_pasted_conversation_opens_a_thread_that_sees_it(client: Client, task_queue: str) -> None:
+    pasted = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"},
+              {"role": "assistant", "content": "Hi! How can I help?"}, {"role": "user", "content": "what now"}]
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        raw = await ai.chat.completions.with_raw_response.create(model="desk", messages=pasted)  # type: ignore[arg-type]
+        thread = raw.headers["x-thread-id"]
+        again = await ai.chat.completions.with_raw_response.create(
+            model="desk", messages=[*pasted, {"role": "assistant", "content": raw.parse().choices[0].message.content},
+                                    {"role": "user", "content": "thanks"}])  # type: ignore[arg-type]
+        status = await client.get_workflow_handle(thread).query(TeamWorkflow.status)
+
+    assert raw.parse().choices[0].message.content == (
+        "I saw ['system:Help.', 'system:Be brief.', 'user:hello', 'assistant:Hi! How can I help?', 'user:what now']")
+    assert again.headers["x-thread-id"] == thread
+    assert status.turns == 2
+
+
+async def test_another_token_never_continues_a_thread(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, tokens=["alice", "mallory"]) as url:
+        alice = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="alice", max_retries=0)
+        mallory = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="mallory", max_retries=0)
+        first = await alice.chat.completions.with_raw_response.create(
+            model="desk", messages=[{"role": "user", "content": "hi"}])
+        said = first.parse().choices[0].message.content
+        resent = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": said},
+                  {"role": "user", "content": "who am I"}]
+        theirs = await mallory.chat.completions.with_raw_response.create(model="desk", messages=resent)  # type: ignore[arg-type]
+        mine = await alice.chat.completions.with_raw_response.create(model="desk", messages=resent)  # type: ignore[arg-type]
+
+    assert mine.headers["x-thread-id"] == first.headers["x-thread-id"]
+    assert theirs.headers["x-thread-id"] != first.headers["x-thread-id"]
+
+
+async def test_a_quiet_chat_closes_and_its_question_stays_out_of_the_inbox(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, chat_idle_seconds=2.0) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            asked = await http.post("/v1/chat/completions", json={
+                "model": "desk", "messages": [{"role": "user", "content": FIRST}]})
+            named = await http.post("/v1/chat/completions", headers={"X-Thread-Id": "desk-named-1"}, json={
+                "model": "desk", "messages": [{"role": "user", "content": FIRST}]})
+            inbox = {q["thread_id"] for q in (await http.get("/questions")).json()}  # both asked now
+        handle = client.get_workflow_handle(asked.headers["x-thread-id"])
+        result = await asyncio.wait_for(handle.result(), 60)  # the question lapses, then the thread closes
+        result = ConversationResult.model_validate(result)
+        described = await handle.describe()
+
+    assert asked.json()["choices"][0]["message"]["content"] == ASKED
+    assert named.json()["choices"][0]["message"]["content"] == ASKED
+    assert "desk-named-1" in inbox and asked.headers["x-thread-id"] not in inbox
+    assert described.status == WorkflowExecutionStatus.COMPLETED
+    assert (result.status, result.answer) == ("completed", "I'll wait for your order number.")
