@@ -1,15 +1,18 @@
-"""OpenTelemetry: one conversation gives one trace with GenAI spans for each model and tool
-call, parented under the conversation's spans, and never a duplicate span on replay."""
+"""OpenTelemetry: one conversation gives one trace with GenAI spans (an `invoke_agent` span per
+agent run, holding its `chat` and `execute_tool` spans, a `handoff` span per transfer) and the
+GenAI client metrics, and never a duplicate span on replay."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -22,7 +25,8 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
-from .test_usage import MeteredModel
+from .fake_openai import FakeOpenAI, completion
+from .test_usage import TOKENS, MeteredModel
 
 
 def add(a: int, b: int) -> int:
@@ -32,11 +36,19 @@ def add(a: int, b: int) -> int:
 
 def traced_client(client: Client) -> tuple[Client, InMemorySpanExporter]:
     """A client (and so its workers) tracing into an in-memory exporter of its own."""
+    traced, exporter, _ = metered_client(client)
+    return traced, exporter
+
+
+def metered_client(client: Client) -> tuple[Client, InMemorySpanExporter, InMemoryMetricReader]:
+    """A client tracing into an in-memory exporter and metering into an in-memory reader."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    interceptors = tracing_interceptors(provider.get_tracer("test"))
-    return Client(**{**client.config(), "interceptors": interceptors}), exporter
+    reader = InMemoryMetricReader()
+    meter = MeterProvider(metric_readers=[reader]).get_meter("test")
+    interceptors = tracing_interceptors(provider.get_tracer("test"), meter)
+    return Client(**{**client.config(), "interceptors": interceptors}), exporter, reader
 
 
 def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
@@ -57,6 +69,45 @@ def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
     return build(None)
 
 
+GENAI = ("invoke_agent ", "chat ", "execute_tool ", "handoff")
+
+
+def genai_tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
+    """Only the GenAI spans, each under its nearest GenAI ancestor (Temporal's spans between
+    them left out), children in start order."""
+    by_id = {s.context.span_id: s for s in spans}
+
+    def genai_parent(s: ReadableSpan) -> int | None:
+        parent = s.parent.span_id if s.parent else None
+        while parent in by_id and not by_id[parent].name.startswith(GENAI):
+            grand = by_id[parent].parent
+            parent = grand.span_id if grand else None
+        return parent if parent in by_id else None
+
+    kept = tuple(s for s in spans if s.name.startswith(GENAI))
+    relinked = {s.context.span_id: genai_parent(s) for s in kept}
+    by_parent: dict[int | None, list[ReadableSpan]] = {}
+    for s in sorted(kept, key=lambda s: s.start_time or 0):
+        by_parent.setdefault(relinked[s.context.span_id], []).append(s)
+
+    def build(parent: int | None) -> list[Any]:
+        out: list[Any] = []
+        for s in by_parent.get(parent, []):
+            children = build(s.context.span_id)
+            out.append([s.name, children] if children else s.name)
+        return out
+
+    return build(None)
+
+
+def histograms(reader: InMemoryMetricReader) -> dict[str, list[HistogramDataPoint]]:
+    """Metric name -> its data points (histograms only)."""
+    data = reader.get_metrics_data()
+    assert data is not None
+    return {m.name: list(m.data.data_points)  # type: ignore[misc]
+            for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+
+
 async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client, task_queue: str) -> None:
     traced, exporter = traced_client(client)
     team = Swarm([Agent("solo", tools=[add], model="m")], team_name="traced").compile()
@@ -71,28 +122,44 @@ async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client,
     assert result.answer == "5"
     spans = exporter.get_finished_spans()
     # Temporal's interceptor parents a workflow's spans under the span that started it (its
-    # RunWorkflow span is a zero-length marker); ours nest in each activity's run.
+    # RunWorkflow span is a zero-length marker); the agent run's span holds what it scheduled,
+    # and ours nest in each activity's run.
     assert tree(spans) == [
         ["StartWorkflow:TeamWorkflow", [
             "RunWorkflow:TeamWorkflow",
             # the conversation asks which search attributes the namespace has
             ["StartActivity:available_labels", ["RunActivity:available_labels"]],
-            ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
-            ["StartActivity:run_tool", [["RunActivity:run_tool", ["execute_tool add"]]]],
-            ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+            ["invoke_agent solo", [
+                ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+                ["StartActivity:run_tool", [["RunActivity:run_tool", ["execute_tool add"]]]],
+                ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+            ]],
             "CompleteWorkflow:TeamWorkflow",
         ]],
     ]
     assert len({s.context.trace_id for s in spans}) == 1  # one trace for the conversation
-    chats = [dict(s.attributes or {}) for s in spans if s.name == "chat m"]
-    assert chats == [{
+    (agent_span,) = [s for s in spans if s.name == "invoke_agent solo"]
+    assert agent_span.kind == SpanKind.INTERNAL
+    assert dict(agent_span.attributes or {}) == {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "solo",
+        "gen_ai.conversation.id": result_id, "gen_ai.request.model": "m",
+        "durable_teams.team": "traced", "durable_teams.agent_run": 0}
+    chat_spans = [s for s in spans if s.name == "chat m"]
+    # the agent run lasts from before its first call to after its last
+    assert agent_span.start_time <= min(s.start_time for s in chat_spans)  # type: ignore[operator,type-var]
+    assert agent_span.end_time >= max(s.end_time for s in chat_spans)  # type: ignore[operator,type-var]
+    assert [s.kind for s in chat_spans] == [SpanKind.CLIENT] * 2
+    assert [dict(s.attributes or {}) for s in chat_spans] == [{
         "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.agent.name": "solo",
-        "gen_ai.conversation.id": result_id, "gen_ai.usage.input_tokens": 60,
-        "gen_ai.usage.output_tokens": 40, "gen_ai.response.finish_reasons": (reason,),
-    } for reason in ("tool_calls", "stop")]
+        "gen_ai.conversation.id": result_id, "gen_ai.provider.name": "durable_teams.scripted",
+        "gen_ai.response.model": "m", "gen_ai.response.id": f"scripted-solo-{n}",
+        "gen_ai.usage.input_tokens": 60, "gen_ai.usage.output_tokens": 40,
+        "gen_ai.response.finish_reasons": (reason,),
+    } for n, reason in enumerate(("tool_calls", "stop"))]
     (tool_span,) = [s for s in spans if s.name == "execute_tool add"]
+    assert tool_span.kind == SpanKind.INTERNAL
     assert dict(tool_span.attributes or {}) == {
-        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add",
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add", "gen_ai.tool.type": "function",
         "gen_ai.agent.name": "solo", "gen_ai.tool.call.id": "call_solo_0_0"}
     # replaying the whole history makes no span at all
     history = await traced.get_workflow_handle(result_id).fetch_history()
