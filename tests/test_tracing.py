@@ -17,6 +17,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_teams.activities.model import OpenAIBackend
 from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import faang_teams
 from durable_teams.scripted import call, say
@@ -169,20 +170,77 @@ async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client,
     assert len(exporter.get_finished_spans()) == len(spans)
 
 
-async def test_nested_teams_trace_into_the_same_trace(client: Client, task_queue: str) -> None:
-    traced, exporter = traced_client(client)
+async def test_team_of_teams_gives_agent_spans_handoffs_and_metrics(client: Client, task_queue: str) -> None:
+    traced, exporter, reader = metered_client(client)
     team = faang_teams.build(model="m").compile()
     async with running_worker(traced, task_queue, [team], MeteredModel(faang_teams.SCRIPT)):
         await traced.execute_workflow(
             TeamWorkflow.run, ConversationInput(team=team.spec, task=faang_teams.QUESTION),
             id=f"traced-nested-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
     spans = exporter.get_finished_spans()
-    assert len({s.context.trace_id for s in spans}) == 1
-    agents = sorted((s.attributes or {})["gen_ai.agent.name"] for s in spans if s.name == "chat m")
-    assert agents == sorted(["top_supervisor"] * 3 + ["research_team"] * 2 + ["math_team"] * 2
-                            + ["research_expert"] * 2 + ["math_expert"] * 5)
-    assert sum(1 for s in spans if s.name == "execute_tool add") == 4
-    assert sum(1 for s in spans if s.name == "StartChildWorkflow:TeamWorkflow") == 2
+    assert len({s.context.trace_id for s in spans}) == 1  # child workflows' spans too
+    # A nested team's agent run in the parent holds its child workflow's agent runs.
+    assert genai_tree(spans) == [
+        ["invoke_agent top_supervisor", ["chat m", "handoff"]],
+        ["invoke_agent research_team", [
+            ["invoke_agent research_team", ["chat m", "handoff"]],
+            ["invoke_agent research_expert", ["chat m", "execute_tool web_search", "chat m"]],
+            ["invoke_agent research_team", ["chat m"]],
+        ]],
+        ["invoke_agent top_supervisor", ["chat m", "handoff"]],
+        ["invoke_agent math_team", [
+            ["invoke_agent math_team", ["chat m", "handoff"]],
+            ["invoke_agent math_expert", ["chat m", "execute_tool add"] * 4 + ["chat m"]],
+            ["invoke_agent math_team", ["chat m"]],
+        ]],
+        ["invoke_agent top_supervisor", ["chat m"]],
+    ]
+    handoffs = [dict(s.attributes or {}) for s in sorted(spans, key=lambda s: s.start_time or 0)
+                if s.name == "handoff"]
+    assert [(h["gen_ai.agent.name"], h["durable_teams.handoff.source_agent"],
+             h["durable_teams.handoff.target_agent"], h["gen_ai.tool.name"]) for h in handoffs] == [
+        ("top_supervisor", "top_supervisor", "research_team", "transfer_to_research_team"),
+        ("research_team", "research_team", "research_expert", "transfer_to_research_expert"),
+        ("top_supervisor", "top_supervisor", "math_team", "transfer_to_math_team"),
+        ("math_team", "math_team", "math_expert", "transfer_to_math_expert"),
+    ]
+    # the metrics: one data point per token type, one call per model call (14), the sums of
+    # the scripted usage
+    calls = {"top_supervisor": 3, "research_team": 2, "math_team": 2, "research_expert": 2, "math_expert": 5}
+    metrics = histograms(reader)
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "durable_teams.scripted",
+            "gen_ai.request.model": "m", "gen_ai.response.model": "m"}
+    assert [(dict(p.attributes or {}), p.count, p.sum) for p in metrics["gen_ai.client.token.usage"]] == [
+        ({**base, "gen_ai.token.type": "input"}, 14, sum(n * TOKENS[a][0] for a, n in calls.items())),
+        ({**base, "gen_ai.token.type": "output"}, 14, sum(n * TOKENS[a][1] for a, n in calls.items())),
+    ]
+    (duration,) = metrics["gen_ai.client.operation.duration"]
+    assert (dict(duration.attributes or {}), duration.count) == (base, 14)
+    assert 0 < duration.sum < 60
+
+
+async def test_chat_spans_name_the_endpoint_and_the_response(client: Client, task_queue: str) -> None:
+    """Through the openai client to an endpoint: provider, server, response id and model."""
+    traced, exporter, reader = metered_client(client)
+    team = Swarm([Agent("solo", model="test-model")], team_name="traced-http").compile()
+    with FakeOpenAI() as fake:
+        fake.reply(completion("3", model="test-model-2024"))
+        port = int(fake.base_url.split(":")[2].split("/")[0])
+        async with running_worker(traced, task_queue, [team], OpenAIBackend(base_url=fake.base_url)):
+            await traced.execute_workflow(
+                TeamWorkflow.run, ConversationInput(team=team.spec, task="1+2?"),
+                id=f"traced-http-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat test-model"]
+    attributes = dict(chat.attributes or {})
+    endpoint = {"gen_ai.provider.name": "openai", "server.address": "127.0.0.1", "server.port": port,
+                "gen_ai.response.model": "test-model-2024"}
+    assert {k: attributes.get(k) for k in [*endpoint, "gen_ai.response.id"]} == {
+        **endpoint, "gen_ai.response.id": "chatcmpl-test"}
+    (tokens_in, tokens_out) = histograms(reader)["gen_ai.client.token.usage"]
+    assert dict(tokens_in.attributes or {}) == {
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "test-model", **endpoint,
+        "gen_ai.token.type": "input"}
+    assert (tokens_in.sum, tokens_out.sum) == (11, 7)
 
 
 def explode(reason: str) -> str:
