@@ -78,6 +78,11 @@ def tool_call_attributes(request: Any) -> dict[str, Any]:
     return attributes
 
 
+def error_type(err: BaseException) -> str:
+    """`error.type`: an application error's own type ("ModelAuthError"), else the class name."""
+    return getattr(err, "type", None) or type(err).__name__
+
+
 class _ActivitySpans(temporalio.worker.ActivityInboundInterceptor):
     def __init__(self, next: temporalio.worker.ActivityInboundInterceptor, tracer: trace.Tracer,
                  metrics: GenAIMetrics):
@@ -97,7 +102,7 @@ class _ActivitySpans(temporalio.worker.ActivityInboundInterceptor):
             try:
                 result = await super().execute_activity(input)
             except Exception as err:
-                span.set_attribute("error.type", type(err).__name__)
+                span.set_attribute("error.type", error_type(err))
                 raise  # the span records the exception and its status on the way out
             if isinstance(result, ToolResult) and result.is_error:
                 span.set_attribute("error.type", "tool_error")
@@ -116,7 +121,7 @@ class _ActivitySpans(temporalio.worker.ActivityInboundInterceptor):
             try:
                 result = await super().execute_activity(input)
             except Exception as err:
-                facts["error.type"] = type(err).__name__
+                facts["error.type"] = error_type(err)
                 raise  # the span records the exception and its status on the way out
             finally:
                 span.set_attributes(facts)

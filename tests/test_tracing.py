@@ -7,13 +7,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -260,3 +261,24 @@ async def test_a_tool_error_marks_its_span(client: Client, task_queue: str) -> N
     assert (span.attributes or {})["error.type"] == "tool_error"
     assert span.status.status_code == StatusCode.ERROR
     assert span.status.description == "Error: RuntimeError: boom"
+
+
+async def test_a_failed_model_call_marks_its_span_and_duration(client: Client, task_queue: str) -> None:
+    traced, exporter, reader = metered_client(client)
+    team = Swarm([Agent("solo", model="test-model")], team_name="traced-auth").compile()
+    with FakeOpenAI() as fake:
+        fake.error(401, "Incorrect API key provided")  # not retried: one attempt
+        async with running_worker(traced, task_queue, [team], OpenAIBackend(base_url=fake.base_url)):
+            with pytest.raises(WorkflowFailureError):
+                await traced.execute_workflow(
+                    TeamWorkflow.run, ConversationInput(team=team.spec, task="1+2?"),
+                    id=f"traced-auth-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat test-model"]
+    assert (chat.attributes or {})["error.type"] == "ModelAuthError"
+    assert chat.status.status_code == StatusCode.ERROR
+    metrics = histograms(reader)
+    (duration,) = metrics["gen_ai.client.operation.duration"]
+    assert ((duration.attributes or {})["error.type"], duration.count) == ("ModelAuthError", 1)
+    assert "gen_ai.client.token.usage" not in metrics  # no usage reported, none made up
+    (agent,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent solo"]
+    assert (agent.attributes or {})["error.type"] == "TurnFailed"
