@@ -9,6 +9,9 @@ parented under it (Temporal's `StartActivity` spans, and so our `chat` and `exec
 spans, nest in it) although the span itself is exported only at the end. The span is made
 outside the sandbox, through an extern function, as Temporal's own workflow spans are.
 
+As with Temporal's workflow spans, a workflow task that fails after a run ended and is retried
+reports that run again (with the same span id).
+
 Making a span with a chosen id needs the OpenTelemetry SDK's tracer (any SDK
 `TracerProvider`); another tracer gets the span with an id of its own, and the run's children
 then point to a parent that is not exported.

@@ -18,7 +18,9 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_teams.activities import call_facts
 from durable_teams.activities.model import OpenAIBackend
+from durable_teams.activities.model_stream import StreamAssembler
 from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import faang_teams
 from durable_teams.scripted import call, say
@@ -282,3 +284,14 @@ async def test_a_failed_model_call_marks_its_span_and_duration(client: Client, t
     assert "gen_ai.client.token.usage" not in metrics  # no usage reported, none made up
     (agent,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent solo"]
     assert (agent.attributes or {})["error.type"] == "TurnFailed"
+
+
+def test_a_streamed_completion_keeps_its_id_and_model() -> None:
+    """A streamed call's chunks name the response; the assembled body keeps them for the span."""
+    assembler = StreamAssembler()
+    for chunk in ({"id": "chatcmpl-s", "model": "m-2024", "choices": [{"delta": {"content": "Hi"}}]},
+                  {"id": "chatcmpl-s", "model": "m-2024", "choices": [{"delta": {}, "finish_reason": "stop"}]}):
+        assembler.feed(chunk)
+    with call_facts.collecting() as facts:
+        call_facts.note_response(assembler.completion())
+    assert facts == {"gen_ai.response.id": "chatcmpl-s", "gen_ai.response.model": "m-2024"}
