@@ -28,6 +28,7 @@ from durable_teams.workflows.messages import (
     ToolSpec,
 )
 
+from .call_facts import note, note_response, server_facts
 from .heartbeats import heartbeating
 from .model_errors import (
     raise_bad_response,
@@ -157,6 +158,9 @@ class OpenAIBackend:
         params = self.params(req, self.wire.messages(req.instructions, messages, stream),
                              self.wire.tools(tools, (req.workflow_id, req.run_id, req.agent)))
         timeout = attempt_timeout(self.timeout)
+        # for tracing (activities/call_facts.py): the openai client's own instrumentation
+        # never sees this call, which goes through its low-level `post` (activities/wire.py)
+        note(**{"gen_ai.provider.name": "openai", **server_facts(str(self.client.base_url))})
         try:
             async with asyncio.timeout(timeout):  # the read timeout is per chunk: bound it all
                 async with self._send(params, timeout) as resp:
@@ -164,6 +168,7 @@ class OpenAIBackend:
                     # a stream is read only when asked for: unasked, it is a bad response
                     if self.stream and content_type.startswith("text/event-stream"):
                         data = await read_stream(resp.iter_lines(), live.emit, self.max_body_bytes)
+                        note_response(data)
                         return parse_completion(data, req.model, self.secrets)
                     raw = await self._read(resp)
         except BadModelResponse as err:  # a streamed body that does not add up
@@ -177,6 +182,7 @@ class OpenAIBackend:
             raise
         try:
             data = decode_body(raw, content_type, self.secrets)
+            note_response(data)
             return parse_completion(data, req.model, self.secrets)
         except BadModelResponse as err:
             raise_bad_response(err, current_attempt())

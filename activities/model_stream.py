@@ -21,6 +21,8 @@ class StreamAssembler:
         self.finish: str | None = None
         self.usage: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
+        self.id: str | None = None
+        self.model: str | None = None
 
     def feed(self, chunk: dict[str, Any]) -> str:
         """Take one chunk; return its text delta."""
@@ -28,6 +30,8 @@ class StreamAssembler:
             self.error = chunk
             return ""
         self.usage = chunk.get("usage") or self.usage
+        self.id = chunk.get("id") or self.id
+        self.model = chunk.get("model") or self.model
         piece = ""
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
@@ -57,6 +61,7 @@ class StreamAssembler:
                                 "choices": [{"index": 0, "message": message, "finish_reason": self.finish}]}
         if self.usage:
             body["usage"] = self.usage
+        body.update({k: v for k, v in (("id", self.id), ("model", self.model)) if v})
         return body
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from durable_teams import live
+from durable_teams.activities.call_facts import note
 from durable_teams.activities.model import ModelBackend, chat_messages
 from durable_teams.activities.wire import tool_dict
 from durable_teams.workflows.messages import (
@@ -104,6 +105,8 @@ class ScriptedModel(ModelBackend):
         chat = chat_messages(req.instructions, messages)
         tool_dicts = [tool_dict(t) for t in tools]
         self.requests.append((req, chat, tool_dicts))
+        note(**{"gen_ai.provider.name": "durable_teams.scripted", "gen_ai.response.model": req.model,
+                 "gen_ai.response.id": f"scripted-{req.agent}-{req.agent_call_index}"})
         step = self.step_for(req, chat, tool_dicts)
         response = step if isinstance(step, ModelResponse) else ModelResponse(message=step)
         ids = [

@@ -8,6 +8,7 @@ built-in tools, activities) is workflows/answering.py.
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import timedelta
 
@@ -17,6 +18,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from . import roster, usage
+    from .agent_spans import SINK, AgentRunRecord, Handoff, agent_run_span
     from .answering import AgentOutcome, Budget, CallAnswerer
     from .human import HumanDesk, Interrupted
     from .messages import (
@@ -84,11 +86,22 @@ class AgentLoop:
         """The ReAct loop of `agent`, writing into agent run `agent_run` (0 = shared). `resume`
         first finishes answering the calls of the run's last message (a turn resumed after
         continue-as-new)."""
-        if resume:
-            outcome = await self.resume_calls(agent, agent_run, budget)
-            if outcome is not None:
-                return outcome
-        return await self._loop(agent, agent_run, budget)
+        with self.span(agent, agent_run) as span:
+            outcome = await self.resume_calls(agent, agent_run, budget) if resume else None
+            if outcome is None:
+                outcome = await self._loop(agent, agent_run, budget)
+            if span is not None and outcome.kind == "handoff":
+                span.handoffs = [Handoff(target, call.name, call.id) for target, call in outcome.handoffs]
+            return outcome
+
+    def span(self, agent: str, agent_run: int) -> AbstractContextManager[AgentRunRecord | None]:
+        """The agent run as tracing sees it (workflows/agent_spans.py; nothing when not tracing)."""
+        if SINK.get() is None:
+            return nullcontext(None)
+        spec = self.team.agents.get(agent)
+        model = roster.agent_spec(self.team, agent).model if spec is None or spec.team is None else None
+        return agent_run_span(agent, agent_run, len(self.transcript.log), model=model,
+                              team=self.team.name, benign=(Interrupted,))
 
     async def resume_calls(self, agent: str, agent_run: int, budget: Budget) -> AgentOutcome | None:
         """Answer the calls of the agent run's last message that a continue-as-new cut off."""

@@ -56,7 +56,8 @@ class TurnRunner:
         agent marked `run_as_child`, in a child workflow (never resumed: the run does not
         continue as new while a child runs)."""
         if runs_as_child(self.team, run.agent):
-            return await run_child(self.loop, run)
+            with self.loop.span(run.agent, run.id):
+                return await run_child(self.loop, run)
         return await self.loop.run(run.agent, run.id, self.budget, resume=resuming)
 
     async def supervise(self) -> AgentOutcome:
