@@ -21,7 +21,7 @@ from durable_teams.builders import Agent, Swarm
 from durable_teams.gateway import chat_history
 from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import ModelRequest
+from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import ConversationResult
 
 from .conftest import running_worker
@@ -38,6 +38,11 @@ def refund(order: str) -> str:
 
 
 def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    """`desk_reply`, each call reporting 100 prompt and 10 completion tokens."""
+    return ModelResponse(message=desk_reply(messages), usage=Usage(prompt_tokens=100, completion_tokens=10))
+
+
+def desk_reply(messages: list[dict[str, Any]]) -> Message:
     """Asks for the order number, refunds it once approved; otherwise says what it saw."""
     last = messages[-1]
     if last["role"] == "tool" and last["content"] == "refunded":
@@ -59,22 +64,27 @@ APPROVAL = '[desk] Approve refund({"order": "4711"})? Reply yes or no.'
 DONE = "Your refund is on its way."
 
 
-async def openai_turns(ai: openai.AsyncOpenAI, stream: bool) -> tuple[list[str], list[str]]:
-    """The three-message conversation as a chat UI sends it: the history each time, no thread."""
+async def openai_turns(ai: openai.AsyncOpenAI, stream: bool) -> tuple[list[str], list[str], list[Any]]:
+    """The three-message conversation as a chat UI sends it: the history each time, no thread.
+    Returns the answers, the thread of each, and the usage each reported."""
     history: list[dict[str, str]] = []
-    answers, threads = [], []
+    answers, threads, usages = [], [], []
     for text in (FIRST, "Order 4711", "Yes, please go ahead."):
         history.append({"role": "user", "content": text})
-        raw = await ai.chat.completions.with_raw_response.create(model="desk", messages=history,  # type: ignore[arg-type]
-                                                                  stream=stream)
+        raw = await ai.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
+            model="desk", messages=history, stream=stream,
+            **({"stream_options": {"include_usage": True}} if stream else {}))
         threads.append(raw.headers["x-thread-id"])
         if stream:
-            answer = "".join([c.choices[0].delta.content or "" async for c in raw.parse() if c.choices])  # type: ignore[union-attr]
+            chunks = [c async for c in raw.parse()]
+            answer = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            usages.append(chunks[-1].usage)
         else:
-            answer = raw.parse().choices[0].message.content or ""  # type: ignore[union-attr]
+            answer = raw.parse().choices[0].message.content or ""
+            usages.append(raw.parse().usage)
         answers.append(answer)
         history.append({"role": "assistant", "content": answer})
-    return answers, threads
+    return answers, threads, usages
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
@@ -84,13 +94,19 @@ async def test_the_openai_client_keeps_its_thread_without_a_header(client: Clien
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
             running_gateway(client, task_queue, tokens=["t1"]) as url:
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="t1", max_retries=0)
-        answers, threads = await openai_turns(ai, stream)
+        answers, threads, usages = await openai_turns(ai, stream)
         transcript = await client.get_workflow_handle(threads[0]).query(TeamWorkflow.transcript)
+        turn = (await client.get_workflow_handle(threads[0]).query(TeamWorkflow.status)).last_reply
 
     assert answers == [ASKED, APPROVAL, DONE]
     assert len(set(threads)) == 1 and threads[0].startswith("desk-chat-")
     assert REFUNDS == ["4711"]
     assert [m.content for m in transcript if m.role == "user"] == [FIRST]
+    # a question's exchange reports no tokens (its turn goes on); the last, the whole turn's
+    assert [u.total_tokens for u in usages[:2]] == [0, 0]
+    assert turn is not None and turn.usage is not None and turn.usage.model_calls == 3
+    assert (usages[2].prompt_tokens, usages[2].completion_tokens) == (turn.usage.input_tokens, turn.usage.output_tokens)
+    assert usages[2].total_tokens == 330
 
 
 async def test_langchain_chat_openai_keeps_its_thread(client: Client, task_queue: str) -> None:
