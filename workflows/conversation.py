@@ -85,9 +85,9 @@ class TeamWorkflow(Intake):
         """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
         self.waiters: dict[int, int] = {}
         self.notes: bool | None = None
+        """NOTES_PATCH as asked at the run's start (runs begun by this code); None: when needed."""
         self.nested_budgets = False
         """NESTED_BUDGETS as asked at the run's start (False in runs begun before it)."""
-        """NOTES_PATCH as asked at the run's start (runs begun by this code); None: when needed."""
         info = workflow.info()
         live_view.register(info.workflow_id, info.run_id, self)  # never read back here
 
@@ -166,7 +166,7 @@ class TeamWorkflow(Intake):
         self, team: TeamSpec, number: int, turn: UserTurn, resume: TurnProgress | None
     ) -> TurnReply:
         target = resume.agent if resume and resume.direct else None
-        start = len(self.state.transcript.log)  # where this turn's answers begin (see `_stopped`)
+        start = len(self.state.transcript.log)  # where this turn's answers begin (a stop quotes them)
         if resume is None and turn.text:  # an empty turn (a nested team's) answers the history
             target, text, problem = roster.parse_mention(team, turn.text)
             self.state.transcript.append(Message(role="user", content=text, name=turn.sender))
