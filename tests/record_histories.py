@@ -36,7 +36,7 @@ from durable_teams.starting import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
-from durable_teams.workflows.messages import ModelRequest
+from durable_teams.workflows.messages import Budgets, ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary, pending_question, running_worker
@@ -185,6 +185,29 @@ async def nested_waiting(client: Client, name: str) -> dict[str, str]:
     return {f"{name}_child": child.id}
 
 
+class MeteredModel(ScriptedModel):
+    """The scripted model, each call reporting 1,500 tokens (as a live API reports usage)."""
+
+    async def complete(self, req: ModelRequest, messages: Any, tools: Any) -> ModelResponse:
+        response = await super().complete(req, messages, tools)
+        return response.model_copy(update={"usage": Usage(prompt_tokens=1400, completion_tokens=100)})
+
+
+async def nested_budget_stop(client: Client, name: str) -> dict[str, str]:
+    """A team of teams with a 6,000-token turn budget: the research team spends the 4,500 left
+    to it and stops, then the parent stops, quoting the research expert's answer. Both
+    histories are kept (`nested_budget_stop_child`)."""
+    team = faang_teams.build()
+    team.budgets = Budgets(max_tokens_per_turn=6000)
+    compiled = team.compile()
+    async with running_worker(client, "record", [compiled], MeteredModel(faang_teams.SCRIPT)):
+        await client.execute_workflow(
+            TeamWorkflow.run, ConversationInput(team=compiled.spec, task=faang.QUESTION,
+                                                set_search_attributes=False),
+            id=name, task_queue="record")
+    return {f"{name}_child": f"{name}/research_team-1"}
+
+
 CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None]]] = {
     "acme_conversation": acme_conversation, "routing_conversation": routing_conversation,
     "support_waiting_question": support_waiting_question,
@@ -196,6 +219,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     # recorded once conversations asked the worker which search attributes exist (labels.py)
     "support_waiting_approval_labels_asked": support_waiting_approval,
     "support_labelled_waiting_question": support_labelled_waiting_question,
+    # recorded once nested teams spent what was left of their parent's token budgets
+    "nested_budget_stop": nested_budget_stop,
 }
 
 

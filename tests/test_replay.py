@@ -13,7 +13,8 @@ from temporalio.worker import Replayer
 from durable_teams.workflows.conversation import TeamWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
-WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1"}
+WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1",
+                "nested_budget_stop_child": "nested_budget_stop/research_team-1"}
 """File stem -> workflow id, where the id cannot be a file name (a child's id has a slash)."""
 PARKED = ["nested_waiting", "nested_waiting_child", "support_waiting_approval",
           "support_waiting_approval_regular_model_calls",
@@ -25,7 +26,7 @@ def test_there_are_recorded_histories() -> None:
     """Histories of every release stay (README, "Upgrading workers"): later ones only add."""
     assert {p.stem for p in HISTORIES} >= {
         "acme_conversation", "faang", "faang_teams", "routing_conversation",
-        "faang_regular_model_calls", *PARKED}
+        "faang_regular_model_calls", "nested_budget_stop", "nested_budget_stop_child", *PARKED}
 
 
 @pytest.mark.parametrize("stem", PARKED)

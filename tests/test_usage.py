@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from durable_teams.builders import Agent, Swarm
@@ -19,8 +20,15 @@ from durable_teams.examples import faang, faang_teams
 from durable_teams.scripted import ScriptedModel, say
 from durable_teams.workflows import usage
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Budgets, ModelRequest, ModelResponse, Usage
-from durable_teams.workflows.state import ConversationInput
+from durable_teams.workflows.messages import (
+    Budgets,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
+from durable_teams.workflows.state import ConversationInput, ConversationResult
 from durable_teams.workflows.usage import ModelPrice, Tally, UsageLedger
 
 from .conftest import running_worker
@@ -82,6 +90,34 @@ def test_token_budgets_per_turn_and_per_conversation():
     assert usage.over_budget(ledger, 3, budgets) == (
         "Stopped: this conversation used 150 tokens, its budget is 150 tokens.")
     assert usage.over_budget(ledger, 3, Budgets()) is None
+
+
+def test_a_nested_team_gets_what_is_left_of_its_parent_s_token_budgets():
+    ledger = UsageLedger()
+    usage.record(ledger, 1, "a", "m", Usage(prompt_tokens=900, completion_tokens=100))  # an earlier turn
+    usage.record(ledger, 2, "a", "m", Usage(prompt_tokens=1400, completion_tokens=100))
+    parent = Budgets(max_tokens_per_turn=6000, max_tokens_per_conversation=10_000)
+    own = Budgets(max_model_calls=7)
+    assert usage.child_budgets(own, ledger, 2, parent) == Budgets(
+        max_model_calls=7, max_tokens_per_turn=4500, max_tokens_per_conversation=7500)
+    # two children started at once split it; a nested team's own tighter limit stays
+    assert usage.child_budgets(Budgets(max_tokens_per_conversation=3000), ledger, 2, parent, share=2) == Budgets(
+        max_tokens_per_turn=2250, max_tokens_per_conversation=3000)
+    assert usage.child_budgets(own, ledger, 2, Budgets()) == own  # no token budgets: none given
+
+
+def test_a_stopped_turn_quotes_the_latest_answer_given_in_it():
+    log = [Message(role="assistant", content="an earlier turn's answer", name="a"),
+           Message(role="user", content="q"),
+           Message(role="assistant", content="first", name="a"),
+           Message(role="assistant", content="", name="sup", tool_calls=[ToolCall(id="1", name="t")]),
+           Message(role="assistant", content="Transferring back to sup", name="a", kind="handoff_back"),
+           Message(role="assistant", content="Stopped: ...", name="b", kind="error")]
+    assert usage.last_answer(log, 1) == log[2]
+    assert usage.last_answer(log, 3) is None
+    assert usage.stopped_text("Stopped: why.", log[2]) == "Stopped: why.\n\nBefore the stop, a answered:\nfirst"
+    assert usage.stopped_text("Stopped: why.", None) == "Stopped: why."
+    assert usage.request_index(log, True) == 1 and usage.request_index(log, False) == len(log)
 
 
 def test_price_table_from_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -156,7 +192,8 @@ async def test_a_turn_token_budget_ends_the_turn_with_a_clear_message(
     # supervisor (110) + research twice (440) = 550 >= 500: the supervisor is not called again
     assert (result.status, result.agent) == ("budget_exceeded", "supervisor")
     assert result.answer == ("Stopped: this turn used 550 tokens, its budget is 500 tokens, "
-                             "before an agent gave a final answer.")
+                             "before an agent gave a final answer.\n\nBefore the stop, "
+                             f"research_expert answered:\n{faang_teams.RESEARCH_SUMMARY}")
     assert result.usage is not None and result.usage.total.model_calls == 3
 
 
@@ -203,3 +240,93 @@ async def test_the_cli_prints_usage_and_cost_in_status_and_tokens_in_follow(
             "  research_expert: 400 in / 40 out tokens, 2 model calls\n"
             "  supervisor: 300 in / 30 out tokens, 3 model calls\n") in status
     assert "ai_message    [supervisor] " + faang.ANSWER + "  (100 in / 10 out tokens)" in followed
+
+
+# ---- teams of teams: a child spends what is left of its parent's budgets ------------------------
+
+CALL = Usage(prompt_tokens=1400, completion_tokens=100)
+"""What every model call reports in the tests below: 1,500 tokens."""
+
+
+class FlatModel(ScriptedModel):
+    """The scripted model, every call reporting `CALL`."""
+
+    async def complete(self, req: ModelRequest, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]]) -> ModelResponse:
+        response = await super().complete(req, messages, tools)
+        return response.model_copy(update={"usage": CALL})
+
+
+def teams_with(budgets: Budgets):  # noqa: ANN201
+    builder = faang_teams.build(model="m")
+    builder.budgets = budgets
+    return builder.compile()
+
+
+async def child_runs(client: Client, workflow_id: str) -> list[str]:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return [e.start_child_workflow_execution_initiated_event_attributes.workflow_id
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED]
+
+
+SUMMARY = faang_teams.RESEARCH_SUMMARY
+
+
+@pytest.mark.parametrize(("limit", "agent", "used", "answered"), [
+    # the research team runs out of the 4,500 left to it, after its expert answered
+    (6000, "research_team", 6000, "research_expert"),
+    # the research team answers with 6,000 of the 5,500 left; the top supervisor then stops
+    (7000, "top_supervisor", 7500, "research_team"),
+])
+async def test_a_turn_budget_holds_across_a_team_of_teams_and_the_user_reads_the_nested_answer(
+        client: Client, task_queue: str, limit: int, agent: str, used: int, answered: str) -> None:
+    team = teams_with(Budgets(max_tokens_per_turn=limit))
+    workflow_id = f"usage-teams-{uuid.uuid4().hex[:6]}"
+    async with running_worker(client, task_queue, [team], FlatModel(faang_teams.SCRIPT)):
+        result = await client.execute_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, task=faang_teams.QUESTION),
+            id=workflow_id, task_queue=task_queue)
+        started = await child_runs(client, workflow_id)
+        child = await client.get_workflow_handle(
+            started[0], result_type=ConversationResult).result()
+    assert result.usage is not None and result.usage.total.total_tokens == used
+    assert used <= limit + 1500  # at most one model call over
+    assert (result.status, result.agent) == ("budget_exceeded", agent)
+    assert result.answer == (
+        f"Stopped: this turn used {used:,} tokens, its budget is {limit:,} tokens, before an agent "
+        f"gave a final answer.\n\nBefore the stop, {answered} answered:\n{SUMMARY}")
+    assert result.before_stop is not None and result.before_stop.content == SUMMARY
+    assert started == [f"{workflow_id}/research_team-1"]  # the math team was never started
+    assert child.usage is not None and child.usage.total.total_tokens == used - 1500
+    if limit == 6000:  # the child stopped at what was left to it, and said what it had
+        assert (child.status, child.answer) == ("budget_exceeded", (
+            "Stopped: this turn used 4,500 tokens, its budget is 4,500 tokens, before an agent gave "
+            f"a final answer.\n\nBefore the stop, research_expert answered:\n{SUMMARY}"))
+    else:
+        assert (child.status, child.answer) == ("completed", SUMMARY)
+
+
+async def test_a_conversation_budget_holds_across_a_team_of_teams(client: Client, task_queue: str) -> None:
+    team = teams_with(Budgets(max_tokens_per_conversation=7500))
+    script = {**faang_teams.SCRIPT, "top_supervisor": [say("Hello."), *faang_teams.SCRIPT["top_supervisor"]]}
+    async with running_worker(client, task_queue, [team], FlatModel(script)):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, single_turn=False),
+            id=f"usage-teams-conv-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
+        replies = [await send_turn(client, handle.id, text) for text in ("hi", faang_teams.QUESTION)]
+        started = await child_runs(client, handle.id)
+        child = await client.get_workflow_handle(started[0], result_type=ConversationResult).result()
+        await handle.signal(TeamWorkflow.close)
+        result = await handle.result()
+    # turn 2 had 6,000 left: 1,500 for the handoff, 4,500 for the research team
+    assert [(r.text, r.status) for r in replies] == [
+        ("Hello.", "completed"),
+        ("Stopped: this conversation used 7,500 tokens, its budget is 7,500 tokens.\n\n"
+         f"Before the stop, research_expert answered:\n{SUMMARY}", "budget_exceeded")]
+    assert [r.usage.total_tokens for r in replies if r.usage] == [1500, 6000]
+    assert result.usage is not None and result.usage.total.total_tokens == 7500
+    assert (child.status, child.answer) == ("budget_exceeded", (
+        "Stopped: this conversation used 4,500 tokens, its budget is 4,500 tokens.\n\n"
+        f"Before the stop, research_expert answered:\n{SUMMARY}"))
+    assert started == [f"{handle.id}/research_team-1"]  # the math team was never started

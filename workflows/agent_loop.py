@@ -70,6 +70,9 @@ class AgentLoop:
         start: a run recorded before keeps regular ones)."""
         self.placed_calls: bool | None = None
         """Placement's patch as asked at the run's start; None: ask it at the first call."""
+        self.nested_budgets = False
+        """Nested teams spend what is left of this turn's token budgets (`TeamWorkflow` asks
+        NESTED_BUDGETS at the run's start: a run recorded before gives them their own)."""
         """(agent, agent_run, budget before the batch) of the run a continue-as-new cut off."""
 
     @property

@@ -88,16 +88,26 @@ def failure_text(err: BaseException) -> str:
     return str(cause) or type(cause).__name__
 
 
-async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
+async def run_child(loop: AgentLoop, run: AgentRun, share: int = 1) -> AgentOutcome:
     """Run agent run `run` as a child workflow and write its answer into the run's scope.
 
     Never raises for the child's sake: a failed, terminated or timed-out child becomes an error
-    message from the agent, which the supervisor reads and can act on."""
+    message from the agent, which the supervisor reads and can act on. The child spends what
+    is left of the turn's token budgets (split among `share` children started at once); once
+    they are spent the turn stops here, as it would before an agent's next model call."""
     team, transcript = loop.team, loop.state.transcript
     info = workflow.info()
     cid = child_id(info.workflow_id, run.agent, run.id)
+    turn = usage.current_turn(loop.state.queue, loop.state.turns_started)
+    sub = child_team(team, run.agent)
+    if loop.nested_budgets:
+        over = usage.over_budget(loop.state.usage, turn, team.budgets)
+        if over is not None:  # the handoff's own call spent it: no child to start
+            return loop.stop(run.agent, run.id, over)
+        sub = sub.model_copy(update={"budgets": usage.child_budgets(
+            sub.budgets, loop.state.usage, turn, team.budgets, share)})
     inp = ConversationInput(
-        team=child_team(team, run.agent),
+        team=sub,
         history=bounded_history(transcript.view(run.id, handoffs=roster.handoff_view(team))),
         single_turn=True,
         context=dict(loop.state.context),
@@ -106,6 +116,7 @@ async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
     kind = "nested team" if team.agents[run.agent].team is not None else "agent"
     text, failed, structured = "", True, None
     flag: Flag | None = None
+    stopped: ConversationResult | None = None
     size = len(inp.model_dump_json())
     if size > MAX_INPUT_BYTES:
         text = (f"{run.agent} could not start: its input is {size:,} bytes, over the "
@@ -120,17 +131,30 @@ async def run_child(loop: AgentLoop, run: AgentRun) -> AgentOutcome:
             )
             loop.state.total_model_calls += result.model_calls
             if result.usage is not None:  # a delegate's tokens count in the parent's
-                turn = usage.current_turn(loop.state.queue, loop.state.turns_started)
                 usage.add_child(loop.state.usage, turn, result.usage)
             loop.state.context.update(result.context)  # what the child's tools learned
             text, structured = result.answer, result.structured
             failed = result.status not in ("completed", "truncated", "filtered")
             flag = result.status if result.status in ("truncated", "filtered") else None
+            stopped = result if result.status == "budget_exceeded" and loop.nested_budgets else None
         except (ChildWorkflowError, WorkflowAlreadyStartedError) as err:
             text = f"{run.agent} could not finish: {failure_text(err)}"
         finally:
             del loop.children[run.id]
+    if stopped is not None:
+        outcome = _stopped_child(loop, run, stopped, turn)
+        if outcome is not None:
+            return outcome
     transcript.append(Message(role="assistant", content=text, name=run.agent, agent_run=run.id,
                               kind="error" if failed else "message"))
     return AgentOutcome("answer", run.agent, text, structured=structured, flag=flag)
 
+
+def _stopped_child(loop: AgentLoop, run: AgentRun, result: ConversationResult, turn: int) -> AgentOutcome | None:
+    """A child a budget stopped: what it had answered joins the run's scope (the parent's turn
+    quotes it if it stops too), and if the parent's budget is spent as well its turn stops."""
+    if result.before_stop is not None:
+        loop.state.transcript.append(result.before_stop.model_copy(
+            update={"agent_run": run.id, "usage": None, "kind": "message"}))
+    over = usage.over_budget(loop.state.usage, turn, loop.team.budgets)
+    return None if over is None else loop.stop(run.agent, run.id, over)

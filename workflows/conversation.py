@@ -33,7 +33,6 @@ with workflow.unsafe.imports_passed_through():
         Question,
         TurnProgress,
         TurnReply,
-        TurnStatus,
         UserTurn,
     )
     from .tool_calls import activity_failure_text
@@ -47,6 +46,9 @@ AT_START_PATCH = "patches-asked-at-start"
 """Runs begun by this code ask every patch at their start: a patch (or any command) first
 asked right after a local activity resolved can replay in another workflow task than it ran
 (temporalio 1.35), and the patch state machine refuses it."""
+NESTED_BUDGETS = "nested-token-budgets"
+"""Runs begun by this code give a nested team what is left of their token budgets, and a turn
+a budget stops says what was answered before the stop (workflows/usage.py)."""
 
 
 # Upgrade policy (README, "Upgrading workers"): a change in workflows/ that alters the commands
@@ -86,6 +88,8 @@ class TeamWorkflow(Intake):
         self.waiters: dict[int, int] = {}
         self.notes: bool | None = None
         """NOTES_PATCH as asked at the run's start (runs begun by this code); None: when needed."""
+        self.nested_budgets = False
+        """NESTED_BUDGETS as asked at the run's start (False in runs begun before it)."""
         info = workflow.info()
         live_view.register(info.workflow_id, info.run_id, self)  # never read back here
 
@@ -103,6 +107,7 @@ class TeamWorkflow(Intake):
         if at_start:  # and the patches older runs asked later, some right after a local activity
             self.desk.pending_memo = workflow.patched(PENDING_MEMO)
             self.notes = workflow.patched(NOTES_PATCH)
+            self.nested_budgets = workflow.patched(NESTED_BUDGETS)
         # Ends the workflow (not its task) with the reason, at once. Input an older release
         # accepted (an empty task, say) may have a history of commands already: it replays.
         problem = self.input_problem or (
@@ -175,6 +180,7 @@ class TeamWorkflow(Intake):
         self, team: TeamSpec, number: int, turn: UserTurn, resume: TurnProgress | None
     ) -> TurnReply:
         target = resume.agent if resume and resume.direct else None
+        start = len(self.state.transcript.log)  # where this turn's answers begin (a stop quotes them)
         if resume is None and turn.text:  # an empty turn (a nested team's) answers the history
             target, text, problem = roster.parse_mention(team, turn.text)
             self.state.transcript.append(Message(role="user", content=text, name=turn.sender))
@@ -188,6 +194,7 @@ class TeamWorkflow(Intake):
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views)
         loop.local_calls = self.local_model_calls
         loop.placed_calls = self.placed_calls
+        loop.nested_budgets = self.nested_budgets
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         turns = TurnRunner(loop, budget, resume)
         try:
@@ -209,9 +216,15 @@ class TeamWorkflow(Intake):
                 turn=number, agent=agent, agent_run=agent_run, direct=agent == target and agent_run != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
-        status: TurnStatus = "budget_exceeded" if outcome.kind == "budget" else outcome.flag or "completed"
-        return TurnReply(turn=number, text=outcome.text, agent=outcome.agent, status=status,
-                         structured=outcome.structured)
+        if outcome.kind == "budget":  # with what was answered before the stop (this code's runs)
+            log = self.state.transcript.log
+            if resume is not None:  # continued as new in the middle of the turn
+                start = usage.request_index(log, bool(turn.text))
+            answered = usage.last_answer(log, start) if self.nested_budgets else None
+            return TurnReply(turn=number, text=usage.stopped_text(outcome.text, answered),
+                             agent=outcome.agent, status="budget_exceeded", before_stop=answered)
+        return TurnReply(turn=number, text=outcome.text, agent=outcome.agent,
+                         status=outcome.flag or "completed", structured=outcome.structured)
 
     # ---- continue-as-new --------------------------------------------------------------------
 
@@ -251,7 +264,7 @@ class TeamWorkflow(Intake):
             answer=reply.text, agent=reply.agent, status=reply.status,
             turns=self.state.turns_started, model_calls=self.state.total_model_calls,
             structured=reply.structured, runs=self.state.runs, context=dict(self.state.context),
-            usage=self.state.usage,
+            usage=self.state.usage, before_stop=reply.before_stop,
         )
 
     # ---- queries ----------------------------------------------------------------------------

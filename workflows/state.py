@@ -47,6 +47,9 @@ class TurnReply(Reply):
     structured: dict[str, Any] | None = None
     usage: Tally | None = None
     """Tokens and model calls of this turn (nested teams included)."""
+    before_stop: Message | None = None
+    """With status "budget_exceeded": the latest answer an agent gave in the turn before the
+    budget stopped it (also quoted in `text`), None if none did."""
 
 
 class Question(Wire):
@@ -182,6 +185,8 @@ class ConversationResult(Reply):
     """The context variables at the end (a nested team's flow back into its parent's)."""
     usage: UsageLedger | None = None
     """Tokens used by the whole conversation (a nested team's flow into its parent's)."""
+    before_stop: Message | None = None
+    """As `TurnReply.before_stop`: what a nested team had answered when a budget stopped it."""
     transcript: Transcript | None = None
     """Set only by an earlier release, which carried the log here. The log is in the history
     once already (a second copy in the result doubled small conversations' histories), so

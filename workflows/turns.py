@@ -51,13 +51,13 @@ class TurnRunner:
         self.state.assignments[agent] = self.state.assignments.get(agent, 0) + 1
         return self.transcript.start_run(agent, handoff_call_id)
 
-    async def _run_worker(self, run: AgentRun, resuming: bool) -> AgentOutcome:
+    async def _run_worker(self, run: AgentRun, resuming: bool, share: int = 1) -> AgentOutcome:
         """One worker's run on its own view: in this workflow, or, for a nested team or an
         agent marked `run_as_child`, in a child workflow (never resumed: the run does not
-        continue as new while a child runs)."""
+        continue as new while a child runs) that gets a `share` of the turn's token budgets."""
         if runs_as_child(self.team, run.agent):
             with self.loop.span(run.agent, run.id):
-                return await run_child(self.loop, run)
+                return await run_child(self.loop, run, share)
         return await self.loop.run(run.agent, run.id, self.budget, resume=resuming)
 
     async def supervise(self) -> AgentOutcome:
@@ -81,7 +81,7 @@ class TurnRunner:
                 runs = [self._start(agent, call.id) for agent, call in outcome.handoffs]
             # Workers run concurrently, each on its own view; results fold back in call order.
             self.loop.in_fanout = len(runs) > 1
-            results = await asyncio.gather(*(self._run_worker(r, resuming) for r in runs))
+            results = await asyncio.gather(*(self._run_worker(r, resuming, len(runs)) for r in runs))
             self.loop.in_fanout = False
             resuming = False
             for run in runs:

@@ -3,14 +3,18 @@ and per model, and the token budgets that end a turn. Pure data and arithmetic.
 
 The ledger lives in `ConversationState` (so continue-as-new carries it). A nested team's
 child workflow returns its ledger with its result and the parent adds it in, agent by agent
-(agent names are unique across a team tree), so a delegate's tokens are never lost.
+(agent names are unique across a team tree), so a delegate's tokens are never lost. While it
+runs, the child spends what is left of its parent's token budgets (`child_budgets`): each
+level checks before every model call, so a team of teams overshoots by at most one call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import Field
 
-from .messages import Budgets, Reply, Usage, Wire
+from .messages import Budgets, Message, Reply, Usage, Wire
 
 
 class Tally(Reply):
@@ -105,3 +109,48 @@ def over_budget(ledger: UsageLedger, turn: int, budgets: Budgets) -> str | None:
         return (f"Stopped: this conversation used {ledger.total.total_tokens:,} tokens, its "
                 f"budget is {limit:,} tokens.")
     return None
+
+
+def _left(limit: int | None, used: int, share: int) -> int | None:
+    return None if limit is None else max(limit - used, 0) // share
+
+
+def child_budgets(own: Budgets, ledger: UsageLedger, turn: int, parent: Budgets, share: int = 1) -> Budgets:
+    """A nested team's budgets (`own`), its token limits cut to what is left of the parent's
+    turn and conversation budgets. `share` children starting at once split what is left, so
+    together they stay within it (a child cannot see what its siblings spend)."""
+    used_turn = ledger.turn.total_tokens if ledger.turn_number == turn else 0
+    limits = {"max_tokens_per_turn": _left(parent.max_tokens_per_turn, used_turn, share),
+              "max_tokens_per_conversation": _left(parent.max_tokens_per_conversation,
+                                                   ledger.total.total_tokens, share)}
+    # The child answers one turn: its turn and its conversation are the same tokens.
+    return own.model_copy(update={name: _min(getattr(own, name), left) for name, left in limits.items()})
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def last_answer(log: Sequence[Message], start: int) -> Message | None:
+    """The latest answer an agent gave in `log[start:]`: an assistant message with text and no
+    tool call (not a handoff, an error or a budget stop)."""
+    for message in reversed(log[start:]):
+        if (message.role == "assistant" and message.kind == "message" and not message.tool_calls
+                and (message.content or "").strip()):
+            return message
+    return None
+
+
+def request_index(log: Sequence[Message], has_request: bool) -> int:
+    """Where a turn resumed after continue-as-new began: at its user message. A nested team's
+    turn has none (it answers its parent's history): nothing before the resume is quoted."""
+    if not has_request:
+        return len(log)
+    return max((i for i, m in enumerate(log) if m.role == "user" and m.agent_run == 0), default=0)
+
+
+def stopped_text(stop: str, answered: Message | None) -> str:
+    """What a user reads when a budget ends a turn: why, then what was answered before it."""
+    if answered is None:
+        return stop
+    return f"{stop}\n\nBefore the stop, {answered.name or 'an agent'} answered:\n{answered.content}"
