@@ -136,6 +136,8 @@ class OpenAIBackend:
             params["stream_options"] = {"include_usage": True}
         if req.temperature is not None:
             params["temperature"] = req.temperature
+        if req.max_tokens is not None:
+            params["max_tokens"] = req.max_tokens
         if req.output_schema is not None:
             params["response_format"] = {
                 "type": "json_schema",

@@ -144,6 +144,7 @@ async def submit_turn(
     sender: str | None = None,
     turn_id: str | None = None,
     busy_timeout: float = 600.0,
+    max_tokens: int | None = None,
 ) -> AcceptedTurn:
     """Send `text` as a user turn and return as soon as the conversation has accepted it, with
     its number (an HTTP gateway answers its client only then, so an acknowledged turn is never
@@ -151,8 +152,9 @@ async def submit_turn(
 
     Raises `ConversationEnded` / `ConversationNotFound`, `ConversationBusy` after
     `busy_timeout` seconds of refusals (a full queue, an unavailable server), and
-    `WorkflowUpdateFailedError` when the workflow refuses the turn (`err.cause.message`)."""
-    turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex)
+    `WorkflowUpdateFailedError` when the workflow refuses the turn (`err.cause.message`).
+    `max_tokens` caps each model call of the turn."""
+    turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens)
     handle = client.get_workflow_handle(workflow_id)
     deadline = asyncio.get_running_loop().time() + busy_timeout
     pause = 0.05

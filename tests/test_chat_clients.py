@@ -188,3 +188,43 @@ async def test_a_quiet_chat_closes_and_its_question_stays_out_of_the_inbox(clien
     assert "desk-named-1" in inbox and asked.headers["x-thread-id"] not in inbox
     assert described.status == WorkflowExecutionStatus.COMPLETED
     assert (result.status, result.answer) == ("completed", "I'll wait for your order number.")
+
+
+CAPPED = Swarm([Agent("writer", "Write.", model="test-model")], team_name="writer").compile()
+
+
+async def test_max_tokens_reaches_every_model_call_and_a_cut_answer_says_length(client: Client, task_queue: str) -> None:
+    from durable_teams.activities.model import OpenAIBackend
+
+    from .fake_openai import FakeOpenAI, completion
+
+    with FakeOpenAI() as fake:
+        fake.reply(completion("A long story that was cu", finish_reason="length"))
+        fake.reply(completion("Short."))
+        backend = OpenAIBackend(base_url=fake.base_url, api_key="k")
+        async with running_worker(client, task_queue, [CAPPED], backend), \
+                running_gateway(client, task_queue) as url:
+            ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+            cut = await ai.chat.completions.create(model="writer", max_tokens=5,
+                                                   messages=[{"role": "user", "content": "a story"}])
+            whole = await ai.chat.completions.create(model="writer", max_completion_tokens=7,
+                                                     messages=[{"role": "user", "content": "a word"}])
+            with pytest.raises(openai.BadRequestError) as refused:
+                await ai.chat.completions.create(model="writer", stop=["\n"],
+                                                 messages=[{"role": "user", "content": "x"}])
+
+    assert [r.get("max_tokens") for r in fake.requests] == [5, 7]
+    assert (cut.choices[0].finish_reason, cut.choices[0].message.content) == ("length", "A long story that was cu")
+    assert (whole.choices[0].finish_reason, whole.choices[0].message.content) == ("stop", "Short.")
+    assert refused.value.body["param"] == "stop"  # type: ignore[index]
+
+
+def test_an_unset_token_cap_leaves_the_wire_as_older_workers_read_it() -> None:
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from durable_teams.workflows.state import UserTurn
+
+    plain, capped = pydantic_data_converter.payload_converter.to_payloads(
+        [UserTurn(text="x", turn_id="t"), UserTurn(text="x", turn_id="t", max_tokens=3)])
+    assert plain.data == b'{"text":"x","sender":null,"turn_id":"t"}'
+    assert capped.data == b'{"text":"x","sender":null,"max_tokens":3,"turn_id":"t"}'

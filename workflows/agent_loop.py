@@ -66,6 +66,8 @@ class AgentLoop:
         """Agent run id -> id of the child workflow running it now (workflows/children.py)."""
         self.interrupted_at: tuple[str, int, Budget] | None = None
         self.local_calls = False
+        self.max_tokens: int | None = None
+        """The turn's cap on each model call's reply (a chat client's `max_tokens`)."""
         """Model calls may be local activities (`TeamWorkflow` asks LOCAL_PATCH at the run's
         start: a run recorded before keeps regular ones)."""
         self.placed_calls: bool | None = None
@@ -182,6 +184,7 @@ class AgentLoop:
             parallel_tool_calls=sup.parallel_tool_calls if sup and agent == sup.name else None,
             output_schema=spec.output_schema,
             temperature=spec.temperature,
+            max_tokens=self.max_tokens,
             agent_call_index=calls_so_far,
         )
         # What the model receives: the system message and this agent's view (not the log).

@@ -193,6 +193,7 @@ class TeamWorkflow(Intake):
         self.views = self.views or ViewBuilder()
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views)
         loop.local_calls = self.local_model_calls
+        loop.max_tokens = turn.max_tokens
         loop.placed_calls = self.placed_calls
         loop.nested_budgets = self.nested_budgets
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()

@@ -34,6 +34,12 @@ def wire_name(name: str) -> str:
 WIRE_CONFIG = ConfigDict(extra="forbid", serialize_by_alias=True)
 
 
+def optional_cap() -> Any:
+    """An optional positive limit, left out of the wire when unset (so inputs without it read
+    exactly as before, by older workers too)."""
+    return Field(default=None, gt=0, exclude_if=lambda value: value is None)
+
+
 def agent_run_field(*, wire_name: str, **default: int) -> Any:
     """An agent run's id (`transcript.AgentRun.id`; 0 = the shared conversation) under its one
     name, `agent_run`, stored under the name recorded histories use (`scope` on a message,
@@ -273,6 +279,8 @@ class ModelRequest(Wire):
     parallel_tool_calls: bool | None = None
     output_schema: dict[str, Any] | None = None
     temperature: float | None = None
+    max_tokens: int | None = optional_cap()
+    """The most tokens the reply may have (a chat client's `max_tokens` for its turn)."""
     agent_call_index: int = 0
     """How many model calls this agent made earlier in the conversation: deterministic, so a
     scripted model replays the same reply after a retry or a worker restart."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .handoff import HandoffView
-from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire, agent_run_field
+from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire, agent_run_field, optional_cap
 from .transcript import Transcript
 from .usage import Tally, UsageLedger
 
@@ -31,6 +31,8 @@ class UserTurn(Wire):
 
     text: str
     sender: str | None = None
+    max_tokens: int | None = optional_cap()
+    """The most tokens each model call of this turn may write (None: the agents' settings)."""
     turn_id: str | None = None
     """A client-chosen id that makes sending idempotent: a turn re-sent with the same id (after
     a continue-as-new cut its update off, say) waits for the same reply instead of running

@@ -55,6 +55,11 @@ def check_fields(body: dict[str, Any]) -> None:
         raise FieldError("'response_format': a team answers in text; structured output is set "
                          "on the team (Supervisor(..., output_type=...)), not per request",
                          "response_format")
+    stop = body.get("stop")
+    if stop not in (None, "", []):
+        raise FieldError("'stop': a team's answer is several model calls, not one completion; stop "
+                         "sequences are not supported", "stop")
+    max_tokens(body)
     if body.get("tool_choice") not in (None, "none", "auto"):
         raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
     user = body.get("user")
@@ -92,6 +97,18 @@ def caller_scope(request: Request) -> str:
     return caller if caller.startswith("token:") else ""
 
 
+def max_tokens(body: dict[str, Any]) -> int | None:
+    """`max_completion_tokens` (or the older `max_tokens`): a positive integer, or None."""
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = body.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1_000_000:
+            raise FieldError(f"'{name}' must be an integer from 1 to 1000000", name)
+        return value
+    return None
+
+
 def turn_key(thread: str, messages: list[Any], text: str) -> str:
     """The turn id of this request: the same request sent again (a client's retry) is the
     same turn; the next message of the conversation is another."""
@@ -119,13 +136,13 @@ async def chat_completions(request: Request) -> Response:
         subscription = gw.hub.subscribe(thread)
         deltas = await subscription.__aenter__()
         try:
-            outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text))
+            outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text), max_tokens(body))
         except BaseException:
             await subscription.__aexit__(None, None, None)
             raise
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return sse_response(_stream(team, outcome, usage, subscription, deltas), headers, openai_error)
-    outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text))
+    outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text), max_tokens(body))
     done = await outcome()
     if done.kind == "failed":
         return turn_failed(done.text, headers)
@@ -143,7 +160,8 @@ def completion(team: str, done: Outcome) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
         "model": team, "system_fingerprint": done.kind,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": done.text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": done.text},
+                     "finish_reason": done.finish_reason}],
         "usage": usage_of(done.usage),
     }
 
@@ -175,7 +193,7 @@ async def _stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usage: b
             piece = content.take(delta)
             if piece:
                 yield chunk(piece)
-        kind, answer, tally = exchange.result()
+        kind, answer, tally, finish = exchange.result()
     except ConversationEnded as ended:  # the status is sent already: OpenAI's in-stream error
         yield sse_frame(None, {"error": {"message": str(ended), "type": "conversation_ended"}})
         return
@@ -188,7 +206,7 @@ async def _stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usage: b
     rest = content.finish(answer)
     if rest:
         yield chunk({"content": rest})
-    yield chunk({}, "stop")
+    yield chunk({}, finish)
     if usage:
         yield sse_frame(None, {**base, "choices": [], "usage": usage_of(tally)})
     yield sse_frame(None, "[DONE]")

@@ -43,10 +43,14 @@ class Outcome(NamedTuple):
     kind: str
     text: str
     usage: Tally | None = None
+    finish_reason: str = "stop"
+    """OpenAI's: "length" when a model call of the turn was cut at its token limit,
+    "content_filter" when the endpoint's filter cut it."""
 
     @classmethod
     def of(cls, reply: TurnReply) -> Outcome:
-        return cls("failed" if reply.status == "failed" else "reply", reply.text, reply.usage)
+        finish = {"truncated": "length", "filtered": "content_filter"}.get(reply.status, "stop")
+        return cls("failed" if reply.status == "failed" else "reply", reply.text, reply.usage, finish)
 
 
 CHAT_MEMO = "chat"
@@ -207,8 +211,8 @@ class Gateway:
     async def reply(self, thread: str, question_id: str | None, **reply: Any) -> str:
         return await send_reply(self.client, thread, question_id, **reply)
 
-    async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None
-                             ) -> Callable[[], Awaitable[Outcome]]:
+    async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
+                             max_tokens: int | None = None) -> Callable[[], Awaitable[Outcome]]:
         """One OpenAI-style exchange, started: `text` answers the thread's open question, or
         is sent as a turn (accepted by the workflow before this returns, so the caller may
         acknowledge it). Returns what waits for the outcome: (kind, text), kind "reply",
@@ -227,7 +231,7 @@ class Gateway:
                 await self.reply(thread, q.question_id, text=text)
             return lambda: self._outcome(thread, seen, target_turn=status.turns, turn=None)
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
-                                     busy_timeout=self.busy_seconds)
+                                     busy_timeout=self.busy_seconds, max_tokens=max_tokens)
 
         async def outcome() -> Outcome:
             turn = background(accepted.reply())
