@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from durable_teams.activities.model import OpenAIBackend
 from durable_teams.activities.tools import tool
 from durable_teams.builders import Agent, Swarm
 from durable_teams.gateway import chat_history
@@ -194,8 +195,6 @@ CAPPED = Swarm([Agent("writer", "Write.", model="test-model")], team_name="write
 
 
 async def test_max_tokens_reaches_every_model_call_and_a_cut_answer_says_length(client: Client, task_queue: str) -> None:
-    from durable_teams.activities.model import OpenAIBackend
-
     from .fake_openai import FakeOpenAI, completion
 
     with FakeOpenAI() as fake:
@@ -228,3 +227,33 @@ def test_an_unset_token_cap_leaves_the_wire_as_older_workers_read_it() -> None:
         [UserTurn(text="x", turn_id="t"), UserTurn(text="x", turn_id="t", max_tokens=3)])
     assert plain.data == b'{"text":"x","sender":null,"turn_id":"t"}'
     assert capped.data == b'{"text":"x","sender":null,"max_tokens":3,"turn_id":"t"}'
+
+
+async def test_a_failed_turn_is_an_error_and_a_question_logs_no_traceback(
+        client: Client, task_queue: str, caplog: pytest.LogCaptureFixture) -> None:
+    import gc
+    import logging
+
+    from .fake_openai import FakeOpenAI
+
+    caplog.set_level(logging.INFO)
+    with FakeOpenAI() as fake:
+        fake.error(401, "Incorrect API key provided")
+        backend = OpenAIBackend(base_url=fake.base_url, api_key="k")
+        async with running_worker(client, task_queue, [CAPPED], backend), \
+                running_worker(client, f"{task_queue}-desk", [DESK], ScriptedModel(desk_script)), \
+                running_gateway(client, task_queue) as url, \
+                running_gateway(client, f"{task_queue}-desk") as desk_url:
+            ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+            with pytest.raises(openai.APIStatusError) as failed:
+                await ai.chat.completions.create(model="writer", messages=[{"role": "user", "content": "hi"}])
+            desk = openai.AsyncOpenAI(base_url=f"{desk_url}/v1", api_key="unused", max_retries=0)
+            asked = await desk.chat.completions.create(model="desk", messages=[{"role": "user", "content": FIRST}])
+            gc.collect()  # an unread task's exception is logged when the task is collected
+
+    assert failed.value.status_code == 502
+    assert failed.value.body["type"] == "turn_failed"  # type: ignore[index]
+    assert "The model call for writer failed" in failed.value.message and "401" in failed.value.message
+    assert asked.choices[0].message.content == ASKED
+    gateway_logs = [r for r in caplog.records if r.name.startswith(("durable_teams.gateway", "asyncio", "uvicorn"))]
+    assert not [r for r in gateway_logs if r.exc_info or "never retrieved" in r.getMessage()]
