@@ -13,7 +13,8 @@ WORKFLOWS = sorted((Path(__file__).resolve().parent.parent / "workflows").glob("
 
 ALLOWED_MODULES = {
     "__future__", "asyncio", "collections", "dataclasses", "datetime", "json", "re", "typing",
-    "weakref", "zoneinfo", "difflib", "pydantic", "temporalio",
+    "weakref", "zoneinfo", "difflib", "pydantic", "temporalio", "math", "contextlib", "contextvars",
+    "hashlib",
 }
 """Everything else (random, uuid, time, os, socket, threading, openai, httpx, ...) is refused."""
 
