@@ -1,0 +1,119 @@
+"""MCP sessions on the worker: one persistent session per server per worker (the default), or
+a fresh one for every use (`session="per_call"`).
+
+The SDK's client enters anyio task groups that must be exited by the task that entered them,
+so a persistent session is owned by a long-lived task of its own: it opens the session, hands
+the connected client out and waits to be told to close it. Activities, each on its own task,
+send their requests over that client; the SDK correlates concurrent requests by id, so they
+need no lock. A session whose connection has closed (its server died) is replaced by a new one
+on its next use, before anything is sent; `close()` ends them all when the worker stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from durable_teams.mcp import MCPServer
+
+
+def connection_closed(client: Any) -> bool:
+    """Whether `client`'s connection has closed (its server died or hung up). The SDK keeps
+    this on its dispatcher, which it does not publish; without it, a dead session is noticed
+    when a request fails (`Sessions.lost`)."""
+    session = getattr(client, "_session", None)
+    return session is None or bool(getattr(getattr(session, "_dispatcher", None), "_closed", False))
+
+
+class _Owned:
+    """One open session and the task that owns it."""
+
+    def __init__(self, definition: MCPServer):
+        self.definition = definition
+        self.ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.stop = asyncio.Event()
+        # its own context: nothing of the activity that happened to open it (cancellation,
+        # Temporal's activity context) may reach a task that outlives that activity
+        self.task = asyncio.create_task(self._own(), name=f"mcp session {definition.name}",
+                                        context=contextvars.Context())
+
+    async def _own(self) -> None:
+        try:
+            async with self.definition.client() as client:
+                self.ready.set_result(client)
+                await self.stop.wait()
+        except BaseException as err:  # noqa: BLE001 - told to whoever waits to connect
+            if not self.ready.done():
+                self.ready.set_exception(err)
+            if isinstance(err, asyncio.CancelledError):
+                raise
+            # else closing a session failed (its server had died): nothing to tell anyone
+
+    async def client(self) -> Any:
+        return await asyncio.shield(self.ready)  # a caller's cancel must not cancel the opening
+
+    async def close(self) -> None:
+        self.stop.set()
+        await asyncio.gather(self.task, return_exceptions=True)
+        if self.ready.done() and not self.ready.cancelled():
+            self.ready.exception()  # read, so an opening nobody awaited is not logged
+
+
+class Sessions:
+    """The worker's MCP sessions, by server name."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, _Owned] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    @asynccontextmanager
+    async def connected(self, definition: MCPServer) -> AsyncIterator[Any]:
+        """A connected client of `definition`'s server for one use: its persistent session
+        (opened, or reopened after its server died, here), or a session of its own that
+        closes after the use. Raises what opening a session raised."""
+        if definition.session == "per_call":
+            async with definition.client() as client:
+                yield client
+            return
+        yield await self._persistent(definition)
+
+    async def _persistent(self, definition: MCPServer) -> Any:
+        if self._closed:
+            raise RuntimeError("the worker is stopping: its MCP sessions are closed")
+        lock = self._locks.setdefault(definition.name, asyncio.Lock())
+        async with lock:  # one opening at a time per server; an open session is shared
+            owned = self._open.get(definition.name)
+            if owned is not None and owned.ready.done() and (
+                    owned.ready.cancelled() or owned.ready.exception() is not None
+                    or connection_closed(owned.ready.result())):
+                del self._open[definition.name]
+                await owned.close()
+                owned = None
+            if owned is None:
+                owned = self._open[definition.name] = _Owned(definition)
+            try:
+                return await owned.client()
+            except BaseException:
+                if owned.ready.done() and self._open.get(definition.name) is owned:
+                    del self._open[definition.name]  # a failed opening is not kept
+                    await owned.close()
+                raise
+
+    async def lost(self, definition: MCPServer, client: Any) -> None:
+        """`client`'s connection closed under a request: its session is closed now, so the
+        next use opens a new one even if the SDK did not say so (`connection_closed`)."""
+        owned = self._open.get(definition.name)
+        if owned is not None and owned.ready.done() and not owned.ready.cancelled() \
+                and owned.ready.exception() is None and owned.ready.result() is client:
+            del self._open[definition.name]
+            await owned.close()
+
+    async def close(self) -> None:
+        """Close every persistent session (the worker stops); later uses are refused."""
+        self._closed = True
+        owned, self._open = list(self._open.values()), {}
+        await asyncio.gather(*(o.close() for o in owned))
