@@ -22,10 +22,12 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed (it needs Pyth
 
 from temporalio.client import Client, WorkflowHandle
 
+from durable_teams.activities.mcp import MCPActivities
 from durable_teams.builders import Agent, Swarm
 from durable_teams.mcp import MCPStdio
 from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.mcp import MCPCall
 from durable_teams.workflows.state import ConversationInput, UserTurn
 
 from .cli_process import cli_env, one_line_failure, run_cli
@@ -93,6 +95,22 @@ async def test_a_persistent_session_keeps_its_state_and_a_per_call_one_starts_fr
     assert not alive(kept_pid)  # the worker stopped: its session closed and the server ended
 
 
+async def test_concurrent_first_calls_open_one_session_and_share_it() -> None:
+    mcp = MCPActivities({"orders": orders()})
+
+    def increment(n: int) -> MCPCall:
+        return MCPCall(server="orders", tool="increment", arguments="{}", idempotency_key=str(n),
+                       agent="clerk")
+
+    try:
+        results = await asyncio.gather(*(mcp.call_mcp_tool(increment(n)) for n in range(20)))
+    finally:
+        await mcp.close()
+    assert sorted(int(r.content) for r in results) == list(range(1, 21))  # one process counted all
+    with pytest.raises(ValueError, match="session must be 'persistent' or 'per_call', not 'pooled'"):
+        orders(session="pooled")
+
+
 async def test_a_server_killed_between_calls_is_started_again(client: Client, task_queue: str) -> None:
     swarm = team(orders())
     model = ScriptedModel({"clerk": [call("increment"), call("pid"), say("One."),
@@ -156,9 +174,10 @@ async def test_a_server_command_that_does_not_exist_fails_the_conversation_sayin
     async with running_worker(client, task_queue, [swarm.compile()], ScriptedModel({"clerk": [say("never")]})):
         ran = await run_cli("run", swarm.team_name, "hello", "--id", wid, env=env)
         status = await run_cli("status", wid, env=env)
+    transcript = await run_cli("transcript", wid, env=env)  # rebuilt from history: no worker
     reason = ("MCP server 'ghost' could not list its tools: could not start "
               "'no-such-mcp-server-command': FileNotFoundError: [Errno 2] No such file or directory: "
               "'no-such-mcp-server-command'")
     assert one_line_failure(ran) == f"durable-teams: conversation {wid} failed: {reason}"
-    assert one_line_failure(status) == one_line_failure(ran)
+    assert one_line_failure(status) == one_line_failure(transcript) == one_line_failure(ran)
     assert status.out == f"workflow: {wid} (FAILED)\n"
