@@ -26,7 +26,7 @@ from durable_teams.mcp import INSTALL_HINT, MCPServer, MCPStdio
 from durable_teams.workflows.mcp import MCPCall
 from durable_teams.workflows.messages import ToolResult, ToolSpec
 
-from .mcp_sessions import Sessions
+from .mcp_sessions import Lease, Sessions
 from .tools import MAX_RESULT_BYTES, TOOL_TIMEOUT
 
 CONNECT_BACKOFF_SECONDS = 0.5
@@ -82,11 +82,11 @@ class MCPActivities:
         definition = self._server(server)
         _error_class()
         try:
-            async with self.sessions.connected(definition) as client:
+            async with self.sessions.connected(definition) as lease:
                 tools: list[ToolSpec] = []
                 cursor = None
                 while True:  # asked of the server itself: a new conversation sees its tools now
-                    page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+                    page = await lease.client.list_tools(cursor=cursor, cache_mode="bypass")
                     tools += [ToolSpec(name=t.name, description=t.description or "",
                                        parameters=dict(t.input_schema), mcp_server=server,
                                        mcp_tool=t.name) for t in page.tools]
@@ -109,37 +109,61 @@ class MCPActivities:
             return ToolResult(is_error=True, content="Error: the arguments must be a JSON object.")
         # the call's own deadline counts from the start, connecting included
         deadline = asyncio.get_running_loop().time() + req.timeout_seconds
+        attempts = max(definition.max_attempts, 1)
+        for attempt in range(1, attempts + 1):
+            try:
+                outcome = await self._attempt(definition, req, arguments, deadline)
+            except NotSent as err:  # safe to try again, whatever the tool does
+                if attempt == attempts:
+                    return ToolResult(is_error=True, content=(
+                        f"Error: MCP server {req.server!r} could not be reached ({attempt} "
+                        f"attempts): {err}. {req.tool} did not run."))
+                await asyncio.sleep(min(CONNECT_BACKOFF_SECONDS * 2 ** (attempt - 1), 10.0))
+                continue
+            if isinstance(outcome, ApplicationError):
+                raise outcome
+            return outcome
+        raise AssertionError("unreachable")
+
+    async def _attempt(self, definition: MCPServer, req: MCPCall, arguments: dict[str, Any],
+                       deadline: float) -> ToolResult | ApplicationError:
+        """Connect and send the call once. Raises NotSent when the server could not be
+        reached, and an ApplicationError when the call failed after it was sent (then the
+        workflow's retry policy decides: once, unless the server is idempotent). No deadline
+        of our own on connecting: a scope around entering a per-call session would close
+        before the session's task groups; the transport's timeouts and the activity's bound
+        the wait."""
         outcome: ToolResult | ApplicationError | None = None
         try:
             async with AsyncExitStack() as stack:  # nothing raised in here but transport errors
-                client = await self._connect(definition, stack)
-                outcome = await self._send(definition, client, req, arguments, deadline)
-        except Unreachable as err:  # nothing was sent: the tool did not run
-            return ToolResult(is_error=True, content=(
-                f"Error: MCP server {req.server!r} could not be reached ({err.attempts} attempts): "
-                f"{err}. {req.tool} did not run."))
+                try:
+                    lease = await stack.enter_async_context(self.sessions.connected(definition))
+                except Exception as err:
+                    raise NotSent(leaf_text(err)) from err
+                outcome = await self._send(lease, req, arguments, deadline)
+        except NotSent:
+            raise
         except Exception as err:
-            if outcome is None:
-                # sent, outcome unknown: the workflow's retry policy decides (once, unless idempotent)
+            if outcome is None:  # sent, outcome unknown
                 raise ApplicationError(f"{req.tool}: {leaf_text(err)}", type="MCPCallFailed") from err
             # else closing a per-call session failed after the outcome was known
-        if isinstance(outcome, ApplicationError):
-            raise outcome
         assert outcome is not None
         return outcome
 
-    async def _send(self, definition: MCPServer, client: Any, req: MCPCall, arguments: dict[str, Any],
+    async def _send(self, lease: Lease, req: MCPCall, arguments: dict[str, Any],
                     deadline: float) -> ToolResult | ApplicationError:
         """The call's outcome: the server's answer, or the failure (to raise) that leaves it
-        unknown whether the tool ran."""
+        unknown whether the tool ran. Raises NotSent if the request provably never left."""
         try:
             with anyio.fail_after(max(deadline - asyncio.get_running_loop().time(), 0.001)):
-                answer = await client.call_tool(
+                answer = await lease.client.call_tool(
                     req.tool, arguments, meta={"idempotency_key": req.idempotency_key})
             return _tool_result(answer)
         except _error_class() as err:
             if getattr(err, "code", None) == CONNECTION_CLOSED:  # not an answer: the server went away
-                await self.sessions.lost(definition, client)
+                if await lease.lost():
+                    why = lease.owned.failure if lease.owned and lease.owned.failure else err
+                    raise NotSent(leaf_text(why)) from err
                 return ApplicationError(f"the connection to MCP server {req.server!r} closed during "
                                         "the call", type="MCPCallFailed")
             # the server answered: refused the call, unknown tool
@@ -149,29 +173,9 @@ class MCPActivities:
             return ApplicationError(f"{req.tool} did not finish within {req.timeout_seconds:g}s",
                                     type=TOOL_TIMEOUT)
 
-    async def _connect(self, definition: MCPServer, stack: AsyncExitStack) -> Any:
-        """A connected client; a server that cannot be reached is tried again, with backoff, up
-        to the server's `max_attempts` (safe for any tool: nothing has been sent yet). No
-        deadline of our own here: a scope around entering a per-call session would close
-        before the session's task groups; the transport's timeouts and the activity's own
-        bound the wait."""
-        attempts = max(definition.max_attempts, 1)
-        for attempt in range(1, attempts + 1):
-            try:
-                return await stack.enter_async_context(self.sessions.connected(definition))
-            except Exception as err:
-                if attempt == attempts:
-                    raise Unreachable(leaf_text(err), attempt) from err
-                await asyncio.sleep(min(CONNECT_BACKOFF_SECONDS * 2 ** (attempt - 1), 10.0))
-        raise AssertionError("unreachable")
 
-
-class Unreachable(Exception):
-    """The server could not be reached (nothing was sent to it)."""
-
-    def __init__(self, text: str, attempts: int):
-        super().__init__(text)
-        self.attempts = attempts
+class NotSent(Exception):
+    """The server could not be reached: nothing of the call was sent to it."""
 
 
 def leaf(err: BaseException) -> BaseException:

@@ -22,22 +22,24 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed (it needs Pyth
 
 from temporalio.client import Client, WorkflowHandle
 
+from durable_teams.activities import mcp as mcp_activities
 from durable_teams.activities.mcp import MCPActivities
 from durable_teams.builders import Agent, Swarm
-from durable_teams.mcp import MCPStdio
+from durable_teams.mcp import MCPHttp, MCPStdio
 from durable_teams.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.mcp import MCPCall
 from durable_teams.workflows.state import ConversationInput, UserTurn
 
+from . import mcp_server
 from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker
-from .test_mcp import SERVER, activity_names, tool_messages
+from .test_mcp import SERVER, activity_names, http_server, tool_messages
 
 NOT_RETRIED = "The tool may or may not have completed; it was not retried."
 
 
-def team(*servers: MCPStdio) -> Swarm:
+def team(*servers: MCPStdio | MCPHttp) -> Swarm:
     return Swarm([Agent("clerk", "You count.", mcp=list(servers))],
                  team_name=f"mcp-{uuid.uuid4().hex[:6]}")
 
@@ -127,6 +129,37 @@ async def test_a_server_killed_between_calls_is_started_again(client: Client, ta
     assert second.text == "One again."
     assert [first[0], later[0]] == [("increment", "1", "message")] * 2  # a new process, a new count
     assert later[1][2] == "message" and later[1][1] != first[1][1]
+
+
+async def test_a_kept_http_session_whose_server_stopped_says_the_call_did_not_run(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session learns that its server went away from the call's own request, which could
+    not connect: nothing was sent, so the model is told the tool did not run."""
+    monkeypatch.setattr(mcp_activities, "CONNECT_BACKOFF_SECONDS", 0.01)
+    model = ScriptedModel({"clerk": [call("lookup_order", order_id="1"), say("Found."),
+                                     call("lookup_order", order_id="2"), say("It is down.")]})
+    server = http_server(mcp_server.build())
+    swarm = team(MCPHttp("orders", await server.__aenter__(), max_attempts=1))
+    running = True
+    try:
+        async with running_worker(client, task_queue, [swarm.compile()], model):
+            handle = await start(client, task_queue, swarm)
+            await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="order 1?"))
+            running = False
+            await server.__aexit__(None, None, None)
+            reply = await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="order 2?"))
+            transcript = await handle.query(TeamWorkflow.transcript, True)
+            await handle.signal(TeamWorkflow.close)
+            await handle.result()
+    finally:
+        if running:
+            await server.__aexit__(None, None, None)
+    assert reply.text == "It is down."
+    assert tool_messages(transcript) == [
+        ("lookup_order", "Order 1: hiking boots, delivered.", "message"),
+        ("lookup_order", "Error: MCP server 'orders' could not be reached (1 attempts): "
+                         "ConnectError: All connection attempts failed. lookup_order did not run.",
+         "error")]
 
 
 @pytest.mark.parametrize("session", ["persistent", "per_call"])
