@@ -70,6 +70,14 @@ class _Owned:
             if isinstance(err, asyncio.CancelledError):
                 raise
 
+    def ended(self) -> bool:
+        """Whether this session cannot serve another request: it failed to open, its task
+        ended, or its connection closed."""
+        if not self.ready.done():
+            return False
+        return (self.ready.cancelled() or self.ready.exception() is not None or self.task.done()
+                or connection_closed(self.ready.result()))
+
     async def client(self) -> Any:
         return await asyncio.shield(self.ready)  # a caller's cancel must not cancel the opening
 
@@ -97,9 +105,7 @@ class Lease:
         if owned is None:
             return False
         alone = owned.in_flight == 1
-        if self.sessions._open.get(self.definition.name) is owned:
-            del self.sessions._open[self.definition.name]
-        await owned.close()
+        await self.sessions.forget(owned)
         return alone and could_not_connect(owned.failure)
 
 
@@ -133,21 +139,23 @@ class Sessions:
         lock = self._locks.setdefault(definition.name, asyncio.Lock())
         async with lock:  # one opening at a time per server; an open session is shared
             owned = self._open.get(definition.name)
-            if owned is not None and owned.ready.done() and (
-                    owned.ready.cancelled() or owned.ready.exception() is not None
-                    or connection_closed(owned.ready.result())):
-                del self._open[definition.name]
-                await owned.close()
+            if owned is not None and owned.ended():
+                await self.forget(owned)
                 owned = None
             if owned is None:
                 owned = self._open[definition.name] = _Owned(definition)
             try:
                 return owned, await owned.client()
             except BaseException:
-                if owned.ready.done() and self._open.get(definition.name) is owned:
-                    del self._open[definition.name]  # a failed opening is not kept
-                    await owned.close()
+                if owned.ready.done():  # a failed opening is not kept
+                    await self.forget(owned)
                 raise
+
+    async def forget(self, owned: _Owned) -> None:
+        """Close `owned`; the next use of its server opens a new session."""
+        if self._open.get(owned.definition.name) is owned:
+            del self._open[owned.definition.name]
+        await owned.close()
 
     async def close(self) -> None:
         """Close every persistent session (the worker stops); later uses are refused."""
