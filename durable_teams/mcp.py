@@ -5,20 +5,23 @@
     agent = Agent("clerk", "You manage files.", mcp=[files, search])
 
 The team carries only each server's name and options (`MCPServerSpec`); how to reach it
-(command, URL, headers with secrets) stays here, on the worker, and never enters history.
-Each activity opens its own session: an MCP session cannot outlive the activity that uses it
-without tying the worker's event loop to one server's lifetime.
+(command, URL, headers with secrets) and how sessions are kept stay here, on the worker, and
+never enter history. By default a worker keeps one session per server, opened on first use
+and reopened after the server dies (`session="persistent"`, activities/mcp_sessions.py);
+`session="per_call"` opens a fresh one for every listing and call (for stdio, a new process).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, Literal
 
 from durable_teams.workflows.messages import MCPServerSpec
 
 INSTALL_HINT = "MCP tools need the mcp package: pip install 'durable-teams[mcp]'"
+
+SessionMode = Literal["persistent", "per_call"]
 
 
 class _Server:
@@ -26,7 +29,11 @@ class _Server:
 
     def __init__(self, name: str, *, tool_prefix: str = "", allowed_tools: Sequence[str] | None = None,
                  needs_approval: bool | Sequence[str] = False, timeout_seconds: float = 60.0,
-                 max_attempts: int = 5, idempotent: bool = False):
+                 max_attempts: int = 5, idempotent: bool = False,
+                 retry_interval_seconds: float = 1.0, session: SessionMode = "persistent"):
+        if session not in ("persistent", "per_call"):
+            raise ValueError(f"MCP server {name!r}: session must be 'persistent' or 'per_call', "
+                             f"not {session!r}")
         self.name = name
         self.tool_prefix = tool_prefix
         """Put before each tool's name, to keep two servers' tools apart ("files_")."""
@@ -40,6 +47,11 @@ class _Server:
         self.idempotent = idempotent
         """The server's tools are safe to run twice (Temporal retries a call that failed after
         it was sent, up to `max_attempts`)."""
+        self.retry_interval_seconds = retry_interval_seconds
+        """Wait before retrying an idempotent call (doubling each time)."""
+        self.session: SessionMode = session
+        """"persistent": one session per worker, kept across calls (a stateful server keeps
+        its state); "per_call": a new session for each listing and call."""
 
     def spec(self) -> MCPServerSpec:
         approval = self.needs_approval
@@ -48,7 +60,7 @@ class _Server:
             allowed_tools=None if self.allowed_tools is None else list(self.allowed_tools),
             needs_approval=approval if isinstance(approval, bool) else list(approval),
             timeout_seconds=self.timeout_seconds, max_attempts=self.max_attempts,
-            idempotent=self.idempotent)
+            idempotent=self.idempotent, retry_interval_seconds=self.retry_interval_seconds)
 
     def client(self) -> AbstractAsyncContextManager[Any]:
         """A connected `mcp.Client` (an async context manager)."""

@@ -16,6 +16,7 @@ from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -60,9 +61,11 @@ def worker_notes(workers: list[str], task_queue: str) -> list[str]:
 
 
 def root_cause(err: BaseException) -> str:
-    """The innermost message of a failure chain (an ApplicationError's own text)."""
+    """Why a failure chain failed: the outermost ApplicationError's own text (our workflow
+    puts the reason there, its cause's text included, as in "MCP server 'x' could not list
+    its tools: ..."), else the innermost message."""
     cause: BaseException = err
-    while cause.__cause__ is not None:
+    while not isinstance(cause, ApplicationError) and cause.__cause__ is not None:
         cause = cause.__cause__
     return str(getattr(cause, "message", None) or cause)
 

@@ -95,7 +95,8 @@ class TeamWorker:
     Use it as `async with` (both poll in the background) or `await run()`."""
 
     def __init__(self, shared: Worker, own: Worker, worker_queue: str,
-                 models: ModelActivities | None = None, labels: LabelsActivity | None = None) -> None:
+                 models: ModelActivities | None = None, labels: LabelsActivity | None = None,
+                 mcp: MCPActivities | None = None) -> None:
         self.shared = shared
         self.own = own
         self.worker_queue = worker_queue
@@ -103,6 +104,8 @@ class TeamWorker:
         """The model activity (its view cache), for statistics."""
         self.labels = labels
         """Which search attributes conversations may set: learned (and registered) at start."""
+        self.mcp = mcp
+        """The MCP activities: their persistent sessions close when the workers have stopped."""
 
     async def _learn_labels(self) -> None:
         if self.labels is not None:
@@ -112,10 +115,17 @@ class TeamWorker:
     def task_queue(self) -> str:
         return self.shared.task_queue
 
+    async def _close_sessions(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.close()
+
     async def run(self) -> None:
         await self._learn_labels()
-        async with self.own:
-            await self.shared.run()
+        try:
+            async with self.own:
+                await self.shared.run()
+        finally:  # no activity runs any more: each MCP server's session may close
+            await self._close_sessions()
 
     async def shutdown(self) -> None:
         """Stop both gracefully (safe to call more than once, or before they started)."""
@@ -136,7 +146,10 @@ class TeamWorker:
         try:
             await self.shared.__aexit__(kind, exc, tb)
         finally:
-            await self.own.__aexit__(kind, exc, tb)
+            try:
+                await self.own.__aexit__(kind, exc, tb)
+            finally:
+                await self._close_sessions()
             # Two workers finish two sets of native callbacks: let them leave Python before
             # the caller goes on (exit_guard: an interpreter exit must not race them).
             await asyncio.to_thread(exit_guard.wait_for_native_threads, 0.5)
@@ -217,7 +230,7 @@ def build_worker(
     )
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],
                  **{k: v for k, v in options.items() if k in ACTIVITY_OPTIONS})
-    return TeamWorker(shared, own, own_queue, models, labels)
+    return TeamWorker(shared, own, own_queue, models, labels, mcp)
 
 
 async def ensure_search_attributes(client: Client) -> frozenset[str]:

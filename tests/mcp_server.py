@@ -4,6 +4,8 @@
 
 `build()` makes the same server for streamable HTTP in the test process. Every tool run is
 appended to the file named by `MCP_CALL_LOG` (if set), so a test counts runs in any process.
+`increment` and `pid` show whether calls share one server process (a persistent session);
+`crash` ends the server's process in the middle of a call.
 """
 
 from __future__ import annotations
@@ -49,6 +51,31 @@ def build() -> MCPServer:
         _log("slow")
         await anyio.sleep(seconds)
         return "done"
+
+    count = 0
+
+    @server.tool()
+    def increment() -> str:
+        """Count the calls this server process has had (its state)."""
+        nonlocal count
+        count += 1
+        return str(count)
+
+    @server.tool()
+    def pid() -> str:
+        """The server's process id."""
+        return str(os.getpid())
+
+    @server.tool()
+    def crash(marker: str = "") -> str:
+        """Exit the server's process in the middle of the call. Once, if `marker` names a file:
+        the first call creates it and exits, a later call finds it and answers."""
+        _log("crash")
+        if marker and os.path.exists(marker):
+            return "Back again."
+        if marker:
+            open(marker, "w").close()
+        os._exit(1)
 
     return server
 

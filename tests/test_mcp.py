@@ -36,6 +36,8 @@ from . import mcp_server
 from .conftest import pending_question, running_worker
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
+TOOLS = ["broken", "crash", "increment", "lookup_order", "pid", "refund", "slow"]
+"""What the test server lists."""
 
 
 def clerk(*servers: object) -> Swarm:
@@ -158,7 +160,7 @@ async def test_stdio_tools_run_errors_reach_the_model_and_approval_gates(
         ("refund", "Refunded order 4711.", "message"),
     ]
     offered = {t["function"]["name"]: t["function"] for t in model.requests[0][2]}
-    assert sorted(offered) == ["broken", "lookup_order", "refund", "slow"]
+    assert sorted(offered) == TOOLS
     assert offered["lookup_order"]["description"] == "Find an order by its number."
     assert offered["lookup_order"]["parameters"]["required"] == ["order_id"]
     assert await activity_names(handle) == [
@@ -204,7 +206,7 @@ async def test_http_tool_list_is_recorded_once_and_changes_are_told_to_the_model
         ("lookup_order", "Error: Unknown tool: lookup_order", "error"),  # the server said so
     ]
     offered = [sorted(t["function"]["name"] for t in tools) for _, _, tools in model.requests]
-    assert offered == [["broken", "lookup_order", "refund", "slow"]] * 4  # the recorded list, all along
+    assert offered == [TOOLS] * 4  # the recorded list, all along
     assert names.count("list_mcp_tools") == 1
 
 

@@ -84,6 +84,7 @@ def offered(server: MCPServerSpec) -> list[ToolSpec]:
             "timeout_seconds": server.timeout_seconds,
             "max_attempts": server.max_attempts,
             "idempotent": server.idempotent,
+            "retry_interval_seconds": server.retry_interval_seconds,
         }))
     return tools
 

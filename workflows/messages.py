@@ -163,6 +163,7 @@ class MCPServerSpec(Wire):
     """Attempts to reach the server (and, for an idempotent server, to run a call)."""
     idempotent: bool = False
     """Its tools are safe to run twice: a call that failed after it was sent is retried."""
+    retry_interval_seconds: float = 1.0
     listed: list[ToolSpec] | None = None
     """The server's tools as listed once for this conversation, recorded in workflow state
     (continue-as-new carries it), so replay never asks the server again."""
