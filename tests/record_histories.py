@@ -28,8 +28,8 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.builders import Agent, CompiledTeam, Supervisor
-from durable_teams.client import send_turn
+from durable_teams.builders import Agent, CompiledTeam, Supervisor, Swarm
+from durable_teams.client import send_turn, submit_turn
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.scripted import ScriptedModel, Step, call, say
 from durable_teams.starting import start_conversation
@@ -208,6 +208,24 @@ async def nested_budget_stop(client: Client, name: str) -> dict[str, str]:
     return {f"{name}_child": f"{name}/research_team-1"}
 
 
+async def concurrent_turns(client: Client, name: str) -> None:
+    """40 turns submitted at once while the first is held (the updates race the workflow's own
+    commands, as in the gateway's 100-turn test), then answered one by one, then closed."""
+    from tests.test_client_robustness import GatedModel
+
+    echo = Swarm([Agent("echo", "Repeat what you hear.")], team_name="echo").compile()
+    model = GatedModel()
+    async with running_worker(client, "record", [echo], model):
+        handle = await start_conversation(client, "echo", ConversationInput(
+            team=echo.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        accepted = await asyncio.gather(*(submit_turn(client, name, f"message {n}", turn_id=f"t{n}")
+                                          for n in range(40)))
+        model.gate.set()
+        await asyncio.gather(*(turn.reply() for turn in accepted))
+        await handle.signal(TeamWorkflow.close)
+        await handle.result()
+
+
 CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None]]] = {
     "acme_conversation": acme_conversation, "routing_conversation": routing_conversation,
     "support_waiting_question": support_waiting_question,
@@ -221,6 +239,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "support_labelled_waiting_question": support_labelled_waiting_question,
     # recorded once nested teams spent what was left of their parent's token budgets
     "nested_budget_stop": nested_budget_stop,
+    # 40 turns accepted by concurrent updates (issue: an update-handling nondeterminism)
+    "concurrent_turns": concurrent_turns,
 }
 
 

@@ -26,9 +26,9 @@ BAD_UPDATES = [
     # (id, update, arguments, error type, what the reason says)
     ("misspelled-field", "send_message", [{"txt": "hi"}], "InvalidInput",
      "send_message: text: required field missing; txt: unknown field (did you mean 'text'?); "
-     "UserTurn has: text, sender, turn_id"),
+     "UserTurn has: text, sender, max_tokens, turn_id"),
     ("bare-string", "send_message", ["hi"], "InvalidInput",
-     "send_message: expected a JSON object, one UserTurn (required: text; optional: sender, turn_id)"),
+     "send_message: expected a JSON object, one UserTurn (required: text; optional: sender, max_tokens, turn_id)"),
     ("no-argument", "send_message", [], "InvalidInput", "send_message: no value was sent"),
     ("null", "send_message", [None], "InvalidInput", "send_message: no value was sent"),
     ("two-arguments", "send_message", [{"text": "a"}, {"text": "b"}], "InvalidInput",

@@ -1,4 +1,4 @@
-"""Model calls as local activities (the default, `ModelCalls.local`): what a user relies on.
+"""Model calls as local activities (opt-in, `ModelCalls(local=True)`): what a user relies on.
 
 A call longer than the workflow task timeout completes (the SDK heartbeats the workflow task),
 a worker killed with SIGKILL in the middle of a call costs one repeat of that call on the worker

@@ -18,11 +18,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from durable_teams.builders import Agent, Swarm
 from durable_teams.devserver import DevServer, free_port
 from durable_teams.examples import example_script, example_teams, faang, support
 from durable_teams.runtime import connect
-from durable_teams.scripted import ScriptedModel
+from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import static_summary, task_words
+from durable_teams.workflows.messages import ModelCalls
+from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
 from .conftest import pending_question, running_worker, system_program_missing
@@ -134,3 +138,43 @@ async def test_the_workflow_list_and_a_conversation_in_the_web_ui(tmp_path: Path
     assert faang_only == [answered]
     assert summary in metadata and details in metadata
     assert len(listed_shot) > 10_000
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def test_each_local_model_call_shows_in_the_event_history_with_its_summary(tmp_path: Path) -> None:
+    """With `ModelCalls(local=True)` a model call is a marker, not an activity's three events: the
+    Event History still lists each one as a Local Activity with our summary (the agent and how
+    many messages it was sent), as it does a regular activity's."""
+    browser_path = chromium_or_skip()
+    from playwright.async_api import async_playwright
+
+    shots = Path(os.environ.get("DURABLE_TEAMS_SCREENSHOTS") or tmp_path)
+    os.makedirs(shots, exist_ok=True)
+    port, ui_port = free_port(), free_port()
+    team = Swarm([Agent("adder", "Adds.", model="scripted", tools=[add])], team_name="adding",
+                 model_calls=ModelCalls(local=True)).compile()
+    model = ScriptedModel({"adder": [call("add", a=2, b=3), say("It is 5.")]})
+    workflow_id = f"local-calls-{uuid.uuid4().hex[:6]}"
+    with DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "t.db") as server:
+        client = await connect(server.address)
+        async with running_worker(client, "web-ui-local", [team], model):
+            handle = await client.start_workflow(TeamWorkflow.run, ConversationInput(team=team.spec, task="2+3?"),
+                                                 id=workflow_id, task_queue="web-ui-local")
+            result = await handle.result()
+        wait_for_http(server.ui_url)
+        async with async_playwright() as pw:
+            chromium = await pw.chromium.launch(executable_path=browser_path, headless=True, args=["--no-sandbox"])
+            page = await chromium.new_page(viewport={"width": 1800, "height": 1000})
+            await page.goto(f"{server.ui_url}/namespaces/default/workflows/{workflow_id}")
+            await page.get_by_text("Event History").first.click(timeout=60_000)
+            calls = ["model: adder (2 messages)", "model: adder (4 messages)"]
+            history = await text_of_all_frames(page, [*calls, "tool: add"])
+            await page.screenshot(path=str(shots / "web-ui-local-model-calls.png"))
+            await chromium.close()
+    assert result.answer == "It is 5."
+    assert all(summary in history for summary in calls), history[-3000:]
+    assert history.count("Local Activity") >= 2 and "Activity Task Scheduled" in history  # the tool: regular
