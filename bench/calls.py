@@ -6,7 +6,7 @@
 `calls`: one worker process of ours, one of the floor (bare workflows making the same calls as
 regular activities, bench/baseline.py), one scripted HTTP model (bench/model_server.py) per
 latency. For each number of concurrent conversations of 10 model calls and 9 2 KB tool calls,
-each contender runs in turn: ours with the defaults (local model calls), ours with local model
+each contender runs in turn: ours with local model calls (`ModelCalls(local=True)`), ours with local model
 calls and a `@tool(local=True)` tool, ours with regular activities (`ModelCalls(local=False)`),
 and the floor. Printed per contender: model calls per second, worker and Temporal server CPU per
 model call, and history events and bytes per conversation.
@@ -50,9 +50,9 @@ def reader_spec(local_model: bool = True, local_tool: bool = False) -> TeamSpec:
 
 
 CONTENDERS: dict[str, TeamSpec | None] = {
-    "ours, local model calls (default)": reader_spec(),
+    "ours, ModelCalls(local=True)": reader_spec(),
     "ours, local model calls + local tool": reader_spec(local_tool=True),
-    "ours, regular activities": reader_spec(local_model=False),
+    "ours, regular activities (default)": reader_spec(local_model=False),
     "floor (bare workflow, regular activities)": None,
 }
 
