@@ -1,6 +1,6 @@
 """Benchmark: history growth, per-step overhead and throughput against Temporal's floor.
 
-    python -m bench.run [--quick] [--long] [--plot bench/history.png]
+    python -m bench.run [--quick] [--long] [--plot docs/history.png]
 
 Runs on a local Temporal dev server (in memory) with a zero-latency scripted model. Every figure
 is printed next to a baseline measured in the same run:

@@ -1,6 +1,6 @@
 """A "next release" of TeamWorkflow, for tests/test_upgrades.py: the same workflow with one
-change to the commands it issues (a short timer before the first turn), made the way the README's
-upgrade policy says (`Guarded`, behind `workflow.patched`) and the way it forbids (`Unguarded`).
+change to the commands it issues (a short timer before the first turn), made the way the upgrade
+policy in docs/deployment.md says (`Guarded`, behind `workflow.patched`) and the way it forbids (`Unguarded`).
 
 Both register under the name "TeamWorkflow", as a new worker build would. Kept out of the test
 module so the workflow sandbox imports nothing but this and the workflow package."""

@@ -10,7 +10,7 @@ mid-wait, as a rolling upgrade meets them: still running, waiting for a person's
 approval (a supervisor, a swarm after a handoff, a nested team's child and its parent).
 
 Never re-record a committed history to make a test pass: each is the proof that conversations
-started with that release still replay under the new code (README, "Upgrading workers").
+started with that release still replay under the new code (docs/deployment.md, "Upgrading workers").
 Record new ones under new names instead.
 """
 

@@ -1,4 +1,4 @@
-"""A user's script that follows the README and ends with a plain `asyncio.run(...)` exits 0.
+"""A user's script that follows the docs and ends with a plain `asyncio.run(...)` exits 0.
 
 It used to abort at interpreter exit now and then ("Fatal Python error: PyGILState_Release",
 exit 134): the Temporal SDK's native threads were still releasing the GIL after handing over
@@ -28,8 +28,9 @@ RUNS = 20
 
 
 def readme_example() -> str:
-    """The README's `send_turn` example, as a script of its own ending in `asyncio.run`."""
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    """The docs' `send_turn` example (docs/conversations.md), as a script of its own ending in
+    `asyncio.run`."""
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "conversations.md").read_text(), re.DOTALL)
     block = next(b for b in blocks if "send_turn(client" in b and "start_workflow" in b)
     head, _, body = block.partition("\n\n")
     return (f"import asyncio, sys\n{head}\n\nasync def main() -> None:\n"

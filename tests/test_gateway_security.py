@@ -1,7 +1,7 @@
 """The gateway as an attacker and a careless client find it: only its own hosts, JSON bodies
 and its own origins drive it; every malformed request is a 4xx JSON error that changes
 nothing and logs no traceback; duplicates are 409; an Idempotency-Key returns the first
-outcome; and every token sees every thread, as the README says."""
+outcome; and every token sees every thread, as docs/gateway.md says."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ async def test_duplicates_are_409_and_an_idempotency_key_returns_the_first_threa
 
 
 async def test_every_token_sees_every_thread(client: Client, task_queue: str) -> None:
-    """What the README's threat model says: tokens tell callers from strangers only."""
+    """What the gateway docs' threat model says: tokens tell callers from strangers only."""
     async with running_worker(client, task_queue, [TEAM], GatedModel()), \
             running_gateway(client, task_queue, teams=TEAMS, tokens=["alice", "bob"]) as url, \
             httpx.AsyncClient(base_url=url, timeout=60) as http:

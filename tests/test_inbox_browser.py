@@ -1,6 +1,6 @@
 """The web inbox in a real browser (headless Chromium, the system's): a question answered and
 a refund approved from the page, and the conversation finishing; a screenshot on the way
-(the README's docs/inbox.png when DURABLE_TEAMS_SCREENSHOT names it)."""
+(docs/gateway.md's docs/inbox.png when DURABLE_TEAMS_SCREENSHOT names it)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from .fake_openai import FakeOpenAI, held_answer
 from .gateway_helpers import running_gateway
 from .test_web_ui import chromium_or_skip
 
-# The README's image: DURABLE_TEAMS_SCREENSHOT=docs/inbox.png python -m pytest tests/test_inbox_browser.py
+# The gateway docs' image: DURABLE_TEAMS_SCREENSHOT=docs/inbox.png python -m pytest tests/test_inbox_browser.py
 SCREENSHOT = os.environ.get("DURABLE_TEAMS_SCREENSHOT")
 
 

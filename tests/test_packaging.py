@@ -62,14 +62,16 @@ def test_importing_the_package_loads_no_workflow_activity_or_temporal_code() -> 
     assert out.stdout.strip() == "[]"
 
 
-def test_the_readme_examples_import_only_from_durable_teams() -> None:
-    readme = (ROOT / "README.md").read_text()
-    imports = [line.strip() for line in readme.splitlines()
-               if line.strip().startswith(("from ", "import ")) and "durable_teams" in line
-               or line.strip().startswith(("from workflows", "from activities"))]
-    assert imports, "the README shows imports"
-    for line in imports:
-        assert line.startswith("from durable_teams import") or line.startswith("from durable_teams.examples"), line
+def test_the_docs_examples_import_only_from_durable_teams() -> None:
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        imports = [line.strip() for line in page.read_text().splitlines()
+                   if line.strip().startswith(("from ", "import ")) and "durable_teams" in line
+                   or line.strip().startswith(("from workflows", "from activities"))]
+        if page.name == "README.md":
+            assert imports, "the README shows imports"
+        for line in imports:
+            assert (line.startswith("from durable_teams import")
+                    or line.startswith("from durable_teams.examples")), f"{page.name}: {line}"
 
 
 def test_no_module_imports_the_root_folders_by_their_root_names() -> None:

@@ -23,7 +23,7 @@ PARKED = ["nested_waiting", "nested_waiting_child", "support_waiting_approval",
 
 
 def test_there_are_recorded_histories() -> None:
-    """Histories of every release stay (README, "Upgrading workers"): later ones only add."""
+    """Histories of every release stay (docs/deployment.md, "Upgrading workers"): later ones only add."""
     assert {p.stem for p in HISTORIES} >= {
         "acme_conversation", "faang", "faang_teams", "routing_conversation",
         "faang_regular_model_calls", "nested_budget_stop", "nested_budget_stop_child", "concurrent_turns",

@@ -1,5 +1,5 @@
 """Rolling upgrades: a conversation that waits for a person under one release is finished by the
-next one, in another worker process, when the change follows the README's policy (a change to
+next one, in another worker process, when the change follows the upgrade policy (docs/deployment.md) (a change to
 the commands the workflow issues goes behind `workflow.patched`).
 
 What this proves, and what it does not: the "next release" is tests/next_release.py, today's

@@ -1,7 +1,7 @@
 """The Temporal Web UI tells conversations apart: a real browser (headless Chromium) on the
 embedded server's UI, with two conversations of different teams started by the CLI.
 
-Screenshots go to `$DURABLE_TEAMS_SCREENSHOTS` (the README's come from
+Screenshots go to `$DURABLE_TEAMS_SCREENSHOTS` (docs/history.md's come from
 `DURABLE_TEAMS_SCREENSHOTS=docs python -m pytest tests/test_web_ui.py`), else a temporary dir.
 The browser is the system's Chromium (Debian's `chromium`); `.ci/run` installs it and sets
 DURABLE_TEAMS_REQUIRE_BROWSER=1, so in CI a missing browser fails instead of skipping.
