@@ -257,3 +257,20 @@ async def test_a_failed_turn_is_an_error_and_a_question_logs_no_traceback(
     assert asked.choices[0].message.content == ASKED
     gateway_logs = [r for r in caplog.records if r.name.startswith(("durable_teams.gateway", "asyncio", "uvicorn"))]
     assert not [r for r in gateway_logs if r.exc_info or "never retrieved" in r.getMessage()]
+
+
+async def test_a_visibility_store_without_prefix_search_opens_a_new_thread(caplog: pytest.LogCaptureFixture) -> None:
+    """A cluster whose visibility store cannot search by id prefix (standard visibility) loses
+    chat continuity, never the request: the history opens a new thread."""
+    from types import SimpleNamespace
+
+    from temporalio.service import RPCError, RPCStatusCode
+
+    def refuse(query: str, limit: int) -> Any:
+        raise RPCError("operator STARTS_WITH not allowed", RPCStatusCode.INVALID_ARGUMENT, b"")
+
+    gw = SimpleNamespace(client=SimpleNamespace(list_workflows=refuse))
+    history = chat_history.chat_history([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
+                                         {"role": "user", "content": "again"}])
+    assert await chat_history.find_thread(gw, "", "desk", history) is None  # type: ignore[arg-type]
+    assert "cannot look up chat threads (operator STARTS_WITH not allowed)" in caplog.text

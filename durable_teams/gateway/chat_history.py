@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ from temporalio.service import RPCError
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.threads import Gateway, question_text
 from durable_teams.workflows.messages import Message
+
+log = logging.getLogger("durable_teams.gateway")
 
 CANDIDATES = 20
 """Running threads with the same first message checked at most (the newest first)."""
@@ -150,7 +153,12 @@ async def find_thread(gw: Gateway, scope: str, team: str, history: ChatHistory,
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
     while True:
-        listed = [wf.id async for wf in gw.client.list_workflows(query, limit=CANDIDATES)]
+        try:
+            listed = [wf.id async for wf in gw.client.list_workflows(query, limit=CANDIDATES)]
+        except RPCError as err:  # a visibility store without prefix search: every chat starts anew
+            log.warning("cannot look up chat threads (%s): each such request opens a new thread "
+                        "with the history it sends", err.message)
+            return None
         for thread in listed:
             if await _fits(gw, thread, said.content or "", history.user_messages):
                 return thread
