@@ -175,7 +175,12 @@ def split(src: str, dst: str, doc: str, names: list[str]) -> None:
     lines = text.splitlines(keepends=True)
     tree = ast.parse(text)
     found = _segments(tree, lines, set(names))
-    segments = [(s, e) for _, s, e in found]
+    segments: list[tuple[int, int]] = []
+    for _, s, e in sorted(found, key=lambda f: f[1]):  # neighbours stay together, as they were
+        if segments and not "".join(lines[segments[-1][1]:s]).strip():
+            segments[-1] = (segments[-1][0], e)
+        else:
+            segments.append((s, e))
     missing = set(names) - {n for n, _, _ in found}
     if missing:
         raise SystemExit(f"{src}: cannot find {sorted(missing)}")
