@@ -279,6 +279,18 @@ def rewrite_relative(text: str, renamed: dict[str, str]) -> str:
     return text
 
 
+def old_modules(mods: dict[str, str]) -> str:
+    """An old module's path, unless it is already the start of a new one's
+    (`durable_teams.client.connection` is new; `durable_teams.client` was client.py)."""
+    news = set(mods.values()) | {dotted(dst) for _, dst, _, _ in SPLITS}
+    parts = []
+    for old in sorted(mods, key=len, reverse=True):
+        children = sorted(n[len(old) + 1:].split(".")[0] for n in news if n.startswith(old + "."))
+        guard = rf"(?!\.(?:{'|'.join(children)})\b)" if children else ""
+        parts.append(re.escape(old) + guard)
+    return "|".join(parts)
+
+
 def mark(name: str) -> str:
     """A rewritten name, kept from the passes after the one that wrote it."""
     return f"\x01{name}\x02"
@@ -298,7 +310,7 @@ def rewrite_text(text: str, path: Path) -> str:
     attr = re.compile(rf"(?<![\w.\x01])(?P<mod>{_alternation([m for m, _ in symbols])})\.(?P<name>\w+)\b")
     text = attr.sub(lambda m: f"{mark(symbols[(m['mod'], m['name'])])}.{m['name']}"
                     if (m["mod"], m["name"]) in symbols else m[0], text)
-    whole = re.compile(rf"(?<![\w.\x01])(?P<mod>{_alternation(list(mods))})(?![\w])")
+    whole = re.compile(rf"(?<![\w.\x01])(?P<mod>{old_modules(mods)})(?![\w])")
     text = whole.sub(lambda m: mods[m["mod"]], text)
     # file paths in docs and comments
     paths = re.compile(rf"(?<![\w.])(?P<path>{_alternation(list(MOVES))})")
