@@ -333,15 +333,17 @@ def text_files() -> list[Path]:
 
 
 def rewrite_all() -> None:
-    renamed = {}
+    renamed: dict[str, dict[str, str]] = {"workflows": {}, "activities": {}}
     for old, new in MOVES.items():
-        if old.split("/")[0] in ("workflows", "activities"):
-            renamed[Path(old).stem] = Path(new).stem
+        folder = old.split("/")[0]
+        if folder in renamed:
+            renamed[folder][Path(old).stem] = Path(new).stem
     for path in text_files():
         text = path.read_text()
         new = rewrite_text(text, path)
-        if path.suffix == ".py" and path.parts[len(ROOT.parts)] in ("workflows", "activities"):
-            new = rewrite_relative(new, renamed)
+        folder = path.parts[len(ROOT.parts)]
+        if path.suffix == ".py" and folder in renamed:
+            new = rewrite_relative(new, renamed[folder])
         if path.suffix == ".py" and path.parts[len(ROOT.parts)] == "durable_teams":
             new = absolute_relative(new, path)
         if new != text:
