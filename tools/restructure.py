@@ -252,15 +252,27 @@ def rewrite_from_imports(text: str, symbols: dict[tuple[str, str], str], mods: d
 
 
 def rewrite_module_imports(text: str, mods: dict[str, str]) -> str:
-    """`from durable_teams import live` -> `from durable_teams.live import hub as live`."""
-    top = {old.split(".", 1)[1]: new for old, new in mods.items() if old.count(".") == 1}
-    pattern = re.compile(rf"^(?P<indent>[ \t]*)from durable_teams import (?P<name>{_alternation(list(top))})"
-                         r"(?: as (?P<alias>\w+))?$", re.M)
+    """`from durable_teams import live` -> `from durable_teams.live import hub as live`, and
+    `from durable_teams.workflows import mcp as m` -> `...workflows import mcp_tools as m`."""
+    pattern = re.compile(r"^(?P<indent>[ \t]*)from (?P<parent>durable_teams(?:\.\w+)*) import "
+                         r"(?P<names>[\w ,]+)$", re.M)
 
     def repl(m: re.Match[str]) -> str:
-        parent, _, leaf = top[m["name"]].rpartition(".")
-        alias = m["alias"] or m["name"]
-        return f"{m['indent']}from {mark(parent)} import {leaf}" + ("" if alias == leaf else f" as {alias}")
+        items = [i.strip() for i in m["names"].split(",") if i.strip()]
+        if not any(f"{m['parent']}.{i.split(' as ')[0].strip()}" in mods for i in items):
+            return m[0]
+        groups: dict[str, list[str]] = {}
+        for item in items:
+            name, _, alias = (part.strip() for part in item.partition(" as "))
+            new = mods.get(f"{m['parent']}.{name}")
+            if new is None:
+                groups.setdefault(m["parent"], []).append(item)
+                continue
+            parent, _, leaf = new.rpartition(".")
+            alias = alias or name
+            groups.setdefault(parent, []).append(leaf if alias == leaf else f"{leaf} as {alias}")
+        return "\n".join(f"{m['indent']}from {mark(parent)} import {', '.join(names)}"
+                         for parent, names in groups.items())
 
     return pattern.sub(repl, text)
 
