@@ -1,5 +1,5 @@
 """What a model backend learns about one call that its `ModelResponse` does not carry: the
-provider, the server, the response's id and model. Tracing (durable_teams/tracing.py) opens a
+provider, the server, the response's id and model. Tracing (durable_teams/tracing/interceptors.py) opens a
 collection around each `call_model` and puts these on the call's span and metrics; without
 one, noting is a no-op. Kept out of `ModelResponse` so no history grows for it."""
 

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from durable_teams.mcp import MCPServer
+from durable_teams.teams.mcp_servers import MCPServer
 
 
 def could_not_connect(err: BaseException | None) -> bool:

@@ -19,8 +19,8 @@ import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_teams import live
-from durable_teams.redact import mask_url, scrub_client_logs
+from durable_teams.encryption.redact import mask_url, scrub_client_logs
+from durable_teams.live import hub as live
 from durable_teams.workflows.messages import (
     Message,
     ModelRequest,
@@ -300,7 +300,7 @@ class ModelActivities:
     async def call_model(self, req: ModelRequest) -> ModelResponse:
         """Call the model for one agent on its view of the transcript."""
         view = await self.view_reader(req)
-        # deltas a streaming backend emits go to live subscribers (durable_teams/live.py)
+        # deltas a streaming backend emits go to live subscribers (durable_teams/live/hub.py)
         workflow_id = (activity.info().workflow_id or "") if activity.in_activity() else ""
         async with live.streaming(workflow_id, req.agent, f"{req.agent}:{req.agent_call_index}",
                                   current_attempt(), self.hub, position=req.transcript_length,

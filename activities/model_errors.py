@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import openai
 from temporalio.exceptions import ApplicationError
 
-from durable_teams.redact import scrub
+from durable_teams.encryption.redact import scrub
 
 from .model_parse import BadModelResponse
 

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any, Literal
 
-from durable_teams.redact import scrub
+from durable_teams.encryption.redact import scrub
 from durable_teams.workflows.messages import Message, ModelResponse, ToolCall, Usage
 from durable_teams.workflows.tool_calls import sendable
 

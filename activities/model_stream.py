@@ -1,5 +1,5 @@
 """A streamed Chat Completion (`stream=True`) read chunk by chunk: each text delta goes to
-live subscribers as it arrives (durable_teams/live.py), and the chunks add up to the same
+live subscribers as it arrives (durable_teams/live/hub.py), and the chunks add up to the same
 completion body a non-streamed call returns, which is then parsed as usual (model_parse.py).
 The workflow sees one finished message either way."""
 

@@ -9,8 +9,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from durable_teams.workflows.definition_checks import (
+    at_least,
+    positive,
+    raise_first,
+    tool_name_problem,
+)
 from durable_teams.workflows.roster import TeamError
-from durable_teams.workflows.team_checks import at_least, positive, raise_first, tool_name_problem
 
 DEFAULT_IDEMPOTENT_ATTEMPTS = 3
 """Attempts of a tool declared `idempotent=True` when it names no `max_attempts`."""

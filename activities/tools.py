@@ -128,7 +128,7 @@ class ToolRegistry:
     def __init__(self, *tools: Tool | Callable[..., Any]):
         self._tools: dict[str, Tool] = {}
         self.mcp_servers: dict[str, Any] = {}
-        """MCP server definitions by name (durable_teams/mcp.py), for the MCP activities."""
+        """MCP server definitions by name (durable_teams/teams/mcp_servers.py), for the MCP activities."""
         self.register(*tools)
 
     def add_mcp(self, *servers: Any) -> None:

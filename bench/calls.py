@@ -31,7 +31,7 @@ from bench import procs
 from bench.baseline import FloorHTTPWorkflow
 from bench.run import fetch
 from durable_teams.activities.tools import tool
-from durable_teams.builders import Agent, Swarm
+from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Budgets, ModelCalls, TeamSpec
 from durable_teams.workflows.state import ConversationInput
@@ -170,8 +170,8 @@ def billable_actions(events: list[Any]) -> dict[str, int]:
 async def actions_mode(client: Client) -> None:
     """A FAANG turn, with local and with regular model calls, in a worker in this process."""
     from durable_teams.examples import faang
-    from durable_teams.runtime import build_worker
-    from durable_teams.scripted import ScriptedModel
+    from durable_teams.worker.build import build_worker
+    from durable_teams.worker.scripted import ScriptedModel
 
     print("\n## Temporal Cloud billable actions of one FAANG turn (the example's one-shot run)\n")
     print("| model calls | events | actions | of which: workflow, timers, signals, updates, search "

@@ -22,8 +22,8 @@ from temporalio.client import WorkflowHandle
 
 from bench.run import fetch
 from durable_teams.activities.tools import tool
-from durable_teams.builders import Agent, CompiledTeam, Swarm
-from durable_teams.scripted import Step, call, say
+from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
+from durable_teams.worker.scripted import Step, call, say
 from durable_teams.workflows.messages import Budgets, ModelCalls, ModelRequest
 
 SIDE_EFFECTS = "BENCH_SIDE_EFFECTS"

@@ -22,7 +22,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from bench.procs import ROOT, cpu_of, temporal_server
-from durable_teams.devserver import find_temporal_binary, free_port
+from durable_teams.worker.devserver import find_temporal_binary, free_port
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN

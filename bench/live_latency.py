@@ -6,9 +6,9 @@ A streaming OpenAI-compatible endpoint (here) writes each delta with the wall-cl
 it; a client of the gateway's native SSE stream (`POST /threads/{id}/turns`, over real HTTP)
 reads each one and takes the difference (one machine, one clock). Two deployments:
 
-- one process: worker, gateway and reader share this process's hub (durable_teams/live.py);
+- one process: worker, gateway and reader share this process's hub (durable_teams/live/hub.py);
 - across processes: the worker in its own process (bench/worker_proc.py), deltas through a
-  `redis-server` (from PATH) to the gateway (durable_teams/live_redis.py).
+  `redis-server` (from PATH) to the gateway (durable_teams/live/redis_hub.py).
 
 Prints the median, 95th percentile and maximum per deployment, and how many Redis PUBLISH
 commands an answer took (deltas are coalesced, not sent one by one).
@@ -36,12 +36,12 @@ from temporalio.testing import WorkflowEnvironment
 
 from bench import procs
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.builders import Agent, Swarm
-from durable_teams.devserver import find_temporal_binary, free_port
 from durable_teams.gateway import create_app
-from durable_teams.live import LiveHub, LocalHub
-from durable_teams.live_redis import RedisHub
-from durable_teams.runtime import build_worker, ensure_search_attributes
+from durable_teams.live.hub import LiveHub, LocalHub
+from durable_teams.live.redis_hub import RedisHub
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.build import build_worker, ensure_search_attributes
+from durable_teams.worker.devserver import find_temporal_binary, free_port
 from durable_teams.workflows.human import AWAITING_HUMAN
 
 WRITER = Swarm([Agent("writer", "Write.", model="live-bench")], team_name="writer").compile()
@@ -151,7 +151,7 @@ async def across_processes(client: Client, address: str, model_url: str, answers
 
 async def serve(address: str, queue: str, model_url: str) -> None:
     """The worker process of the across-processes run (its hub: DURABLE_TEAMS_LIVE_URL's)."""
-    from durable_teams.runtime import connect
+    from durable_teams.client.connection import connect
 
     client = await connect(address)
     async with build_worker(client, [WRITER], OpenAIBackend(base_url=model_url, stream=True), task_queue=queue):

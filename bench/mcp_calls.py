@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from durable_teams.activities.mcp import MCPActivities
-from durable_teams.mcp import MCPStdio
-from durable_teams.workflows.mcp import MCPCall
+from durable_teams.activities.mcp_calls import MCPActivities
+from durable_teams.teams.mcp_servers import MCPStdio
+from durable_teams.workflows.mcp_tools import MCPCall
 
 SERVER = str(Path(__file__).resolve().parent.parent / "tests" / "mcp_server.py")
 TARGET_MS = 20.0

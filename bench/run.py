@@ -31,10 +31,10 @@ from temporalio.worker import Worker
 
 from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
 from durable_teams.activities.views import ViewCache
-from durable_teams.builders import Agent, Swarm
-from durable_teams.devserver import find_temporal_binary
-from durable_teams.runtime import build_worker
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.build import build_worker
+from durable_teams.worker.devserver import find_temporal_binary
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN

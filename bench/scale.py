@@ -44,7 +44,7 @@ from bench.failover import (
 )
 from bench.run import TEAM
 from bench.teams import http_team
-from durable_teams.devserver import find_temporal_binary
+from durable_teams.worker.devserver import find_temporal_binary
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN

@@ -6,8 +6,8 @@ from typing import Any
 
 from bench.failover import clerk_step, failover_team
 from bench.run import PARK_TEAM, TEAM, fetch
-from durable_teams.builders import Agent, CompiledTeam, Swarm
-from durable_teams.scripted import Step, call, say
+from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
+from durable_teams.worker.scripted import Step, call, say
 from durable_teams.workflows.messages import Budgets, ModelRequest
 
 

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 # public name -> module that defines it (one place for each concept)
 _EXPORTS: dict[str, str] = {
     # defining teams
-    "Agent": "durable_teams.builders",
-    "Supervisor": "durable_teams.builders",
-    "Swarm": "durable_teams.builders",
-    "handoff": "durable_teams.builders",
-    "CompiledTeam": "durable_teams.builders",
+    "Agent": "durable_teams.teams.builders",
+    "Supervisor": "durable_teams.teams.builders",
+    "Swarm": "durable_teams.teams.builders",
+    "handoff": "durable_teams.teams.builders",
+    "CompiledTeam": "durable_teams.teams.builders",
     "TeamError": "durable_teams.workflows.roster",
     "tool": "durable_teams.activities.tools",
     "Result": "durable_teams.activities.tools",
@@ -30,9 +30,9 @@ _EXPORTS: dict[str, str] = {
     "RoutingRule": "durable_teams.workflows.options",
     "Budgets": "durable_teams.workflows.options",
     "ModelCalls": "durable_teams.workflows.options",
-    "MCPStdio": "durable_teams.mcp",
-    "MCPHttp": "durable_teams.mcp",
-    "team_graph": "durable_teams.graph",
+    "MCPStdio": "durable_teams.teams.mcp_servers",
+    "MCPHttp": "durable_teams.teams.mcp_servers",
+    "team_graph": "durable_teams.teams.graph",
     # the workflow and its wire types
     "TeamWorkflow": "durable_teams.workflows.conversation",
     "ConversationInput": "durable_teams.workflows.state",
@@ -44,24 +44,24 @@ _EXPORTS: dict[str, str] = {
     "Question": "durable_teams.workflows.state",
     "Message": "durable_teams.workflows.messages",
     # talking to conversations
-    "connect": "durable_teams.runtime",
-    "TASK_QUEUE": "durable_teams.runtime",
-    "send_turn": "durable_teams.client",
-    "send_reply": "durable_teams.client",
-    "ConversationEnded": "durable_teams.client",
-    "ConversationNotFound": "durable_teams.client",
-    "ConversationBusy": "durable_teams.client",
-    "ReplyRejected": "durable_teams.client",
-    "follow": "durable_teams.events",
-    "EncryptionCodec": "durable_teams.codec",
-    "EncryptionKeyError": "durable_teams.codec",
-    "Event": "durable_teams.events",
+    "connect": "durable_teams.client.connection",
+    "TASK_QUEUE": "durable_teams.client.connection",
+    "send_turn": "durable_teams.client.send",
+    "send_reply": "durable_teams.client.send",
+    "ConversationEnded": "durable_teams.client.send",
+    "ConversationNotFound": "durable_teams.client.send",
+    "ConversationBusy": "durable_teams.client.send",
+    "ReplyRejected": "durable_teams.client.send",
+    "follow": "durable_teams.client.events",
+    "EncryptionCodec": "durable_teams.encryption.codec",
+    "EncryptionKeyError": "durable_teams.encryption.codec",
+    "Event": "durable_teams.client.events",
     # serving teams
-    "build_worker": "durable_teams.runtime",
+    "build_worker": "durable_teams.worker.build",
     "ModelBackend": "durable_teams.activities.model",
     "ModelRouter": "durable_teams.activities.model_router",
     "OpenAIBackend": "durable_teams.activities.model",
-    "ScriptedModel": "durable_teams.scripted",
+    "ScriptedModel": "durable_teams.worker.scripted",
 }
 
 __all__ = [
@@ -132,8 +132,9 @@ if TYPE_CHECKING:  # what type checkers and editors see
         current_idempotency_key,
         tool,
     )
-    from durable_teams.builders import Agent, CompiledTeam, Supervisor, Swarm, handoff
-    from durable_teams.client import (
+    from durable_teams.client.connection import TASK_QUEUE, connect
+    from durable_teams.client.events import Event, follow
+    from durable_teams.client.send import (
         ConversationBusy,
         ConversationEnded,
         ConversationNotFound,
@@ -141,12 +142,12 @@ if TYPE_CHECKING:  # what type checkers and editors see
         send_reply,
         send_turn,
     )
-    from durable_teams.codec import EncryptionCodec, EncryptionKeyError
-    from durable_teams.events import Event, follow
-    from durable_teams.graph import team_graph
-    from durable_teams.mcp import MCPHttp, MCPStdio
-    from durable_teams.runtime import TASK_QUEUE, build_worker, connect
-    from durable_teams.scripted import ScriptedModel
+    from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError
+    from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor, Swarm, handoff
+    from durable_teams.teams.graph import team_graph
+    from durable_teams.teams.mcp_servers import MCPHttp, MCPStdio
+    from durable_teams.worker.build import build_worker
+    from durable_teams.worker.scripted import ScriptedModel
     from durable_teams.workflows.conversation import TeamWorkflow
     from durable_teams.workflows.messages import Message
     from durable_teams.workflows.options import Budgets, ModelCalls, RoutingRule

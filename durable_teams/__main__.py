@@ -1,5 +1,5 @@
 """python -m durable_teams: the CLI."""
 
-from durable_teams.cli import main
+from durable_teams.cli.main import main
 
 main()

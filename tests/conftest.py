@@ -19,8 +19,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.builders import CompiledTeam
-from durable_teams.runtime import TeamWorker, build_worker
+from durable_teams.teams.builders import CompiledTeam
+from durable_teams.worker.build import TeamWorker, build_worker
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM

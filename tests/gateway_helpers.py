@@ -12,9 +12,9 @@ import httpx
 import uvicorn
 from temporalio.client import Client
 
-from durable_teams.devserver import free_port
 from durable_teams.gateway import create_app
 from durable_teams.gateway.connections import DEFAULT_HEADER_TIMEOUT, server_config
+from durable_teams.worker.devserver import free_port
 
 
 @asynccontextmanager

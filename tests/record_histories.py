@@ -28,11 +28,11 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.builders import Agent, CompiledTeam, Supervisor, Swarm
-from durable_teams.client import send_turn, submit_turn
+from durable_teams.client.send import send_turn, submit_turn
+from durable_teams.client.start import start_conversation
 from durable_teams.examples import acme, faang, faang_teams, support
-from durable_teams.scripted import ScriptedModel, Step, call, say
-from durable_teams.starting import start_conversation
+from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor, Swarm
+from durable_teams.worker.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM

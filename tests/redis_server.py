@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from durable_teams.devserver import free_port
+from durable_teams.worker.devserver import free_port
 
 from .conftest import system_program_missing
 

@@ -8,9 +8,9 @@ import uuid
 from temporalio.client import Client
 
 from durable_teams import Agent, Swarm, handoff
-from durable_teams.client import send_turn
+from durable_teams.client.send import send_turn
 from durable_teams.examples import acme
-from durable_teams.scripted import ScriptedModel, call
+from durable_teams.worker.scripted import ScriptedModel, call
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.roster import agent_tools
 from durable_teams.workflows.state import ConversationInput

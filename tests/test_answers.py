@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from durable_teams.answers import approval_of
+from durable_teams.client.approvals import approval_of
 
 
 @pytest.mark.parametrize("text", ["Yes.", "yes please", "Yes, please go ahead.", "OK, go ahead", "approve",

@@ -19,8 +19,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
-from durable_teams.builders import Agent, Swarm
-from durable_teams.scripted import ScriptedModel, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, say
 from durable_teams.workflows.conversation import MAX_TURN_BYTES, TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 

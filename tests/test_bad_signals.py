@@ -12,8 +12,8 @@ import pytest
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from durable_teams.client import send_turn
-from durable_teams.scripted import ScriptedModel
+from durable_teams.client.send import send_turn
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import MAX_TURN_BYTES, TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 

@@ -3,7 +3,7 @@
 It used to abort at interpreter exit now and then ("Fatal Python error: PyGILState_Release",
 exit 134): the Temporal SDK's native threads were still releasing the GIL after handing over
 the last result while the interpreter finalized. `connect()` now makes the exit wait for them
-(durable_teams/exit_guard.py). Before that fix this example aborted in about a third of runs.
+(durable_teams/client/exit_guard.py). Before that fix this example aborted in about a third of runs.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_teams import exit_guard
+from durable_teams.client import exit_guard
 from durable_teams.examples import acme
-from durable_teams.scripted import ScriptedModel
+from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import ROOT, cli_env
 from .conftest import running_worker

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import acme, support
-from durable_teams.scripted import ScriptedModel, Step, call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 

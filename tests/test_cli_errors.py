@@ -10,10 +10,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_teams.cli import parser
+from durable_teams.cli.main import parser
+from durable_teams.client.server_state import SCRIPTED_NOTE
 from durable_teams.examples import faang
-from durable_teams.reading import SCRIPTED_NOTE
-from durable_teams.scripted import ScriptedModel
+from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker

@@ -16,10 +16,10 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.client import send_turn
-from durable_teams.console import FLAG_WARNINGS, FLAGGED_EXIT, format_message
-from durable_teams.scripted import ScriptedModel
-from durable_teams.starting import start_conversation
+from durable_teams.cli.console import FLAG_WARNINGS, FLAGGED_EXIT, format_message
+from durable_teams.client.send import send_turn
+from durable_teams.client.start import start_conversation
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest

@@ -10,11 +10,12 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_teams.builders import Agent, Swarm
-from durable_teams.devserver import free_port, port_open
+from durable_teams.client.server_address import port_open
+from durable_teams.client.server_state import no_worker_note
 from durable_teams.examples import faang
-from durable_teams.reading import no_worker_note
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.devserver import free_port
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput

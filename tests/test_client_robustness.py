@@ -12,9 +12,9 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from durable_teams.client import ConversationEnded, ConversationNotFound, send_turn
-from durable_teams.scripted import ScriptedModel
-from durable_teams.starting import start_conversation
+from durable_teams.client.send import ConversationEnded, ConversationNotFound, send_turn
+from durable_teams.client.start import start_conversation
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest, ModelResponse
 from durable_teams.workflows.state import ConversationInput

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from temporalio.api.common.v1 import Payload
 
-from durable_teams.codec import (
+from durable_teams.encryption.codec import (
     ENCODING,
     KEY_ENV,
     KEY_FILE_ENV,

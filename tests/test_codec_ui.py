@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from durable_teams.codec import EncryptionCodec, parse_keys
-from durable_teams.codec_server import default_origins, serve
-from durable_teams.devserver import DevServer, free_port
+from durable_teams.client.connection import connect
+from durable_teams.encryption.codec import EncryptionCodec, parse_keys
+from durable_teams.encryption.codec_server import default_origins, serve
 from durable_teams.examples import faang
-from durable_teams.runtime import connect
-from durable_teams.scripted import ScriptedModel
+from durable_teams.worker.devserver import DevServer, free_port
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 

@@ -226,8 +226,8 @@ def test_secrets_come_from_the_shell_not_the_file() -> None:
 
 def test_workers_get_the_time_to_stop_gracefully() -> None:
     """`docker compose stop` / a rolling update sends SIGTERM, then SIGKILL after the grace
-    period: it must outlast the worker's own graceful shutdown (durable_teams/worker.py)."""
-    from durable_teams.worker import GRACEFUL_SECONDS
+    period: it must outlast the worker's own graceful shutdown (durable_teams/worker/run.py)."""
+    from durable_teams.worker.run import GRACEFUL_SECONDS
 
     grace = re.fullmatch(r"(\d+)s", SERVICES[WORKER]["stop_grace_period"])
     assert grace and int(grace.group(1)) >= GRACEFUL_SECONDS + 5
@@ -264,7 +264,7 @@ def test_live_deltas_go_through_redis_from_every_worker_to_every_gateway() -> No
     redis = SERVICES[REDIS]
     assert image(REDIS)[0] == "redis" and "ports" not in redis  # reached inside the network only
     assert redis["command"] == ["redis-server", "--save", "", "--appendonly", "no"]
-    from durable_teams.live_redis import RedisHub
+    from durable_teams.live.redis_hub import RedisHub
 
     assert repr(RedisHub(url)) == f"RedisHub({url!r})"  # the URL parses as the client reads it
 
@@ -279,6 +279,6 @@ def test_gateway_is_optional_needs_tokens_and_runs_the_workers_image() -> None:
     assert env(GATEWAY)["DURABLE_TEAMS_GATEWAY_TOKENS"] == "${DURABLE_TEAMS_GATEWAY_TOKENS:-}"
     assert env(GATEWAY)["TEMPORAL_TASK_QUEUE"] == env(WORKER)["TEMPORAL_TASK_QUEUE"]
     assert published(GATEWAY) == {8000: 8000}
-    from durable_teams.gateway.serve import check_exposure
+    from durable_teams.cli.serve import check_exposure
 
     assert check_exposure("0.0.0.0", []) is not None  # without tokens it refuses to start

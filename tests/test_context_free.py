@@ -1,4 +1,4 @@
-"""The context-free runner (durable_teams/context_free.py): a worker whose converter cannot use
+"""The context-free runner (durable_teams/worker/sandbox_runner.py): a worker whose converter cannot use
 a serialization context answers the SDK's context questions without entering the sandbox, and
 one whose codec does use them keeps the SDK's runner, so the codec still gets each activity's
 context."""
@@ -19,11 +19,11 @@ from temporalio.converter import (
 )
 from temporalio.worker.workflow_sandbox import _runner as sandbox_runner
 
-from durable_teams.builders import Agent, CompiledTeam, Swarm
-from durable_teams.codec import codec_for, with_codec
-from durable_teams.context_free import needs_context
+from durable_teams.encryption.codec import codec_for, with_codec
 from durable_teams.examples.faang import add
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
+from durable_teams.worker.sandbox_runner import needs_context
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from durable_teams.builders import Agent, Swarm, handoff
-from durable_teams.client import send_turn
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.client.send import send_turn
+from durable_teams.teams.builders import Agent, Swarm, handoff
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn

@@ -11,10 +11,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.activities.tools import Result, tool
-from durable_teams.builders import Agent, CompiledTeam, Swarm, handoff
-from durable_teams.client import send_turn
+from durable_teams.client.send import send_turn
 from durable_teams.examples import acme, faang, support
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, CompiledTeam, Swarm, handoff
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn

@@ -16,14 +16,14 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from durable_teams import devserver
-from durable_teams.devserver import (
+from durable_teams.client.server_address import port_open
+from durable_teams.worker import devserver
+from durable_teams.worker.devserver import (
     SEARCH_ATTRIBUTES,
     DevServer,
     find_temporal_binary,
     find_test_server_binary,
     free_port,
-    port_open,
 )
 
 from .cli_process import cli_env, one_line_failure, run_cli

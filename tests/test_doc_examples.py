@@ -93,7 +93,7 @@ def test_shell_block_runs(block: Block) -> None:
 # durable-teams through its entry point, modules and scripts as `python -m` / `python x.py` run them.
 HELP_SCRIPT = """
 import contextlib, io, json, runpy, sys
-from durable_teams.cli import main
+from durable_teams.cli.main import main
 out = {}
 for program in json.load(sys.stdin):
     text, code = io.StringIO(), 0

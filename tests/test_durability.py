@@ -12,9 +12,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_teams.devserver import DevServer, free_port
+from durable_teams.client.connection import connect
 from durable_teams.examples import support
-from durable_teams.runtime import connect
+from durable_teams.worker.devserver import DevServer, free_port
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, HumanReply
 

@@ -27,12 +27,12 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.builders import Agent, CompiledTeam, Supervisor
-from durable_teams.codec import KEY_ENV, KEY_ID, EncryptionKeyError, codec_for
-from durable_teams.codec_server import serve
-from durable_teams.reading import pending_questions
-from durable_teams.runtime import connect, encrypted
-from durable_teams.scripted import ScriptedModel, Step, call, say
+from durable_teams.client.connection import connect, encrypted
+from durable_teams.client.server_state import pending_questions
+from durable_teams.encryption.codec import KEY_ENV, KEY_ID, EncryptionKeyError, codec_for
+from durable_teams.encryption.codec_server import serve
+from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
+from durable_teams.worker.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest

@@ -7,9 +7,9 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_teams.builders import Agent, Swarm
-from durable_teams.events import Event, events_of, follow
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.client.events import Event, events_of, follow
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ToolCall
 from durable_teams.workflows.state import ConversationInput, HumanReply
@@ -94,7 +94,7 @@ async def test_follow_streams_steps_while_the_conversation_runs(client: Client, 
 
 
 def test_a_workers_answer_that_joined_the_shared_conversation_is_shown_as_shared() -> None:
-    from durable_teams.console import format_event
+    from durable_teams.cli.console import format_event
 
     answer = Message(role="assistant", name="math_expert", content="It is 1,977,586.", scope=2)
     step = Message(role="tool", name="add", content="231317.0\n(rounded)", tool_call_id="c1", scope=2)

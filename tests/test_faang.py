@@ -12,7 +12,7 @@ from temporalio.client import Client
 
 from durable_teams.activities.wire import message_dict
 from durable_teams.examples import faang
-from durable_teams.scripted import ScriptedModel
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationInput

@@ -48,8 +48,8 @@ from bench.failover import (
     read_effects,
     release,
 )
-from durable_teams.client import send_reply
-from durable_teams.worker import STICKY_ENV, sticky_timeout
+from durable_teams.client.send import send_reply
+from durable_teams.worker.run import STICKY_ENV, sticky_timeout
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import (
     ConversationInput,

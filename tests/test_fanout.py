@@ -17,8 +17,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from durable_teams.builders import Agent, Supervisor
-from durable_teams.scripted import ScriptedModel, call, calls, say
+from durable_teams.teams.builders import Agent, Supervisor
+from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.roster import TeamError, validate_team

@@ -12,9 +12,9 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.activities.tools import Result
-from durable_teams.builders import Agent, Swarm
-from durable_teams.client import send_turn
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.client.send import send_turn
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse
 from durable_teams.workflows.state import ConversationInput

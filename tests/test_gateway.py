@@ -13,10 +13,10 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from durable_teams.builders import Agent, Swarm
+from durable_teams.cli.serve import check_exposure
 from durable_teams.examples import faang, faang_teams
-from durable_teams.gateway.serve import check_exposure
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput
@@ -216,7 +216,7 @@ def payload_bytes(history: Any) -> int:
 
 
 def test_the_cli_refuses_an_exposed_gateway_without_tokens(monkeypatch: Any, capsys: Any) -> None:
-    from durable_teams.cli import main
+    from durable_teams.cli.main import main
 
     monkeypatch.delenv("DURABLE_TEAMS_GATEWAY_TOKENS", raising=False)
     with pytest.raises(SystemExit) as stop:

@@ -14,9 +14,9 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 from temporalio.client import Client
 
-from durable_teams.devserver import free_port
 from durable_teams.examples import support
-from durable_teams.scripted import ScriptedModel
+from durable_teams.worker.devserver import free_port
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 

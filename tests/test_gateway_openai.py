@@ -10,8 +10,8 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.builders import Agent, Swarm
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from durable_teams.builders import Agent, Supervisor, tool
 from durable_teams.examples import acme, faang, faang_teams, support
-from durable_teams.graph import team_graph
+from durable_teams.teams.builders import Agent, Supervisor, tool
+from durable_teams.teams.graph import team_graph
 from durable_teams.workflows.messages import RoutingRule
 
 FAANG = """\

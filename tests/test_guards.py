@@ -6,9 +6,9 @@ import uuid
 
 from temporalio.client import Client
 
-from durable_teams.builders import Agent, Supervisor
 from durable_teams.examples import faang
-from durable_teams.scripted import ScriptedModel, call, calls, say
+from durable_teams.teams.builders import Agent, Supervisor
+from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Budgets, Message
 from durable_teams.workflows.state import ConversationInput

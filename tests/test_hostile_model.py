@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from durable_teams.activities.model import ModelActivities, OpenAIBackend
-from durable_teams.devserver import free_port
+from durable_teams.worker.devserver import free_port
 from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, ModelView
 
 from .fake_openai import FakeOpenAI

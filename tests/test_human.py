@@ -11,10 +11,10 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.console import format_question
+from durable_teams.cli.console import format_question
+from durable_teams.client.server_state import pending_questions
 from durable_teams.examples import support
-from durable_teams.reading import pending_questions
-from durable_teams.scripted import ScriptedModel, call, calls, say
+from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, HumanReply, Question
 

@@ -14,9 +14,9 @@ import httpx
 from temporalio.client import Client
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import faang, support
-from durable_teams.scripted import ScriptedModel
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.state import ConversationResult
 
 from .conftest import running_worker

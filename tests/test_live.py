@@ -14,11 +14,11 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.builders import Agent, Swarm
-from durable_teams.console import FollowPrinter
-from durable_teams.events import Event, delta_event
+from durable_teams.cli.console import FollowPrinter
+from durable_teams.client.events import Event, delta_event
 from durable_teams.gateway.openai_compat import ContentStream
-from durable_teams.live import Delta, LiveOrder, LocalHub, ancestors, emit, streaming
+from durable_teams.live.hub import Delta, LiveOrder, LocalHub, ancestors, emit, streaming
+from durable_teams.teams.builders import Agent, Swarm
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, Raw

@@ -25,10 +25,10 @@ import pytest
 import redis.asyncio as aioredis
 from temporalio.client import Client
 
-from durable_teams.codec import EncryptionCodec
-from durable_teams.devserver import free_port
-from durable_teams.live import Delta
-from durable_teams.live_redis import RedisHub
+from durable_teams.encryption.codec import EncryptionCodec
+from durable_teams.live.hub import Delta
+from durable_teams.live.redis_hub import RedisHub
+from durable_teams.worker.devserver import free_port
 
 from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .fake_openai import FakeOpenAI, held_answer
@@ -77,7 +77,7 @@ async def test_with_encryption_the_broker_never_sees_the_text(redis_url: str, ca
     while seen is None or seen["type"] != "message":
         seen = await asyncio.wait_for(spy.get_message(timeout=WITHIN), WITHIN)
     assert b"4711" not in seen["data"] and b"refund" not in seen["data"]
-    with caplog.at_level(logging.WARNING, "durable_teams.live_redis"):
+    with caplog.at_level(logging.WARNING, "durable_teams.live.redis_hub"):
         assert await keyless.decode(seen["data"]) == []  # a reader without the key reads nothing
     assert "set DURABLE_TEAMS_ENCRYPTION_KEY" in caplog.text
     await spy.aclose()
@@ -85,7 +85,7 @@ async def test_with_encryption_the_broker_never_sees_the_text(redis_url: str, ca
 
 async def test_a_broker_that_is_down_costs_the_live_view_only(caplog: pytest.LogCaptureFixture) -> None:
     hub = RedisHub(f"redis://:hunter2@127.0.0.1:{free_port()}/0")
-    with caplog.at_level(logging.WARNING, "durable_teams.live_redis"):
+    with caplog.at_level(logging.WARNING, "durable_teams.live.redis_hub"):
         async with hub.subscribe("wf-1") as deltas:  # the reader goes on without deltas
             hub.publish(delta("lost"))
             await hub.flush()  # the model call goes on: nothing raised

@@ -16,10 +16,10 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.activities.views import ViewCache, query_view
-from durable_teams.builders import Agent, CompiledTeam, Supervisor
-from durable_teams.client import send_turn
+from durable_teams.client.send import send_turn
 from durable_teams.examples import acme, faang, faang_teams, support
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows import live_view
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelCalls, ModelRequest, ModelView, TeamSpec

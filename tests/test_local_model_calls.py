@@ -20,8 +20,8 @@ from temporalio.client import Client, WorkflowHandle
 from bench import procs
 from bench.failover import holder
 from bench.teams import http_team
-from durable_teams.builders import Agent, Supervisor, Swarm
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, Supervisor, Swarm
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelCalls, ModelRequest, ModelResponse
 from durable_teams.workflows.state import ConversationInput

@@ -23,11 +23,11 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_teams.builders import Agent, Swarm
-from durable_teams.devserver import free_port
-from durable_teams.mcp import MCPHttp, MCPStdio
-from durable_teams.scripted import ScriptedModel, call, say
-from durable_teams.workflows import mcp as workflow_mcp
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.teams.mcp_servers import MCPHttp, MCPStdio
+from durable_teams.worker.devserver import free_port
+from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.workflows import mcp_tools as workflow_mcp
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ToolSpec
 from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn
@@ -117,7 +117,7 @@ def test_a_listed_name_that_clashes_is_a_clear_error():
 
 
 def test_the_graph_draws_an_agents_mcp_servers():
-    from durable_teams.graph import team_graph
+    from durable_teams.teams.graph import team_graph
 
     team = clerk(MCPStdio("orders", "x", needs_approval=True), MCPHttp("search", "http://h/mcp"))
     assert team_graph(team.compile().spec).splitlines()[2:5] == [

@@ -22,13 +22,13 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed (it needs Pyth
 
 from temporalio.client import Client, WorkflowHandle
 
-from durable_teams.activities import mcp as mcp_activities
-from durable_teams.activities.mcp import MCPActivities
-from durable_teams.builders import Agent, Swarm
-from durable_teams.mcp import MCPHttp, MCPStdio
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.activities import mcp_calls as mcp_activities
+from durable_teams.activities.mcp_calls import MCPActivities
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.teams.mcp_servers import MCPHttp, MCPStdio
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.mcp import MCPCall
+from durable_teams.workflows.mcp_tools import MCPCall
 from durable_teams.workflows.state import ConversationInput, UserTurn
 
 from . import mcp_server

@@ -30,8 +30,8 @@ from durable_teams.activities.model import ModelActivities, ModelBackend, OpenAI
 from durable_teams.activities.model_errors import raise_for_openai_error
 from durable_teams.activities.views import ViewReader, query_view
 from durable_teams.activities.wire import tool_dict
-from durable_teams.devserver import free_port
-from durable_teams.scripted import ScriptedModel, call, calls, raw_call, say
+from durable_teams.worker.devserver import free_port
+from durable_teams.worker.scripted import ScriptedModel, call, calls, raw_call, say
 from durable_teams.workflows.messages import (
     Message,
     ModelRequest,

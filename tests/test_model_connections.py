@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from durable_teams.activities.heartbeats import THROTTLE
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.builders import Agent, Swarm
+from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.options import ModelCalls
 from durable_teams.workflows.state import ConversationInput

@@ -16,8 +16,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.builders import Agent, CompiledTeam, Swarm
-from durable_teams.client import send_turn
+from durable_teams.client.send import send_turn
+from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelCalls
 from durable_teams.workflows.state import ConversationInput

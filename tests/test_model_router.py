@@ -13,8 +13,8 @@ from temporalio.testing import ActivityEnvironment
 
 from durable_teams import ModelRouter
 from durable_teams.activities.model import ModelActivities, OpenAIBackend
-from durable_teams.builders import Agent, Swarm
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import (
     Message,

@@ -12,11 +12,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.activities.tools import Result
-from durable_teams.builders import Agent, CompiledTeam, Supervisor
-from durable_teams.client import send_reply
+from durable_teams.client.send import send_reply
+from durable_teams.client.server_state import pending_questions
 from durable_teams.examples import faang, faang_teams
-from durable_teams.reading import pending_questions
-from durable_teams.scripted import ScriptedModel, call, calls, say
+from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
+from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.children import bounded_history, child_id, child_team
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import TASK, TEAM

@@ -11,9 +11,9 @@ from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.activities.views import ViewCache, ViewReader
-from durable_teams.builders import Agent, Swarm
-from durable_teams.runtime import build_worker
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.build import build_worker
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelCalls, ModelRequest, ModelView
 from durable_teams.workflows.placement import LOCATE_ACTIVITY

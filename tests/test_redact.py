@@ -1,4 +1,4 @@
-"""Secrets never reach a message or a printed URL: one scrub function (durable_teams/redact.py)."""
+"""Secrets never reach a message or a printed URL: one scrub function (durable_teams/encryption/redact.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from durable_teams import worker
-from durable_teams.redact import mask_url, scrub
+from durable_teams.encryption.redact import mask_url, scrub
+from durable_teams.worker import run as worker
 
 
 @pytest.mark.parametrize("text,secret,kept", [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from durable_teams.builders import Agent, Supervisor
+from durable_teams.teams.builders import Agent, Supervisor
 from durable_teams.workflows import routing
 from durable_teams.workflows.decision_format import (
     decision_instructions,

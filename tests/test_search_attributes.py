@@ -19,12 +19,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
+from durable_teams.client.server_state import pending_questions
+from durable_teams.client.start import start_conversation
 from durable_teams.examples import faang, support
 from durable_teams.gateway.threads import Gateway
-from durable_teams.reading import pending_questions
-from durable_teams.scripted import ScriptedModel
-from durable_teams.search_attributes import learn_labels
-from durable_teams.starting import start_conversation
+from durable_teams.worker.scripted import ScriptedModel
+from durable_teams.worker.search_attributes import learn_labels
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, HumanReply
@@ -75,7 +75,7 @@ async def test_a_faang_conversation_ends_whatever_the_namespace_lacks(
     client = await refusing_client(bare_server, namespace)
     compiled = faang.build().compile()
     queue = f"tq-{uuid.uuid4().hex[:8]}"
-    with caplog.at_level(logging.WARNING, logger="durable_teams.search_attributes"):
+    with caplog.at_level(logging.WARNING, logger="durable_teams.worker.search_attributes"):
         async with running_worker(client, queue, [compiled], ScriptedModel(faang.SCRIPT)):
             handle = await client.start_workflow(
                 TeamWorkflow.run, ConversationInput(team=compiled.spec, task=faang.QUESTION),

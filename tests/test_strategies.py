@@ -12,9 +12,9 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
 
-from durable_teams.builders import Agent, CompiledTeam, Supervisor
-from durable_teams.client import send_turn
-from durable_teams.scripted import ScriptedModel, Step, call, say
+from durable_teams.client.send import send_turn
+from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
+from durable_teams.worker.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest, RoutingRule
 from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn

@@ -18,8 +18,8 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.activities.tools import Result, RetryableToolError, current_idempotency_key, tool
-from durable_teams.builders import Agent, Swarm
-from durable_teams.scripted import ScriptedModel, call, raw_call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, call, raw_call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.state import ConversationInput, HumanReply

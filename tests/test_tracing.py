@@ -21,10 +21,10 @@ from temporalio.worker import Replayer
 from durable_teams.activities import call_facts
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.activities.model_stream import StreamAssembler
-from durable_teams.builders import Agent, Swarm
 from durable_teams.examples import faang_teams
-from durable_teams.scripted import call, say
-from durable_teams.tracing import tracing_interceptors
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.tracing.interceptors import tracing_interceptors
+from durable_teams.worker.scripted import call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 

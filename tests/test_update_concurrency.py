@@ -14,8 +14,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.gateway.auth import Limits
+from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.options import ModelCalls
 

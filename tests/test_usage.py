@@ -11,13 +11,13 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from durable_teams.builders import Agent, Swarm
-from durable_teams.client import send_turn
-from durable_teams.console import format_event
-from durable_teams.costs import load_prices, usage_lines
-from durable_teams.events import events_of
+from durable_teams.cli.console import format_event
+from durable_teams.cli.costs import load_prices, usage_lines
+from durable_teams.client.events import events_of
+from durable_teams.client.send import send_turn
 from durable_teams.examples import faang, faang_teams
-from durable_teams.scripted import ScriptedModel, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, say
 from durable_teams.workflows import usage
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import (

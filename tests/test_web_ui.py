@@ -18,11 +18,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from durable_teams.builders import Agent, Swarm
-from durable_teams.devserver import DevServer, free_port
+from durable_teams.client.connection import connect
 from durable_teams.examples import example_script, example_teams, faang, support
-from durable_teams.runtime import connect
-from durable_teams.scripted import ScriptedModel, call, say
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.devserver import DevServer, free_port
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import static_summary, task_words
 from durable_teams.workflows.messages import ModelCalls

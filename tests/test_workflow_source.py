@@ -1,5 +1,5 @@
 """Workflow code stays deterministic: checked in the source, because the worker passes the
-`durable_teams.workflows` package through Temporal's sandbox (see durable_teams/runtime.py), so the sandbox no
+`durable_teams.workflows` package through Temporal's sandbox (see durable_teams/worker/build.py), so the sandbox no
 longer stops a wall-clock read or I/O there at run time."""
 
 from __future__ import annotations

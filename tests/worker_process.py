@@ -16,10 +16,11 @@ import signal
 import sys
 
 from durable_teams.activities.model import ModelBackend, OpenAIBackend
-from durable_teams.builders import Agent, Swarm
+from durable_teams.client.connection import connect
 from durable_teams.examples import example_script, example_teams
-from durable_teams.runtime import build_worker, connect
-from durable_teams.scripted import ScriptedModel
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.build import build_worker
+from durable_teams.worker.scripted import ScriptedModel
 
 
 async def main(address: str, task_queue: str, workflow: str | None = None) -> None:

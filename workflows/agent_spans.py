@@ -1,7 +1,7 @@
 """What an agent run looks like to tracing, from inside the workflow (no OpenTelemetry here).
 
 Workflow code marks each agent run with `agent_run_span(...)`. Nothing happens unless the
-worker traces (durable_teams/tracing_workflow.py sets `SINK`): then the run gets a span id
+worker traces (durable_teams/tracing/workflow_spans.py sets `SINK`): then the run gets a span id
 derived from where it stands in the history (so a replay finds the same id), activities and
 child workflows it schedules are parented under that id, and when the run ends, outside
 replay, its record goes to the sink with start and end times from workflow time. No command,

@@ -16,7 +16,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import inputs, labels, live_view, mcp, roster, team_checks, usage
+    from . import definition_checks as team_checks
+    from . import inputs, labels, live_view, roster, usage
+    from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .human import PENDING_MEMO, HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, NOTES_PATCH, Intake
@@ -244,7 +246,7 @@ class TeamWorkflow(Intake):
         Replies already made are delivered first. `send_message` calls still waiting (queued
         turns, or the turn cut off while it waits for a person) end with the run; the client
         re-sends them with the same `turn_id` and the next run answers them (see
-        `durable_teams.client.send_turn`).
+        `durable_teams.client.send.send_turn`).
         """
         await workflow.wait_condition(
             lambda: not any(n in self.state.replies for n, c in self.waiters.items() if c))
@@ -286,7 +288,7 @@ class TeamWorkflow(Intake):
     @workflow.query
     def log_page(self, start: int, limit: int = 200) -> LogPage:
         """The whole log (every agent's steps) from `start`, at most `limit` messages: how a
-        follower reads a conversation as it happens (`durable_teams.events.follow`). Indices
+        follower reads a conversation as it happens (`durable_teams.client.events.follow`). Indices
         hold across continue-as-new; paged because the server caps a query result at 2 MB."""
         log = self.state.transcript.log
         end = start + max(limit, 0)

@@ -6,7 +6,7 @@ code runs, and a value that does not fit the declared type fails the *workflow t
 server retries forever (the conversation sits RUNNING with no reason anyone can read). So the
 workflow's entry points declare no argument types to the SDK (they take `*extra`, which makes
 the SDK decode plain JSON, or hand over an `Undecodable` from the worker's converter,
-durable_teams/tolerant.py), and the values are validated here against the wire types, with
+durable_teams/worker/tolerant_converter.py), and the values are validated here against the wire types, with
 messages that name the field and what was expected. Validating the decoded JSON (pydantic's
 lax Python mode) builds the same models the SDK's JSON-mode decoding did, so recorded
 histories replay unchanged (tests/test_replay.py). Pure: no Temporal imports.
@@ -41,7 +41,7 @@ class InvalidInput(ValueError):
 @dataclass(frozen=True)
 class Undecodable:
     """A payload that could not be decoded at all (its bytes do not match its encoding), as
-    the worker's payload converter hands it over (durable_teams/tolerant.py)."""
+    the worker's payload converter hands it over (durable_teams/worker/tolerant_converter.py)."""
 
     encoding: str
     reason: str

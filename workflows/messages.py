@@ -143,14 +143,14 @@ class ToolSpec(Wire):
     retry_interval_seconds: float = 1.0
     task_queue: str | None = None
     mcp_server: str | None = None
-    """Set for a tool an MCP server offers: the server's name (workflows/mcp.py)."""
+    """Set for a tool an MCP server offers: the server's name (workflows/mcp_tools.py)."""
     mcp_tool: str | None = None
     """The tool's name on that server (`name` may carry the server's `tool_prefix`)."""
 
 
 class MCPServerSpec(Wire):
     """An MCP server an agent takes tools from, as data: its name and options only. How to
-    reach it (command, URL, headers) stays on the worker (durable_teams/mcp.py)."""
+    reach it (command, URL, headers) stays on the worker (durable_teams/teams/mcp_servers.py)."""
 
     name: str
     tool_prefix: str = ""

@@ -36,7 +36,7 @@ class UserTurn(Wire):
     turn_id: str | None = None
     """A client-chosen id that makes sending idempotent: a turn re-sent with the same id (after
     a continue-as-new cut its update off, say) waits for the same reply instead of running
-    twice. `durable_teams.client.send_turn` sets one."""
+    twice. `durable_teams.client.send.send_turn` sets one."""
 
 
 class TurnReply(Reply):
@@ -192,7 +192,7 @@ class ConversationResult(Reply):
     transcript: Transcript | None = None
     """Set only by an earlier release, which carried the log here. The log is in the history
     once already (a second copy in the result doubled small conversations' histories), so
-    readers rebuild a finished conversation's log from its history (durable_teams/replayed.py)."""
+    readers rebuild a finished conversation's log from its history (durable_teams/client/replay_state.py)."""
     handoffs: HandoffView = "own"
     """With `transcript` (an earlier release): what its shared view shows of handoffs."""
 

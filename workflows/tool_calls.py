@@ -15,7 +15,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
-    from . import mcp
+    from . import mcp_tools as mcp
     from .human import HumanDesk
     from .messages import Message, TeamSpec, ToolCall, ToolRequest, ToolResult, ToolSpec
     from .state import ConversationState

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from durable_teams.builders import CompiledTeam
-from durable_teams.scripted import Step
+from durable_teams.teams.builders import CompiledTeam
+from durable_teams.worker.scripted import Step
 
 
 def example_teams() -> list[CompiledTeam]:

@@ -9,8 +9,8 @@ each model request matches the walkthrough's log message for message (tests/test
 
 from __future__ import annotations
 
-from durable_teams.builders import Agent, Supervisor
-from durable_teams.scripted import call, say
+from durable_teams.teams.builders import Agent, Supervisor
+from durable_teams.worker.scripted import call, say
 
 QUESTION = "what's the combined headcount of the FAANG companies in 2024?"
 

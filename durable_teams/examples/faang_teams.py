@@ -7,9 +7,9 @@ own expert. Each nested team runs as a child workflow of the conversation.
 
 from __future__ import annotations
 
-from durable_teams.builders import Agent, Supervisor
 from durable_teams.examples import faang
-from durable_teams.scripted import call, say
+from durable_teams.teams.builders import Agent, Supervisor
+from durable_teams.worker.scripted import call, say
 
 QUESTION = faang.QUESTION
 ANSWER = faang.ANSWER

@@ -30,15 +30,15 @@ from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFa
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.client import ConversationBusy, ConversationEnded, ReplyRejected
-from durable_teams.events import follow
+from durable_teams.client.events import follow
+from durable_teams.client.send import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, UnknownTeam
-from durable_teams.live import LiveHub, hub_from_env
+from durable_teams.live.hub import LiveHub, hub_from_env
 from durable_teams.workflows.conversation import TeamWorkflow
 
 log = logging.getLogger(__name__)
@@ -252,7 +252,7 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
                busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
-    else this process's, durable_teams/live.py). `teams`: the team names the workers serve
+    else this process's, durable_teams/live/hub.py). `teams`: the team names the workers serve
     (listed by /v1/models; another name is refused with 404); None: not checked.
     `exposure`: the hosts and origins served (default: loopback names only); `limits`: per
     caller; `busy_seconds`: how long a turn waits for a thread with 10 turns in flight

@@ -24,13 +24,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from durable_teams.client import ConversationEnded
+from durable_teams.client.send import ConversationEnded
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
-from durable_teams.live import Delta
+from durable_teams.live.hub import Delta
 from durable_teams.workflows.usage import Tally
 
 UNSUPPORTED = {
@@ -178,7 +178,7 @@ async def _stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usage: b
                   subscription: AbstractAsyncContextManager[Any], deltas: asyncio.Queue[Delta]
                   ) -> AsyncIterator[str]:
     """OpenAI's chunk stream: the team's text as its model calls write it (live deltas,
-    durable_teams/live.py), then what is left of the reply (all of it without live deltas)."""
+    durable_teams/live/hub.py), then what is left of the reply (all of it without live deltas)."""
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
             "created": int(time.time()), "model": team}
 

@@ -17,13 +17,12 @@ from typing import Any, NamedTuple
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.answers import approval_of, ask_again
-from durable_teams.chat import why_it_failed
-from durable_teams.client import AcceptedTurn, ConversationEnded, send_reply, submit_turn
-from durable_teams.events import delta_event, page_events
-from durable_teams.live import LIVE, Delta, LiveHub, LiveOrder
-from durable_teams.reading import waiting_conversations
-from durable_teams.starting import start_conversation
+from durable_teams.client.approvals import approval_of, ask_again
+from durable_teams.client.events import delta_event, page_events
+from durable_teams.client.send import AcceptedTurn, ConversationEnded, send_reply, submit_turn
+from durable_teams.client.server_state import waiting_conversations, why_it_failed
+from durable_teams.client.start import start_conversation
+from durable_teams.live.hub import LIVE, Delta, LiveHub, LiveOrder
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (
@@ -73,7 +72,7 @@ class Gateway:
     task_queue: str
     poll_seconds: float = 0.1
     hub: LiveHub = field(default_factory=lambda: LIVE)
-    """Where live text deltas come from (durable_teams/live.py)."""
+    """Where live text deltas come from (durable_teams/live/hub.py)."""
     teams: list[str] | None = None
     """The teams the workers serve, when known (`serve --team`)."""
     busy_seconds: float = 10.0
@@ -154,7 +153,7 @@ class Gateway:
         """Yield each event of the log from `index` as it is appended (ABI's stream) while the
         accepted turn runs,
         ending with `done` carrying the reply, or `error` when the turn could not run.
-        Live text deltas (durable_teams/live.py) come as `ai_message_delta`, each after the
+        Live text deltas (durable_teams/live/hub.py) come as `ai_message_delta`, each after the
         log messages that came before its model call and before the message it adds up to."""
         order = LiveOrder()
         # `deltas`: a subscription the caller entered before the turn went in (none: here)

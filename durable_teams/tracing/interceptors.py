@@ -10,7 +10,7 @@ adds two interceptors to the client (and so to every worker built on it):
   outside replay.
 - `GenAITracingInterceptor`, following the OpenTelemetry GenAI semantic conventions:
   `invoke_agent <agent>` per agent run with a `handoff` span per transfer it made
-  (durable_teams/tracing_workflow.py: made when the run ends, outside replay, its children
+  (durable_teams/tracing/workflow_spans.py: made when the run ends, outside replay, its children
   parented under it meanwhile); inside each `call_model` activity a `chat <model>` span
   (CLIENT) and the `gen_ai.client.token.usage` and `gen_ai.client.operation.duration`
   histograms; inside each tool activity an `execute_tool <tool>` span (INTERNAL). Activities
@@ -37,8 +37,8 @@ except ImportError as missing:  # say what to install, not just what is missing
                       "pip install 'durable-teams[otel]'") from missing
 
 from durable_teams.activities import call_facts
-from durable_teams.tracing_metrics import GenAIMetrics
-from durable_teams.tracing_workflow import EXTERN, AgentRunSpans, emit_agent_run
+from durable_teams.tracing.genai_metrics import GenAIMetrics
+from durable_teams.tracing.workflow_spans import EXTERN, AgentRunSpans, emit_agent_run
 from durable_teams.workflows.agent_spans import AgentRunRecord
 from durable_teams.workflows.messages import ModelResponse, ToolResult
 

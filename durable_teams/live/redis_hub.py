@@ -25,9 +25,9 @@ from typing import Any
 
 from temporalio.api.common.v1 import Payload
 
-from durable_teams.codec import EncryptionCodec
-from durable_teams.live import QUEUE_LIMIT, Delta, LiveHub, LiveHubError, deliver
-from durable_teams.redact import mask_url
+from durable_teams.encryption.codec import EncryptionCodec
+from durable_teams.encryption.redact import mask_url
+from durable_teams.live.hub import QUEUE_LIMIT, Delta, LiveHub, LiveHubError, deliver
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The MCP activities: list a server's tools, call one of them. The worker holds the servers
-(durable_teams/mcp.py); the workflow names them.
+(durable_teams/teams/mcp_servers.py); the workflow names them.
 
 Error semantics are our own tools': a tool's error (`is_error`, or the server refusing the
 call) comes back as an error `ToolResult` the model reads, recorded once. A server that cannot
@@ -22,8 +22,8 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_teams.mcp import INSTALL_HINT, MCPServer, MCPStdio
-from durable_teams.workflows.mcp import MCPCall
+from durable_teams.teams.mcp_servers import INSTALL_HINT, MCPServer, MCPStdio
+from durable_teams.workflows.mcp_tools import MCPCall
 from durable_teams.workflows.messages import ToolResult, ToolSpec
 
 from .mcp_sessions import Lease, Sessions

@@ -20,10 +20,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
-from durable_teams.live import Delta, LiveHub, LiveOrder
-from durable_teams.reading import finished_result
-from durable_teams.replayed import ReplayFailed, replayed_log
-from durable_teams.replies import history_growth
+from durable_teams.client.replay_state import ReplayFailed, replayed_log
+from durable_teams.client.reply_watch import history_growth
+from durable_teams.client.server_state import finished_result
+from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.builtins import ASK_HUMAN
 from durable_teams.workflows.messages import Message, Usage
 from durable_teams.workflows.state import LogPage
@@ -55,7 +55,7 @@ class Event(BaseModel):
 
 
 def delta_event(delta: Delta) -> Event:
-    """A live text delta (durable_teams/live.py) as an event; not part of the log (index -1)."""
+    """A live text delta (durable_teams/live/hub.py) as an event; not part of the log (index -1)."""
     return Event(index=-1, type="ai_message_delta", agent=delta.agent, text=delta.text,
                  private=not delta.shared, call=delta.call, reset=delta.reset)
 
@@ -130,7 +130,7 @@ async def _follow_running(client: Client, handle: WorkflowHandle[Any, Any], inde
                           poll_seconds: float, page_size: int,
                           deltas: asyncio.Queue[Delta] | None) -> AsyncIterator[Event]:
     """Page through a running conversation's log until it stops, with its live deltas. The
-    log is read again only when the history grew (a long poll of it, durable_teams/replies.py)
+    log is read again only when the history grew (a long poll of it, durable_teams/client/reply_watch.py)
     or a delta came: a quiet conversation costs its followers nothing."""
     order = LiveOrder()
     ending = False

@@ -29,7 +29,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.replies import ConversationStopped, wait_for_reply
+from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
 from durable_teams.workflows.state import HumanReply, Question, TurnReply, UserTurn
 
 CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
@@ -125,7 +125,7 @@ class AcceptedTurn:
     number: int
 
     async def reply(self) -> TurnReply:
-        """The reply, once answered (durable_teams/replies.py: one long poll of the history
+        """The reply, once answered (durable_teams/client/reply_watch.py: one long poll of the history
         and one query per step for every waiter of this process), across continue-as-new.
         Raises `ConversationEnded` when the conversation stops before answering."""
         try:

@@ -21,10 +21,10 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.client import Client
 
-from durable_teams.devserver import SEARCH_ATTRIBUTES
+from durable_teams.worker.devserver import SEARCH_ATTRIBUTES
 from durable_teams.workflows.labels import AVAILABLE_LABELS_ACTIVITY
 
-log = logging.getLogger("durable_teams.search_attributes")
+log = logging.getLogger("durable_teams.worker.search_attributes")
 
 WANTED = SEARCH_ATTRIBUTES
 """Our search attributes and their types (the names `temporal operator` takes)."""

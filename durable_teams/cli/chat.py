@@ -15,16 +15,15 @@ import uuid
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
-    WorkflowFailureError,
     WorkflowUpdateFailedError,
 )
 from temporalio.service import RPCError
 
-from durable_teams.answers import approval_of, ask_again
-from durable_teams.client import ConversationEnded, ReplyRejected, send_reply, send_turn
-from durable_teams.reading import worker_notes, workers_on
-from durable_teams.runtime import TASK_QUEUE
-from durable_teams.starting import start_conversation
+from durable_teams.client.approvals import approval_of, ask_again
+from durable_teams.client.connection import TASK_QUEUE
+from durable_teams.client.send import ConversationEnded, ReplyRejected, send_reply, send_turn
+from durable_teams.client.server_state import why_it_failed, worker_notes, workers_on
+from durable_teams.client.start import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, Question, TurnReply
 
@@ -92,23 +91,6 @@ async def answer_questions(client: Client, thread: str, turn: asyncio.Future[Tur
             print(rejected)
             seen.discard(q.question_id)
     return True
-
-
-async def why_it_failed(client: Client, thread: str) -> str:
-    """": <root cause>" when the conversation failed (an unknown team, say), else ""."""
-    handle = client.get_workflow_handle(thread)
-    try:
-        if (await handle.describe()).status != WorkflowExecutionStatus.FAILED:
-            return ""
-        await handle.result()
-    except WorkflowFailureError as err:
-        cause: BaseException = err.cause
-        while cause.__cause__ is not None:
-            cause = cause.__cause__
-        return f": {getattr(cause, 'message', cause)}"
-    except Exception:  # noqa: BLE001 - only an explanation: say nothing more
-        pass
-    return ""
 
 
 async def chat(client: Client, team: str, thread: str | None) -> int:

@@ -11,7 +11,7 @@ fresh copy made for that one sequence.
 
 The answer matters only to a payload codec or an external storage that takes a context
 (`WithSerializationContext`): the passes use nothing else of the converter. When the worker's
-converter has neither (no codec, or one that ignores context, as durable_teams.codec's
+converter has neither (no codec, or one that ignores context, as durable_teams.encryption.codec's
 encryption), the context cannot change a byte, so the instances made here say "no context"
 (the converter as configured) and give the workflow's own store context, built once outside
 the sandbox. With a context-aware codec or external storage `build_worker` keeps the SDK's

@@ -9,7 +9,7 @@ to the history for each, the bloat this avoids. Two hubs:
 
 - `LocalHub` (the default, `LIVE`): this process's. Enough when the worker and the reader (the
   gateway, `follow`, a demo) share a process, as in the embedded setup.
-- `RedisHub` (durable_teams/live_redis.py, `DURABLE_TEAMS_LIVE_URL=redis://...`): Redis
+- `RedisHub` (durable_teams/live/redis_hub.py, `DURABLE_TEAMS_LIVE_URL=redis://...`): Redis
   pub/sub, one channel per conversation, so any worker publishes and any gateway or `follow`
   in another process or machine subscribes.
 
@@ -118,7 +118,7 @@ def hub_from_env(codec: Any = None, environ: dict[str, str] | None = None) -> Li
     url = (environ if environ is not None else os.environ).get(LIVE_URL_ENV, "").strip()
     if not url:
         return LIVE
-    from durable_teams.live_redis import RedisHub
+    from durable_teams.live.redis_hub import RedisHub
 
     return RedisHub(url, codec=codec)
 

@@ -17,7 +17,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.console import (
+from durable_teams.cli.console import (
     FLAG_WARNINGS,
     FollowPrinter,
     format_message,
@@ -25,11 +25,12 @@ from durable_teams.console import (
     format_refused,
     run_exit_code,
 )
-from durable_teams.costs import usage_lines
-from durable_teams.devserver import port_open
-from durable_teams.events import follow
-from durable_teams.live import LIVE_URL_ENV, hub_from_env
-from durable_teams.reading import (
+from durable_teams.cli.costs import usage_lines
+from durable_teams.client.connection import TASK_QUEUE, connect, default_address
+from durable_teams.client.events import follow
+from durable_teams.client.replay_state import ReplayFailed, replayed_transcript
+from durable_teams.client.server_address import port_open
+from durable_teams.client.server_state import (
     QUERY_TIMEOUT,
     finished_result,
     memo_questions,
@@ -38,9 +39,8 @@ from durable_teams.reading import (
     worker_notes,
     workers_on,
 )
-from durable_teams.replayed import ReplayFailed, replayed_transcript
-from durable_teams.runtime import TASK_QUEUE, connect, default_address
-from durable_teams.starting import start_conversation
+from durable_teams.client.start import start_conversation
+from durable_teams.live.hub import LIVE_URL_ENV, hub_from_env
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (
@@ -187,20 +187,20 @@ async def cmd_follow(args: argparse.Namespace) -> int:
 
 
 async def cmd_chat(args: argparse.Namespace) -> int:
-    from durable_teams.chat import chat
+    from durable_teams.cli.chat import chat
 
     return await chat(await open_client(), args.team, args.thread)
 
 
 async def cmd_demo(args: argparse.Namespace) -> int:
-    from durable_teams.demo import run_demo
+    from durable_teams.cli.demo import run_demo
 
     return await run_demo(args.name)
 
 
 async def cmd_graph(args: argparse.Namespace) -> int | str:
-    from durable_teams.graph import team_graph
-    from durable_teams.worker import load_teams
+    from durable_teams.teams.graph import team_graph
+    from durable_teams.worker.run import load_teams
 
     try:
         teams = {t.spec.name: t.spec for t in load_teams(args.team_module)}

@@ -24,7 +24,7 @@ from pathlib import Path
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
-from durable_teams.codec import EncryptionCodec, EncryptionKeyError, keys_from_env
+from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError, keys_from_env
 
 ORIGINS_ENV = "DURABLE_TEAMS_CODEC_ORIGINS"
 """More Web UI origins to allow, comma-separated (a UI behind a proxy, another host)."""
@@ -38,7 +38,7 @@ def ui_origins(port: int) -> list[str]:
 def default_origins() -> list[str]:
     """The embedded server's Web UI on its configured port (DURABLE_TEAMS_UI_PORT, else the
     gRPC port + 1000), the compose file's UI (8080), and those in DURABLE_TEAMS_CODEC_ORIGINS."""
-    from durable_teams.devserver import configured_port, configured_ui_port
+    from durable_teams.client.server_address import configured_port, configured_ui_port
 
     ports = dict.fromkeys([configured_ui_port(configured_port()), 8233, 8080])
     extra = [o.strip().rstrip("/") for o in os.environ.get(ORIGINS_ENV, "").split(",") if o.strip()]
@@ -115,9 +115,9 @@ def start_process(host: str, port: int, origins: Sequence[str], log_file: Path,
     """This codec server in a process of its own (its own session, so it outlives the caller
     when left running), once it accepts connections. Raises RuntimeError with the end of its
     log if it exits first (no key set, the port taken)."""
-    from durable_teams.devserver import port_open
+    from durable_teams.client.server_address import port_open
 
-    command = [sys.executable, "-m", "durable_teams.codec_server", "--host", host, "--port", str(port)]
+    command = [sys.executable, "-m", "durable_teams.encryption.codec_server", "--host", host, "--port", str(port)]
     for origin in origins:
         command += ["--origin", origin]
     with open(log_file, "ab") as log:

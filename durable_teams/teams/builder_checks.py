@@ -2,7 +2,7 @@
 a definition that cannot run raises `TeamError` on the line that defines it.
 
 The checks of a whole compiled team (wire names, handoff collisions, shadowed tools, numeric
-options) live in `durable_teams.workflows.team_checks`, which `compile()` runs.
+options) live in `durable_teams.workflows.definition_checks`, which `compile()` runs.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from durable_teams.activities.tools import Tool, tool
+from durable_teams.workflows.definition_checks import agent_name_problem, at_least, raise_first
 from durable_teams.workflows.roster import TeamError
-from durable_teams.workflows.team_checks import agent_name_problem, at_least, raise_first
 
 if TYPE_CHECKING:
-    from .builders import Agent, Supervisor
+    from durable_teams.teams.builders import Agent, Supervisor
 
 
 def check_agent(agent: Agent) -> None:

@@ -10,7 +10,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.runtime import encrypted
+from durable_teams.client.connection import encrypted
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import conversation_labels, static_summary
 from durable_teams.workflows.state import ConversationInput, ConversationResult

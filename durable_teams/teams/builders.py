@@ -25,8 +25,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from durable_teams.activities.tools import Tool, ToolRegistry, tool
-from durable_teams.mcp import MCPServer
+from durable_teams.teams.builder_checks import check_agent, check_members, check_supervisor_options
+from durable_teams.teams.mcp_servers import MCPServer
 from durable_teams.workflows.builtins import BUILTINS
+from durable_teams.workflows.definition_checks import check_definition
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec, TeamSpec
 from durable_teams.workflows.options import (
     AgentOptions,
@@ -35,9 +37,6 @@ from durable_teams.workflows.options import (
     option_values,
 )
 from durable_teams.workflows.roster import TeamError, validate_team
-from durable_teams.workflows.team_checks import check_definition
-
-from .team_checks import check_agent, check_members, check_supervisor_options
 
 ToolLike = Callable[..., Any] | Tool | str
 """A function, a `@tool`, or the name of a built-in tool such as "ask_human"."""
@@ -83,7 +82,7 @@ class Agent(AgentOptions):
     output_type: type[BaseModel] | None = None
     """A pydantic model for a structured final answer (sent as a JSON schema)."""
     mcp: Sequence[MCPServer] = ()
-    """MCP servers whose tools this agent uses (`MCPStdio`, `MCPHttp`, durable_teams/mcp.py)."""
+    """MCP servers whose tools this agent uses (`MCPStdio`, `MCPHttp`, durable_teams/teams/mcp_servers.py)."""
 
     def __post_init__(self) -> None:
         check_agent(self)

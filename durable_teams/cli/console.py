@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from durable_teams.events import Event
+from durable_teams.client.events import Event
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, RefusedSignal, TurnStatus
 

@@ -36,8 +36,8 @@ from collections.abc import Sequence
 from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from durable_teams.cli_answers import cmd_answer, cmd_approve, cmd_pending
-from durable_teams.cli_commands import (
+from durable_teams.cli.answer_commands import cmd_answer, cmd_approve, cmd_pending
+from durable_teams.cli.commands import (
     CliError,
     cmd_chat,
     cmd_demo,
@@ -48,10 +48,10 @@ from durable_teams.cli_commands import (
     cmd_transcript,
     not_found,
 )
-from durable_teams.client import ConversationBusy, ConversationEnded, ReplyRejected
-from durable_teams.codec import EncryptionKeyError
-from durable_teams.live import LiveHubError
-from durable_teams.reading import root_cause
+from durable_teams.client.send import ConversationBusy, ConversationEnded, ReplyRejected
+from durable_teams.client.server_state import root_cause
+from durable_teams.encryption.codec import EncryptionKeyError
+from durable_teams.live.hub import LiveHubError
 
 SERVER_COMMANDS = ("demo", "worker", "server-start", "server-stop")
 COMMANDS = {
@@ -119,12 +119,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["codec-server"]:  # its own options: durable_teams/codec_server.py
-        from durable_teams.codec_server import main as codec_server
+    if argv[:1] == ["codec-server"]:  # its own options: durable_teams/encryption/codec_server.py
+        from durable_teams.encryption.codec_server import main as codec_server
 
         return codec_server(argv[1:])
-    if argv[:1] == ["serve"]:  # the HTTP gateway, its own options: durable_teams/gateway/serve.py
-        from durable_teams.gateway.serve import main as serve
+    if argv[:1] == ["serve"]:  # the HTTP gateway, its own options: durable_teams/cli/serve.py
+        from durable_teams.cli.serve import main as serve
 
         sys.exit(serve(argv[1:]))
     args = parser().parse_args(argv)
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def server_command(args: argparse.Namespace) -> int | str:
-    from durable_teams.devserver import DevServer, PortTaken
+    from durable_teams.worker.devserver import DevServer, PortTaken
 
     try:
         if args.command == "server-stop":
@@ -160,7 +160,7 @@ def server_command(args: argparse.Namespace) -> int | str:
                 print(f"Codec server: {server.codec_url} (the Web UI shows payloads decoded"
                       + ("; a reused server keeps the codec endpoint it was started with)" if server.reused else ")"))
         else:
-            from durable_teams.worker import main as run_worker
+            from durable_teams.worker.run import main as run_worker
 
             run_worker([f"--team={team}" for team in args.team])
     except (PortTaken, RuntimeError, ValueError, FileNotFoundError) as err:

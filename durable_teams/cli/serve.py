@@ -14,7 +14,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from durable_teams.cli_commands import CliError, open_client
+from durable_teams.cli.commands import CliError, open_client
+from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.gateway.auth import (
     DEFAULT_MAX_BODY,
     TOKENS_ENV,
@@ -23,9 +24,8 @@ from durable_teams.gateway.auth import (
     tokens_from_env,
 )
 from durable_teams.gateway.exposure import ANY, Exposure
-from durable_teams.live import LiveHubError
-from durable_teams.runtime import TASK_QUEUE
-from durable_teams.worker import TeamLoadError, load_teams
+from durable_teams.live.hub import LiveHubError
+from durable_teams.worker.run import TeamLoadError, load_teams
 
 
 def parser() -> argparse.ArgumentParser:

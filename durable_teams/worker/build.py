@@ -11,73 +11,25 @@ from types import TracebackType
 
 from temporalio import activity
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from durable_teams import exit_guard
 from durable_teams.activities import heartbeats
-from durable_teams.activities.mcp import MCPActivities
+from durable_teams.activities.mcp_calls import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.resolve_team import TeamActivities
 from durable_teams.activities.tools import ToolActivities, ToolRegistry
 from durable_teams.activities.views import ViewReader
-from durable_teams.builders import CompiledTeam
-from durable_teams.codec import KeySetting, codec_for, with_codec
-from durable_teams.context_free import ContextFreeSandboxRunner, needs_context
-from durable_teams.live import LiveHub, hub_from_env
-from durable_teams.reading import SCRIPTED_IDENTITY
-from durable_teams.search_attributes import LabelsActivity, learn_labels, say_once
-from durable_teams.tolerant import tolerant_client
+from durable_teams.client import exit_guard
+from durable_teams.client.connection import TASK_QUEUE
+from durable_teams.client.server_state import SCRIPTED_IDENTITY
+from durable_teams.live.hub import LiveHub, hub_from_env
+from durable_teams.teams.builders import CompiledTeam
+from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
+from durable_teams.worker.search_attributes import LabelsActivity, learn_labels, say_once
+from durable_teams.worker.tolerant_converter import tolerant_client
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.placement import LOCATE_ACTIVITY
-
-TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
-NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
-
-
-def default_address() -> str:
-    """`$TEMPORAL_ADDRESS`, else the embedded server's (127.0.0.1, `$DURABLE_TEAMS_PORT` or 7233)."""
-    from durable_teams.devserver import DEFAULT_HOST, configured_port
-
-    return os.environ.get("TEMPORAL_ADDRESS") or f"{DEFAULT_HOST}:{configured_port()}"
-
-
-async def connect(address: str | None = None, *, encryption: KeySetting = None,
-                  tracing: bool | None = None) -> Client:
-    """A client using pydantic on the wire (our message types are pydantic models). Payloads
-    are encrypted when `encryption` (keys as in DURABLE_TEAMS_ENCRYPTION_KEY, or an
-    `EncryptionCodec`) or the environment configures a key; see durable_teams/codec.py.
-    `tracing=True` (default: $DURABLE_TEAMS_OTEL set to 1) adds OpenTelemetry tracing
-    (durable_teams/tracing.py, the `otel` extra). A worker built on this client encodes with
-    the same codec and traces the same way.
-
-    Also makes the interpreter's exit wait for the SDK's native threads to leave Python, so a
-    script ending with a plain `asyncio.run(...)` does not abort at exit (durable_teams/exit_guard.py).
-    """
-    exit_guard.install()
-    if tracing is None:
-        tracing = os.environ.get("DURABLE_TEAMS_OTEL", "").lower() in ("1", "true", "yes")
-    interceptors = []
-    if tracing:
-        from durable_teams.tracing import tracing_interceptors
-
-        interceptors = tracing_interceptors()
-    return await Client.connect(
-        address or default_address(),
-        namespace=NAMESPACE,
-        data_converter=with_codec(pydantic_data_converter, codec_for(encryption)),
-        interceptors=interceptors,
-    )
-
-
-def encrypted(client: Client) -> bool:
-    """Whether `client` encodes payloads with a codec (encryption): then nothing the user wrote
-    goes into search attributes, which the server indexes in clear."""
-    from durable_teams.codec import EncryptedPayloadGuard
-
-    codec = client.data_converter.payload_codec
-    return codec is not None and not isinstance(codec, EncryptedPayloadGuard)
 
 
 def merged_registry(teams: Sequence[CompiledTeam]) -> ToolRegistry:
@@ -210,7 +162,7 @@ def build_worker(
         # cached conversation's view directly); no workflow reads anything another one wrote.
         # What the sandbox would catch at run time in that code (the wall clock, random, I/O) a
         # test checks in the source.
-        # Context-free (durable_teams/context_free.py) unless a codec or external storage
+        # Context-free (durable_teams/worker/sandbox_runner.py) unless a codec or external storage
         # needs serialization contexts: naming one costs an exec into the sandbox per payload.
         "workflow_runner": (SandboxedWorkflowRunner if needs_context(client.data_converter)
                             else ContextFreeSandboxRunner)(

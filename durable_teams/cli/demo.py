@@ -9,10 +9,11 @@ from contextlib import asynccontextmanager
 from temporalio.client import Client
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.builders import CompiledTeam
-from durable_teams.console import format_message
-from durable_teams.runtime import build_worker, connect, ensure_search_attributes
-from durable_teams.starting import start_conversation
+from durable_teams.cli.console import format_message
+from durable_teams.client.connection import connect
+from durable_teams.client.start import start_conversation
+from durable_teams.teams.builders import CompiledTeam
+from durable_teams.worker.build import build_worker, ensure_search_attributes
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 
@@ -20,7 +21,7 @@ from durable_teams.workflows.state import ConversationInput
 @asynccontextmanager
 async def demo_worker(client: Client, teams: list[CompiledTeam], task_queue: str) -> AsyncIterator[None]:
     """An in-process worker on the configured model; its HTTP connections closed at the end."""
-    from durable_teams import worker as worker_module
+    from durable_teams.worker import run as worker_module
 
     backend = worker_module.model_backend()
     try:
@@ -32,8 +33,8 @@ async def demo_worker(client: Client, teams: list[CompiledTeam], task_queue: str
 
 
 async def run_demo(name: str = "faang") -> int:
-    from durable_teams import worker as worker_module
     from durable_teams.examples import faang
+    from durable_teams.worker import run as worker_module
 
     if name == "support":
         return await run_support_demo()
@@ -67,10 +68,10 @@ async def run_support_demo() -> int:
     Answer at this terminal, or from another with `durable-teams answer` / `approve`."""
     import asyncio
 
-    from durable_teams import worker as worker_module
-    from durable_teams.client import ReplyRejected, send_reply
-    from durable_teams.console import format_question
+    from durable_teams.cli.console import format_question
+    from durable_teams.client.send import ReplyRejected, send_reply
     from durable_teams.examples import support
+    from durable_teams.worker import run as worker_module
 
     address, server = worker_module.embedded_or_remote()
     client = await connect(address)

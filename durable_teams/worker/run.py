@@ -29,20 +29,15 @@ from durable_teams.activities.model import (
     http_client_setting,
     is_live_model_configured,
 )
-from durable_teams.builders import CompiledTeam, Supervisor, Swarm
-from durable_teams.codec import EncryptionCodec, EncryptionKeyError
-from durable_teams.devserver import DevServer
+from durable_teams.client.connection import TASK_QUEUE, connect
+from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError
+from durable_teams.encryption.redact import mask_url
 from durable_teams.examples import example_script, example_teams
-from durable_teams.live import LiveHubError
-from durable_teams.redact import mask_url
-from durable_teams.runtime import (
-    TASK_QUEUE,
-    TeamWorker,
-    build_worker,
-    connect,
-    ensure_search_attributes,
-)
-from durable_teams.scripted import ScriptedModel
+from durable_teams.live.hub import LiveHubError
+from durable_teams.teams.builders import CompiledTeam, Supervisor, Swarm
+from durable_teams.worker.build import TeamWorker, build_worker, ensure_search_attributes
+from durable_teams.worker.devserver import DevServer
+from durable_teams.worker.scripted import ScriptedModel
 
 
 class TeamLoadError(ValueError):

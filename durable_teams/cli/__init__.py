@@ -1,0 +1,1 @@
+"""The `durable-teams` command line."""

@@ -1,0 +1,1 @@
+"""Keeping secrets: the payload codec, its server for the Web UI, redaction of logs."""

@@ -1,0 +1,1 @@
+"""Defining teams: the builders, their checks, MCP server declarations, the graph."""

@@ -1,0 +1,1 @@
+"""OpenTelemetry traces and metrics of conversations."""

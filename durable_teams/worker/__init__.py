@@ -1,0 +1,1 @@
+"""Building and running workers: the activities' host, its converters, the scripted model, the dev server."""
