@@ -19,7 +19,7 @@ HEARTBEAT_SECONDS = 1.0
 """How often a waiting activity records a heartbeat (the worker sends at most one per
 THROTTLE, so this costs no server calls of its own)."""
 THROTTLE = timedelta(seconds=5)
-"""The worker's `default_heartbeat_throttle_interval` (runtime.build_worker): a cancelled
+"""The worker's `default_heartbeat_throttle_interval` (durable_teams/worker/build.py): a cancelled
 regular call hears of it within about this long."""
 
 

@@ -2,7 +2,7 @@
 
 Everything an application needs is importable from here::
 
-    from durable_teams import Agent, Supervisor, tool, connect, send_turn
+    from durable_teams import Agent, Supervisor, tool, connect, start_conversation, send_turn
 
 Names are resolved on first use, so importing the package stays cheap (the CLI starts fast, and
 Temporal's workflow sandbox, which re-imports this module for every conversation, loads nothing
@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# public name -> module that defines it (one place for each concept)
+# public name -> module that defines it: the one list of the public API (`__all__` is its keys;
+# the TYPE_CHECKING imports below repeat it for type checkers, and a test keeps them equal)
 _EXPORTS: dict[str, str] = {
     # defining teams
     "Agent": "durable_teams.teams.builders",
@@ -45,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "Message": "durable_teams.workflows.messages",
     # talking to conversations
     "connect": "durable_teams.client.connection",
+    "start_conversation": "durable_teams.client.start",
     "TASK_QUEUE": "durable_teams.client.connection",
     "send_turn": "durable_teams.client.send",
     "send_reply": "durable_teams.client.send",
@@ -64,50 +66,7 @@ _EXPORTS: dict[str, str] = {
     "ScriptedModel": "durable_teams.worker.scripted",
 }
 
-__all__ = [
-    "Agent",
-    "Budgets",
-    "CompiledTeam",
-    "ConversationBusy",
-    "ConversationEnded",
-    "ConversationInput",
-    "ConversationNotFound",
-    "ConversationResult",
-    "ConversationStatus",
-    "EncryptionCodec",
-    "EncryptionKeyError",
-    "Event",
-    "HumanReply",
-    "MCPHttp",
-    "MCPStdio",
-    "Message",
-    "ModelBackend",
-    "ModelCalls",
-    "ModelRouter",
-    "OpenAIBackend",
-    "Question",
-    "ReplyRejected",
-    "Result",
-    "RetryableToolError",
-    "RoutingRule",
-    "ScriptedModel",
-    "Supervisor",
-    "Swarm",
-    "TASK_QUEUE",
-    "TeamError",
-    "TeamWorkflow",
-    "TurnReply",
-    "UserTurn",
-    "build_worker",
-    "connect",
-    "current_idempotency_key",
-    "follow",
-    "handoff",
-    "send_reply",
-    "send_turn",
-    "team_graph",
-    "tool",
-]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
@@ -142,6 +101,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
         send_reply,
         send_turn,
     )
+    from durable_teams.client.start import start_conversation
     from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError
     from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor, Swarm, handoff
     from durable_teams.teams.graph import team_graph

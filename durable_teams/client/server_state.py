@@ -30,7 +30,7 @@ from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationResult, Question
 
 SCRIPTED_IDENTITY = "(scripted model)"
-"""Part of the identity of a worker that runs teams on the scripted model (runtime.build_worker)."""
+"""Part of the identity of a worker that runs teams on the scripted model (durable_teams/worker/build.py)."""
 POLLER_FRESH = timedelta(seconds=90)
 """A worker re-polls at least every minute; an older poll is a worker that has gone."""
 QUERY_TIMEOUT = timedelta(seconds=15)

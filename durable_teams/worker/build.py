@@ -1,4 +1,5 @@
-"""Connecting to Temporal and building the worker: shared by worker.py, the CLI and tests."""
+"""Building a worker: the conversation workflow, the model call and every team's tools on two
+task queues (connecting is the client's: durable_teams/client/connection.py)."""
 
 from __future__ import annotations
 

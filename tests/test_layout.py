@@ -1,0 +1,128 @@
+"""The package's layout (docs/architecture.md): which way imports point, one name per module,
+one import path per file, one table for the public API."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import durable_teams
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "durable_teams"
+
+ALLOWED: dict[str, set[str]] = {
+    # layer (a folder) -> the layers its modules may import (besides its own)
+    "workflows": set(),  # deterministic: nothing of ours from outside itself
+    "activities": {"workflows", "teams", "live", "encryption"},
+    "teams": {"workflows", "activities.tools"},  # the @tool API is the tool activity's
+    "client": {"workflows", "encryption", "live", "tracing"},
+    "gateway": {"workflows", "client", "live"},
+    "live": {"encryption"},
+    "encryption": {"client"},  # the dev server's address, for the codec server's origins
+    "tracing": {"workflows", "activities"},
+    "worker": {"workflows", "activities", "teams", "client", "live", "encryption", "examples"},
+    "examples": {"teams", "activities.tools", "worker"},
+}
+"""The CLI and the package's `__init__` may import anything."""
+
+
+def layer_of(path: Path) -> str:
+    top = path.relative_to(ROOT).parts
+    if top[0] in ("workflows", "activities"):
+        return top[0]
+    return top[1] if len(top) > 2 else "root"
+
+
+def our_imports(path: Path) -> list[str]:
+    """Every absolute `durable_teams.*` module a file imports, at any depth (lazy ones too)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append(node.module)
+    return [m for m in found if m.startswith("durable_teams.")]
+
+
+def sources() -> list[Path]:
+    """Our modules, each once (the linked folders by their root paths)."""
+    linked = {PACKAGE / "workflows", PACKAGE / "activities"}
+    inside = [p for p in PACKAGE.rglob("*.py") if not any(p.is_relative_to(d) for d in linked)]
+    return [*inside, *ROOT.glob("workflows/*.py"), *ROOT.glob("activities/*.py")]
+
+
+def test_imports_point_the_allowed_way() -> None:
+    wrong = []
+    for path in sources():
+        layer = layer_of(path)
+        if layer not in ALLOWED:
+            continue
+        for module in our_imports(path):
+            target = module.split(".")[1]
+            detail = ".".join(module.split(".")[1:3])
+            if target != layer and target not in ALLOWED[layer] and detail not in ALLOWED[layer]:
+                wrong.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert wrong == []
+
+
+def loaded_by(*modules: str) -> set[str]:
+    """The modules a fresh interpreter holds after importing `modules`."""
+    probe = f"import sys; import {', '.join(modules)}; print('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def under(loaded: set[str], *prefixes: str) -> list[str]:
+    return sorted(m for m in loaded if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def test_a_client_or_gateway_process_loads_no_worker_side() -> None:
+    """Starting conversations, reading them and serving the gateway need neither the worker's
+    code nor the openai client."""
+    client = [f"durable_teams.client.{p.stem}" for p in (PACKAGE / "client").glob("*.py") if p.stem != "__init__"]
+    gateway = ["durable_teams.gateway.app", "durable_teams.gateway.threads",
+               "durable_teams.gateway.openai_compat"]
+    loaded = loaded_by("durable_teams.client", *client, *gateway)
+    assert "durable_teams.gateway.app" in loaded and "durable_teams.client.start" in loaded
+    assert under(loaded, "openai", "durable_teams.worker", "durable_teams.activities",
+                 "durable_teams.cli", "durable_teams.teams") == []
+
+
+def test_defining_teams_loads_no_model_client_and_no_worker() -> None:
+    loaded = loaded_by("durable_teams.teams.builders", "durable_teams.teams.graph",
+                       "durable_teams.teams.mcp_servers")
+    assert under(loaded, "openai", "durable_teams.worker", "durable_teams.cli", "durable_teams.client") == []
+    assert "durable_teams.activities.model" not in loaded
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    names = Counter(p.name for p in sources() if p.name not in ("__init__.py", "__main__.py"))
+    assert [name for name, count in names.items() if count > 1] == []
+
+
+def test_the_public_api_is_one_table() -> None:
+    """`__all__` is the table's keys, and what type checkers see (the TYPE_CHECKING imports)
+    names the same objects from the same modules."""
+    assert durable_teams.__all__ == sorted(durable_teams._EXPORTS)
+    tree = ast.parse((PACKAGE / "__init__.py").read_text("utf-8"))
+    (block,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    typed = {a.name: n.module for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert typed == durable_teams._EXPORTS
+
+
+def test_ruff_bans_the_root_folders_by_their_root_names() -> None:
+    """One import path per file: `import workflows.messages` would load a second copy of every
+    class beside `durable_teams.workflows.messages`; ruff refuses it anywhere, tests included."""
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    sample = ("import workflows.messages\nfrom activities.tools import tool\nimport worker\n"
+              "from durable_teams.workflows import messages\n")
+    out = subprocess.run([ruff, "check", "--no-cache", "--output-format", "concise",
+                          "--stdin-filename", "tests/test_sample.py", "-"],
+                         input=sample, cwd=ROOT, capture_output=True, text=True)
+    banned = [line for line in out.stdout.splitlines() if "TID251" in line]
+    assert [line.split(":")[1] for line in banned] == ["1", "2", "3"], out.stdout
