@@ -31,7 +31,7 @@ def readme_example() -> str:
     """The docs' `send_turn` example (docs/conversations.md), as a script of its own ending in
     `asyncio.run`."""
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "conversations.md").read_text(), re.DOTALL)
-    block = next(b for b in blocks if "send_turn(client" in b and "start_workflow" in b)
+    block = next(b for b in blocks if "send_turn(client" in b and "start_conversation(" in b)
     head, _, body = block.partition("\n\n")
     return (f"import asyncio, sys\n{head}\n\nasync def main() -> None:\n"
             f"{textwrap.indent(body, '    ')}\n"
@@ -43,7 +43,8 @@ async def test_the_readme_example_exits_cleanly_every_time(
 ) -> None:
     source = readme_example()
     assert source.rstrip().endswith("asyncio.run(main())")
-    env = cli_env(client, task_queue)
+    # the scripts live in tmp_path: this checkout's package comes first, not an installed one
+    env = cli_env(client, task_queue, PYTHONPATH=str(ROOT))
     scripts = []
     for n in range(RUNS):
         script = tmp_path / f"example_{n}.py"
