@@ -10,12 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 from durable_teams.workflows.definition_checks import (
+    TeamError,
     at_least,
     positive,
     raise_first,
     tool_name_problem,
 )
-from durable_teams.workflows.roster import TeamError
 
 DEFAULT_IDEMPOTENT_ATTEMPTS = 3
 """Attempts of a tool declared `idempotent=True` when it names no `max_attempts`."""

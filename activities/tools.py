@@ -22,8 +22,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_teams.workflows.definition_checks import TeamError
 from durable_teams.workflows.messages import ToolRequest, ToolResult, ToolSpec
-from durable_teams.workflows.roster import TeamError
 from durable_teams.workflows.tool_calls import TOOL_TIMEOUT
 
 from .schema import ToolArgumentsError, function_schema, validate_arguments

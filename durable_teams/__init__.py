@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {
     "Swarm": "durable_teams.teams.builders",
     "handoff": "durable_teams.teams.builders",
     "CompiledTeam": "durable_teams.teams.builders",
-    "TeamError": "durable_teams.workflows.roster",
+    "TeamError": "durable_teams.workflows.definition_checks",
     "tool": "durable_teams.activities.tools",
     "Result": "durable_teams.activities.tools",
     "RetryableToolError": "durable_teams.activities.tools",
@@ -109,9 +109,9 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from durable_teams.worker.build import build_worker
     from durable_teams.worker.scripted import ScriptedModel
     from durable_teams.workflows.conversation import TeamWorkflow
+    from durable_teams.workflows.definition_checks import TeamError
     from durable_teams.workflows.messages import Message
     from durable_teams.workflows.options import Budgets, ModelCalls, RoutingRule
-    from durable_teams.workflows.roster import TeamError
     from durable_teams.workflows.state import (
         ConversationInput,
         ConversationResult,

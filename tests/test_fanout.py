@@ -20,8 +20,8 @@ from temporalio.client import Client, WorkflowHandle
 from durable_teams.teams.builders import Agent, Supervisor
 from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.definition_checks import TeamError, validate_team
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.state import ConversationInput, ConversationResult
 
 from .conftest import running_worker

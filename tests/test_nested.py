@@ -19,9 +19,9 @@ from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.children import bounded_history, child_id, child_team
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.definition_checks import TeamError, validate_team
 from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.state import ConversationInput, ConversationResult, ConversationStatus
 
 from .conftest import running_worker

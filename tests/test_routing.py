@@ -19,6 +19,7 @@ from durable_teams.workflows.decision_format import (
     decision_schema,
     parse_decision,
 )
+from durable_teams.workflows.definition_checks import TeamError, validate_team
 from durable_teams.workflows.messages import (
     Message,
     RoutingDecision,
@@ -26,7 +27,6 @@ from durable_teams.workflows.messages import (
     SupervisorSpec,
     TeamSpec,
 )
-from durable_teams.workflows.roster import TeamError, validate_team
 from durable_teams.workflows.routing import (
     decisions_made,
     keyword_pattern,

@@ -122,11 +122,11 @@ class TeamWorkflow(Intake):
         self.desk.ask_labels = inp.set_search_attributes and workflow.patched(labels.ASK_PATCH)
         team = self.team = self.team or await self._resolve_team(inp.team_name or "")
         try:
-            roster.validate_team(team)
+            team_checks.validate_team(team)
             # what an endpoint would refuse; a conversation started before this check replays
             if inp.state is None and workflow.patched("team-definition-checks"):
                 team_checks.check_definition(team)
-        except roster.TeamError as err:
+        except team_checks.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         if inp.set_search_attributes and inp.state is None:
             self.desk.labels = await labels.label_at_start(inp.team_name or team.name, self.desk.ask_labels,

@@ -1,9 +1,11 @@
 """Checks that a team definition can run, made when it is defined (`Agent(...)`, `Supervisor(...)`,
 `Swarm(...)`, `.compile()`), so a mistake is a `TeamError` naming it, not a failed first turn.
 
-`workflows/team.py`'s `validate_team` checks structure (every name resolves); this module checks
-what an OpenAI-compatible endpoint will accept and what would be ambiguous at run time: wire
-names, handoff tool collisions, tools shadowing handoffs or built-ins, numeric options. Pure.
+The one place a team's spec is checked, and where `TeamError` lives: `validate_team` checks
+structure (every name resolves, nesting, strategies), which the workflow repeats at its start;
+`check_definition` what an OpenAI-compatible endpoint will accept and what would be ambiguous
+at run time: wire names, handoff tool collisions, tools shadowing handoffs or built-ins, numeric
+options. Pure. (The builders check their own arguments first: durable_teams/teams/builder_checks.py.)
 
 Agent names are display names: they may contain spaces, which become `_` in the handoff tool
 (`transfer_to_math_expert`) and in the message `name` sent to the model; anything else outside
@@ -15,15 +17,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from . import handoff
+from . import handoff, routing
 from .builtins import BUILTINS
 from .messages import TeamSpec, wire_name
-from .roster import TeamError, tree_names
+from .roster import CONCATENATE
 
 FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI-compatible endpoints accept as a function (tool) name and a message `name`."""
 
 _ALLOWED = "1-64 characters: letters, digits, '_' and '-'"
+
+
+class TeamError(ValueError):
+    """A team definition that cannot run (unknown agent or tool, duplicate names)."""
+
+
+MAX_NESTING = 5
+"""How deep teams may nest: deeper is almost surely a team placed inside itself."""
 
 
 def tool_name_problem(name: str) -> str | None:
@@ -157,3 +167,77 @@ def check_definition(team: TeamSpec) -> None:
     """Raise a `TeamError` listing every problem `definition_problems` finds, and names in
     the whole team tree that a model could not tell apart."""
     raise_first([*definition_problems(team), *_normalized_clashes(team)])
+
+
+def validate_team(team: TeamSpec) -> None:
+    """Check names before anything runs, so a bad team fails at start with a clear message.
+    Nested teams are checked too, and every agent name must be unique across the whole tree:
+    names identify agents in transcripts, scripted models and pending questions."""
+    _validate(team, depth=0)
+    seen: set[str] = set()
+    for name in tree_names(team):
+        if name in seen:
+            raise TeamError(f"the name {name!r} is used by two agents of the team tree")
+        seen.add(name)
+
+
+def tree_names(team: TeamSpec) -> list[str]:
+    """Every agent and supervisor name in the team and its nested teams. A nested team whose
+    supervisor bears the agent's name (what the builder makes) counts once."""
+    names = [team.supervisor.name] if team.supervisor else []
+    for name, agent in team.agents.items():
+        if agent.team is None:
+            names.append(name)
+            continue
+        sub = agent.team
+        if sub.supervisor is None or sub.supervisor.name != name:
+            names.append(name)
+        names += tree_names(sub)
+    return names
+
+
+def _validate(team: TeamSpec, depth: int) -> None:
+    for name, agent in team.agents.items():
+        if agent.team is None and not agent.run_as_child:
+            continue
+        if team.supervisor is None:
+            raise TeamError(f"agent {name!r} runs as a child workflow, which only a "
+                            "supervisor's agents can do (this team is a swarm)")
+        if agent.team is None:
+            continue
+        if agent.tools or agent.handoffs:
+            raise TeamError(f"agent {name!r} is a nested team: give tools to its agents, not to it")
+        if depth + 1 >= MAX_NESTING:
+            raise TeamError(f"teams nest more than {MAX_NESTING} deep at {name!r}: is a team "
+                            "inside itself?")
+        try:
+            _validate(agent.team, depth + 1)
+        except TeamError as err:
+            raise TeamError(f"in nested team {name!r}: {err}") from None
+    for name, agent in team.agents.items():
+        if name != agent.name:
+            raise TeamError(f"agent registered as {name!r} is named {agent.name!r}")
+        for tool in agent.tools:
+            if tool not in team.tools and tool not in BUILTINS:
+                raise TeamError(f"agent {name!r} names unknown tool {tool!r}")
+        for peer in [*agent.handoffs, *agent.handoff_tool_names]:
+            if peer not in team.agents:
+                raise TeamError(f"agent {name!r} hands off to unknown agent {peer!r}")
+    if team.supervisor is not None:
+        sup = team.supervisor
+        if sup.name in team.agents:
+            raise TeamError(f"supervisor name {sup.name!r} is also an agent's name")
+        for agent_name in sup.agents:
+            if agent_name not in team.agents:
+                raise TeamError(f"supervisor names unknown agent {agent_name!r}")
+        for tool in sup.tools:
+            if tool not in team.tools and tool not in BUILTINS:
+                raise TeamError(f"supervisor names unknown tool {tool!r}")
+        if sup.aggregate not in (None, CONCATENATE) and sup.aggregate not in team.tools:
+            raise TeamError(f"aggregate names unknown tool {sup.aggregate!r} (use a tool of the "
+                            f"team, or {CONCATENATE!r})")
+        problems = routing.strategy_problems(team)
+        if problems:
+            raise TeamError("; ".join(problems))
+    elif (team.start_agent or next(iter(team.agents), None)) not in team.agents:
+        raise TeamError("a swarm needs at least one agent and a valid start_agent")

@@ -20,92 +20,10 @@ CONCATENATE = "concatenate"
 """The built-in aggregation: answers joined in call order."""
 
 
-class TeamError(ValueError):
-    """A team definition that cannot run (unknown agent or tool, duplicate names)."""
-
-
-MAX_NESTING = 5
-"""How deep teams may nest: deeper is almost surely a team placed inside itself."""
-
-
-def validate_team(team: TeamSpec) -> None:
-    """Check names before anything runs, so a bad team fails at start with a clear message.
-    Nested teams are checked too, and every agent name must be unique across the whole tree:
-    names identify agents in transcripts, scripted models and pending questions."""
-    _validate(team, depth=0)
-    seen: set[str] = set()
-    for name in tree_names(team):
-        if name in seen:
-            raise TeamError(f"the name {name!r} is used by two agents of the team tree")
-        seen.add(name)
-
-
-def tree_names(team: TeamSpec) -> list[str]:
-    """Every agent and supervisor name in the team and its nested teams. A nested team whose
-    supervisor bears the agent's name (what the builder makes) counts once."""
-    names = [team.supervisor.name] if team.supervisor else []
-    for name, agent in team.agents.items():
-        if agent.team is None:
-            names.append(name)
-            continue
-        sub = agent.team
-        if sub.supervisor is None or sub.supervisor.name != name:
-            names.append(name)
-        names += tree_names(sub)
-    return names
-
-
 def runs_as_child(team: TeamSpec, agent: str) -> bool:
     """Whether `agent` runs in a child workflow: a nested team, or marked `run_as_child`."""
     spec = team.agents.get(agent)
     return spec is not None and (spec.team is not None or spec.run_as_child)
-
-
-def _validate(team: TeamSpec, depth: int) -> None:
-    for name, agent in team.agents.items():
-        if agent.team is None and not agent.run_as_child:
-            continue
-        if team.supervisor is None:
-            raise TeamError(f"agent {name!r} runs as a child workflow, which only a "
-                            "supervisor's agents can do (this team is a swarm)")
-        if agent.team is None:
-            continue
-        if agent.tools or agent.handoffs:
-            raise TeamError(f"agent {name!r} is a nested team: give tools to its agents, not to it")
-        if depth + 1 >= MAX_NESTING:
-            raise TeamError(f"teams nest more than {MAX_NESTING} deep at {name!r}: is a team "
-                            "inside itself?")
-        try:
-            _validate(agent.team, depth + 1)
-        except TeamError as err:
-            raise TeamError(f"in nested team {name!r}: {err}") from None
-    for name, agent in team.agents.items():
-        if name != agent.name:
-            raise TeamError(f"agent registered as {name!r} is named {agent.name!r}")
-        for tool in agent.tools:
-            if tool not in team.tools and tool not in BUILTINS:
-                raise TeamError(f"agent {name!r} names unknown tool {tool!r}")
-        for peer in [*agent.handoffs, *agent.handoff_tool_names]:
-            if peer not in team.agents:
-                raise TeamError(f"agent {name!r} hands off to unknown agent {peer!r}")
-    if team.supervisor is not None:
-        sup = team.supervisor
-        if sup.name in team.agents:
-            raise TeamError(f"supervisor name {sup.name!r} is also an agent's name")
-        for agent_name in sup.agents:
-            if agent_name not in team.agents:
-                raise TeamError(f"supervisor names unknown agent {agent_name!r}")
-        for tool in sup.tools:
-            if tool not in team.tools and tool not in BUILTINS:
-                raise TeamError(f"supervisor names unknown tool {tool!r}")
-        if sup.aggregate not in (None, CONCATENATE) and sup.aggregate not in team.tools:
-            raise TeamError(f"aggregate names unknown tool {sup.aggregate!r} (use a tool of the "
-                            f"team, or {CONCATENATE!r})")
-        problems = routing.strategy_problems(team)
-        if problems:
-            raise TeamError("; ".join(problems))
-    elif (team.start_agent or next(iter(team.agents), None)) not in team.agents:
-        raise TeamError("a swarm needs at least one agent and a valid start_agent")
 
 
 def handoff_view(team: TeamSpec) -> HandoffView:

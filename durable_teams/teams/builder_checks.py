@@ -11,8 +11,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from durable_teams.activities.tools import Tool, tool
-from durable_teams.workflows.definition_checks import agent_name_problem, at_least, raise_first
-from durable_teams.workflows.roster import TeamError
+from durable_teams.workflows.definition_checks import (
+    TeamError,
+    agent_name_problem,
+    at_least,
+    raise_first,
+)
 
 if TYPE_CHECKING:
     from durable_teams.teams.builders import Agent, Supervisor

@@ -28,7 +28,7 @@ from durable_teams.activities.tools import Tool, ToolRegistry, tool
 from durable_teams.teams.builder_checks import check_agent, check_members, check_supervisor_options
 from durable_teams.teams.mcp_servers import MCPServer
 from durable_teams.workflows.builtins import BUILTINS
-from durable_teams.workflows.definition_checks import check_definition
+from durable_teams.workflows.definition_checks import TeamError, check_definition, validate_team
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec, TeamSpec
 from durable_teams.workflows.options import (
     AgentOptions,
@@ -36,7 +36,6 @@ from durable_teams.workflows.options import (
     TeamOptions,
     option_values,
 )
-from durable_teams.workflows.roster import TeamError, validate_team
 
 ToolLike = Callable[..., Any] | Tool | str
 """A function, a `@tool`, or the name of a built-in tool such as "ask_human"."""
