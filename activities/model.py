@@ -112,7 +112,7 @@ class OpenAIBackend:
         scrub_client_logs()
         self.timeout = timeout
         self.max_body_bytes = max_body_bytes
-        # stream=True: text deltas reach live subscribers while the model writes (live.py)
+        # stream=True: text deltas reach live subscribers while the model writes (durable_teams/live/hub.py)
         self.stream = os.environ.get("DURABLE_TEAMS_MODEL_STREAM") == "1" if stream is None else stream
         self.secrets = [api_key] if len(api_key) >= 4 else []
         self.client = openai.AsyncOpenAI(

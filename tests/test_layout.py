@@ -100,6 +100,11 @@ def test_defining_teams_loads_no_model_client_and_no_worker() -> None:
     assert "durable_teams.activities.model" not in loaded
 
 
+def test_the_package_root_holds_only_its_entry_points() -> None:
+    """Every module lives in the folder of its role (docs/architecture.md)."""
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
+
+
 def test_no_two_modules_share_a_file_name() -> None:
     names = Counter(p.name for p in sources() if p.name not in ("__init__.py", "__main__.py"))
     assert [name for name, count in names.items() if count > 1] == []

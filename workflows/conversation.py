@@ -16,8 +16,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import definition_checks as team_checks
-    from . import inputs, labels, live_view, roster, usage
+    from . import definition_checks, inputs, labels, live_view, roster, usage
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .human import PENDING_MEMO, HumanDesk, Interrupted
@@ -122,11 +121,11 @@ class TeamWorkflow(Intake):
         self.desk.ask_labels = inp.set_search_attributes and workflow.patched(labels.ASK_PATCH)
         team = self.team = self.team or await self._resolve_team(inp.team_name or "")
         try:
-            team_checks.validate_team(team)
+            definition_checks.validate_team(team)
             # what an endpoint would refuse; a conversation started before this check replays
             if inp.state is None and workflow.patched("team-definition-checks"):
-                team_checks.check_definition(team)
-        except team_checks.TeamError as err:
+                definition_checks.check_definition(team)
+        except definition_checks.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         if inp.set_search_attributes and inp.state is None:
             self.desk.labels = await labels.label_at_start(inp.team_name or team.name, self.desk.ask_labels,

@@ -1,4 +1,4 @@
-"""The CLI's commands that talk to a Temporal server (parsing and errors are in cli.py).
+"""The CLI's commands that talk to a Temporal server (parsing and errors are in main.py).
 
 None of them starts a server, and none waits on a worker without saying so: a running
 conversation's questions are read from its memo, a finished one from its result.
