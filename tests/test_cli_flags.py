@@ -108,3 +108,13 @@ async def test_a_server_without_our_search_attributes_still_starts_conversations
     assert described.typed_search_attributes.get(labels.TEAM) is None
     assert await described.static_summary() == "echo: hi"
     await handle.terminate()
+
+
+def test_a_worker_serves_the_examples_only_when_asked_or_given_no_teams() -> None:
+    from durable_teams.worker.run import load_teams
+
+    examples = {"faang", "support", "acme"}
+    assert examples <= {t.spec.name for t in load_teams([])}
+    assert [t.spec.name for t in load_teams(["tests.test_chat_clients:DESK"])] == ["desk"]
+    both = {t.spec.name for t in load_teams(["tests.test_chat_clients:DESK"], examples=True)}
+    assert examples | {"desk"} <= both

@@ -203,7 +203,7 @@ async def cmd_graph(args: argparse.Namespace) -> int | str:
     from durable_teams.worker.run import load_teams
 
     try:
-        teams = {t.spec.name: t.spec for t in load_teams(args.team_module)}
+        teams = {t.spec.name: t.spec for t in load_teams(args.team_module, examples=True)}
     except (ImportError, AttributeError, ValueError) as err:
         return f"durable-teams: could not load {args.team_module}: {err}"
     if args.team not in teams:

@@ -72,7 +72,9 @@ def parser() -> argparse.ArgumentParser:
                           "embedded server, with a worker in this process")
     demo.add_argument("name", nargs="?", default="faang", choices=["faang", "support"])
     worker = sub.add_parser("worker", parents=[ports], help="run a worker (same as python worker.py)")
-    worker.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
+    worker.add_argument("--team", action="append", default=[], help="module:attr of teams to serve")
+    worker.add_argument("--examples", action="store_true", help="also serve the example teams (served by "
+                        "default only when no --team is given)")
     server_start = sub.add_parser("server-start", parents=[ports], help="start the embedded Temporal "
                                   "dev server and its Web UI (left running; stop with server-stop)")
     server_start.add_argument("--codec-server", nargs="?", type=int, const=8081, metavar="PORT",
@@ -162,7 +164,7 @@ def server_command(args: argparse.Namespace) -> int | str:
         else:
             from durable_teams.worker.run import main as run_worker
 
-            run_worker([f"--team={team}" for team in args.team])
+            run_worker([f"--team={team}" for team in args.team] + (["--examples"] if args.examples else []))
     except (PortTaken, RuntimeError, ValueError, FileNotFoundError) as err:
         return f"durable-teams: {str(err).splitlines()[0]}"
     return 0

