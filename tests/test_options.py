@@ -26,7 +26,8 @@ SUPERVISOR = dict(
 AGENT = dict(description="Does a.", skills=["x"], run_as_child=True, temperature=0.2,
              model_calls=ModelCalls(timeout_seconds=5.0))
 TEAM = dict(budgets=Budgets(max_model_calls=3), ask_human_timeout_seconds=60.0, ask_human_default="no",
-            model_calls=ModelCalls(max_attempts=2))
+            model_calls=ModelCalls(max_attempts=2), continue_as_new_after_events=500,
+            continue_as_new_after_bytes=1_000_000)
 
 
 def test_samples_cover_every_option() -> None:
@@ -67,3 +68,21 @@ def test_every_option_is_documented_where_it_is_declared() -> None:
                 if not documented:
                     undocumented.append(f"{cls.name}.{ast.unparse(node.target)}")
     assert undocumented == []
+
+
+def test_team_options_are_declared_once_and_reach_the_spec() -> None:
+    """Every team option a builder takes is a TeamSpec field with the same default, and what a
+    builder is given is what the spec holds (the continue-as-new limits included)."""
+    from dataclasses import MISSING, fields
+
+    from durable_teams.teams.builders import Agent, Swarm
+    from durable_teams.workflows.messages import TeamSpec
+    from durable_teams.workflows.options import TeamOptions
+
+    for option in fields(TeamOptions):
+        spec_field = TeamSpec.model_fields[option.name]
+        default = option.default_factory() if option.default is MISSING else option.default  # type: ignore[misc]
+        assert spec_field.get_default(call_default_factory=True) == default, option.name
+    team = Swarm([Agent("a", "Answers.")], continue_as_new_after_events=500,
+                 continue_as_new_after_bytes=1_000_000).compile()
+    assert (team.spec.continue_as_new_after_events, team.spec.continue_as_new_after_bytes) == (500, 1_000_000)

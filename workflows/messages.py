@@ -248,8 +248,6 @@ class TeamSpec(Wire):
     """Superseded by `model_calls`; kept so recorded conversations still read. When set, it is
     the per-attempt timeout."""
     continue_as_new_after_events: int = 10_000
-    """Continue as new once the run's history has this many events (or when Temporal suggests
-    it), between turns or while waiting for a person; the conversation goes on unnoticed."""
     continue_as_new_after_bytes: int = 10 * 1024 * 1024
 
 

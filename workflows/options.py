@@ -143,6 +143,11 @@ class TeamOptions:
     """What an unanswered question resolves to; None gives the model a clear "no answer"."""
     model_calls: ModelCalls = field(default_factory=ModelCalls)
     """Timeouts and retries of every model call (see `ModelCalls`; an agent may override)."""
+    continue_as_new_after_events: int = 10_000
+    """Continue as new once the run's history has this many events (or when Temporal suggests
+    it), between turns or while waiting for a person; the conversation goes on unnoticed."""
+    continue_as_new_after_bytes: int = 10 * 1024 * 1024
+    """Likewise once the run's history has this many bytes (Temporal's limit is 50 MB)."""
 
 
 def option_values(options: object, of: type) -> dict[str, Any]:
