@@ -52,7 +52,7 @@ NESTED_BUDGETS = "nested-token-budgets"
 a budget stops says what was answered before the stop (workflows/usage.py)."""
 
 
-# Upgrade policy (README, "Upgrading workers"): a change in workflows/ that alters the commands
+# Upgrade policy (docs/deployment.md, "Upgrading workers"): a change in workflows/ that alters the commands
 # an old history recorded keeps the old path behind `workflow.patched("<id>")`; the histories in
 # tests/histories/ (some parked mid-wait) are from past releases and must keep replaying.
 @workflow.defn(name="TeamWorkflow")

@@ -51,8 +51,8 @@ class ModelCalls(BaseModel):
     calls per second). While a local call runs, the conversation's workflow task stays open:
     queries and updates wait for it, and an update left waiting across a local call can fail
     replay (an SDK ordering issue, tests/test_update_concurrency.py), so it is opt-in. False: a
-    regular activity, placed on the worker's own queue (workflows/placement.py). README,
-    "Model calls"."""
+    regular activity, placed on the worker's own queue (workflows/placement.py). See
+    docs/deployment.md, "Model calls as local activities"."""
     worker_queue_seconds: float = Field(default=10.0, gt=0)
     """Regular activities only: how long a call waits for the worker holding the conversation
     to take it (on that worker's own task queue) before it runs on the shared queue instead
