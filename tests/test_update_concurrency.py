@@ -12,9 +12,13 @@ import httpx
 import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
+from durable_teams.client.send import ConversationBusy
+from durable_teams.gateway.app import on_temporal_error
 from durable_teams.gateway.auth import Limits
+from durable_teams.gateway.threads import Gateway
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.options import ModelCalls
@@ -98,3 +102,29 @@ async def test_one_caller_past_its_stream_limit_gets_429_with_the_reason(client:
     assert [r.status_code for r in opened] == [200, 200, 200]
     assert fourth.status_code == 429 and fourth.headers["retry-after"] == "1"
     assert fourth.json()["error"]["message"] == "too many open streams for this caller; try again later"
+
+
+class SlowToAnswer(Gateway):
+    """A gateway whose log query times out `failures` times (a server too busy to answer)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__(client=None, task_queue="q", busy_seconds=0.3)  # type: ignore[arg-type]
+        self.failures, self.asked = failures, 0
+
+    async def log_total(self, thread: str) -> int:
+        self.asked += 1
+        if self.asked <= self.failures:
+            raise RPCError("Timeout expired", RPCStatusCode.DEADLINE_EXCEEDED, b"")
+        return 7
+
+
+async def test_a_server_too_busy_to_answer_is_a_429_with_the_reason_or_is_waited_out() -> None:
+    busy = SlowToAnswer(failures=1_000)
+    with pytest.raises(ConversationBusy, match=r"did not take the turn within 0.3 s: Timeout expired"):
+        await busy.accept_turn("t1", "hi", None, None)
+    assert busy.asked >= 2  # asked again before giving up
+    response = await on_temporal_error(None, RPCError("Timeout expired", RPCStatusCode.DEADLINE_EXCEEDED, b""))  # type: ignore[arg-type]
+    assert (response.status_code, response.headers["retry-after"]) == (503, "1")
+    assert b"the Temporal server is busy or unreachable: Timeout expired; try again" in response.body
+    later = SlowToAnswer(failures=2)
+    assert await later.patiently(lambda: later.log_total("t1"), "t1", asyncio.get_running_loop().time() + 5) == 7

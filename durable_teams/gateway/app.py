@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -31,7 +32,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.events import follow
-from durable_teams.client.send import ConversationBusy, ConversationEnded, ReplyRejected
+from durable_teams.client.send import TRANSIENT, ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
@@ -91,7 +92,8 @@ async def send_turn_sse(request: Request) -> Response:
     text = checks.turn_text(body)
     sender = checks.sender(body)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
-    if not await gw.running(thread):
+    deadline = asyncio.get_running_loop().time() + gw.busy_seconds
+    if not await gw.patiently(lambda: gw.running(thread), thread, deadline):
         return error(404, f"no thread {thread}", "not_found")
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
@@ -236,6 +238,12 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
     if exc.status == RPCStatusCode.INVALID_ARGUMENT:
         return error(400, f"the Temporal server refused the request: {exc.message}", "invalid_request_error")
     log.warning("the Temporal server refused a call (%s): %s", exc.status.name, exc.message)
+    if exc.status in TRANSIENT:  # busy or briefly unreachable: worth sending again (a request that
+        # changes state with its Idempotency-Key, so a call the server did take is not run twice)
+        response = error(503, f"the Temporal server is busy or unreachable: {exc.message or exc.status.name}; "
+                              "try again", "temporal_unavailable")
+        response.headers["Retry-After"] = "1"
+        return response
     return error(502, f"the Temporal server refused the call: {exc.message}", "temporal_error")
 
 
