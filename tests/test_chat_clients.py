@@ -25,6 +25,7 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import ConversationResult
 
+from .cli_process import cli_env, run_cli
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 
@@ -179,6 +180,7 @@ async def test_a_quiet_chat_closes_and_its_question_stays_out_of_the_inbox(clien
             named = await http.post("/v1/chat/completions", headers={"X-Thread-Id": "desk-named-1"}, json={
                 "model": "desk", "messages": [{"role": "user", "content": FIRST}]})
             inbox = {q["thread_id"] for q in (await http.get("/questions")).json()}  # both asked now
+        listed = await run_cli("pending", env=cli_env(client), timeout=60)
         handle = client.get_workflow_handle(asked.headers["x-thread-id"])
         result = await asyncio.wait_for(handle.result(), 60)  # the question lapses, then the thread closes
         result = ConversationResult.model_validate(result)
@@ -187,6 +189,7 @@ async def test_a_quiet_chat_closes_and_its_question_stays_out_of_the_inbox(clien
     assert asked.json()["choices"][0]["message"]["content"] == ASKED
     assert named.json()["choices"][0]["message"]["content"] == ASKED
     assert "desk-named-1" in inbox and asked.headers["x-thread-id"] not in inbox
+    assert "desk-named-1" in listed.out and asked.headers["x-thread-id"] not in listed.out  # `durable-teams pending`
     assert described.status == WorkflowExecutionStatus.COMPLETED
     assert (result.status, result.answer) == ("completed", "I'll wait for your order number.")
 

@@ -113,10 +113,15 @@ RUNNING_QUERY = f"WorkflowType = '{TeamWorkflow.__name__}' AND ExecutionStatus =
 """Without `AwaitingHuman` registered: every running conversation (their memos say which wait)."""
 
 
+CHAT_MEMO = "chat"
+"""Memo key of a thread the gateway started for a chat client that names no thread: its
+questions are answered in the chat, so the inbox and `pending` leave them out."""
+
+
 async def waiting_conversations(client: Client) -> AsyncIterator[tuple[str, Mapping[str, Any], list[Question]]]:
     """(workflow id, memo, questions) of each running conversation with a question waiting for a
     person, from the visibility store: by `AwaitingHuman`, or, on a namespace without it, every
-    running conversation's memo."""
+    running conversation's memo. A chat client's thread (`CHAT_MEMO`) is left out."""
     query = WAITING_QUERY
     try:
         listed = [wf async for wf in client.list_workflows(query)]
@@ -127,6 +132,8 @@ async def waiting_conversations(client: Client) -> AsyncIterator[tuple[str, Mapp
         listed = [wf async for wf in client.list_workflows(query)]
     for wf in listed:
         memo = await wf.memo()
+        if memo.get(CHAT_MEMO):
+            continue
         questions = memo_questions(memo)
         if questions is None and query == WAITING_QUERY:  # started before the memo held them
             questions = await client.get_workflow_handle(wf.id).query(

@@ -27,7 +27,7 @@ from durable_teams.client.send import (
     send_reply,
     submit_turn,
 )
-from durable_teams.client.server_state import waiting_conversations, why_it_failed
+from durable_teams.client.server_state import CHAT_MEMO, waiting_conversations, why_it_failed
 from durable_teams.client.start import start_conversation
 from durable_teams.live.hub import LIVE, Delta, LiveHub, LiveOrder
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -57,10 +57,6 @@ class Outcome(NamedTuple):
     def of(cls, reply: TurnReply) -> Outcome:
         finish = {"truncated": "length", "filtered": "content_filter"}.get(reply.status, "stop")
         return cls("failed" if reply.status == "failed" else "reply", reply.text, reply.usage, finish)
-
-
-CHAT_MEMO = "chat"
-"""Memo key marking a thread started for a chat client that names no thread."""
 
 
 class TeamMismatch(ValueError):
@@ -225,8 +221,6 @@ class Gateway:
         found: list[dict[str, Any]] = []
         # kept in the memo: no worker (nor the AwaitingHuman search attribute) needed to list them
         async for thread_id, memo, questions in waiting_conversations(self.client):
-            if memo.get(CHAT_MEMO):
-                continue  # a chat's question is answered in the chat, and ends with it
             for q in questions:
                 found.append({"thread_id": thread_id, "team": memo.get("team"), **q.model_dump(mode="json")})
         return found
