@@ -40,7 +40,8 @@ from durable_teams.client.server_state import (
     workers_on,
 )
 from durable_teams.client.start import start_conversation
-from durable_teams.live.hub import LIVE_URL_ENV, hub_from_env
+from durable_teams.live.from_env import hub_from_env
+from durable_teams.live.hub import LIVE_URL_ENV
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (

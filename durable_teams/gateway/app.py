@@ -39,7 +39,8 @@ from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, UnknownTeam
-from durable_teams.live.hub import LiveHub, hub_from_env
+from durable_teams.live.from_env import hub_from_env
+from durable_teams.live.hub import LiveHub
 from durable_teams.workflows.conversation import TeamWorkflow
 
 log = logging.getLogger(__name__)

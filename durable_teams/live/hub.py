@@ -9,7 +9,7 @@ to the history for each, the bloat this avoids. Two hubs:
 
 - `LocalHub` (the default, `LIVE`): this process's. Enough when the worker and the reader (the
   gateway, `follow`, a demo) share a process, as in the embedded setup.
-- `RedisHub` (durable_teams/live/redis_hub.py, `DURABLE_TEAMS_LIVE_URL=redis://...`): Redis
+- `RedisHub` (durable_teams/live/redis_hub.py, chosen by durable_teams/live/from_env.py, `DURABLE_TEAMS_LIVE_URL=redis://...`): Redis
   pub/sub, one channel per conversation, so any worker publishes and any gateway or `follow`
   in another process or machine subscribes.
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -110,17 +109,6 @@ def deliver(queues: Iterable[asyncio.Queue[Delta]], delta: Delta) -> None:
 
 LIVE = LocalHub()
 _sink: ContextVar[Callable[[str], None] | None] = ContextVar("durable_teams_live_sink", default=None)
-
-
-def hub_from_env(codec: Any = None, environ: dict[str, str] | None = None) -> LiveHub:
-    """The hub `DURABLE_TEAMS_LIVE_URL` names (Redis), else this process's. `codec` (the
-    client's payload codec) encrypts deltas on the broker when it is an EncryptionCodec."""
-    url = (environ if environ is not None else os.environ).get(LIVE_URL_ENV, "").strip()
-    if not url:
-        return LIVE
-    from durable_teams.live.redis_hub import RedisHub
-
-    return RedisHub(url, codec=codec)
 
 
 def emit(text: str) -> None:

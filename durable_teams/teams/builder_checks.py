@@ -8,7 +8,7 @@ options) live in `durable_teams.workflows.definition_checks`, which `compile()` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from durable_teams.activities.tools import Tool, tool
 from durable_teams.workflows.definition_checks import (
@@ -18,11 +18,32 @@ from durable_teams.workflows.definition_checks import (
     raise_first,
 )
 
-if TYPE_CHECKING:
-    from durable_teams.teams.builders import Agent, Supervisor
+
+class AgentDefinition(Protocol):
+    """What `check_agent` reads of an `Agent` (typed here, so this module needs no builders)."""
+
+    @property
+    def name(self) -> Any: ...
+    @property
+    def temperature(self) -> Any: ...
+    @property
+    def tools(self) -> Sequence[Any]: ...
 
 
-def check_agent(agent: Agent) -> None:
+class SupervisorDefinition(Protocol):
+    """What `check_supervisor_options` reads of a `Supervisor`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def max_parallel_handoffs(self) -> int: ...
+    @property
+    def decision_max_retries(self) -> int: ...
+    @property
+    def decision_max_tool_rounds(self) -> int: ...
+
+
+def check_agent(agent: AgentDefinition) -> None:
     """The agent's name, its temperature, and every tool it is given as a function."""
     if not isinstance(agent.name, str):
         raise TeamError(f"an agent's name must be a string, got {agent.name!r}")
@@ -52,7 +73,7 @@ def check_members(owner: str, names: Sequence[str]) -> None:
             raise TeamError(f"{owner} has two agents named {name!r}")
 
 
-def check_supervisor_options(sup: Supervisor) -> None:
+def check_supervisor_options(sup: SupervisorDefinition) -> None:
     """Numeric options checked before the spec is built (pydantic would raise a less helpful
     ValidationError for some of them)."""
     owner = f"supervisor {sup.name!r}"

@@ -24,7 +24,8 @@ from durable_teams.activities.views import ViewReader
 from durable_teams.client import exit_guard
 from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.client.server_state import SCRIPTED_IDENTITY
-from durable_teams.live.hub import LiveHub, hub_from_env
+from durable_teams.live.from_env import hub_from_env
+from durable_teams.live.hub import LiveHub
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
 from durable_teams.worker.search_attributes import LabelsActivity, learn_labels, say_once
