@@ -131,3 +131,58 @@ def test_ruff_bans_the_root_folders_by_their_root_names() -> None:
                          input=sample, cwd=ROOT, capture_output=True, text=True)
     banned = [line for line in out.stdout.splitlines() if "TID251" in line]
     assert [line.split(":")[1] for line in banned] == ["1", "2", "3"], out.stdout
+
+
+def module_path(name: str) -> Path | None:
+    """The file of a `durable_teams.*` module (the linked folders by their root paths)."""
+    parts = name.split(".")[1:]
+    if parts and parts[0] in ("workflows", "activities"):
+        base = ROOT.joinpath(*parts)
+    else:
+        base = PACKAGE.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_files(path: Path) -> set[Path]:
+    """The files of ours `path` imports anywhere in it (functions and TYPE_CHECKING blocks
+    too), relative imports included."""
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.startswith("durable_teams.")]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("durable_teams."):
+            names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 1:
+            here = path.parent
+            targets = [node.module] if node.module else [a.name for a in node.names]
+            found |= {here / f"{t}.py" for t in targets if t and (here / f"{t}.py").is_file()}
+        found |= {p for p in map(module_path, names) if p is not None}
+    return found - {path}
+
+
+def test_no_import_cycles_not_even_lazy_ones() -> None:
+    """No module of ours imports one that imports it back, however indirectly, counting imports
+    inside functions and `TYPE_CHECKING` blocks (the package's `__init__`, a table of lazy
+    exports, aside)."""
+    files = [p for p in sources() if p != PACKAGE / "__init__.py" and p.name != "__init__.py"]
+    graph = {p: {q for q in imported_files(p) if q in files} for p in files}
+    cycles = []
+    state: dict[Path, int] = {}  # 1: on the path, 2: done
+
+    def visit(node: Path, path: list[Path]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append([p.relative_to(ROOT).as_posix() for p in path[path.index(nxt):] + [nxt]])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(files):
+        if start not in state:
+            visit(start, [start])
+    assert cycles == []
