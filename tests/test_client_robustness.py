@@ -38,7 +38,7 @@ class GatedModel(ScriptedModel):
 
 async def start(client: Client, task_queue: str) -> WorkflowHandle:
     """As our clients start a conversation: labelled (Team set), so it asks the worker nothing
-    at its start (a raw start asks with a local activity: see docs/deployment.md, Upgrading workers)."""
+    at its start (a raw start asks with the `available_labels` activity)."""
     return await start_conversation(
         client, TEAM.spec.name, ConversationInput(team=TEAM.spec, single_turn=False),
         id=f"rob-{uuid.uuid4().hex[:8]}", task_queue=task_queue)

@@ -147,7 +147,8 @@ async def test_two_level_team_answers_faang_through_child_workflows(client: Clie
             for e in completed] == ids
     # no model call or tool of the nested teams ran in the parent
     scheduled = events(history, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-    assert [e.activity_task_scheduled_event_attributes.activity_type.name for e in scheduled] == ["call_model"] * 3
+    assert [e.activity_task_scheduled_event_attributes.activity_type.name for e in scheduled] == [
+        "available_labels", *["call_model"] * 3]  # labels: a raw start asks which exist
     # each child answered its part, in its own history
     assert [r.answer for r in child_results] == [faang_teams.RESEARCH_SUMMARY, faang.ANSWER]
     assert [m.content for m in child_views[1] if m.role == "tool" and m.name == "add"] == [
@@ -251,7 +252,8 @@ async def test_run_as_child_agent_runs_in_its_own_workflow(client: Client, task_
     assert [e.user_metadata.summary.data.decode() for e in started] == ['"agent: math_expert"']
     names = [e.activity_task_scheduled_event_attributes.activity_type.name
              for e in events(history, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)]
-    assert names == ["call_model", "call_model", "run_tool", "call_model", "call_model", "call_model"]
+    assert names == ["available_labels", "call_model", "call_model", "run_tool", "call_model", "call_model",
+                     "call_model"]
 
 
 async def test_a_failed_child_is_an_error_the_supervisor_reads(client: Client, task_queue: str) -> None:

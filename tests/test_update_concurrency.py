@@ -128,3 +128,30 @@ async def test_a_server_too_busy_to_answer_is_a_429_with_the_reason_or_is_waited
     assert b"the Temporal server is busy or unreachable: Timeout expired; try again" in response.body
     later = SlowToAnswer(failures=2)
     assert await later.patiently(lambda: later.log_total("t1"), "t1", asyncio.get_running_loop().time() + 5) == 7
+
+
+async def test_turns_sent_at_once_to_a_raw_start_replay_and_its_labels_are_asked_by_activity(
+        client: Client, task_queue: str) -> None:
+    """Started as `client.start_workflow` does (no labels), a conversation asks the worker which
+    labels exist with a regular activity, so the 30 turns that race its first workflow tasks
+    never meet a local activity's resolution (temporalio 1.35 could replay those out of order)."""
+    from durable_teams.client.send import submit_turn
+    from durable_teams.workflows.state import ConversationInput
+
+    model = GatedModel()
+    async with running_worker(client, task_queue, [TEAM], model):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team_name=TEAM.spec.name, single_turn=False),
+            id=f"raw-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        accepted = await asyncio.gather(*(submit_turn(client, handle.id, f"m{n}", turn_id=f"t{n}")
+                                          for n in range(30)))
+        model.gate.set()
+        replies = await asyncio.wait_for(asyncio.gather(*(turn.reply() for turn in accepted)), 120)
+        history = await handle.fetch_history()
+    assert sorted(r.turn for r in replies) == list(range(1, 31))
+    scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
+                 if e.HasField("activity_task_scheduled_event_attributes")]
+    assert scheduled[:2] == ["resolve_team", "available_labels"] and scheduled.count("available_labels") == 1
+    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, str(result.replay_failure)

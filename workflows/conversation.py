@@ -109,6 +109,9 @@ class TeamWorkflow(Intake):
             self.desk.pending_memo = workflow.patched(PENDING_MEMO)
             self.notes = workflow.patched(NOTES_PATCH)
             self.nested_budgets = workflow.patched(NESTED_BUDGETS)
+            # labels asked with a regular activity: no local activity before a question's or an
+            # update's commands (labels.BY_ACTIVITY_PATCH)
+            self.desk.labels_by_activity = workflow.patched(labels.BY_ACTIVITY_PATCH)
         # Ends the workflow (not its task) with the reason, at once. Input an older release
         # accepted (an empty task, say) may have a history of commands already: it replays.
         problem = self.input_problem or (

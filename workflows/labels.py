@@ -9,7 +9,7 @@ never sets it.
 
 Not every namespace has these attributes (a managed one, or one set up by an older release), and
 a workflow task that upserts an unknown one is refused on every retry. So a conversation asks the
-worker which exist (the `available_labels` local activity, durable_teams/worker/search_attributes.py)
+worker which exist (the `available_labels` activity, durable_teams/worker/search_attributes.py)
 before it sets one, and the answer is recorded in its history. A history recorded before this
 (patch `ASK_PATCH`) replays its upserts as they were.
 """

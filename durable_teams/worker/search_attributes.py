@@ -1,7 +1,7 @@
 """Which of our search attributes (`AwaitingHuman`, `Team`, `Task`) a namespace has, learned by
 the worker when it starts: it registers what it may and says in one line what is missing.
 
-Conversations ask the worker for this set (the `available_labels` local activity, recorded in
+Conversations ask the worker for this set (the `available_labels` activity, recorded in
 their history) and upsert only what it names: a namespace without an attribute, or with it
 registered under another type, never wedges a conversation (the server refuses a workflow task
 that upserts an unknown attribute, and would refuse it again on every retry).
@@ -124,5 +124,6 @@ class LabelsActivity:
 
     @activity.defn(name=AVAILABLE_LABELS_ACTIVITY)
     async def available_labels(self) -> list[str]:
-        """Run as a local activity by a conversation before it sets a label."""
+        """Run by a conversation before it sets a label (a regular activity in runs begun since
+        `labels-asked-by-activity`, a local one in runs recorded before)."""
         return sorted(await self.learn())
