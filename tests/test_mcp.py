@@ -163,8 +163,8 @@ async def test_stdio_tools_run_errors_reach_the_model_and_approval_gates(
     assert sorted(offered) == TOOLS
     assert offered["lookup_order"]["description"] == "Find an order by its number."
     assert offered["lookup_order"]["parameters"]["required"] == ["order_id"]
-    assert await activity_names(handle) == [
-        "list_mcp_tools", "call_model", "call_mcp_tool", "call_model", "call_mcp_tool",
+    assert await activity_names(handle) == [  # labels first: a raw start asks which exist
+        "available_labels", "list_mcp_tools", "call_model", "call_mcp_tool", "call_model", "call_mcp_tool",
         "call_model", "call_mcp_tool", "call_model"]
     # replay reads the recorded list: no MCP server is reachable (or needed) here
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)

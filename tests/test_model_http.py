@@ -47,8 +47,12 @@ async def test_rate_limit_is_retried_after_the_servers_delay(client: Client, tas
         assert result is not None and result.answer == "3"
         assert len(fake.requests) == 2
         history = await handle.fetch_history()
+        model_calls = {e.event_id for e in history.events
+                       if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                       and e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"}
         started = [e.activity_task_started_event_attributes.attempt for e in history.events
-                   if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
+                   if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+                   and e.activity_task_started_event_attributes.scheduled_event_id in model_calls]
         assert started == [2]  # the retry is in the history: attempt 2 succeeded
 
 
