@@ -15,7 +15,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
-from durable_teams.client.send import ConversationBusy
+from durable_teams.client.send import ConversationBusy, Patience
 from durable_teams.gateway.app import on_temporal_error
 from durable_teams.gateway.auth import Limits
 from durable_teams.gateway.threads import Gateway
@@ -127,7 +127,7 @@ async def test_a_server_too_busy_to_answer_is_a_429_with_the_reason_or_is_waited
     assert (response.status_code, response.headers["retry-after"]) == (503, "1")
     assert b"the Temporal server is busy or unreachable: Timeout expired; try again" in response.body
     later = SlowToAnswer(failures=2)
-    assert await later.patiently(lambda: later.log_total("t1"), "t1", asyncio.get_running_loop().time() + 5) == 7
+    assert await later.patiently(lambda: later.log_total("t1"), Patience("t1", 5)) == 7
 
 
 async def test_turns_sent_at_once_to_a_raw_start_replay_and_its_labels_are_asked_by_activity(

@@ -156,8 +156,7 @@ async def submit_turn(
     `max_tokens` caps each model call of the turn."""
     turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens)
     handle = client.get_workflow_handle(workflow_id)
-    deadline = asyncio.get_running_loop().time() + busy_timeout
-    pause = 0.05
+    patience = Patience(workflow_id, busy_timeout)
     while True:
         try:
             number = await handle.execute_update("submit_turn", turn, result_type=int)
@@ -166,46 +165,53 @@ async def submit_turn(
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type == CLOSED:
                 raise ConversationEnded(f"conversation {workflow_id} is closed: {cause.message}") from err
-            reason = _transient(err) or (
+            reason = transient_reason(err) or (
                 cause.message if isinstance(cause, ApplicationError) and cause.type == BUSY else None)
             if reason is None:
                 raise
         except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
                 await _raise_unless_running(handle, err)
-            reason = _transient(err)
+            reason = transient_reason(err)
             if reason is None:
                 raise
-        if asyncio.get_running_loop().time() + pause > deadline:
-            raise ConversationBusy(
-                f"conversation {workflow_id} did not take the turn within {busy_timeout:g} s: {reason}")
-        await asyncio.sleep(pause * random.uniform(0.5, 1.0))
-        pause = min(pause * 2, 1.0)
+        await patience.wait(reason)
 
 
 async def _send_when_admitted(handle: WorkflowHandle, turn: UserTurn, busy_timeout: float) -> TurnReply:
     """The update, sent again with growing, jittered pauses while the server refuses it for
     too many updates in flight, aborts it, or times out under load. Sending again is safe:
     the turn's id makes the workflow answer a turn it already has, not run it twice."""
-    deadline = asyncio.get_running_loop().time() + busy_timeout
-    pause = 0.05
+    patience = Patience(handle.id, busy_timeout)
     while True:
         try:
             return await handle.execute_update("send_message", turn, result_type=TurnReply)
         except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateFailedError) as err:
-            reason = _transient(err)
+            reason = transient_reason(err)
             if reason is None:
                 raise
-            if asyncio.get_running_loop().time() + pause > deadline:
-                raise ConversationBusy(
-                    f"conversation {handle.id} did not take the turn for {busy_timeout:g} s: {reason}"
-                ) from err
-            logger.debug("conversation %s busy (%s); sending again in %.2f s", handle.id, reason, pause)
-            await asyncio.sleep(pause * random.uniform(0.5, 1.0))
-            pause = min(pause * 2, 1.0)
+            await patience.wait(reason)
 
 
-def _transient(err: Exception) -> str | None:
+class Patience:
+    """Growing, jittered pauses between sends while the server is too busy, until
+    `busy_timeout` seconds have passed; then `ConversationBusy` with the last reason."""
+
+    def __init__(self, workflow_id: str, busy_timeout: float) -> None:
+        self.workflow_id, self.busy_timeout = workflow_id, busy_timeout
+        self.deadline = asyncio.get_running_loop().time() + busy_timeout
+        self.pause = 0.05
+
+    async def wait(self, reason: str) -> None:
+        if asyncio.get_running_loop().time() + self.pause > self.deadline:
+            raise ConversationBusy(f"conversation {self.workflow_id} did not take the turn within "
+                                   f"{self.busy_timeout:g} s: {reason}")
+        logger.debug("conversation %s busy (%s); sending again in %.2f s", self.workflow_id, reason, self.pause)
+        await asyncio.sleep(self.pause * random.uniform(0.5, 1.0))
+        self.pause = min(self.pause * 2, 1.0)
+
+
+def transient_reason(err: Exception) -> str | None:
     """Why sending again may succeed: too many updates in flight (RESOURCE_EXHAUSTED), an
     update the server aborted (UNAVAILABLE) or rejected as not processed by a worker (a
     workflow task lost under load), an RPC that timed out. None for anything else, including

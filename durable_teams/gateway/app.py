@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -32,7 +31,13 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.events import follow
-from durable_teams.client.send import TRANSIENT, ConversationBusy, ConversationEnded, ReplyRejected
+from durable_teams.client.send import (
+    TRANSIENT,
+    ConversationBusy,
+    ConversationEnded,
+    Patience,
+    ReplyRejected,
+)
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
@@ -93,8 +98,8 @@ async def send_turn_sse(request: Request) -> Response:
     text = checks.turn_text(body)
     sender = checks.sender(body)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
-    deadline = asyncio.get_running_loop().time() + gw.busy_seconds
-    if not await gw.patiently(lambda: gw.running(thread), thread, deadline):
+    patience = Patience(thread, gw.busy_seconds)  # for the checks before the turn goes in
+    if not await gw.patiently(lambda: gw.running(thread), patience):
         return error(404, f"no thread {thread}", "not_found")
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
@@ -103,7 +108,7 @@ async def send_turn_sse(request: Request) -> Response:
     deltas = await subscription.__aenter__()
     try:
         index, accepted = await gw.accept_turn(thread, text, sender,
-                                               caller_key(request, key) if key else None)
+                                               caller_key(request, key) if key else None, patience)
     except BaseException:
         await subscription.__aexit__(None, None, None)
         raise

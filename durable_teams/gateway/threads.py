@@ -20,12 +20,12 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.send import (
-    TRANSIENT,
     AcceptedTurn,
-    ConversationBusy,
     ConversationEnded,
+    Patience,
     send_reply,
     submit_turn,
+    transient_reason,
 )
 from durable_teams.client.server_state import CHAT_MEMO, waiting_conversations, why_it_failed
 from durable_teams.client.start import start_conversation
@@ -114,31 +114,26 @@ class Gateway:
         described = await self.client.get_workflow_handle(thread).describe()
         return (await described.memo()).get("idempotency") == idempotency
 
-    async def accept_turn(self, thread: str, text: str, sender: str | None,
-                          turn_id: str | None) -> tuple[int, AcceptedTurn]:
+    async def accept_turn(self, thread: str, text: str, sender: str | None, turn_id: str | None,
+                          patience: Patience | None = None) -> tuple[int, AcceptedTurn]:
         """Send a turn and return once the workflow has accepted it, with the log index its
         events start from (a `turn_id` sent again is the same turn)."""
-        deadline = asyncio.get_running_loop().time() + self.busy_seconds
-        index = await self.patiently(lambda: self.log_total(thread), thread, deadline)
+        index = await self.patiently(lambda: self.log_total(thread), patience or Patience(thread, self.busy_seconds))
         accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
                                      busy_timeout=self.busy_seconds)
         return index, accepted
 
-    async def patiently(self, call: Callable[[], Awaitable[Any]], thread: str, deadline: float) -> Any:
+    async def patiently(self, call: Callable[[], Awaitable[Any]], patience: Patience) -> Any:
         """`call`, sent again while the server is too busy to answer (a query timed out under
-        load), until `deadline`; then `ConversationBusy` (429): the turn was not sent."""
-        pause = 0.05
+        load) until `patience` runs out (`ConversationBusy`, 429: the turn was not sent)."""
         while True:
             try:
                 return await call()
             except RPCError as err:
-                if err.status not in TRANSIENT:
+                reason = transient_reason(err)
+                if reason is None:
                     raise
-                if asyncio.get_running_loop().time() + pause > deadline:
-                    raise ConversationBusy(f"conversation {thread} did not take the turn within "
-                                           f"{self.busy_seconds:g} s: {err.message or err.status.name}") from err
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 1.0)
+                await patience.wait(reason)
 
     async def running(self, thread: str, team: str | None = None) -> bool:
         """True when the thread's workflow runs; False when no such thread. Raises
