@@ -214,11 +214,17 @@ async def test_max_tokens_reaches_every_model_call_and_a_cut_answer_says_length(
             with pytest.raises(openai.BadRequestError) as refused:
                 await ai.chat.completions.create(model="writer", stop=["\n"],
                                                  messages=[{"role": "user", "content": "x"}])
+            with pytest.raises(openai.BadRequestError) as zero:
+                await ai.chat.completions.create(model="writer", max_tokens=0,
+                                                 messages=[{"role": "user", "content": "x"}])
 
     assert [r.get("max_tokens") for r in fake.requests] == [5, 7]
     assert (cut.choices[0].finish_reason, cut.choices[0].message.content) == ("length", "A long story that was cu")
     assert (whole.choices[0].finish_reason, whole.choices[0].message.content) == ("stop", "Short.")
     assert refused.value.body["param"] == "stop"  # type: ignore[index]
+    assert zero.value.body["param"] == "max_tokens"  # type: ignore[index]
+    assert zero.value.body["message"] == "'max_tokens' must be an integer from 1 to 1000000"  # type: ignore[index]
+    assert len(fake.requests) == 2  # neither refused request reached a model
 
 
 def test_an_unset_token_cap_leaves_the_wire_as_older_workers_read_it() -> None:
