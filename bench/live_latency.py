@@ -44,7 +44,7 @@ from durable_teams.worker.build import build_worker, ensure_search_attributes
 from durable_teams.worker.devserver import find_temporal_binary, free_port
 from durable_teams.workflows.human import AWAITING_HUMAN
 
-WRITER = Swarm([Agent("writer", "Write.", model="live-bench")], team_name="writer").compile()
+WRITER = Swarm([Agent("writer", "Write.", model="live-bench")], name="writer").compile()
 
 
 async def streaming_endpoint(deltas: int, gap: float) -> tuple[asyncio.Server, str]:

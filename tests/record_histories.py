@@ -82,8 +82,8 @@ def decider(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[
 
 async def routing_conversation(client: Client, name: str) -> None:
     """An llm-decision turn (a question, a bad target, a decision), then an @mention turn."""
-    compiled = Supervisor([Agent("orders", "Orders."), Agent("maths", "Sums.")], name="router",
-                          strategy="llm-decision", tools=["ask_human"], team_name="routing").compile()
+    compiled = Supervisor([Agent("orders", "Orders."), Agent("maths", "Sums.")], supervisor_name="router",
+                          strategy="llm-decision", tools=["ask_human"], name="routing").compile()
     async with running_worker(client, "record", [compiled], ScriptedModel(decider)):
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team=compiled.spec, single_turn=False,
@@ -213,7 +213,7 @@ async def concurrent_turns(client: Client, name: str) -> None:
     commands, as in the gateway's 100-turn test), then answered one by one, then closed."""
     from tests.test_client_robustness import GatedModel
 
-    echo = Swarm([Agent("echo", "Repeat what you hear.")], team_name="echo").compile()
+    echo = Swarm([Agent("echo", "Repeat what you hear.")], name="echo").compile()
     model = GatedModel()
     async with running_worker(client, "record", [echo], model):
         handle = await start_conversation(client, "echo", ConversationInput(

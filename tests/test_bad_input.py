@@ -27,7 +27,7 @@ from durable_teams.workflows.messages import Message, ModelRequest
 from .conftest import binary, running_worker
 from .previous_release import BeforeInputChecks
 
-TEAM = Swarm([Agent("echo", "Repeat what you hear.")], team_name="echo").compile()
+TEAM = Swarm([Agent("echo", "Repeat what you hear.")], name="echo").compile()
 NO_VALUE = object()
 """Start the workflow with no input at all."""
 

@@ -43,7 +43,7 @@ class Context:
 
 def team() -> TeamSpec:
     worker = Agent("worker", "w", description="Does the work.", tools=list(BUILTINS))
-    return Supervisor([worker], name="boss", team_name="t").compile().spec
+    return Supervisor([worker], supervisor_name="boss", name="t").compile().spec
 
 
 def answer(name: str, ctx: Context, **arguments: object) -> Answer:

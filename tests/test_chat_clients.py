@@ -59,7 +59,7 @@ def desk_reply(messages: list[dict[str, Any]]) -> Message:
     return say(f"I saw {seen}")
 
 
-DESK = Swarm([Agent("desk", "Help.", tools=["ask_human", refund])], team_name="desk").compile()
+DESK = Swarm([Agent("desk", "Help.", tools=["ask_human", refund])], name="desk").compile()
 FIRST = "I want a refund"
 ASKED = "[desk] What's your order number?"
 APPROVAL = '[desk] Approve refund({"order": "4711"})? Reply yes or no.'
@@ -194,7 +194,7 @@ async def test_a_quiet_chat_closes_and_its_question_stays_out_of_the_inbox(clien
     assert (result.status, result.answer) == ("completed", "I'll wait for your order number.")
 
 
-CAPPED = Swarm([Agent("writer", "Write.", model="test-model")], team_name="writer").compile()
+CAPPED = Swarm([Agent("writer", "Write.", model="test-model")], name="writer").compile()
 
 
 async def test_max_tokens_reaches_every_model_call_and_a_cut_answer_says_length(client: Client, task_queue: str) -> None:

@@ -134,7 +134,7 @@ async def test_chat_answers_a_question_and_close_ends_the_thread(client: Client,
     """An `ask_human` question prints with its suggestions and takes the next line as the
     answer; /close ends the conversation."""
     desk = Agent("desk", "Help with orders.", tools=["ask_human"])
-    team = Swarm([desk], team_name="desk").compile()
+    team = Swarm([desk], name="desk").compile()
     thread = f"desk-{uuid.uuid4().hex[:8]}"
     async with running_worker(client, task_queue, [team], ScriptedModel(desk_script)):
         out = await cli(client, "chat", "desk", "--thread", thread, task_queue=task_queue,

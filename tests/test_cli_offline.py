@@ -31,7 +31,7 @@ def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[d
     return say(f"Order {last['content']}\nis on its way.")
 
 
-DESK = Swarm([Agent("desk", "Help with orders.", tools=["ask_human"])], team_name="desk").compile()
+DESK = Swarm([Agent("desk", "Help with orders.", tools=["ask_human"])], name="desk").compile()
 
 
 async def first_lines(env: dict[str, str], count: int, *args: str) -> list[str]:

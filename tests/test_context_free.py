@@ -48,7 +48,7 @@ class ContextRecordingCodec(PayloadCodec, WithSerializationContext):
 
 
 def adder() -> CompiledTeam:
-    return Swarm([Agent("clerk", "Adds.", tools=[add])], team_name="adder").compile()
+    return Swarm([Agent("clerk", "Adds.", tools=[add])], name="adder").compile()
 
 
 def model() -> ScriptedModel:

@@ -35,7 +35,7 @@ def script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[s
 def team_with_threshold(events: int) -> Any:
     sales = Agent("sales", "Sell.", tools=["ask_human"])
     triage = Agent("triage", "Route.", handoffs=[handoff(sales, "transfer_to_sales")])
-    compiled = Swarm([triage, sales], team_name="long").compile()
+    compiled = Swarm([triage, sales], name="long").compile()
     compiled.spec.continue_as_new_after_events = events
     return compiled
 

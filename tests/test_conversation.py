@@ -107,7 +107,7 @@ def routing_script(req: ModelRequest, messages: list[dict[str, Any]], tools: lis
 async def test_threads_keep_their_own_active_agent_and_context(client: Client, task_queue: str) -> None:
     sales = Agent("sales", "Sell.", tools=[whoami])
     triage = Agent("triage", "Route.", handoffs=[handoff(sales, "transfer_to_sales_agent")])
-    team = Swarm([triage, sales], team_name="routing").compile()
+    team = Swarm([triage, sales], name="routing").compile()
     async with running_worker(client, task_queue, [team], ScriptedModel(routing_script)):
         alice = await start(client, task_queue, team, context={"customer": "alice"})
         bob = await start(client, task_queue, team, context={"customer": "bob"})

@@ -66,8 +66,8 @@ def script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[s
 
 
 def team() -> CompiledTeam:
-    return Supervisor([Agent("orders", "Orders.", tools=[track_parcel])], name="router",
-                      strategy="llm-decision", tools=["ask_human"], team_name="parcels").compile()
+    return Supervisor([Agent("orders", "Orders.", tools=[track_parcel])], supervisor_name="router",
+                      strategy="llm-decision", tools=["ask_human"], name="parcels").compile()
 
 
 def payloads(message: ProtoMessage) -> Iterator[Payload]:

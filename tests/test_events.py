@@ -60,7 +60,7 @@ def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[d
 
 
 async def test_follow_streams_steps_while_the_conversation_runs(client: Client, task_queue: str) -> None:
-    team = Swarm([Agent("desk", "Help.", tools=["ask_human", lookup])], team_name="desk").compile()
+    team = Swarm([Agent("desk", "Help.", tools=["ask_human", lookup])], name="desk").compile()
     wid = f"follow-{uuid.uuid4().hex[:8]}"
     async with running_worker(client, task_queue, [team], ScriptedModel(desk_script)):
         handle = await client.start_workflow(

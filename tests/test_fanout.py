@@ -35,7 +35,7 @@ async def slow_lookup(topic: str, seconds: float) -> str:
 
 def team(**options: object) -> Supervisor:
     agents = [Agent(name, f"You research {name}.", tools=[slow_lookup]) for name in ("alpha", "beta", "gamma")]
-    return Supervisor(agents, instructions="Fan the work out.", team_name="fanout", **options)  # type: ignore[arg-type]
+    return Supervisor(agents, instructions="Fan the work out.", name="fanout", **options)  # type: ignore[arg-type]
 
 
 FAN_OUT = calls(("transfer_to_alpha", {}), ("transfer_to_beta", {}), ("transfer_to_gamma", {}))
@@ -259,6 +259,6 @@ async def test_fanned_out_answers_are_aggregated_without_another_supervisor_call
 def test_an_unknown_aggregate_tool_is_refused_before_anything_runs() -> None:
     spec = team(aggregate="concatenate").compile().spec
     assert spec.supervisor is not None
-    bad = spec.model_copy(update={"supervisor": replace(spec.supervisor, aggregate="summarise")})
+    bad = replace(spec, **{"supervisor": replace(spec.supervisor, aggregate="summarise")})
     with pytest.raises(TeamError, match="aggregate names unknown tool 'summarise'"):
         validate_team(bad)

@@ -73,7 +73,7 @@ def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[d
     return say(f"Order {last['content']} has shipped.")
 
 
-DESK = Swarm([Agent("desk", "Help.", tools=["ask_human"])], team_name="desk").compile()
+DESK = Swarm([Agent("desk", "Help.", tools=["ask_human"])], name="desk").compile()
 
 
 async def test_a_question_is_listed_and_answered_through_the_inbox_endpoints(client: Client, task_queue: str) -> None:

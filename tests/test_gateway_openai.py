@@ -32,7 +32,7 @@ def shop_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[d
     return say(f"turn {len(users)}: you said {last['content']!r}; earlier: {users[:-1]}")
 
 
-SHOP = Swarm([Agent("shop", "Help.", tools=["ask_human"])], team_name="shop").compile()
+SHOP = Swarm([Agent("shop", "Help.", tools=["ask_human"])], name="shop").compile()
 
 
 async def test_a_thread_continues_across_requests_of_the_openai_client(client: Client, task_queue: str) -> None:

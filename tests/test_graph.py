@@ -111,7 +111,7 @@ def test_rules_strategy_odd_names_and_tool_options():
     lookup = tool(_lookup, name="lookup", return_direct=True)
     team = Supervisor(
         [Agent("end", tools=[lookup]), Agent("order-desk", run_as_child=True)],
-        name="router", strategy="rules", team_name="rules",
+        supervisor_name="router", strategy="rules", name="rules",
         rules=[RoutingRule(target="order-desk", keywords=["order", "refund"], pattern=r"#\d+")],
         fallback_agent="end",
     ).compile()

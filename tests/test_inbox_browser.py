@@ -111,7 +111,7 @@ async def test_the_chat_view_shows_the_model_writing_before_it_finishes(client: 
     from playwright.async_api import expect
 
     answer, resume = held_answer("Hel", "lo there.")
-    echo = Swarm([Agent("echo", "You answer.", model="test-model")], team_name="echo").compile()
+    echo = Swarm([Agent("echo", "You answer.", model="test-model")], name="echo").compile()
     with FakeOpenAI([answer]) as fake:
         backend = OpenAIBackend(base_url=fake.base_url, api_key="sk-test", stream=True)
         async with running_worker(client, task_queue, [echo], backend), \

@@ -56,7 +56,7 @@ def add(a: int, b: int) -> int:
 
 
 CALC = Swarm([Agent("calculator", "You add numbers.", tools=[add], model="test-model")],
-             team_name="calc").compile()
+             name="calc").compile()
 
 
 async def test_an_openai_stream_reaches_the_gateway_as_deltas(client: Client, task_queue: str) -> None:

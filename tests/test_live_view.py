@@ -111,7 +111,7 @@ async def decide_with_a_person(client: Client, task_queue: str, reader: Comparin
     orders = Agent("orders", "Order questions.", description="order status")
     maths = Agent("maths", "Arithmetic.", description="sums")
     compiled = Supervisor([orders, maths], strategy="llm-decision", tools=["ask_human"],
-                          team_name="live-decision").compile()
+                          name="live-decision").compile()
     model = ScriptedModel({
         "supervisor": [call("ask_human", question="What is your order number?"),
                        say('{"target": "billing"}'), say(DECISION)],

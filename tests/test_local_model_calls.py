@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -83,7 +84,7 @@ async def test_model_calls_stay_regular_activities_where_a_team_or_agent_asks(
         client: Client, task_queue: str) -> None:
     regular = ModelCalls(local=False)
     team = Supervisor([Agent("worker", "Works.", model="scripted", model_calls=regular)],
-                      name="boss", model="scripted", model_calls=LOCAL).compile()
+                      supervisor_name="boss", model="scripted", model_calls=LOCAL).compile()
     script = {"boss": [call("transfer_to_worker"), say("all done")], "worker": [say("worked")]}
     async with running_worker(client, task_queue, [team], ScriptedModel(script)):
         handle = await client.start_workflow(
@@ -117,7 +118,7 @@ async def test_kill9_in_the_middle_of_a_local_model_call_repeats_it_once_elsewhe
     workers = await asyncio.gather(*(procs.worker(address, task_queue, "--model-url", url,
                                                   "--sticky-seconds", "1") for _ in range(2)))
     try:
-        spec = http_team(1).spec.model_copy(update={"model_calls": LOCAL})
+        spec = replace(http_team(1).spec, **{"model_calls": LOCAL})
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team=spec, task="read", set_search_attributes=False),
             id=f"kill-1-{uuid.uuid4().hex[:6]}", task_queue=task_queue,

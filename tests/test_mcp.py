@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (it needs Python 3.11+)")
 
@@ -29,7 +30,7 @@ from durable_teams.worker.devserver import free_port
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows import mcp_tools as workflow_mcp
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Message, ToolSpec
+from durable_teams.workflows.messages import Message, TeamSpec, ToolSpec
 from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn
 
 from . import mcp_server
@@ -42,7 +43,7 @@ TOOLS = ["broken", "crash", "increment", "lookup_order", "pid", "refund", "slow"
 
 def clerk(*servers: object) -> Swarm:
     agent = Agent("clerk", "You look after orders.", mcp=list(servers))  # type: ignore[arg-type]
-    return Swarm([agent], team_name=f"mcp-{uuid.uuid4().hex[:6]}")
+    return Swarm([agent], name=f"mcp-{uuid.uuid4().hex[:6]}")
 
 
 def tool_messages(transcript: list[Message]) -> list[tuple[str | None, str | None, str]]:
@@ -102,7 +103,7 @@ def test_recorded_tools_become_team_tools_with_prefix_filter_and_approval():
 def test_how_to_reach_a_server_stays_on_the_worker():
     server = MCPHttp("search", "http://10.0.0.9/mcp", headers={"Authorization": "Bearer SECRET"})
     compiled = clerk(server, MCPStdio("files", "/opt/bin/files-server", ["--root", "/srv"])).compile()
-    data = compiled.spec.model_dump_json()  # what travels through workflow history
+    data = TypeAdapter(TeamSpec).dump_json(compiled.spec).decode()  # what travels through history
     assert "SECRET" not in data and "10.0.0.9" not in data and "/opt/bin" not in data
     assert sorted(compiled.tools.mcp_servers) == ["files", "search"]  # the worker's side
     with pytest.raises(ValueError, match="two different MCP servers are named 'search'"):

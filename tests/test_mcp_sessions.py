@@ -41,7 +41,7 @@ NOT_RETRIED = "The tool may or may not have completed; it was not retried."
 
 def team(*servers: MCPStdio | MCPHttp) -> Swarm:
     return Swarm([Agent("clerk", "You count.", mcp=list(servers))],
-                 team_name=f"mcp-{uuid.uuid4().hex[:6]}")
+                 name=f"mcp-{uuid.uuid4().hex[:6]}")
 
 
 def orders(**options: object) -> MCPStdio:
@@ -205,7 +205,7 @@ async def test_a_server_command_that_does_not_exist_fails_the_conversation_sayin
     wid = f"mcp-ghost-{uuid.uuid4().hex[:6]}"
     env = cli_env(client, task_queue)
     async with running_worker(client, task_queue, [swarm.compile()], ScriptedModel({"clerk": [say("never")]})):
-        ran = await run_cli("run", swarm.team_name, "hello", "--id", wid, env=env)
+        ran = await run_cli("run", swarm.name, "hello", "--id", wid, env=env)
         status = await run_cli("status", wid, env=env)
     transcript = await run_cli("transcript", wid, env=env)  # rebuilt from history: no worker
     reason = ("MCP server 'ghost' could not list its tools: could not start "

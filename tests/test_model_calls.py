@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -28,7 +29,7 @@ def test_an_agent_overrides_its_team_and_a_recorded_timeout_is_kept() -> None:
     assert policy_for(team, team.agents["b"]) == ModelCalls(max_attempts=5)
     swarm = Swarm([Agent("a")]).compile().spec
     assert policy_for(swarm, swarm.agents["a"]) == ModelCalls()
-    recorded = swarm.model_copy(update={"model_timeout_seconds": 180.0})  # an older release's
+    recorded = replace(swarm, model_timeout_seconds=180.0)  # an older release's
     assert policy_for(recorded, swarm.agents["a"]).timeout_seconds == 180.0
 
 

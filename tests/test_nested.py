@@ -68,8 +68,8 @@ def test_bounded_history_keeps_the_newest_messages_and_never_opens_on_a_tool_mes
 
 @pytest.mark.parametrize(("build", "problem"), [
     (lambda: Supervisor([Supervisor([Agent("a")]), Supervisor([Agent("b")])], name="top"),
-     "supervisor 'top' has two agents named 'supervisor'"),
-    (lambda: Supervisor([Supervisor([Agent("a")])]),
+     "team 'top' has two agents named 'team'"),
+    (lambda: Supervisor([Supervisor([Agent("a")], name="inner"), Agent("supervisor")]),
      "supervisor name 'supervisor' is also an agent's name"),
     (lambda: Supervisor([Supervisor([Agent("a")], name="team_a"), Agent("a")], name="top"),
      "the name 'a' is used by two agents"),
@@ -87,20 +87,20 @@ def test_a_team_inside_itself_and_children_in_a_swarm_are_refused() -> None:
     with pytest.raises(TeamError, match="'loop' is placed inside its own team"):
         loop.compile()
     spec = faang.build().compile().spec
-    swarm = spec.model_copy(update={"supervisor": None, "start_agent": "math_expert", "agents": {
+    swarm = replace(spec, **{"supervisor": None, "start_agent": "math_expert", "agents": {
         "math_expert": replace(spec.agents["math_expert"], run_as_child=True)}})
     with pytest.raises(TeamError, match="only a supervisor's agents can"):
         validate_team(swarm)
     nested = faang_teams.build().compile().spec
     inner = nested.agents["math_team"]
-    bad = nested.model_copy(update={"agents": {**nested.agents, "math_team": replace(
+    bad = replace(nested, **{"agents": {**nested.agents, "math_team": replace(
         inner, tools=["add"])}})
     with pytest.raises(TeamError, match="'math_team' is a nested team: give tools to its agents"):
         validate_team(bad)
-    broken = inner.team.model_copy(update={"supervisor": replace(
+    broken = replace(inner.team, **{"supervisor": replace(
         inner.team.supervisor, agents=["ghost"])})  # type: ignore[arg-type]
     with pytest.raises(TeamError, match="in nested team 'math_team': supervisor names unknown agent 'ghost'"):
-        validate_team(nested.model_copy(update={"agents": {
+        validate_team(replace(nested, **{"agents": {
             **nested.agents, "math_team": replace(inner, team=broken)}}))
 
 
@@ -304,7 +304,7 @@ def remember_order(order: str, context_variables: dict) -> Result:
 
 async def test_context_a_child_learns_flows_back_to_the_parent(client: Client, task_queue: str) -> None:
     clerk = Agent("clerk", "Take notes.", tools=[remember_order], run_as_child=True)
-    compiled = Supervisor([clerk], name="boss", team_name="notes").compile()
+    compiled = Supervisor([clerk], supervisor_name="boss", name="notes").compile()
     script = {"boss": [call("transfer_to_clerk"), say("noted")],
               "clerk": [call("remember_order", order="A-17"), say("noted A-17")]}
     async with running_worker(client, task_queue, [compiled], ScriptedModel(script)):

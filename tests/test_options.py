@@ -79,10 +79,37 @@ def test_team_options_are_declared_once_and_reach_the_spec() -> None:
     from durable_teams.workflows.messages import TeamSpec
     from durable_teams.workflows.options import TeamOptions
 
+    assert issubclass(TeamSpec, TeamOptions)  # declared once: the spec inherits the options
+    spec = TeamSpec(agents={})
     for option in fields(TeamOptions):
-        spec_field = TeamSpec.model_fields[option.name]
         default = option.default_factory() if option.default is MISSING else option.default  # type: ignore[misc]
-        assert spec_field.get_default(call_default_factory=True) == default, option.name
+        assert getattr(spec, option.name) == default, option.name
     team = Swarm([Agent("a", "Answers.")], continue_as_new_after_events=500,
                  continue_as_new_after_bytes=1_000_000).compile()
     assert (team.spec.continue_as_new_after_events, team.spec.continue_as_new_after_bytes) == (500, 1_000_000)
+
+
+def test_a_builder_has_one_name_the_teams() -> None:
+    """`name` is what a worker serves and what a supervisor above hands off to; the supervisor
+    agent is `supervisor_name` ("supervisor", or the team's name when nested)."""
+    inner = Supervisor([Agent("a")], name="research", description="Finds facts.")
+    top = Supervisor([inner, Agent("b")], name="company").compile().spec
+    assert (top.name, top.supervisor.name if top.supervisor else None) == ("company", "supervisor")
+    nested = top.agents["research"].team
+    assert nested is not None and nested.supervisor is not None
+    assert (nested.name, nested.supervisor.name) == ("research", "research")
+    precompiled = Supervisor([Supervisor([Agent("a")], name="research").compile(), Agent("b")]).compile().spec
+    assert precompiled.agents["research"].team.supervisor.name == "research"  # type: ignore[union-attr]
+    named = Supervisor([Agent("a")], name="company", supervisor_name="boss").compile().spec
+    assert (named.name, named.supervisor.name if named.supervisor else None) == ("company", "boss")
+    assert Swarm([Agent("a")], name="desk").compile().spec.name == "desk"
+
+
+def test_the_old_team_name_spelling_still_works_and_says_it_is_deprecated() -> None:
+    import pytest
+
+    with pytest.warns(DeprecationWarning, match="name= is the team's name"):
+        old = Supervisor([Agent("a")], name="boss", team_name="company").compile().spec
+    assert (old.name, old.supervisor.name if old.supervisor else None) == ("company", "boss")
+    with pytest.warns(DeprecationWarning, match="use name="):
+        assert Swarm([Agent("a")], team_name="desk").compile().spec.name == "desk"

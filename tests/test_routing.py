@@ -272,7 +272,7 @@ def test_skills_strategy_needs_agents_with_skills() -> None:
 def test_validate_team_checks_a_spec_built_by_hand() -> None:
     spec = team()
     assert spec.supervisor is not None
-    bad = spec.model_copy(update={"supervisor": replace(spec.supervisor, **{
+    bad = replace(spec, **{"supervisor": replace(spec.supervisor, **{
         "strategy": "rules", "rules": [RoutingRule(target="tech", pattern="[a-")]})})
     with pytest.raises(TeamError, match="invalid regular expression"):
         validate_team(bad)

@@ -25,7 +25,7 @@ from .conftest import pending_question, running_worker
 def team(strategy: str, **options: Any) -> CompiledTeam:
     orders = Agent("orders", "Order questions.", description="order status, refunds", skills=["order", "refund"])
     maths = Agent("maths", "Arithmetic.", description="sums and products", skills=["add", "multiply"])
-    return Supervisor([orders, maths], strategy=strategy, team_name=f"t-{strategy}",  # type: ignore[arg-type]
+    return Supervisor([orders, maths], strategy=strategy, name=f"t-{strategy}",  # type: ignore[arg-type]
                       tools=["ask_human", "list_agents"], **options).compile()
 
 

@@ -114,7 +114,7 @@ def histograms(reader: InMemoryMetricReader) -> dict[str, list[HistogramDataPoin
 
 async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client, task_queue: str) -> None:
     traced, exporter = traced_client(client)
-    team = Swarm([Agent("solo", tools=[add], model="m")], team_name="traced").compile()
+    team = Swarm([Agent("solo", tools=[add], model="m")], name="traced").compile()
     model = MeteredModel({"solo": [call("add", a=2, b=3), say("5")]})
     # No workflow cache: every workflow task replays the history so far, so a span made on
     # replay would show up here as a duplicate.
@@ -225,7 +225,7 @@ async def test_team_of_teams_gives_agent_spans_handoffs_and_metrics(client: Clie
 async def test_chat_spans_name_the_endpoint_and_the_response(client: Client, task_queue: str) -> None:
     """Through the openai client to an endpoint: provider, server, response id and model."""
     traced, exporter, reader = metered_client(client)
-    team = Swarm([Agent("solo", model="test-model")], team_name="traced-http").compile()
+    team = Swarm([Agent("solo", model="test-model")], name="traced-http").compile()
     with FakeOpenAI() as fake:
         fake.reply(completion("3", model="test-model-2024"))
         port = int(fake.base_url.split(":")[2].split("/")[0])
@@ -253,7 +253,7 @@ def explode(reason: str) -> str:
 
 async def test_a_tool_error_marks_its_span(client: Client, task_queue: str) -> None:
     traced, exporter = traced_client(client)
-    team = Swarm([Agent("solo", tools=[explode], model="m")], team_name="traced-error").compile()
+    team = Swarm([Agent("solo", tools=[explode], model="m")], name="traced-error").compile()
     model = MeteredModel({"solo": [call("explode", reason="boom"), say("It failed.")]})
     async with running_worker(traced, task_queue, [team], model):
         await traced.execute_workflow(
@@ -267,7 +267,7 @@ async def test_a_tool_error_marks_its_span(client: Client, task_queue: str) -> N
 
 async def test_a_failed_model_call_marks_its_span_and_duration(client: Client, task_queue: str) -> None:
     traced, exporter, reader = metered_client(client)
-    team = Swarm([Agent("solo", model="test-model")], team_name="traced-auth").compile()
+    team = Swarm([Agent("solo", model="test-model")], name="traced-auth").compile()
     with FakeOpenAI() as fake:
         fake.error(401, "Incorrect API key provided")  # not retried: one attempt
         async with running_worker(traced, task_queue, [team], OpenAIBackend(base_url=fake.base_url)):

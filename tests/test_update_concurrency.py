@@ -42,7 +42,7 @@ async def one_turn(http: httpx.AsyncClient, thread: str, n: int) -> tuple[int, s
         return resp.status_code, ""
 
 
-REGULAR = Swarm([Agent("echo", "Repeat what you hear.")], team_name="echo",
+REGULAR = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
                 model_calls=ModelCalls(local=False)).compile()
 
 

@@ -199,7 +199,7 @@ async def test_a_turn_token_budget_ends_the_turn_with_a_clear_message(
 
 async def test_a_conversation_token_budget_carries_across_turns_and_continue_as_new(
         client: Client, task_queue: str) -> None:
-    team = Swarm([Agent("solo", model="m")], team_name="solo",
+    team = Swarm([Agent("solo", model="m")], name="solo",
                  budgets=Budgets(max_tokens_per_turn=100, max_tokens_per_conversation=250)).compile()
     team.spec.continue_as_new_after_events = 12  # continues as new between turns
     model = MeteredModel({"solo": [say("one"), say("two"), say("three")]})

@@ -155,7 +155,7 @@ async def test_each_local_model_call_shows_in_the_event_history_with_its_summary
     shots = Path(os.environ.get("DURABLE_TEAMS_SCREENSHOTS") or tmp_path)
     os.makedirs(shots, exist_ok=True)
     port, ui_port = free_port(), free_port()
-    team = Swarm([Agent("adder", "Adds.", model="scripted", tools=[add])], team_name="adding",
+    team = Swarm([Agent("adder", "Adds.", model="scripted", tools=[add])], name="adding",
                  model_calls=ModelCalls(local=True)).compile()
     model = ScriptedModel({"adder": [call("add", a=2, b=3), say("It is 5.")]})
     workflow_id = f"local-calls-{uuid.uuid4().hex[:6]}"

@@ -38,5 +38,5 @@ def test_what_a_newer_worker_returns_is_read_by_an_older_client() -> None:
     (TeamSpec, {"name": "t", "agents": {}, "budget": {}}),
 ])
 def test_what_a_person_writes_is_refused_with_the_misspelled_field_named(model: type, data: dict) -> None:
-    with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted"):
-        model.model_validate(data)
+    with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted|Unexpected keyword argument"):
+        pydantic.TypeAdapter(model).validate_python(data)

@@ -35,7 +35,7 @@ async def main(address: str, task_queue: str, workflow: str | None = None) -> No
     backend: ModelBackend = ScriptedModel(example_script())
     model_url = os.environ.get("DURABLE_TEAMS_TEST_MODEL_URL")
     if model_url:
-        teams.append(Swarm([Agent("echo", "You answer.", model="test-model")], team_name="echo").compile())
+        teams.append(Swarm([Agent("echo", "You answer.", model="test-model")], name="echo").compile())
         backend = OpenAIBackend(base_url=model_url, api_key="sk-test", stream=True)
     worker = build_worker(client, teams, backend, task_queue=task_queue, **options)
     # SIGTERM (what a rolling deployment sends) shuts the worker down gracefully: the server is

@@ -50,13 +50,8 @@ def child_team(team: TeamSpec, agent: str) -> TeamSpec:
     if spec.team is not None:
         return spec.team
     alone = replace(spec, run_as_child=False, handoffs=[], handoff_tool_names={}, handoff_descriptions={})
-    return team.model_copy(update={
-        "name": f"{team.name}/{agent}",
-        "supervisor": None,
-        "agents": {agent: alone},
-        "tools": {t: team.tools[t] for t in spec.tools if t in team.tools},
-        "start_agent": agent,
-    })
+    return replace(team, name=f"{team.name}/{agent}", supervisor=None, agents={agent: alone},
+                   tools={t: team.tools[t] for t in spec.tools if t in team.tools}, start_agent=agent)
 
 
 def bounded_history(messages: list[Message], max_bytes: int = HISTORY_BYTES) -> list[Message]:
@@ -104,8 +99,8 @@ async def run_child(loop: AgentLoop, run: AgentRun, share: int = 1) -> AgentOutc
         over = usage.over_budget(loop.state.usage, turn, team.budgets)
         if over is not None:  # the handoff's own call spent it: no child to start
             return loop.stop(run.agent, run.id, over)
-        sub = sub.model_copy(update={"budgets": usage.child_budgets(
-            sub.budgets, loop.state.usage, turn, team.budgets, share)})
+        sub = replace(sub, budgets=usage.child_budgets(
+            sub.budgets, loop.state.usage, turn, team.budgets, share))
     inp = ConversationInput(
         team=sub,
         history=bounded_history(transcript.view(run.id, handoffs=roster.handoff_view(team))),

@@ -16,7 +16,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as wire_dataclass
 from pydantic.dataclasses import rebuild_dataclass
 
-from .options import AgentOptions, SupervisorOptions
+from .options import AgentOptions, SupervisorOptions, TeamOptions
 from .options import Budgets as Budgets
 from .options import ModelCalls as ModelCalls
 from .options import OutputMode as OutputMode  # re-exported: wire types' home
@@ -228,30 +228,26 @@ class SupervisorSpec(SupervisorOptions):
     in call order; what it returns is the answer (AgentForge's `aggregateFn`)."""
 
 
-class TeamSpec(Wire):
+@wire_dataclass(config=WIRE_CONFIG, kw_only=True)
+class TeamSpec(TeamOptions):
     """A whole team as data: travels as workflow input, so a running conversation never depends
-    on code that changed since it started."""
+    on code that changed since it started. Its options (budgets, model calls, ...) are
+    documented once, in `options.TeamOptions`, which the builders inherit too."""
 
     name: str = "team"
     supervisor: SupervisorSpec | None = None
     """None means a swarm: agents hand the conversation to each other as peers."""
     agents: dict[str, AgentSpec]
-    tools: dict[str, ToolSpec] = Field(default_factory=dict)
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
     start_agent: str | None = None
     """For a swarm: the agent that takes the first turn."""
-    # The team options (documented in `options.TeamOptions`, which the builders inherit):
-    budgets: Budgets = Field(default_factory=Budgets)
-    ask_human_timeout_seconds: float = 86_400.0
-    ask_human_default: str | None = None
-    model_calls: ModelCalls = Field(default_factory=ModelCalls)
     model_timeout_seconds: float | None = None
     """Superseded by `model_calls`; kept so recorded conversations still read. When set, it is
     the per-attempt timeout."""
-    continue_as_new_after_events: int = 10_000
-    continue_as_new_after_bytes: int = 10 * 1024 * 1024
 
 
 rebuild_dataclass(AgentSpec)  # type: ignore[arg-type]  # `team: TeamSpec` is a forward reference
+rebuild_dataclass(TeamSpec)  # type: ignore[arg-type]
 
 
 class ModelRequest(Wire):

@@ -73,7 +73,7 @@ def build(model: str | None = None) -> Swarm:
         handoff(sales, "transfer_to_sales_agent"),
         handoff(repairs, "transfer_to_issues_and_repairs"),
     ]
-    return Swarm([triage, sales, repairs], start_agent="triage", team_name="acme")
+    return Swarm([triage, sales, repairs], start_agent="triage", name="acme")
 
 
 SCRIPT = {

@@ -55,7 +55,7 @@ def build(model: str | None = None) -> Supervisor:
     return Supervisor(
         [research_agent, math_agent],
         model=model,
-        team_name="faang",
+        name="faang",
         workers_see_handoffs="all",
         instructions=(
             "You are a team supervisor managing a research expert and a math expert. "

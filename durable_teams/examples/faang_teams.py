@@ -32,20 +32,20 @@ def build(model: str | None = None) -> Supervisor:
         description="Does arithmetic with add and multiply.",
     )
     research_team = Supervisor(
-        [research], name="research_team", model=model, team_name="research_team",
+        [research], supervisor_name="research_team", model=model, name="research_team",
         description="A team that researches facts.",
         instructions="You lead a research team. Send research questions to research_expert.",
     )
     math_team = Supervisor(
-        [math], name="math_team", model=model, team_name="math_team",
+        [math], supervisor_name="math_team", model=model, name="math_team",
         description="A team that does calculations.",
         instructions="You lead a math team. Send calculations to math_expert.",
     )
     return Supervisor(
         [research_team, math_team],
-        name="top_supervisor",
+        supervisor_name="top_supervisor",
         model=model,
-        team_name="faang-teams",
+        name="faang-teams",
         instructions=(
             "You manage a research team and a math team. For facts, use research_team. "
             "For calculations, use math_team."

@@ -57,8 +57,8 @@ def build(model: str | None = None, timeout_seconds: float = 86_400.0) -> Superv
     )
     return Supervisor(
         [sales, repairs],
-        name="triage_agent",
-        team_name="support",
+        supervisor_name="triage_agent",
+        name="support",
         model=model,
         tools=["ask_human"],
         ask_human_timeout_seconds=timeout_seconds,

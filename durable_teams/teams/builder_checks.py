@@ -76,7 +76,7 @@ def check_members(owner: str, names: Sequence[str]) -> None:
 def check_supervisor_options(sup: SupervisorDefinition) -> None:
     """Numeric options checked before the spec is built (pydantic would raise a less helpful
     ValidationError for some of them)."""
-    owner = f"supervisor {sup.name!r}"
+    owner = f"team {sup.name!r}"
     raise_first([
         at_least(owner, "max_parallel_handoffs", sup.max_parallel_handoffs, 1),
         at_least(owner, "decision_max_retries", sup.decision_max_retries, 0),

@@ -13,13 +13,18 @@ serves every level:
 
     research_team = Supervisor([research], name="research_team", description="Finds facts.")
     top = Supervisor([research_team, math_team], name="top")
+
+A builder has one name: the team's (`name=`), which a worker serves it under and a supervisor
+above it hands off to. The supervisor agent's own name on its messages is `supervisor_name`
+(langgraph-supervisor's option, default "supervisor").
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -39,6 +44,9 @@ from durable_teams.workflows.options import (
 
 ToolLike = Callable[..., Any] | Tool | str
 """A function, a `@tool`, or the name of a built-in tool such as "ask_human"."""
+
+
+DEFAULT_SUPERVISOR = "supervisor"
 
 
 def default_model() -> str:
@@ -120,11 +128,13 @@ class Supervisor(SupervisorOptions, TeamOptions):
     agents: Sequence[Agent | Supervisor | CompiledTeam]
     """Worker agents, or whole teams (a `Supervisor`, compiled or not) nested as agents."""
     instructions: str = ""
-    name: str = "supervisor"
+    name: str = "team"
+    """The team's name: a worker serves it under this name (`durable-teams run <name> ...`), and
+    a supervisor above it (when the team is nested) hands off to it as `transfer_to_<name>`."""
     description: str = ""
     """What this team does, for a supervisor above it (when the team is nested)."""
-    team_name: str = "team"
-    """The name a worker serves the team under (`durable-teams run <team_name> ...`)."""
+    team_name: InitVar[str | None] = None
+    """Deprecated: the team's name when `name` named the supervisor agent (see `__post_init__`)."""
     model: str | None = None
     tools: Sequence[ToolLike] = ()
     add_handoff_back_messages: bool | None = None
@@ -133,12 +143,22 @@ class Supervisor(SupervisorOptions, TeamOptions):
     langgraph-supervisor."""
     fallback_agent: Agent | Supervisor | str | None = None
     """Where "rules" and "skills" route when nothing matches (default: the first agent)."""
+    supervisor_name: str | None = field(default=None, kw_only=True)
+    """The supervisor agent's name on its messages and in `{supervisor_name}` (as in
+    langgraph-supervisor's `create_supervisor(supervisor_name=...)`). Default: "supervisor";
+    in a nested team, the team's name (agent names are unique across a team tree)."""
     aggregate: ToolLike | None = None
     """How fanned-out answers become the final answer: None (the supervisor's next model call),
     "concatenate", or a function `(results: list[dict]) -> str` (each {"agent", "answer"})."""
 
-    def __post_init__(self) -> None:
-        check_members(f"supervisor {self.name!r}", [_name(a) for a in self.agents])
+    def __post_init__(self, team_name: str | None) -> None:
+        if team_name is not None:  # the 0.x spelling: name= the supervisor agent, team_name= the team
+            warnings.warn("Supervisor(team_name=...) is deprecated: name= is the team's name, "
+                          "supervisor_name= the supervisor agent's", DeprecationWarning, stacklevel=3)
+            if self.name != "team":
+                self.supervisor_name = self.name
+            self.name = team_name
+        check_members(f"team {self.name!r}", [_name(a) for a in self.agents])
         check_supervisor_options(self)
         self.compile()  # a team that cannot run fails here, where it is defined
 
@@ -152,12 +172,12 @@ class Supervisor(SupervisorOptions, TeamOptions):
     def team_spec(self, registry: ToolRegistry, _within: tuple[int, ...] = ()) -> TeamSpec:
         """The team as data; every tool, nested teams' included, goes into `registry`."""
         if id(self) in _within:
-            raise TeamError(f"supervisor {self.name!r} is placed inside its own team")
+            raise TeamError(f"team {self.name!r} is placed inside its own team")
         within = (*_within, id(self))
         names = [_name(a) for a in self.agents]
         for name in names:
             if names.count(name) > 1:
-                raise TeamError(f"supervisor {self.name!r} has two agents named {name!r}")
+                raise TeamError(f"team {self.name!r} has two agents named {name!r}")
         own = ToolRegistry()  # this team's tools (its nested teams' included), then the caller's
         aggregate = self.aggregate
         if aggregate is not None and aggregate != "concatenate":
@@ -165,10 +185,10 @@ class Supervisor(SupervisorOptions, TeamOptions):
         back = self.add_handoff_messages if self.add_handoff_back_messages is None else self.add_handoff_back_messages
         spec = TeamSpec(
             **option_values(self, TeamOptions),
-            name=self.team_name,
+            name=self.name,
             supervisor=SupervisorSpec(
                 **option_values(self, SupervisorOptions),
-                name=self.name,
+                name=self.supervisor_name or (self.name if _within else DEFAULT_SUPERVISOR),
                 instructions=self.instructions,
                 model=self.model or default_model(),
                 agents=names,
@@ -193,17 +213,23 @@ class Swarm(TeamOptions):
     agents: Sequence[Agent]
     start_agent: str | None = None
     """The agent that takes the first turn (default: the first agent)."""
-    team_name: str = "swarm"
+    name: str = "swarm"
+    """The team's name: a worker serves it under this name (`durable-teams run <name> ...`)."""
+    team_name: InitVar[str | None] = None
+    """Deprecated spelling of `name`."""
 
-    def __post_init__(self) -> None:
-        check_members(f"swarm {self.team_name!r}", [a.name for a in self.agents])
+    def __post_init__(self, team_name: str | None) -> None:
+        if team_name is not None:
+            warnings.warn("Swarm(team_name=...) is deprecated: use name=", DeprecationWarning, stacklevel=3)
+            self.name = team_name
+        check_members(f"swarm {self.name!r}", [a.name for a in self.agents])
         self.compile()  # a team that cannot run fails here, where it is defined
 
     def compile(self) -> CompiledTeam:
         registry = ToolRegistry()
         spec = TeamSpec(
             **option_values(self, TeamOptions),
-            name=self.team_name,
+            name=self.name,
             agents={a.name: a.spec(registry) for a in self.agents},
             tools={},
             start_agent=self.start_agent or self.agents[0].name,
@@ -218,7 +244,7 @@ def _name(item: Agent | Supervisor | CompiledTeam | str) -> str:
     if isinstance(item, str):
         return item
     if isinstance(item, CompiledTeam):
-        return item.spec.supervisor.name if item.spec.supervisor else item.spec.name
+        return item.spec.name
     return item.name
 
 
@@ -229,8 +255,10 @@ def _member(item: Agent | Supervisor | CompiledTeam, registry: ToolRegistry,
         return item.spec(registry)
     if isinstance(item, CompiledTeam):
         registry.merge(item.tools)
-        sup = item.spec.supervisor
-        return AgentSpec(name=_name(item), team=item.spec, model=sup.model if sup else default_model())
+        team, sup = item.spec, item.spec.supervisor
+        if sup is not None and sup.name == DEFAULT_SUPERVISOR:  # nested: named as its team
+            team = replace(team, supervisor=replace(sup, name=team.name))
+        return AgentSpec(name=team.name, team=team, model=sup.model if sup else default_model())
     return AgentSpec(name=item.name, description=item.description,
                      model=item.model or default_model(), team=item.team_spec(registry, within))
 
