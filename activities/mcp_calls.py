@@ -25,9 +25,10 @@ from temporalio.exceptions import ApplicationError
 from durable_teams.teams.mcp_servers import INSTALL_HINT, MCPServer, MCPStdio
 from durable_teams.workflows.mcp_tools import MCPCall
 from durable_teams.workflows.messages import ToolResult, ToolSpec
+from durable_teams.workflows.tool_calls import TOOL_TIMEOUT
 
 from .mcp_sessions import Lease, Sessions
-from .tools import MAX_RESULT_BYTES, TOOL_TIMEOUT
+from .tool_activities import MAX_RESULT_BYTES
 
 CONNECT_BACKOFF_SECONDS = 0.5
 CONNECTION_CLOSED = -32000

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger("durable_teams.activities.tools")
+log = logging.getLogger("durable_teams.activities.tool_activities")
 
 MAX_IDLE_THREADS = 32
 """Idle threads kept waiting for calls; a thread finishing a call beyond that many exits."""

@@ -30,8 +30,8 @@ from temporalio.client import Client
 from bench import procs
 from bench.baseline import FloorHTTPWorkflow
 from bench.run import fetch
-from durable_teams.activities.tools import tool
 from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.teams.tools import tool
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Budgets, ModelCalls, TeamSpec
 from durable_teams.workflows.state import ConversationInput

@@ -21,8 +21,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 from bench.run import fetch
-from durable_teams.activities.tools import tool
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
+from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import Step, call, say
 from durable_teams.workflows.messages import Budgets, ModelCalls, ModelRequest
 

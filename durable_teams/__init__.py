@@ -24,10 +24,10 @@ _EXPORTS: dict[str, str] = {
     "handoff": "durable_teams.teams.builders",
     "CompiledTeam": "durable_teams.teams.builders",
     "TeamError": "durable_teams.workflows.definition_checks",
-    "tool": "durable_teams.activities.tools",
-    "Result": "durable_teams.activities.tools",
-    "RetryableToolError": "durable_teams.activities.tools",
-    "current_idempotency_key": "durable_teams.activities.tools",
+    "tool": "durable_teams.teams.tools",
+    "Result": "durable_teams.activities.tool_results",
+    "RetryableToolError": "durable_teams.teams.tools",
+    "current_idempotency_key": "durable_teams.teams.tools",
     "RoutingRule": "durable_teams.workflows.options",
     "Budgets": "durable_teams.workflows.options",
     "ModelCalls": "durable_teams.workflows.options",
@@ -85,12 +85,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and editors see
     from durable_teams.activities.model import ModelBackend, OpenAIBackend
     from durable_teams.activities.model_router import ModelRouter
-    from durable_teams.activities.tools import (
-        Result,
-        RetryableToolError,
-        current_idempotency_key,
-        tool,
-    )
+    from durable_teams.activities.tool_results import Result
     from durable_teams.client.connection import TASK_QUEUE, connect
     from durable_teams.client.events import Event, follow
     from durable_teams.client.send import (
@@ -106,6 +101,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor, Swarm, handoff
     from durable_teams.teams.graph import team_graph
     from durable_teams.teams.mcp_servers import MCPHttp, MCPStdio
+    from durable_teams.teams.tools import RetryableToolError, current_idempotency_key, tool
     from durable_teams.worker.build import build_worker
     from durable_teams.worker.scripted import ScriptedModel
     from durable_teams.workflows.conversation import TeamWorkflow

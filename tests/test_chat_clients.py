@@ -17,9 +17,9 @@ from langchain_openai import ChatOpenAI
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.activities.tools import tool
 from durable_teams.gateway import chat_history
 from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, Usage

@@ -10,10 +10,11 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from durable_teams.activities.tools import Result, tool
+from durable_teams.activities.tool_results import Result
 from durable_teams.client.send import send_turn
 from durable_teams.examples import acme, faang, support
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm, handoff
+from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest

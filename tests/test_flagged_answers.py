@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_teams.activities.tools import Result
+from durable_teams.activities.tool_results import Result
 from durable_teams.client.send import send_turn
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say

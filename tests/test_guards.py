@@ -114,7 +114,7 @@ def shout(text: str) -> str:
 
 
 async def test_oversized_tool_output_is_truncated_with_a_note(client: Client, task_queue: str) -> None:
-    from durable_teams.activities.tools import MAX_RESULT_BYTES
+    from durable_teams.activities.tool_activities import MAX_RESULT_BYTES
 
     sup = team()
     sup.agents = [*sup.agents, Agent("loud", "Shout.", tools=[shout])]
@@ -138,7 +138,7 @@ async def test_oversized_arguments_are_refused_before_scheduling(client: Client,
 async def test_local_tools_run_as_local_activities(client: Client, task_queue: str) -> None:
     from temporalio.api.enums.v1 import EventType
 
-    from durable_teams.activities.tools import tool
+    from durable_teams.teams.tools import tool
 
     local_add = tool(faang.add, local=True)
     sup = team()

@@ -11,7 +11,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from durable_teams.activities.tools import Result
+from durable_teams.activities.tool_results import Result
 from durable_teams.client.send import send_reply
 from durable_teams.client.server_state import pending_questions
 from durable_teams.examples import faang, faang_teams

@@ -8,14 +8,14 @@ from typing import Any, Literal, Optional
 import pytest
 from pydantic import BaseModel, Field
 
-from durable_teams.activities.schema import (
+from durable_teams.examples.faang import add
+from durable_teams.teams.tool_schema import (
     ToolArgumentsError,
     arguments_model,
     docstring_parts,
     function_schema,
     validate_arguments,
 )
-from durable_teams.examples.faang import add
 
 
 class Color(enum.Enum):

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_teams.activities.tools import Result, RetryableToolError, current_idempotency_key, tool
+from durable_teams.activities.tool_results import Result
 from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.teams.tools import RetryableToolError, current_idempotency_key, tool
 from durable_teams.worker.scripted import ScriptedModel, call, raw_call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ToolCall

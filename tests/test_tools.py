@@ -13,17 +13,17 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-import durable_teams.activities.tools as tools_module
-from durable_teams.activities.tools import (
-    Result,
+import durable_teams.activities.tool_activities as tools_module
+from durable_teams.activities.tool_activities import ToolActivities
+from durable_teams.activities.tool_results import Result
+from durable_teams.examples.faang import add
+from durable_teams.teams.tools import (
     RetryableToolError,
     Tool,
-    ToolActivities,
     ToolRegistry,
     current_idempotency_key,
     tool,
 )
-from durable_teams.examples.faang import add
 from durable_teams.workflows.messages import ToolRequest, ToolResult
 
 

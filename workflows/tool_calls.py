@@ -26,7 +26,7 @@ the workflow task, which Temporal retries forever (pydantic-ai issue 7164)."""
 
 
 TOOL_TIMEOUT = "ToolTimeout"
-"""The worker's own deadline for a tool (activities/tools.py), like Temporal's timeout."""
+"""The worker's own deadline for a tool (activities/tool_activities.py), like Temporal's timeout."""
 
 
 def activity_failure_text(err: BaseException) -> str:

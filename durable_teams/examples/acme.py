@@ -9,9 +9,9 @@ The tools are the support example's (a person approves every order and refund).
 
 from __future__ import annotations
 
-from durable_teams.activities.tools import tool
 from durable_teams.examples.support import execute_order, execute_refund, look_up_item
 from durable_teams.teams.builders import Agent, Swarm, handoff
+from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import call, say
 
 ESCALATIONS: list[str] = []

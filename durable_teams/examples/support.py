@@ -5,8 +5,8 @@ refund tools need a person's approval before they run.
 
 from __future__ import annotations
 
-from durable_teams.activities.tools import tool
 from durable_teams.teams.builders import Agent, Supervisor
+from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import call, say
 
 QUESTION = "My boots fell apart after a week. I want my money back."

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from durable_teams.activities.tools import Tool, tool
+from durable_teams.teams.tools import Tool, tool
 from durable_teams.workflows.definition_checks import (
     TeamError,
     agent_name_problem,

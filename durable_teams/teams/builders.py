@@ -29,9 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from durable_teams.activities.tools import Tool, ToolRegistry, tool
 from durable_teams.teams.builder_checks import check_agent, check_members, check_supervisor_options
 from durable_teams.teams.mcp_servers import MCPServer
+from durable_teams.teams.tools import Tool, ToolRegistry, tool
 from durable_teams.workflows.builtins import BUILTINS
 from durable_teams.workflows.definition_checks import TeamError, check_definition, validate_team
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec, TeamSpec

@@ -19,7 +19,7 @@ from durable_teams.activities import heartbeats
 from durable_teams.activities.mcp_calls import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.resolve_team import TeamActivities
-from durable_teams.activities.tools import ToolActivities, ToolRegistry
+from durable_teams.activities.tool_activities import ToolActivities
 from durable_teams.activities.views import ViewReader
 from durable_teams.client import exit_guard
 from durable_teams.client.connection import TASK_QUEUE
@@ -27,6 +27,7 @@ from durable_teams.client.server_state import SCRIPTED_IDENTITY
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub
 from durable_teams.teams.builders import CompiledTeam
+from durable_teams.teams.tools import ToolRegistry
 from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
 from durable_teams.worker.search_attributes import LabelsActivity, learn_labels, say_once
 from durable_teams.worker.tolerant_converter import tolerant_client
