@@ -88,7 +88,10 @@ async def run_one(client: Client, queue: str, spec: TeamSpec | None, count: int)
 
 
 async def calls_mode(client: Client, address: str, concurrency: list[int], latencies: list[float],
-                     rounds: int) -> None:
+                     rounds: int, only: list[str] | None = None) -> None:
+    if only:
+        for name in [n for n in CONTENDERS if not any(word in n for word in only)]:
+            del CONTENDERS[name]
     print(f"\n## Local against regular activities: conversations of {CALLS} model calls and "
           f"{CALLS - 1} 2 KB tool calls, one worker process each for ours and the floor (2 cores, "
           f"shared with the dev server and this client); {rounds} round(s), contenders in turn\n")
