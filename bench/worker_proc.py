@@ -98,6 +98,24 @@ def time_gc(phase: str, info: dict[str, Any]) -> None:
 
 async def main(args: argparse.Namespace) -> None:
     gc.callbacks.append(time_gc)
+    if os.environ.get("BENCH_CORE_LOG"):  # e.g. "DEBUG": the Temporal core's log, on stderr
+        import logging
+        import sys
+
+        from temporalio.runtime import (
+            LogForwardingConfig,
+            LoggingConfig,
+            Runtime,
+            TelemetryConfig,
+            TelemetryFilter,
+        )
+        level = os.environ["BENCH_CORE_LOG"]
+        core_log = logging.getLogger("temporal_core")
+        core_log.addHandler(logging.StreamHandler(sys.stderr))
+        core_log.setLevel(level)
+        Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(
+            filter=TelemetryFilter(core_level=level, other_level="WARN"),
+            forwarding=LogForwardingConfig(logger=core_log)))), error_if_already_set=False)
     client = await connect(args.address)
     stats: dict[str, Any] = {}
     extra: dict[str, Any] = {}
