@@ -265,6 +265,14 @@ async def http_mode(client: Client, address: str, sizes: list[int], plain_sizes:
                 print(f"  N={n:>5}: {step:.0f} ms per step (wall), worker CPU {avg:.1f} ms per model call "
                       f"on average, {last:.1f} ms per call over the last fifth")
             await worker.stop()
+        if sizes:  # the same sizes, in the same order, for bare workflows making the same calls
+            floor_worker = await procs.worker(address, "http-floor", "--floor", "--model-url", url)
+            await floor(client, "http-floor", FloorHTTPWorkflow, 1, 3)
+            print("floor (bare workflow, the same model and tool calls through the openai client):")
+            for n in sizes:
+                seconds = await floor(client, "http-floor", FloorHTTPWorkflow, 1, n)
+                print(f"  N={n:>5}: {seconds / n * 1000:.0f} ms per step (wall)")
+            await floor_worker.stop()
     finally:
         server.kill9()
 
