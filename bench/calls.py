@@ -152,12 +152,16 @@ def billable_actions(events: list[Any]) -> dict[str, int]:
     """Temporal Cloud actions in a history (docs.temporal.io/cloud/actions): one per workflow
     start, timer, search-attribute upsert, signal and accepted update; one per activity attempt
     started; all local activities of one workflow task together one (a workflow task heartbeat
-    while one runs: one more). Queries, rejected updates and patch markers leave no event here
-    (queries are billed; patch markers are not)."""
+    while one runs: one more, not counted here). Queries and rejected updates leave no event
+    here (both are billed); patch markers and their `TemporalChangeVersion` upserts are not."""
     counts = {"workflow, timers, signals, updates, search attributes": 0, "activities": 0,
               "local activities": 0}
     local_tasks: set[int] = set()
     for e in events:
+        if (e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES and set(
+                e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields)
+                <= {"TemporalChangeVersion"}):
+            continue  # a patch's version upsert: exempt
         if e.event_type in BILLED_ONE_EACH:
             counts["workflow, timers, signals, updates, search attributes"] += 1
         elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:

@@ -135,6 +135,9 @@ async def main(args: argparse.Namespace) -> None:
             extra["identity"] = args.identity
         if args.sticky_seconds:
             extra["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=args.sticky_seconds)
+        if os.environ.get("BENCH_SLOTS"):  # workflow-task and local-activity slots (SDK default: 100)
+            slots = int(os.environ["BENCH_SLOTS"])
+            extra.update(max_concurrent_workflow_tasks=slots, max_concurrent_local_activities=slots)
         if args.unsandboxed:
             from temporalio.worker import UnsandboxedWorkflowRunner
             extra["workflow_runner"] = UnsandboxedWorkflowRunner()

@@ -175,3 +175,24 @@ async def test_input_an_older_release_accepted_still_replays(client: Client, tas
     replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert old["status"] == "completed"
     assert replayed.replay_failure is None
+
+
+async def test_a_new_conversation_records_its_start_patches_as_one_marker(client: Client, task_queue: str) -> None:
+    """Each `workflow.patched` costs a marker and a `TemporalChangeVersion` upsert: a conversation
+    begun by this release records one for all its start patches, while a run of the release
+    before asked each one (and still replays, above)."""
+    histories = []
+    for workflows in ([TeamWorkflow], [BeforeInputChecks]):
+        async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo), workflows=workflows):
+            wid = f"patches-{uuid.uuid4().hex[:8]}"
+            await client.execute_workflow("TeamWorkflow", {"team_name": "echo", "task": "hi"},
+                                          id=wid, task_queue=task_queue)
+        histories.append(await client.get_workflow_handle(wid).fetch_history())
+    kinds = [[e.event_type for e in h.events] for h in histories]
+    markers = [k.count(EventType.EVENT_TYPE_MARKER_RECORDED) for k in kinds]
+    upserts = [k.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) for k in kinds]
+    assert markers[0] == 1 and markers[1] >= 7
+    assert upserts[1] - upserts[0] == markers[1] - 1  # one TemporalChangeVersion upsert per patch
+    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
+    for history in histories:
+        assert (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure is None

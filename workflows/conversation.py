@@ -47,9 +47,20 @@ AT_START_PATCH = "patches-asked-at-start"
 """Runs begun by this code ask every patch at their start: a patch (or any command) first
 asked right after a local activity resolved can replay in another workflow task than it ran
 (temporalio 1.35), and the patch state machine refuses it."""
+ONE_MARKER_PATCH = "one-marker-for-the-start-patches"
+"""Runs begun by this code record this one marker for every patch asked at their start (the
+ones below, the placement's, the labels' and the definition checks'), which all hold in such a
+run: the SDK records each patch as a marker plus an upsert of `TemporalChangeVersion` (two events
+and a visibility write apiece, eight of them per conversation before). Runs recorded before ask
+each one, as they did."""
 NESTED_BUDGETS = "nested-token-budgets"
 """Runs begun by this code give a nested team what is left of their token budgets, and a turn
 a budget stops says what was answered before the stop (workflows/usage.py)."""
+
+
+def _holds(patch_id: str) -> bool:
+    """`workflow.patched` in a run that recorded ONE_MARKER_PATCH: every start patch holds."""
+    return True
 
 
 # Upgrade policy (docs/deployment.md, "Upgrading workers"): a change in workflows/ that alters the commands
@@ -61,6 +72,9 @@ class TeamWorkflow(Intake):
     the workflow validates them itself (workflows/inputs.py), so a malformed one is refused
     with a reason instead of failing workflow tasks forever. Clients send the declared types.
     Update and signal handlers: workflows/intake.py."""
+
+    records_one_start_marker = True
+    """ONE_MARKER_PATCH is asked (False only in tests standing in for releases before it)."""
 
     @workflow.init
     def __init__(self, inp: ConversationInput | None = None, *extra: object) -> None:
@@ -100,33 +114,35 @@ class TeamWorkflow(Intake):
     async def run(self, inp: ConversationInput | None = None, *extra: object) -> ConversationResult:
         # Asked first, before any local activity: a patch asked right after one resolves can be
         # recorded in the next workflow task yet replayed in this one (a nondeterminism error).
-        at_start = workflow.patched(AT_START_PATCH)
-        self.local_model_calls = workflow.patched(LOCAL_PATCH)
+        one_marker = self.records_one_start_marker and workflow.patched(ONE_MARKER_PATCH)
+        patched = _holds if one_marker else workflow.patched
+        at_start = patched(AT_START_PATCH)
+        self.local_model_calls = patched(LOCAL_PATCH)
         # Placement's patch likewise, in runs begun by this code (LOCAL_PATCH marks them): runs
         # recorded before asked it at their first regular model call, and still do.
-        self.placed_calls = workflow.patched(PLACEMENT_PATCH) if self.local_model_calls else None
+        self.placed_calls = patched(PLACEMENT_PATCH) if self.local_model_calls else None
         if at_start:  # and the patches older runs asked later, some right after a local activity
-            self.desk.pending_memo = workflow.patched(PENDING_MEMO)
-            self.notes = workflow.patched(NOTES_PATCH)
-            self.nested_budgets = workflow.patched(NESTED_BUDGETS)
+            self.desk.pending_memo = patched(PENDING_MEMO)
+            self.notes = patched(NOTES_PATCH)
+            self.nested_budgets = patched(NESTED_BUDGETS)
             # labels asked with a regular activity: no local activity before a question's or an
             # update's commands (labels.BY_ACTIVITY_PATCH)
-            self.desk.labels_by_activity = workflow.patched(labels.BY_ACTIVITY_PATCH)
+            self.desk.labels_by_activity = patched(labels.BY_ACTIVITY_PATCH)
         # Ends the workflow (not its task) with the reason, at once. Input an older release
         # accepted (an empty task, say) may have a history of commands already: it replays.
         problem = self.input_problem or (
-            self.start_problem if self.start_problem and workflow.patched(INPUT_CHECKS) else None)
+            self.start_problem if self.start_problem and patched(INPUT_CHECKS) else None)
         if problem:
             raise ApplicationError(problem, type="InvalidInput", non_retryable=True)
         inp = self.input
         # asked here, before anything is awaited: a patch first asked right after a local
         # activity resolved is recorded in the next workflow task but replayed in this one
-        self.desk.ask_labels = inp.set_search_attributes and workflow.patched(labels.ASK_PATCH)
+        self.desk.ask_labels = inp.set_search_attributes and patched(labels.ASK_PATCH)
         team = self.team = self.team or await self._resolve_team(inp.team_name or "")
         try:
             definition_checks.validate_team(team)
             # what an endpoint would refuse; a conversation started before this check replays
-            if inp.state is None and workflow.patched("team-definition-checks"):
+            if inp.state is None and patched("team-definition-checks"):
                 definition_checks.check_definition(team)
         except definition_checks.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
