@@ -241,6 +241,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "nested_budget_stop": nested_budget_stop,
     # 40 turns accepted by concurrent updates (issue: an update-handling nondeterminism)
     "concurrent_turns": concurrent_turns,
+    # recorded once a new conversation recorded its start patches as one marker
+    "support_labelled_waiting_question_one_marker": support_labelled_waiting_question,
 }
 
 
