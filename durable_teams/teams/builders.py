@@ -16,7 +16,7 @@ serves every level:
 
 A builder has one name: the team's (`name=`), which a worker serves it under and a supervisor
 above it hands off to. The supervisor agent's own name on its messages is `supervisor_name`
-(langgraph-supervisor's option, default "supervisor").
+(langgraph-supervisor's option; default "supervisor", in a nested team the team's name).
 """
 
 from __future__ import annotations
