@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,7 +32,6 @@ MAX_RESULT_BYTES = 512 * 1024
 """Tool output above this is truncated with a note the model sees (Temporal rejects payloads
 over 2 MB, and a rejected activity result would be retried to no end)."""
 
-log = logging.getLogger(__name__)
 
 def _bounded(result: ToolResult) -> ToolResult:
     size = len(result.content.encode())

@@ -7,6 +7,8 @@ import ast
 import inspect
 from dataclasses import fields
 
+import pytest
+
 from durable_teams import Agent, Budgets, ModelCalls, RoutingRule, Supervisor, Swarm
 from durable_teams.workflows import options
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec
@@ -106,8 +108,6 @@ def test_a_builder_has_one_name_the_teams() -> None:
 
 
 def test_the_old_team_name_spelling_still_works_and_says_it_is_deprecated() -> None:
-    import pytest
-
     with pytest.warns(DeprecationWarning, match="name= is the team's name"):
         old = Supervisor([Agent("a")], name="boss", team_name="company").compile().spec
     assert (old.name, old.supervisor.name if old.supervisor else None) == ("company", "boss")

@@ -130,6 +130,34 @@ async def test_a_server_too_busy_to_answer_is_a_429_with_the_reason_or_is_waited
     assert await later.patiently(lambda: later.log_total("t1"), Patience("t1", 5)) == 7
 
 
+class FullQueue:
+    """A client whose conversation refuses every update: too many in flight."""
+
+    def __init__(self) -> None:
+        self.updates = 0
+
+    def get_workflow_handle(self, workflow_id: str) -> FullQueue:
+        return self
+
+    async def execute_update(self, *args: object, **kwargs: object) -> int:
+        self.updates += 1
+        raise RPCError("too many outstanding updates", RPCStatusCode.RESOURCE_EXHAUSTED, b"")
+
+
+async def test_a_turn_and_the_checks_before_it_share_one_busy_budget() -> None:
+    """A request that spent its `busy_seconds` waiting out the server before the turn is
+    refused at once (429), not given the whole budget again for the turn itself."""
+    gateway = SlowToAnswer(failures=1_000)
+    gateway.client = FullQueue()  # type: ignore[assignment]
+    patience = Patience("t1", 0.3)
+    with pytest.raises(ConversationBusy, match=r"did not take the turn within 0.3 s"):
+        await gateway.patiently(lambda: gateway.log_total("t1"), patience)
+    gateway.failures = 0  # the server answers the query now, and the update is refused
+    with pytest.raises(ConversationBusy, match=r"did not take the turn within 0.3 s: too many"):
+        await gateway.accept_turn("t1", "hi", None, None, patience)
+    assert gateway.client.updates == 1  # sent once: the budget was already spent
+
+
 async def test_turns_sent_at_once_to_a_raw_start_replay_and_its_labels_are_asked_by_activity(
         client: Client, task_queue: str) -> None:
     """Started as `client.start_workflow` does (no labels), a conversation asks the worker which

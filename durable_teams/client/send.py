@@ -145,18 +145,20 @@ async def submit_turn(
     turn_id: str | None = None,
     busy_timeout: float = 600.0,
     max_tokens: int | None = None,
+    patience: Patience | None = None,
 ) -> AcceptedTurn:
     """Send `text` as a user turn and return as soon as the conversation has accepted it, with
     its number (an HTTP gateway answers its client only then, so an acknowledged turn is never
     lost). The same `turn_id` sent again is the same turn: the workflow answers it once.
 
     Raises `ConversationEnded` / `ConversationNotFound`, `ConversationBusy` after
-    `busy_timeout` seconds of refusals (a full queue, an unavailable server), and
+    `busy_timeout` seconds of refusals (a full queue, an unavailable server; or when `patience`,
+    a budget the caller already spent on checks before the turn, runs out), and
     `WorkflowUpdateFailedError` when the workflow refuses the turn (`err.cause.message`).
     `max_tokens` caps each model call of the turn."""
     turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens)
     handle = client.get_workflow_handle(workflow_id)
-    patience = Patience(workflow_id, busy_timeout)
+    patience = patience or Patience(workflow_id, busy_timeout)
     while True:
         try:
             number = await handle.execute_update("submit_turn", turn, result_type=int)

@@ -118,9 +118,10 @@ class Gateway:
                           patience: Patience | None = None) -> tuple[int, AcceptedTurn]:
         """Send a turn and return once the workflow has accepted it, with the log index its
         events start from (a `turn_id` sent again is the same turn)."""
-        index = await self.patiently(lambda: self.log_total(thread), patience or Patience(thread, self.busy_seconds))
+        patience = patience or Patience(thread, self.busy_seconds)  # one budget for the whole request
+        index = await self.patiently(lambda: self.log_total(thread), patience)
         accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
-                                     busy_timeout=self.busy_seconds)
+                                     patience=patience)
         return index, accepted
 
     async def patiently(self, call: Callable[[], Awaitable[Any]], patience: Patience) -> Any:
