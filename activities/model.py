@@ -12,7 +12,7 @@ import asyncio
 import os
 import urllib.parse
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import openai
@@ -258,7 +258,7 @@ def attempt_timeout(default: float) -> float:
     if not activity.in_activity():
         return default
     info = activity.info()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     deadlines = []
     if info.start_to_close_timeout:
         deadlines.append(info.started_time + info.start_to_close_timeout)

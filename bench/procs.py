@@ -56,7 +56,7 @@ class Proc:
             self.proc.send_signal(signal.SIGTERM)
         try:
             out, _ = await asyncio.wait_for(self.proc.communicate(), within)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.kill9()
             await self.proc.wait()
             raise

@@ -36,14 +36,14 @@ def cli_env(client: Client | None, task_queue: str | None = None, **extra: str) 
     return env
 
 
-async def run_cli(*args: str | bytes, env: dict[str, str], stdin: str = "", timeout: float = 60) -> Outcome:
+async def run_cli(*args: str | bytes, env: dict[str, str], stdin: str = "", timeout: float = 60) -> Outcome:  # noqa: ASYNC109 - at the deadline the process is killed too
     """`python -m durable_teams ARGS`; fails the test if it does not end within `timeout`."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "durable_teams", *args, cwd=ROOT, env=env,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
         raise AssertionError(f"durable-teams {args} did not end within {timeout} s") from None

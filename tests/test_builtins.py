@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,7 +15,7 @@ from durable_teams.workflows.builtins import BUILTINS, Answer
 from durable_teams.workflows.messages import Message, TeamSpec, ToolCall, ToolSpec
 from durable_teams.workflows.roster import agent_tools
 
-NOW = datetime(2026, 11, 23, 15, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 23, 15, 30, tzinfo=UTC)
 
 
 @dataclass

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from .doc_pages import PAGES, ROOT, anchors, blocks, commands, links
@@ -98,3 +99,12 @@ def test_commands_are_read_from_shell_lines() -> None:
         (("python", "-m", "bench.scale"), ("http", "--sizes")),
         (("durable-teams", "worker"), ()),
     ]
+
+
+def test_the_quick_start_names_the_python_the_package_requires() -> None:
+    """The README's front door says which Python to have; pyproject refuses any older one."""
+    root = Path(__file__).resolve().parent.parent
+    needed = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]["requires-python"]
+    stated = re.search(r"## Quick start \(a fresh machine with Python (3\.\d+)\+\)",
+                       (root / "README.md").read_text("utf-8"))
+    assert stated is not None and needed == f">={stated.group(1)}"

@@ -95,7 +95,7 @@ async def two_workers(client: Client, task_queue: str, tmp_path: Path, eager: bo
         for p in alive:
             try:
                 await p.stop(within=30)
-            except asyncio.TimeoutError:  # stop() killed it
+            except TimeoutError:  # stop() killed it
                 pass
 
 
@@ -124,7 +124,7 @@ async def results(handles: list[WorkflowHandle]) -> list[ConversationResult]:
     of those stands (its status, pending activities and last events)."""
     try:
         return list(await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), WAIT))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     report = []
     for h in handles:

@@ -7,7 +7,6 @@ answers come back to the supervisor until someone gives the final answer.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from datetime import timedelta
 from typing import NoReturn
@@ -184,7 +183,7 @@ class TeamWorkflow(Intake):
         try:
             await workflow.wait_condition(lambda: bool(self.state.queue) or self.closing,
                                           timeout=timedelta(seconds=idle_seconds), timeout_summary="idle close")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.closing = True
 
     async def _resolve_team(self, name: str) -> TeamSpec:

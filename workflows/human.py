@@ -8,7 +8,6 @@ workflow state rather than a process's memory.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from datetime import timedelta
@@ -117,7 +116,7 @@ class HumanDesk:
                 timeout=timedelta(seconds=remaining),
                 timeout_summary=f"{question.kind} {qid}",
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         if qid not in self.state.answers and self.should_interrupt():
             raise Interrupted(qid)

@@ -9,7 +9,7 @@ waiting for a person, which the workflow keeps there).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
@@ -42,9 +42,9 @@ async def workers_on(client: Client, task_queue: str) -> list[str]:
         namespace=client.namespace,
         task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
-    since = datetime.now(timezone.utc) - POLLER_FRESH
+    since = datetime.now(UTC) - POLLER_FRESH
     return [p.identity for p in described.pollers
-            if p.last_access_time.ToDatetime(tzinfo=timezone.utc) >= since]
+            if p.last_access_time.ToDatetime(tzinfo=UTC) >= since]
 
 
 def no_worker_note(task_queue: str) -> str:

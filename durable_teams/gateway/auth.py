@@ -105,7 +105,7 @@ class Guard:
             return await error_response(send, 413, f"request body over {limit} bytes", "request_too_large")
         try:
             body = await asyncio.wait_for(_read_body(receive, limit), self.limits.body_seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return await error_response(send, 408, f"the request body did not arrive within "
                                         f"{self.limits.body_seconds:g} s", "request_timeout")
         if body is None:
