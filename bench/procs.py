@@ -39,7 +39,19 @@ class Proc:
             await self.proc.wait()
             raise
         self.ps = psutil.Process(self.proc.pid)
+        self.lines: list[str] = []
+        self.drain = asyncio.ensure_future(self._drain())
         return self
+
+    async def _drain(self) -> None:
+        """Read the process's output as it comes. A pipe nobody reads fills (64 KB) and the next
+        write blocks the writer: the Temporal core logs its warnings to standard output, so a
+        worker that logs enough (e.g. "Workflow task duration exceeded 5 seconds", one per long
+        local call) would stop in the middle of a write, holding its workflow-task slots."""
+        assert self.proc.stdout is not None
+        async for line in self.proc.stdout:
+            self.lines.append(line.decode().strip())
+            del self.lines[:-50]
 
     def cpu_seconds(self) -> float:
         times = self.ps.cpu_times()
@@ -55,12 +67,12 @@ class Proc:
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            out, _ = await asyncio.wait_for(self.proc.communicate(), within)
+            await asyncio.wait_for(asyncio.gather(self.drain, self.proc.wait()), within)
         except TimeoutError:
             self.kill9()
             await self.proc.wait()
             raise
-        lines = [line for line in out.decode().splitlines() if line.startswith("{")]
+        lines = [line for line in self.lines if line.startswith("{")]
         return json.loads(lines[-1]) if lines else {}
 
 

@@ -119,11 +119,13 @@ class WorkerProcess:
         if line.strip() != b"ready":
             raise RuntimeError(f"the worker process did not start (it said {line!r})")
         self.ps = psutil.Process(self.proc.pid)
+        self.drain = asyncio.ensure_future(self.proc.stdout.read())  # a full pipe would block its writes
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self.proc.terminate()
         await self.proc.wait()
+        await self.drain
 
     def rss_mb(self) -> float:
         return self.ps.memory_info().rss / 2**20

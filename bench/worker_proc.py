@@ -14,7 +14,8 @@ through `chat.completions.create` (the client converts the whole transcript on e
 comparison. `--identity` names the worker in workflow histories; `--sticky-seconds` is how long
 a conversation's next workflow task waits for this worker (which holds it cached) before any
 worker may take it (Temporal's default: 10 s). Prints "ready" once polling; on SIGTERM prints
-one JSON line of statistics, stops.
+one JSON line of statistics, stops. Its environment: `BENCH_SLOTS`, `BENCH_CORE_LOG`,
+`BENCH_METRICS` (see `set_core_runtime` and `main`).
 """
 
 from __future__ import annotations
@@ -96,26 +97,44 @@ def time_gc(phase: str, info: dict[str, Any]) -> None:
         GC_SECONDS[0] += time.perf_counter() - GC_SECONDS[1]
 
 
+def set_core_runtime() -> None:
+    """The SDK core's telemetry from the environment: `BENCH_CORE_LOG=DEBUG` (its log at that
+    level, on stderr; `BENCH_CORE_LOG_FORWARD=1` through Python's logging instead, much slower),
+    `BENCH_METRICS=127.0.0.1:9464` (its Prometheus metrics there: slots used, pollers, cache)."""
+    level, metrics = os.environ.get("BENCH_CORE_LOG"), os.environ.get("BENCH_METRICS")
+    if not level and not metrics:
+        return
+    import logging
+    import sys
+
+    from temporalio.runtime import (
+        LogForwardingConfig,
+        LoggingConfig,
+        PrometheusConfig,
+        Runtime,
+        TelemetryConfig,
+        TelemetryFilter,
+    )
+    forwarding = None
+    if level:
+        # The core writes its log to file descriptor 1; this process's own lines ("ready", the
+        # statistics) keep the pipe, the core's go to stderr.
+        sys.stdout = os.fdopen(os.dup(1), "w", buffering=1)
+        os.dup2(2, 1)
+        if os.environ.get("BENCH_CORE_LOG_FORWARD"):
+            core_log = logging.getLogger("temporal_core")
+            core_log.addHandler(logging.StreamHandler(sys.stderr))
+            core_log.setLevel(level)
+            forwarding = LogForwardingConfig(logger=core_log)
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(
+        logging=LoggingConfig(filter=TelemetryFilter(core_level=level or "WARN", other_level="WARN"),
+                              forwarding=forwarding),
+        metrics=PrometheusConfig(bind_address=metrics) if metrics else None)), error_if_already_set=False)
+
+
 async def main(args: argparse.Namespace) -> None:
     gc.callbacks.append(time_gc)
-    if os.environ.get("BENCH_CORE_LOG"):  # e.g. "DEBUG": the Temporal core's log, on stderr
-        import logging
-        import sys
-
-        from temporalio.runtime import (
-            LogForwardingConfig,
-            LoggingConfig,
-            Runtime,
-            TelemetryConfig,
-            TelemetryFilter,
-        )
-        level = os.environ["BENCH_CORE_LOG"]
-        core_log = logging.getLogger("temporal_core")
-        core_log.addHandler(logging.StreamHandler(sys.stderr))
-        core_log.setLevel(level)
-        Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(
-            filter=TelemetryFilter(core_level=level, other_level="WARN"),
-            forwarding=LogForwardingConfig(logger=core_log)))), error_if_already_set=False)
+    set_core_runtime()
     client = await connect(args.address)
     stats: dict[str, Any] = {}
     extra: dict[str, Any] = {}

@@ -44,6 +44,10 @@ async def main(address: str, task_queue: str, workflow: str | None = None) -> No
     asyncio.get_running_loop().add_signal_handler(
         signal.SIGTERM, lambda: asyncio.ensure_future(worker.shutdown()))
     print("worker ready", flush=True)
+    # The test reads that one line and no more. The SDK's core writes its warnings to standard
+    # output: into a pipe nobody reads they would, once it held 64 KB, block the core mid-write
+    # and with it every workflow task of this worker. From here on they go to standard error.
+    os.dup2(2, 1)
     await worker.run()
 
 
