@@ -3,8 +3,8 @@
 The policy comes from the team (`TeamSpec.model_calls`) or the agent (`AgentSpec.model_calls`);
 see `ModelCalls` for the defaults. Activity options are not part of what replay compares, so
 changing them does not disturb running conversations. Whether a call is a local activity
-(`ModelCalls.local`, the default) or a regular one is: runs recorded before local calls existed
-keep regular ones (`LOCAL_PATCH`).
+(`ModelCalls.local`, off by default) or a regular one is: runs recorded before local calls
+existed keep regular ones (`LOCAL_PATCH`).
 """
 
 from __future__ import annotations
