@@ -21,7 +21,7 @@ import psutil
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from bench.procs import ROOT, cpu_of, temporal_server
+from bench.procs import ROOT, cpu_of, drain, temporal_server
 from durable_teams.worker.devserver import find_temporal_binary, free_port
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -40,7 +40,7 @@ async def started(args: list[str], env: dict[str, str], ready: str) -> asyncio.s
         if not line:
             raise RuntimeError(f"durable-teams {args[0]} ended before it was ready")
         if ready in line:
-            asyncio.ensure_future(proc.stdout.read())  # keep draining
+            drain(proc.stdout)
             return proc
 
 

@@ -24,7 +24,8 @@ class Proc:
         self.args = [sys.executable, *args]
         self.env = {**os.environ, **(env or {})}
         self.first_line = ""
-        self.last_line = ""
+        self.lines: list[str] = []
+        """The last lines it printed after the first (read as they come: see `drain`)."""
         self.identity = ""
         """A worker process's Temporal identity, as histories name it."""
 
@@ -39,19 +40,8 @@ class Proc:
             await self.proc.wait()
             raise
         self.ps = psutil.Process(self.proc.pid)
-        self.lines: list[str] = []
-        self.drain = asyncio.ensure_future(self._drain())
+        self.drained = drain(self.proc.stdout, self.lines)
         return self
-
-    async def _drain(self) -> None:
-        """Read the process's output as it comes. A pipe nobody reads fills (64 KB) and the next
-        write blocks the writer: the Temporal core logs its warnings to standard output, so a
-        worker that logs enough (e.g. "Workflow task duration exceeded 5 seconds", one per long
-        local call) would stop in the middle of a write, holding its workflow-task slots."""
-        assert self.proc.stdout is not None
-        async for line in self.proc.stdout:
-            self.lines.append(line.decode().strip())
-            del self.lines[:-50]
 
     def cpu_seconds(self) -> float:
         times = self.ps.cpu_times()
@@ -67,13 +57,27 @@ class Proc:
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            await asyncio.wait_for(asyncio.gather(self.drain, self.proc.wait()), within)
+            await asyncio.wait_for(asyncio.gather(self.drained, self.proc.wait()), within)
         except TimeoutError:
             self.kill9()
             await self.proc.wait()
             raise
         lines = [line for line in self.lines if line.startswith("{")]
         return json.loads(lines[-1]) if lines else {}
+
+
+def drain(stream: asyncio.StreamReader, keep: list[str] | None = None) -> asyncio.Future[None]:
+    """Read a child's output as it comes, keeping its last 50 lines in `keep`. A pipe nobody
+    reads fills (64 KB) and the next write blocks the writer: the Temporal core logs its warnings
+    to standard output, so a worker that logs enough (one "Workflow task duration exceeded 5
+    seconds" per long local call) would stop in the middle of a write, holding its workflow-task
+    slots (docs/performance.md)."""
+    async def read() -> None:
+        async for line in stream:
+            if keep is not None:
+                keep.append(line.decode().strip())
+                del keep[:-50]
+    return asyncio.ensure_future(read())
 
 
 async def worker(address: str, queue: str, *flags: str, env: dict[str, str] | None = None,

@@ -29,6 +29,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bench import procs
 from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
 from durable_teams.activities.views import ViewCache
 from durable_teams.teams.builders import Agent, Swarm
@@ -119,13 +120,13 @@ class WorkerProcess:
         if line.strip() != b"ready":
             raise RuntimeError(f"the worker process did not start (it said {line!r})")
         self.ps = psutil.Process(self.proc.pid)
-        self.drain = asyncio.ensure_future(self.proc.stdout.read())  # a full pipe would block its writes
+        self.drained = procs.drain(self.proc.stdout)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self.proc.terminate()
         await self.proc.wait()
-        await self.drain
+        await self.drained
 
     def rss_mb(self) -> float:
         return self.ps.memory_info().rss / 2**20
