@@ -14,7 +14,7 @@ through `chat.completions.create` (the client converts the whole transcript on e
 comparison. `--identity` names the worker in workflow histories; `--sticky-seconds` is how long
 a conversation's next workflow task waits for this worker (which holds it cached) before any
 worker may take it (Temporal's default: 10 s). Prints "ready" once polling; on SIGTERM prints
-one JSON line of statistics, stops. Its environment: `BENCH_SLOTS`, `BENCH_CORE_LOG`,
+one JSON line of statistics, stops. Its environment: `BENCH_SLOTS`, `BENCH_TUNER`, `BENCH_CORE_LOG`,
 `BENCH_METRICS` (see `set_core_runtime` and `main`).
 """
 
@@ -157,6 +157,9 @@ async def main(args: argparse.Namespace) -> None:
         if os.environ.get("BENCH_SLOTS"):  # workflow-task and local-activity slots (SDK default: 100)
             slots = int(os.environ["BENCH_SLOTS"])
             extra.update(max_concurrent_workflow_tasks=slots, max_concurrent_local_activities=slots)
+        if os.environ.get("BENCH_TUNER"):  # slots by the machine's CPU, e.g. 0.8 (build.cpu_tuner)
+            from durable_teams.worker.build import cpu_tuner
+            extra["tuner"] = cpu_tuner(float(os.environ["BENCH_TUNER"]))
         if args.unsandboxed:
             from temporalio.worker import UnsandboxedWorkflowRunner
             extra["workflow_runner"] = UnsandboxedWorkflowRunner()

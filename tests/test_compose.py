@@ -21,6 +21,8 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
+from durable_teams.worker.run import SLOTS_ENV, slot_options
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_TEXT = (ROOT / "docker-compose.yml").read_text()
 COMPOSE: dict[str, Any] = yaml.safe_load(COMPOSE_TEXT)
@@ -282,3 +284,11 @@ def test_gateway_is_optional_needs_tokens_and_runs_the_workers_image() -> None:
     from durable_teams.cli.serve import check_exposure
 
     assert check_exposure("0.0.0.0", []) is not None  # without tokens it refuses to start
+
+
+def test_the_worker_slot_setting_defaults_to_what_the_worker_accepts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`DURABLE_TEAMS_WORKFLOW_SLOTS` is passed through from the operator's environment; unset,
+    it is empty, which the worker reads as the SDK's default rather than refusing to start."""
+    assert env(WORKER)[SLOTS_ENV] == "${DURABLE_TEAMS_WORKFLOW_SLOTS:-}"
+    monkeypatch.setenv(SLOTS_ENV, default_of(env(WORKER)[SLOTS_ENV]))
+    assert slot_options() == {}

@@ -8,11 +8,19 @@ import os
 import socket
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from types import TracebackType
 
 from temporalio import activity
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import (
+    FixedSizeSlotSupplier,
+    ResourceBasedSlotConfig,
+    ResourceBasedSlotSupplier,
+    ResourceBasedTunerConfig,
+    Worker,
+    WorkerTuner,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from durable_teams.activities import heartbeats
@@ -124,6 +132,21 @@ def locate_activity(queue: str):  # noqa: ANN201 - an activity callable
     return worker_task_queue
 
 
+def cpu_tuner(target_cpu: float) -> WorkerTuner:
+    """Slots for workflow tasks and local calls handed out while the machine's CPU stays under
+    `target_cpu` (0-1, e.g. 0.8), up to 2,000 each; activity slots fixed at 1,000 (regular
+    calls mostly wait on the network). For local model calls, whose conversation holds a
+    workflow-task slot for the whole call, this admits as many conversations as the CPU serves,
+    whatever the model's latency (docs/deployment.md)."""
+    by_cpu = ResourceBasedTunerConfig(target_memory_usage=0.8, target_cpu_usage=target_cpu)
+    return WorkerTuner.create_composite(
+        workflow_supplier=ResourceBasedSlotSupplier(ResourceBasedSlotConfig(maximum_slots=2000), by_cpu),
+        activity_supplier=FixedSizeSlotSupplier(1000),
+        local_activity_supplier=ResourceBasedSlotSupplier(
+            ResourceBasedSlotConfig(maximum_slots=2000, ramp_throttle=timedelta(0)), by_cpu),
+        nexus_supplier=FixedSizeSlotSupplier(100))
+
+
 ACTIVITY_OPTIONS = ("max_concurrent_activities", "activity_executor", "identity",
                     "default_heartbeat_throttle_interval",
                     "graceful_shutdown_timeout", "max_activities_per_second")
@@ -174,6 +197,8 @@ def build_worker(
     if getattr(backend, "scripted", False):  # clients read it from the task queue's pollers
         options["identity"] = f"{os.getpid()}@{socket.gethostname()} {SCRIPTED_IDENTITY}"
     options.update(worker_options)
+    if "tuner" in options:  # the SDK takes slot counts or a tuner, not both
+        options.pop("max_concurrent_activities", None)
     worker_client = tolerant_client(client)  # a payload it cannot decode is refused, not retried forever
     shared = Worker(
         worker_client,

@@ -22,6 +22,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 from durable_teams.activities.model import (
     ModelBackend,
@@ -36,7 +37,7 @@ from durable_teams.encryption.redact import mask_url
 from durable_teams.examples import example_script, example_teams
 from durable_teams.live.hub import LiveHubError
 from durable_teams.teams.builders import CompiledTeam, Supervisor, Swarm
-from durable_teams.worker.build import TeamWorker, build_worker, ensure_search_attributes
+from durable_teams.worker.build import TeamWorker, build_worker, cpu_tuner, ensure_search_attributes
 from durable_teams.worker.devserver import DevServer
 from durable_teams.worker.scripted import ScriptedModel
 
@@ -93,7 +94,8 @@ def embedded_or_remote() -> tuple[str, DevServer | None]:
 
 
 async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = None,
-                     gc_every: int | None = None, examples: bool = False) -> None:
+                     gc_every: int | None = None, examples: bool = False,
+                     slots: dict[str, Any] | None = None) -> None:
     address, _ = embedded_or_remote()
     client = await connect(address)
     codec = client.data_converter.payload_codec
@@ -103,7 +105,8 @@ async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = 
     teams = load_teams(team_specs, examples)
     worker = build_worker(client, teams, model_backend(),
                           graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SECONDS),
-                          sticky_queue_schedule_to_start_timeout=sticky or sticky_timeout())
+                          sticky_queue_schedule_to_start_timeout=sticky or sticky_timeout(),
+                          **(slot_options() if slots is None else slots))
     stop_on_signals(worker)
     tune_garbage_collector(gc_threshold() if gc_every is None else gc_every)
     print(f"Worker: polling task queue {TASK_QUEUE!r}; teams: {', '.join(t.spec.name for t in teams)}")
@@ -163,6 +166,25 @@ def sticky_timeout() -> timedelta:
     return timedelta(seconds=seconds)
 
 
+SLOTS_ENV = "DURABLE_TEAMS_WORKFLOW_SLOTS"
+
+
+def slot_options() -> dict[str, Any]:
+    """`$DURABLE_TEAMS_WORKFLOW_SLOTS`: how many workflow tasks, and as many local calls, the
+    worker runs at once. Unset: the SDK's 100. A number: that many. `auto`: as many as keep the
+    machine's CPU under 80 % (`cpu_tuner`). With local model calls a conversation holds its
+    slot for the whole call, so this is how many conversations move at once (docs/deployment.md)."""
+    raw = os.environ.get(SLOTS_ENV, "").strip()
+    if not raw:
+        return {}
+    if raw.lower() == "auto":
+        return {"tuner": cpu_tuner(0.8)}
+    if raw.isdigit() and int(raw) >= 2:
+        return {"max_concurrent_workflow_tasks": int(raw), "max_concurrent_local_activities": int(raw)}
+    raise SystemExit(f"durable-teams worker: {SLOTS_ENV} must be a whole number of at least 2 or "
+                     f"'auto', not {raw!r}")
+
+
 def stop_on_signals(worker: TeamWorker) -> None:
     """SIGTERM or SIGINT (a rolling deployment, Ctrl-C) stop the worker gracefully: no new tasks,
     running activities get GRACEFUL_SECONDS, and the server is told, so the next task of a
@@ -181,13 +203,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--team", action="append", default=[], help="module:attr of teams to serve")
     parser.add_argument("--examples", action="store_true", help=EXAMPLES_HELP)
     args = parser.parse_args(argv)
-    sticky, gc_every = sticky_timeout(), gc_threshold()  # a bad setting: one line before anything starts
+    # a bad setting: one line before anything starts
+    sticky, gc_every, slots = sticky_timeout(), gc_threshold(), slot_options()
     try:
         http_client_setting()
     except ModelSettingError as err:
         raise SystemExit(f"durable-teams worker: {err}") from None
     try:
-        asyncio.run(run_worker(args.team, sticky, gc_every, args.examples))
+        asyncio.run(run_worker(args.team, sticky, gc_every, args.examples, slots))
     except KeyboardInterrupt:
         pass
     except (EncryptionKeyError, LiveHubError, TeamLoadError) as err:  # a setting that does not parse: one line

@@ -1,0 +1,89 @@
+"""How many conversations a worker moves at once: `$DURABLE_TEAMS_WORKFLOW_SLOTS` (a number, or
+`auto` for slots by the machine's CPU), a bad value refused in one line before anything starts,
+and `build_worker` taking a tuner of its own. With local model calls a conversation holds its
+workflow-task slot for the whole call, so the slots bound the model calls running at once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+from temporalio.worker import WorkerTuner
+
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.run import SLOTS_ENV, slot_options
+from durable_teams.worker.scripted import ScriptedModel, say
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import ModelCalls, ModelRequest, ModelResponse
+from durable_teams.workflows.state import ConversationInput
+
+from .conftest import running_worker
+
+
+def test_the_slots_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SLOTS_ENV, raising=False)
+    assert slot_options() == {}  # the SDK's default
+    monkeypatch.setenv(SLOTS_ENV, " 300 ")
+    assert slot_options() == {"max_concurrent_workflow_tasks": 300, "max_concurrent_local_activities": 300}
+    monkeypatch.setenv(SLOTS_ENV, "AUTO")
+    assert list(slot_options()) == ["tuner"]
+    assert isinstance(slot_options()["tuner"], WorkerTuner)
+    for bad in ("1", "0", "-5", "1.5", "lots", "auto:0.8"):
+        monkeypatch.setenv(SLOTS_ENV, bad)
+        with pytest.raises(SystemExit, match=f"{SLOTS_ENV} must be a whole number of at least 2 or "
+                                             f"'auto', not '{bad}'"):
+            slot_options()
+
+
+def test_a_bad_slot_count_is_one_line_from_the_worker() -> None:
+    env = {**os.environ, SLOTS_ENV: "many", "TEMPORAL_ADDRESS": "127.0.0.1:1"}
+    out = subprocess.run([sys.executable, "worker.py"], cwd=Path(__file__).resolve().parent.parent,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout, out.stderr.strip()) == (
+        1, "", f"durable-teams worker: {SLOTS_ENV} must be a whole number of at least 2 or 'auto', not 'many'")
+
+
+class CountingModel(ScriptedModel):
+    """Answers every call after `seconds`; records the most calls it had running at once."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__({"a": [say("done")] * 20})
+        self.seconds, self.running, self.most = seconds, 0, 0
+
+    async def complete(self, req: ModelRequest, messages: Any, tools: Any) -> ModelResponse:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            await asyncio.sleep(self.seconds)
+            return await super().complete(req, messages, tools)
+        finally:
+            self.running -= 1
+
+
+async def run_conversations(client: Client, task_queue: str, count: int, slots: dict[str, object]) -> int:
+    """`count` conversations of one local model call each, to the end, on a worker with `slots`:
+    the most model calls that ran at once."""
+    team = Swarm([Agent("a", "Answers.", model="scripted")], model_calls=ModelCalls(local=True)).compile()
+    model = CountingModel(0.5)
+    async with running_worker(client, task_queue, [team], model, **slots):
+        results = await asyncio.wait_for(asyncio.gather(*(client.execute_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, task="hi", set_search_attributes=False),
+            id=f"slots-{i}-{uuid.uuid4().hex[:6]}", task_queue=task_queue) for i in range(count))), 60)
+    assert [r.answer for r in results] == ["done"] * count
+    return model.most
+
+
+async def test_local_calls_at_once_are_bounded_by_the_slots(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SLOTS_ENV, "2")
+    assert await run_conversations(client, task_queue, 6, slot_options()) <= 2
+    # A tuner passed to build_worker: at least its minimum of 5 at once, more while the CPU allows.
+    monkeypatch.setenv(SLOTS_ENV, "auto")
+    assert await run_conversations(client, task_queue + "-auto", 6, slot_options()) >= 5
