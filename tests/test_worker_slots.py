@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.worker import WorkerTuner
 
 from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.build import MAX_ACTIVITIES, build_worker, cpu_tuner
 from durable_teams.worker.run import SLOTS_ENV, slot_options
 from durable_teams.worker.scripted import ScriptedModel, say
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -35,10 +36,12 @@ def test_the_slots_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv(SLOTS_ENV, "AUTO")
     assert list(slot_options()) == ["tuner"]
     assert isinstance(slot_options()["tuner"], WorkerTuner)
-    for bad in ("1", "0", "-5", "1.5", "lots", "auto:0.8"):
+    monkeypatch.setenv(SLOTS_ENV, "100000")
+    assert slot_options()["max_concurrent_workflow_tasks"] == 100_000
+    for bad in ("1", "0", "-5", "1.5", "lots", "auto:0.8", "100001", "99999999999999999999"):
         monkeypatch.setenv(SLOTS_ENV, bad)
-        with pytest.raises(SystemExit, match=f"{SLOTS_ENV} must be a whole number of at least 2 or "
-                                             f"'auto', not '{bad}'"):
+        with pytest.raises(SystemExit, match=f"{SLOTS_ENV} must be a whole number from 2 to 100,000 "
+                                             f"or 'auto', not '{bad}'"):
             slot_options()
 
 
@@ -47,7 +50,8 @@ def test_a_bad_slot_count_is_one_line_from_the_worker() -> None:
     out = subprocess.run([sys.executable, "worker.py"], cwd=Path(__file__).resolve().parent.parent,
                          env=env, capture_output=True, text=True, timeout=60)
     assert (out.returncode, out.stdout, out.stderr.strip()) == (
-        1, "", f"durable-teams worker: {SLOTS_ENV} must be a whole number of at least 2 or 'auto', not 'many'")
+        1, "", f"durable-teams worker: {SLOTS_ENV} must be a whole number from 2 to 100,000 or 'auto', "
+        "not 'many'")
 
 
 class CountingModel(ScriptedModel):
@@ -87,3 +91,15 @@ async def test_local_calls_at_once_are_bounded_by_the_slots(
     # A tuner passed to build_worker: at least its minimum of 5 at once, more while the CPU allows.
     monkeypatch.setenv(SLOTS_ENV, "auto")
     assert await run_conversations(client, task_queue + "-auto", 6, slot_options()) >= 5
+
+
+async def test_a_tuner_takes_the_shared_queues_slots_and_the_own_queue_keeps_its_own(
+        client: Client, task_queue: str) -> None:
+    team = Swarm([Agent("a", "Answers.", model="scripted")]).compile()
+    tuner = cpu_tuner(0.8)
+    worker = build_worker(client, [team], ScriptedModel({}), task_queue=task_queue, tuner=tuner)
+    assert worker.shared.config()["tuner"] is tuner
+    assert not worker.shared.config().get("max_concurrent_activities")
+    assert worker.own.config()["max_concurrent_activities"] == MAX_ACTIVITIES  # regular model calls
+    plain = build_worker(client, [team], ScriptedModel({}), task_queue=task_queue + "-plain")
+    assert plain.shared.config()["max_concurrent_activities"] == MAX_ACTIVITIES

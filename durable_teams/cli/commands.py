@@ -26,7 +26,12 @@ from durable_teams.cli.console import (
     run_exit_code,
 )
 from durable_teams.cli.costs import usage_lines
-from durable_teams.client.connection import TASK_QUEUE, connect, default_address
+from durable_teams.client.connection import (
+    TASK_QUEUE,
+    TemporalUnreachable,
+    connect,
+    default_address,
+)
 from durable_teams.client.events import follow
 from durable_teams.client.replay_state import ReplayFailed, replayed_transcript
 from durable_teams.client.server_address import port_open
@@ -74,8 +79,8 @@ async def open_client() -> Client:
         raise CliError(f"no Temporal server at {address}{hint}")
     try:
         return await connect(address)
-    except RuntimeError as err:
-        raise CliError(f"no Temporal server at {address}: {str(err).splitlines()[0]}") from None
+    except TemporalUnreachable as err:
+        raise CliError(str(err)) from None
 
 
 async def cmd_run(args: argparse.Namespace) -> int:

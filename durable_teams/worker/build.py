@@ -30,7 +30,7 @@ from durable_teams.activities.resolve_team import TeamActivities
 from durable_teams.activities.tool_activities import ToolActivities
 from durable_teams.activities.views import ViewReader
 from durable_teams.client import exit_guard
-from durable_teams.client.connection import TASK_QUEUE
+from durable_teams.client.connection import TASK_QUEUE, require_namespace
 from durable_teams.client.server_state import SCRIPTED_IDENTITY
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub
@@ -70,7 +70,8 @@ class TeamWorker:
         self.mcp = mcp
         """The MCP activities: their persistent sessions close when the workers have stopped."""
 
-    async def _learn_labels(self) -> None:
+    async def _before_start(self) -> None:
+        await require_namespace(self.shared.client)
         if self.labels is not None:
             await self.labels.learn()
 
@@ -83,7 +84,7 @@ class TeamWorker:
             await self.mcp.close()
 
     async def run(self) -> None:
-        await self._learn_labels()
+        await self._before_start()
         try:
             async with self.own:
                 await self.shared.run()
@@ -95,7 +96,7 @@ class TeamWorker:
         await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
 
     async def __aenter__(self) -> TeamWorker:
-        await self._learn_labels()
+        await self._before_start()
         await self.own.__aenter__()
         try:
             await self.shared.__aenter__()
@@ -132,16 +133,20 @@ def locate_activity(queue: str):  # noqa: ANN201 - an activity callable
     return worker_task_queue
 
 
+MAX_ACTIVITIES = 1000
+"""Activity slots: model calls and tools mostly wait on the network; the CPU, not this, is the limit."""
+
+
 def cpu_tuner(target_cpu: float) -> WorkerTuner:
     """Slots for workflow tasks and local calls handed out while the machine's CPU stays under
-    `target_cpu` (0-1, e.g. 0.8), up to 2,000 each; activity slots fixed at 1,000 (regular
-    calls mostly wait on the network). For local model calls, whose conversation holds a
-    workflow-task slot for the whole call, this admits as many conversations as the CPU serves,
-    whatever the model's latency (docs/deployment.md)."""
+    `target_cpu` (0-1, e.g. 0.8), up to 2,000 each; activity slots fixed at MAX_ACTIVITIES.
+    For local model calls, whose conversation holds a workflow-task slot for the whole call,
+    this admits as many conversations as the CPU serves, whatever the model's latency
+    (docs/deployment.md)."""
     by_cpu = ResourceBasedTunerConfig(target_memory_usage=0.8, target_cpu_usage=target_cpu)
     return WorkerTuner.create_composite(
         workflow_supplier=ResourceBasedSlotSupplier(ResourceBasedSlotConfig(maximum_slots=2000), by_cpu),
-        activity_supplier=FixedSizeSlotSupplier(1000),
+        activity_supplier=FixedSizeSlotSupplier(MAX_ACTIVITIES),
         local_activity_supplier=ResourceBasedSlotSupplier(
             ResourceBasedSlotConfig(maximum_slots=2000, ramp_throttle=timedelta(0)), by_cpu),
         nexus_supplier=FixedSizeSlotSupplier(100))
@@ -178,8 +183,6 @@ def build_worker(
     own_queue = worker_queue_name(task_queue)
     options: dict = {
         "workflows": [TeamWorkflow],  # a test may serve another version of it (tests/next_release.py)
-        # Model calls and tools mostly wait on the network; the CPU, not this, is the limit.
-        "max_concurrent_activities": 1000,
         # a regular model call heartbeats to hear of a cancel (activities/heartbeats.py)
         "default_heartbeat_throttle_interval": heartbeats.THROTTLE,
         # Our workflow package is imported once instead of into every conversation's sandbox.
@@ -196,9 +199,9 @@ def build_worker(
     }
     if getattr(backend, "scripted", False):  # clients read it from the task queue's pollers
         options["identity"] = f"{os.getpid()}@{socket.gethostname()} {SCRIPTED_IDENTITY}"
+    if "tuner" not in worker_options:  # the SDK takes slot counts or a tuner, not both
+        options["max_concurrent_activities"] = MAX_ACTIVITIES
     options.update(worker_options)
-    if "tuner" in options:  # the SDK takes slot counts or a tuner, not both
-        options.pop("max_concurrent_activities", None)
     worker_client = tolerant_client(client)  # a payload it cannot decode is refused, not retried forever
     shared = Worker(
         worker_client,
@@ -209,7 +212,8 @@ def build_worker(
         **options,
     )
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],
-                 **{k: v for k, v in options.items() if k in ACTIVITY_OPTIONS})
+                 **{"max_concurrent_activities": MAX_ACTIVITIES,
+                    **{k: v for k, v in options.items() if k in ACTIVITY_OPTIONS}})
     return TeamWorker(shared, own, own_queue, models, labels, mcp)
 
 

@@ -31,13 +31,18 @@ from durable_teams.activities.model import (
     http_client_setting,
     is_live_model_configured,
 )
-from durable_teams.client.connection import TASK_QUEUE, connect
+from durable_teams.client.connection import (
+    TASK_QUEUE,
+    NamespaceNotFound,
+    TemporalUnreachable,
+    connect,
+)
 from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.encryption.redact import mask_url
 from durable_teams.examples import example_script, example_teams
 from durable_teams.live.hub import LiveHubError
 from durable_teams.teams.builders import CompiledTeam, Supervisor, Swarm
-from durable_teams.worker.build import TeamWorker, build_worker, cpu_tuner, ensure_search_attributes
+from durable_teams.worker.build import TeamWorker, build_worker, cpu_tuner
 from durable_teams.worker.devserver import DevServer
 from durable_teams.worker.scripted import ScriptedModel
 
@@ -101,7 +106,6 @@ async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = 
     codec = client.data_converter.payload_codec
     if isinstance(codec, EncryptionCodec):
         print(f"Payloads: encrypted (AES-GCM, current key id {codec.current_key_id!r})")
-    await ensure_search_attributes(client)
     teams = load_teams(team_specs, examples)
     worker = build_worker(client, teams, model_backend(),
                           graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SECONDS),
@@ -167,6 +171,8 @@ def sticky_timeout() -> timedelta:
 
 
 SLOTS_ENV = "DURABLE_TEAMS_WORKFLOW_SLOTS"
+MAX_SLOTS = 100_000
+"""Far past what one process serves; a larger number would not even reach the SDK's core."""
 
 
 def slot_options() -> dict[str, Any]:
@@ -179,10 +185,10 @@ def slot_options() -> dict[str, Any]:
         return {}
     if raw.lower() == "auto":
         return {"tuner": cpu_tuner(0.8)}
-    if raw.isdigit() and int(raw) >= 2:
+    if raw.isdigit() and 2 <= int(raw) <= MAX_SLOTS:
         return {"max_concurrent_workflow_tasks": int(raw), "max_concurrent_local_activities": int(raw)}
-    raise SystemExit(f"durable-teams worker: {SLOTS_ENV} must be a whole number of at least 2 or "
-                     f"'auto', not {raw!r}")
+    raise SystemExit(f"durable-teams worker: {SLOTS_ENV} must be a whole number from 2 to "
+                     f"{MAX_SLOTS:,} or 'auto', not {raw!r}")
 
 
 def stop_on_signals(worker: TeamWorker) -> None:
@@ -213,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(run_worker(args.team, sticky, gc_every, args.examples, slots))
     except KeyboardInterrupt:
         pass
-    except (EncryptionKeyError, LiveHubError, TeamLoadError) as err:  # a setting that does not parse: one line
+    # a setting that does not parse, a server that is not there: one line
+    except (EncryptionKeyError, LiveHubError, TeamLoadError, TemporalUnreachable, NamespaceNotFound) as err:
         raise SystemExit(f"durable-teams worker: {err}") from None
     # Stopped cleanly. Skip interpreter teardown, as the CLI does: the Temporal client's native
     # threads can outlive the event loop and abort the process while Python finalizes
