@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -86,18 +87,20 @@ class WireList(list):
 
 @dataclass(eq=False)
 class _Stream:
-    """The last view encoded for one stream (a workflow run's agent run)."""
+    """The last view encoded for one stream (a workflow run's agent run). Its messages are
+    held weakly: a finished conversation's messages are not kept alive by this cache."""
 
-    messages: list[Message]
+    refs: list[weakref.ref[Message]]
     dicts: list[WireDict]
     encodings: list[bytes]
     size: int
 
 
 class WireCache:
-    """Per-worker cache of messages' and tool schemas' wire dicts, least recently used out
-    first once their encodings pass `max_bytes`; and of the last view of each stream, least
-    recently used out first past `max_bytes` of encodings or `max_streams`."""
+    """Per-worker cache of messages' and tool schemas' wire dicts, and of the last view of each
+    stream. Messages are held weakly: an entry, and a stream, goes when its message is collected
+    (its conversation finished or left this worker's workflow cache). Besides, least recently
+    used out first once the encodings pass `max_bytes`, or the streams `max_streams`."""
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024, max_streams: int = 4096) -> None:
         self.max_bytes = max_bytes
@@ -108,9 +111,12 @@ class WireCache:
         self.misses = 0
         self.extended = 0
         """Views that extended their stream's last one (only the new messages looked at)."""
-        self._entries: OrderedDict[int, tuple[object, WireDict]] = OrderedDict()
+        self._entries: OrderedDict[int, tuple[weakref.ref[Any], WireDict]] = OrderedDict()
         self._streams: OrderedDict[Hashable, _Stream] = OrderedDict()
         self._toolsets: OrderedDict[Hashable, tuple[list[ToolSpec], list[dict[str, Any]]]] = OrderedDict()
+        self._collected: list[tuple[OrderedDict[Any, Any], Any, weakref.ref[Any]]] = []
+        """(table, key, ref) of collected messages, dropped at the next call. A weakref callback
+        may run in the middle of this cache's own work (or on another thread), so it only appends."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -119,6 +125,7 @@ class WireCache:
                  stream: Hashable | None = None) -> WireList:
         """The request's messages: the system prompt (if any), then the view's. With `stream`,
         a view extending the stream's last one converts only its new messages."""
+        self._drop_collected()
         head = [wire_dict({"role": "system", "content": instructions})] if instructions else []
         dicts, encodings = self._view(messages, stream)
         out = WireList(head + dicts)
@@ -130,23 +137,27 @@ class WireCache:
         known = self._streams.pop(stream, None) if stream is not None else None
         if known is not None:
             self.stream_bytes -= known.size
-            if len(known.messages) > len(messages) or messages[:len(known.messages)] != known.messages:
+            if len(known.refs) > len(messages) or messages[:len(known.refs)] != [r() for r in known.refs]:
                 known = None  # not an extension (an older view, a retry): from the start
         if known is None:
             known = _Stream([], [], [], 0)
         else:
             self.extended += 1
-        new = [self._get(m) for m in messages[len(known.dicts):]]
+        fresh = messages[len(known.dicts):]
+        new = [self._get(m) for m in fresh]
         dicts, encodings = known.dicts + new, known.encodings + [d.encoded for d in new]
         if stream is not None:
             size = known.size + sum(len(d.encoded) for d in new)
-            self._streams[stream] = _Stream(list(messages), dicts, encodings, size)
+            refs = known.refs + [self._ref(self._streams, stream, m) if i == 0 and not known.refs
+                                 else weakref.ref(m) for i, m in enumerate(fresh)]
+            self._streams[stream] = _Stream(refs, dicts, encodings, size)
             self.stream_bytes += size
         return dicts, encodings
 
     def tools(self, tools: list[ToolSpec], stream: Hashable | None = None) -> list[dict[str, Any]]:
         """The request's `tools`. With `stream`, a list equal to the stream's last one reuses
         its dicts: an agent's handoff tools are new (equal) objects on every call."""
+        self._drop_collected()
         known = self._toolsets.pop(stream, None) if stream is not None else None
         if known is not None and known[0] == tools:
             out = known[1]
@@ -159,10 +170,29 @@ class WireCache:
         self._evict()
         return list(out)
 
+    def _ref(self, table: OrderedDict[Any, Any], key: Any, item: Any) -> weakref.ref[Any]:
+        """A weak reference to `item` that drops `table[key]` once `item` is collected."""
+        collected = self._collected
+        return weakref.ref(item, lambda ref: collected.append((table, key, ref)))
+
+    def _drop_collected(self) -> None:
+        while self._collected:
+            table, key, ref = self._collected.pop()
+            if table is self._entries:
+                entry = self._entries.get(key)
+                if entry is not None and entry[0] is ref:
+                    del self._entries[key]
+                    self.bytes -= len(entry[1].encoded)
+            else:
+                known = self._streams.get(key)
+                if known is not None and known.refs and known.refs[0] is ref:
+                    del self._streams[key]
+                    self.stream_bytes -= known.size
+
     def _get(self, item: Message | ToolSpec) -> WireDict:
         key = id(item)
         entry = self._entries.get(key)
-        if entry is not None and entry[0] is item:
+        if entry is not None and entry[0]() is item:
             self.hits += 1
             self._entries.move_to_end(key)
             return entry[1]
@@ -170,7 +200,7 @@ class WireCache:
         converted = wire_dict(message_dict(item) if isinstance(item, Message) else tool_dict(item))
         if entry is not None:
             self.bytes -= len(entry[1].encoded)
-        self._entries[key] = (item, converted)
+        self._entries[key] = (self._ref(self._entries, key, item), converted)
         self.bytes += len(converted.encoded)
         return converted
 

@@ -139,3 +139,20 @@ def test_an_agents_tools_rebuilt_equal_are_not_converted_again() -> None:
     assert (cache.misses, len(cache)) == (len(TOOLS), len(TOOLS))
     changed = [TOOLS[0].model_copy(update={"description": "Search the web."})]
     assert cache.tools(changed, ("w", "r", "planner")) == [tool_dict(changed[0])]
+
+
+def test_a_finished_conversations_messages_are_not_kept_alive() -> None:
+    import gc
+
+    cache = WireCache()
+    keep = cache.messages("", LOG, ("w", "kept", 0))  # LOG lives on: its entries and stream stay
+    log = [m.model_copy() for m in LOG]
+    for upto in range(1, len(log) + 1):
+        cache.messages("", log[:upto], ("w", "done", 0))
+    assert (len(cache), len(cache._streams)) == (2 * len(LOG), 2)
+    del log
+    gc.collect()
+    assert cache.messages("", LOG, ("w", "kept", 0)) == keep  # the next call drops the collected
+    assert (len(cache), len(cache._streams)) == (len(LOG), 1)
+    assert cache.bytes == sum(len(e) for e in keep.encodings)
+    assert cache.stream_bytes == cache.bytes
