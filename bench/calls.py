@@ -1,11 +1,12 @@
 """Model calls as local activities against regular ones, side by side in one run (bench.scale).
 
-    python -m bench.scale calls   [--concurrency 50 200 500] [--latencies 1.0 0]
+    python -m bench.scale calls   [--concurrency 50 200 500] [--latencies 1.0 0] [--processes 1]
     python -m bench.scale actions
 
-`calls`: one worker process of ours, one of the floor (bare workflows making the same calls as
-regular activities, bench/baseline.py), one scripted HTTP model (bench/model_server.py) per
-latency. For each number of concurrent conversations of 10 model calls and 9 2 KB tool calls,
+`calls`: `--processes` worker processes of ours and as many of the floor (bare workflows making
+the same calls as regular activities, bench/baseline.py), one scripted HTTP model
+(bench/model_server.py) per latency. Ours start as `start_conversation` starts them (a 30 s
+workflow task timeout, client/start.py TASK_TIMEOUT); the floor with Temporal's defaults. For each number of concurrent conversations of 10 model calls and 9 2 KB tool calls,
 each contender runs in turn: ours with local model calls (`ModelCalls(local=True)`), ours with local model
 calls and a `@tool(local=True)` tool, ours with regular activities (`ModelCalls(local=False)`),
 and the floor. Printed per contender: model calls per second, worker and Temporal server CPU per
@@ -30,6 +31,7 @@ from temporalio.client import Client
 from bench import procs
 from bench.baseline import FloorHTTPWorkflow
 from bench.run import fetch
+from durable_teams.client.start import TASK_TIMEOUT
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -83,23 +85,41 @@ async def run_one(client: Client, queue: str, spec: TeamSpec | None, count: int)
     else:
         await asyncio.gather(*(client.execute_workflow(
             TeamWorkflow.run, ConversationInput(team=spec, task="read", set_search_attributes=False),
-            id=i, task_queue=queue) for i in ids))
+            id=i, task_queue=queue, task_timeout=TASK_TIMEOUT) for i in ids))
     return time.perf_counter() - t0, ids[0]
 
 
+@dataclass
+class Workers:
+    """A contender's worker processes, their CPU counted together."""
+
+    procs: list[procs.Proc]
+
+    def cpu_seconds(self) -> float:
+        return sum(p.cpu_seconds() for p in self.procs)
+
+    async def stop(self) -> None:
+        for p in self.procs:
+            await p.stop()
+
+
+async def start_workers(count: int, *args: str) -> Workers:
+    return Workers([await procs.worker(*args) for _ in range(count)])
+
+
 async def calls_mode(client: Client, address: str, concurrency: list[int], latencies: list[float],
-                     rounds: int, only: list[str] | None = None) -> None:
+                     rounds: int, only: list[str] | None = None, processes: int = 1) -> None:
     if only:
         for name in [n for n in CONTENDERS if not any(word in n for word in only)]:
             del CONTENDERS[name]
     print(f"\n## Local against regular activities: conversations of {CALLS} model calls and "
-          f"{CALLS - 1} 2 KB tool calls, one worker process each for ours and the floor (2 cores, "
-          f"shared with the dev server and this client); {rounds} round(s), contenders in turn\n")
+          f"{CALLS - 1} 2 KB tool calls, {processes} worker process(es) each for ours and the floor "
+          f"(2 cores, shared with the dev server and this client); {rounds} round(s), contenders in turn\n")
     for latency in latencies:
         server, url = await procs.model_server(latency, 0.2 if latency else 0.0)
         queue = f"calls-{uuid.uuid4().hex[:4]}"
-        ours = await procs.worker(address, queue, "--model-url", url)
-        floor = await procs.worker(address, queue + "-floor", "--floor", "--model-url", url)
+        ours = await start_workers(processes, address, queue, "--model-url", url)
+        floor = await start_workers(processes, address, queue + "-floor", "--floor", "--model-url", url)
         temporal = procs.temporal_server()
         try:
             for spec in CONTENDERS.values():  # warm up every path
@@ -117,7 +137,7 @@ async def calls_mode(client: Client, address: str, concurrency: list[int], laten
         print()
 
 
-async def one_size(client: Client, queue: str, c: int, rounds: int, ours: procs.Proc, floor: procs.Proc,
+async def one_size(client: Client, queue: str, c: int, rounds: int, ours: Workers, floor: Workers,
                    temporal: Any) -> None:
     tallies = {name: Tally() for name in CONTENDERS}
     names = list(CONTENDERS)

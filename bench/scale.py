@@ -312,7 +312,7 @@ async def main(args: argparse.Namespace) -> None:
             await failover_mode(env.client, address, args.conversations or 50, args.timeouts)
         elif args.mode == "calls":
             await calls.calls_mode(env.client, address, args.concurrency, args.latencies, args.rounds or 1,
-                                   args.only)
+                                   args.only, args.processes)
         elif args.mode == "actions":
             await calls.actions_mode(env.client)
         elif args.mode == "latency":
@@ -338,6 +338,8 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200, 500])
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--latencies", type=float, nargs="+", default=[1.0, 0.0], help="calls: model latencies (s)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="calls: worker processes for ours and as many for the floor")
     parser.add_argument("--only", nargs="+", default=None, metavar="WORD",
                         help="calls: only the contenders whose name contains one of these words (e.g. floor local)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 200, 1000])

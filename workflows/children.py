@@ -121,6 +121,7 @@ async def run_child(loop: AgentLoop, run: AgentRun, share: int = 1) -> AgentOutc
         try:
             result: ConversationResult = await workflow.execute_child_workflow(
                 "TeamWorkflow", inp, id=cid, task_queue=info.task_queue,
+                task_timeout=info.task_timeout,  # the parent's (client/start.py TASK_TIMEOUT)
                 result_type=ConversationResult, static_summary=f"{kind}: {run.agent}",
                 static_details=f"Run {run.id} of {run.agent} for {info.workflow_id}",
             )

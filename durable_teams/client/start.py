@@ -4,6 +4,7 @@ summary and the `Team` / `Task` search attributes that tell conversations apart 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
@@ -17,14 +18,24 @@ from durable_teams.workflows.state import ConversationInput, ConversationResult
 
 log = logging.getLogger(__name__)
 
+TASK_TIMEOUT = timedelta(seconds=30)
+"""The workflow task timeout conversations start with (Temporal's default: 10 s); children and
+continue-as-new runs keep it. While a local call runs the conversation's workflow task stays
+open, and the SDK heartbeats it at 80 % of this: with 10 s, a worker whose event loop is busy
+(two workers on two cores at 500 conversations) let half the conversations' tasks time out, and
+each timeout runs the local calls of that task again. The cost: a worker killed in the middle of
+a local call hands its conversations over after up to this long, not 10 s."""
+
 
 async def start_conversation(
     client: Client, team: str, inp: ConversationInput, **options: Any
 ) -> WorkflowHandle[TeamWorkflow, ConversationResult]:
-    """`client.start_workflow(TeamWorkflow.run, inp, ...)` labelled with `team` and the task.
+    """`client.start_workflow(TeamWorkflow.run, inp, ...)` labelled with `team` and the task,
+    with a `TASK_TIMEOUT` workflow task timeout unless `options` name one.
     A namespace without one of our search attributes registered (set up by an older release, a
     managed one; a worker registers them when it may) gets the conversation without it, not an
     error."""
+    options.setdefault("task_timeout", TASK_TIMEOUT)
     task = inp.task
     summary = static_summary(team, task)
     labels = list(conversation_labels(team, task, encrypted(client)))
