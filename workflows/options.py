@@ -47,8 +47,10 @@ class ModelCalls(BaseModel):
     retry_interval_seconds: float = Field(default=1.0, gt=0)
     local: bool = False
     """True: run each call as a local activity, in the worker that holds the conversation (its
-    view read in process, a marker in history instead of three activity events; about 1.9x the
-    calls per second). While a local call runs, the conversation's workflow task stays open:
+    view read in process, a marker in history instead of three activity events; with local
+    tools, 2.4x the floor's calls per second at 500 conversations, docs/performance.md). While
+    a local call runs, the conversation's workflow task stays open (start conversations with
+    `start_conversation`: its 30 s task timeout leaves a busy worker room to heartbeat it):
     queries and updates wait for it, and an update left waiting across a local call can fail
     replay (an SDK ordering issue, tests/test_update_concurrency.py), so it is opt-in. False: a
     regular activity, placed on the worker's own queue (workflows/placement.py). See
