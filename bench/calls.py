@@ -20,6 +20,7 @@ as local activities and as regular ones.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -57,6 +58,20 @@ CONTENDERS: dict[str, TeamSpec | None] = {
     "ours, regular activities (default)": reader_spec(local_model=False),
     "floor (bare workflow, regular activities)": None,
 }
+
+
+JITTER = 0.2
+"""The scripted model's spread: each answer takes the latency ± 20 %, uniformly."""
+
+
+def ceiling(conversations: int, latency: float, trials: int = 200) -> float:
+    """The most model calls per second any contender can show: all conversations at once, each
+    waiting only for its CALLS model answers, the run as long as its slowest (expected over
+    `trials` simulated runs)."""
+    draw = random.Random(0).uniform
+    slowest = sum(max(sum(latency * (1 + draw(-JITTER, JITTER)) for _ in range(CALLS))
+                      for _ in range(conversations)) for _ in range(trials)) / trials
+    return conversations * CALLS / slowest
 
 
 @dataclass
@@ -116,7 +131,7 @@ async def calls_mode(client: Client, address: str, concurrency: list[int], laten
           f"{CALLS - 1} 2 KB tool calls, {processes} worker process(es) each for ours and the floor "
           f"(2 cores, shared with the dev server and this client); {rounds} round(s), contenders in turn\n")
     for latency in latencies:
-        server, url = await procs.model_server(latency, 0.2 if latency else 0.0)
+        server, url = await procs.model_server(latency, JITTER if latency else 0.0)
         queue = f"calls-{uuid.uuid4().hex[:4]}"
         ours = await start_workers(processes, address, queue, "--model-url", url)
         floor = await start_workers(processes, address, queue + "-floor", "--floor", "--model-url", url)
@@ -130,6 +145,9 @@ async def calls_mode(client: Client, address: str, concurrency: list[int], laten
             print("|---:|---|---:|---:|---:|---:|---:|")
             for c in concurrency:
                 await one_size(client, queue, c, rounds, ours, floor, temporal)
+                if latency:
+                    print(f"| {c} | ceiling: the model's latency alone, the run as long as its slowest "
+                          f"conversation | {ceiling(c, latency):.0f} | | | | |", flush=True)
         finally:
             await ours.stop()
             await floor.stop()
