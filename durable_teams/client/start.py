@@ -23,8 +23,9 @@ TASK_TIMEOUT = timedelta(seconds=30)
 continue-as-new runs keep it. While a local call runs the conversation's workflow task stays
 open, and the SDK heartbeats it at 80 % of this: with 10 s, a worker whose event loop is busy
 (two workers on two cores at 500 conversations) let half the conversations' tasks time out, and
-each timeout runs the local calls of that task again. The cost: a worker killed in the middle of
-a local call hands its conversations over after up to this long, not 10 s."""
+each timeout runs the local calls of that task again. The costs, with local calls only: a worker
+killed in the middle of one hands its conversations over after up to this long, not 10 s; and
+a query sent in the middle of a turn waits for the next heartbeat, up to 24 s, not 8 s."""
 
 
 async def start_conversation(
