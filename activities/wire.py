@@ -9,12 +9,15 @@ worker's CPU there. Here each message is converted to its wire dict, and encoded
 - `WireCache.messages` turns a view's `Message` objects into `WireDict`s, cached by object
   identity. Views hand out the same `Message` objects call after call (the workflow's log, or
   the model activity's per-worker copy of it), and messages are never changed in place (every
-  edit is a `model_copy`), so an object seen before has the same wire form. The cache holds
-  each message it keys, so an id cannot be reused while its entry lives.
+  edit is a `model_copy`), so an object seen before has the same wire form. An entry holds
+  its message weakly and is checked against it (`ref() is message`), so a reused id is a miss;
+  a collected message's entry goes at the next call, and a finished conversation's messages
+  are not kept alive by the cache.
 - Given a `stream` (the model activity passes its workflow, run and agent run), it also keeps
-  the last view it encoded for that stream: a view that extends it (checked with one list
-  comparison, which compares identical objects by identity, in C) reuses its dicts and
-  encodings, so only the new messages are looked at.
+  the last view it encoded for that stream: a view that extends it (its messages, read through
+  their weak references, compared with one list comparison, identical objects by identity)
+  reuses its dicts and encodings, so only the new messages are looked at. The stream goes when
+  its first message is collected.
 - `encode_body` writes the request body, splicing in the messages' cached JSON with one join;
   the result is the JSON the openai client would send for the same arguments
   (tests/test_wire_body.py).
