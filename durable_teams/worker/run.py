@@ -43,6 +43,7 @@ from durable_teams.examples import example_script, example_teams
 from durable_teams.live.hub import LiveHubError
 from durable_teams.teams.builders import CompiledTeam, Supervisor, Swarm
 from durable_teams.worker.build import TeamWorker, build_worker, cpu_tuner
+from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.devserver import DevServer
 from durable_teams.worker.scripted import ScriptedModel
 
@@ -209,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--team", action="append", default=[], help="module:attr of teams to serve")
     parser.add_argument("--examples", action="store_true", help=EXAMPLES_HELP)
     args = parser.parse_args(argv)
+    forward_core_log()  # the core's warnings to stderr, not to a stdout pipe nobody may read
     # a bad setting: one line before anything starts
     sticky, gc_every, slots = sticky_timeout(), gc_threshold(), slot_options()
     try:
