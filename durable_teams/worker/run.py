@@ -210,26 +210,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--team", action="append", default=[], help="module:attr of teams to serve")
     parser.add_argument("--examples", action="store_true", help=EXAMPLES_HELP)
     args = parser.parse_args(argv)
-    forward_core_log()  # the core's warnings to stderr, not to a stdout pipe nobody may read
     # a bad setting: one line before anything starts
     sticky, gc_every, slots = sticky_timeout(), gc_threshold(), slot_options()
     try:
         http_client_setting()
     except ModelSettingError as err:
         raise SystemExit(f"durable-teams worker: {err}") from None
+    forward_core_log()  # the core's warnings to stderr, not to a stdout pipe nobody may read
+    problem = None
     try:
         asyncio.run(run_worker(args.team, sticky, gc_every, args.examples, slots))
     except KeyboardInterrupt:
         pass
     # a setting that does not parse, a server that is not there: one line
     except (EncryptionKeyError, LiveHubError, TeamLoadError, TemporalUnreachable, NamespaceNotFound) as err:
-        raise SystemExit(f"durable-teams worker: {err}") from None
-    # Stopped cleanly. Skip interpreter teardown, as the CLI does: the Temporal client's native
-    # threads can outlive the event loop and abort the process while Python finalizes
-    # ("PyGILState_Release"), which would turn a clean stop into exit code 134.
+        problem = f"durable-teams worker: {err}"
+    # Skip interpreter teardown, as the CLI does: the Temporal runtime's native threads (its
+    # client, the core's log forwarding) can outlive the event loop and call into Python while
+    # it finalizes, aborting the process (exit -11 or 134 in place of 0 or 1).
+    if problem:
+        print(problem, file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(1 if problem else 0)
 
 
 if __name__ == "__main__":
