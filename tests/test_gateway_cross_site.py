@@ -6,6 +6,7 @@ thread and the list of threads are as they were."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 
 import uvicorn
@@ -29,13 +30,19 @@ ATTACK = """<!doctype html><html><body>
 <input name='{{"text": "Order 6666", "x": "' value='"}}'></form>
 <script>
 window.results = {{}};
-fetch("{gateway}/threads", {{method: "POST", mode: "no-cors",
-  body: '{{"team": "support", "thread_id": "{planted}"}}'}}).then(
-  () => window.results.nocors = "sent", (e) => window.results.nocors = "failed");
-fetch("http://rebound.example:{port}/questions").then(r => r.text()).then(
-  (t) => window.results.rebind = t, (e) => window.results.rebind = "failed");
-setTimeout(() => document.getElementById("f").submit(), 300);
+Promise.allSettled([
+  fetch("{gateway}/threads", {{method: "POST", mode: "no-cors",
+    body: '{{"team": "support", "thread_id": "{planted}"}}'}}).then(
+    () => window.results.nocors = "sent", (e) => window.results.nocors = "failed"),
+  fetch("http://rebound.example:{port}/questions").then(r => r.text()).then(
+    (t) => window.results.rebind = t, (e) => window.results.rebind = "failed"),
+]).then(() => {{
+  console.log("results " + JSON.stringify(window.results));  // the page is about to go
+  document.getElementById("f").submit();
+}});
 </script></body></html>"""
+"""Both fetches settle before the form goes (a timer raced them on a loaded machine: the form
+replaced the page, and its results, first)."""
 
 
 async def test_a_page_of_another_origin_cannot_drive_the_gateway(client: Client, task_queue: str) -> None:
@@ -63,11 +70,11 @@ async def test_a_page_of_another_origin_cannot_drive_the_gateway(client: Client,
                     "--no-sandbox", "--disable-gpu",
                     "--host-resolver-rules=MAP rebound.example 127.0.0.1, MAP attacker.example 127.0.0.1"])
                 tab = await browser.new_page()
-                submitted = tab.wait_for_event("framenavigated", timeout=30_000)
-                await tab.goto(f"http://attacker.example:{attacker_port}/")
-                await tab.wait_for_function("window.results && window.results.nocors && window.results.rebind")
-                results = await tab.evaluate("window.results")
-                await submitted  # the form went out and its answer replaced the page
+                form_target = f"{gateway}/threads/{handle.id}/questions/{question.question_id}"
+                async with tab.expect_console_message(lambda m: m.text.startswith("results ")) as logged, \
+                        tab.expect_navigation(url=form_target):  # the form went out, its answer replaced the page
+                    await tab.goto(f"http://attacker.example:{attacker_port}/")
+                results = json.loads((await logged.value).text.removeprefix("results "))
                 await browser.close()
         finally:
             server.should_exit = True
