@@ -6,8 +6,9 @@
 `calls`: `--processes` worker processes of ours and as many of the floor (bare workflows making
 the same calls as regular activities, bench/baseline.py), one scripted HTTP model
 (bench/model_server.py) per latency. Ours start as `start_conversation` starts them (a 30 s
-workflow task timeout, client/start.py TASK_TIMEOUT); the floor with Temporal's defaults. For each number of concurrent conversations of 10 model calls and 9 2 KB tool calls,
-each contender runs in turn: ours with local model calls (`ModelCalls(local=True)`), ours with local model
+workflow task timeout, client/start.py TASK_TIMEOUT); the floor with Temporal's defaults. For
+each number of concurrent conversations of 10 model calls and 9 2 KB tool calls, each contender
+runs in turn: ours with local model calls (`ModelCalls(local=True)`), ours with local model
 calls and a `@tool(local=True)` tool, ours with regular activities (`ModelCalls(local=False)`),
 and the floor. Printed per contender: model calls per second, worker and Temporal server CPU per
 model call, and history events and bytes per conversation.

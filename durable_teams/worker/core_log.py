@@ -39,17 +39,17 @@ class ExpectedWarnings(logging.Filter):
         return True
 
 
-def core_log_runtime(level: str = "WARN") -> Runtime:
-    """A Temporal runtime whose core logs at `level` and above to the `temporalio.core` logger."""
+def core_log_runtime() -> Runtime:
+    """A Temporal runtime whose core logs its warnings and errors to the `temporalio.core` logger."""
     logger = logging.getLogger(CORE_LOGGER)
     if not any(isinstance(f, ExpectedWarnings) for f in logger.filters):
         logger.addFilter(ExpectedWarnings())
     return Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(
-        filter=TelemetryFilter(core_level=level, other_level="ERROR"),
+        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
         forwarding=LogForwardingConfig(logger=logger))))
 
 
 def forward_core_log() -> None:
     """Make `core_log_runtime()` the default runtime, before any client is made (a process's
-    entry point: `durable-teams worker` calls it first)."""
+    entry point: `durable-teams worker` calls it once its settings are checked)."""
     Runtime.set_default(core_log_runtime(), error_if_already_set=False)
