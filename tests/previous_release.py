@@ -13,7 +13,7 @@ with workflow.unsafe.imports_passed_through():
 
 @workflow.defn(name="TeamWorkflow")
 class BeforeInputChecks(TeamWorkflow):
-    records_one_start_marker = False  # that release asked each patch on its own
+    start_generation = 0  # that release asked each patch on its own
 
     @workflow.init
     def __init__(self, inp: ConversationInput | None = None, *extra: object) -> None:

@@ -226,6 +226,24 @@ async def concurrent_turns(client: Client, name: str) -> None:
         await handle.result()
 
 
+async def send_message_local_calls(client: Client, name: str) -> None:
+    """Three turns sent one after another with the raw `send_message` update, each waiting for
+    its reply while the turn's local model call runs; recorded by the release before
+    START_MARKER, whose calls were local activities then (now regular while one waits)."""
+    from durable_teams.workflows.options import ModelCalls
+    from durable_teams.workflows.state import UserTurn
+
+    echo = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
+                 model_calls=ModelCalls(local=True)).compile()
+    async with running_worker(client, "record", [echo], ScriptedModel({"echo": [say(f"echo {n}") for n in range(3)]})):
+        handle = await start_conversation(client, "echo", ConversationInput(
+            team=echo.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        for n in range(3):
+            await handle.execute_update(TeamWorkflow.send_message, UserTurn(text=f"message {n}", turn_id=f"t{n}"))
+        await handle.signal(TeamWorkflow.close)
+        await handle.result()
+
+
 CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None]]] = {
     "acme_conversation": acme_conversation, "routing_conversation": routing_conversation,
     "support_waiting_question": support_waiting_question,
@@ -243,6 +261,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "concurrent_turns": concurrent_turns,
     # recorded once a new conversation recorded its start patches as one marker
     "support_labelled_waiting_question_one_marker": support_labelled_waiting_question,
+    # recorded by the release before START_MARKER: local model calls under a waiting update
+    "send_message_local_calls": send_message_local_calls,
 }
 
 

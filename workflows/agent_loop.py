@@ -8,6 +8,7 @@ built-in tools, activities) is workflows/answering.py.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import timedelta
@@ -66,10 +67,12 @@ class AgentLoop:
         """Agent run id -> id of the child workflow running it now (workflows/children.py)."""
         self.interrupted_at: tuple[str, int, Budget] | None = None
         self.local_calls = False
-        self.max_tokens: int | None = None
-        """The turn's cap on each model call's reply (a chat client's `max_tokens`)."""
         """Model calls may be local activities (`TeamWorkflow` asks LOCAL_PATCH at the run's
         start: a run recorded before keeps regular ones)."""
+        self.local_allowed: Callable[[], bool] = lambda: True
+        """Whether a local call may be made now (`TeamWorkflow.local_calls_allowed`)."""
+        self.max_tokens: int | None = None
+        """The turn's cap on each model call's reply (a chat client's `max_tokens`)."""
         self.placed_calls: bool | None = None
         """Placement's patch as asked at the run's start; None: ask it at the first call."""
         self.nested_budgets = False
@@ -212,8 +215,9 @@ class AgentLoop:
 
     async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
         """Run `call_model`: a local activity (this worker, the view read in process), unless
-        the policy asks for a regular one or the run began before local calls (`local_calls`)."""
-        if policy.local and self.local_calls:
+        the policy asks for a regular one, the run began before local calls (`local_calls`),
+        or a regular one is wanted now (`local_allowed`)."""
+        if policy.local and self.local_calls and self.local_allowed():
             return await workflow.execute_local_activity(
                 "call_model", request, result_type=ModelResponse, summary=summary,
                 **local_activity_options(policy))

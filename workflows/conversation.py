@@ -47,18 +47,24 @@ AT_START_PATCH = "patches-asked-at-start"
 asked right after a local activity resolved can replay in another workflow task than it ran
 (temporalio 1.35), and the patch state machine refuses it."""
 ONE_MARKER_PATCH = "one-marker-for-the-start-patches"
-"""Runs begun by this code record this one marker for every patch asked at their start (the
-ones below, the placement's, the labels' and the definition checks'), which all hold in such a
-run: the SDK records each patch as a marker plus an upsert of `TemporalChangeVersion` (two events
-and a visibility write apiece, eight of them per conversation before). Runs recorded before ask
-each one, as they did."""
+"""Runs that recorded this one marker hold every patch asked at their start (the ones below,
+the placement's, the labels' and the definition checks'): the SDK records each patch as a
+marker plus an upsert of `TemporalChangeVersion` (two events and a visibility write apiece,
+eight of them per conversation before). Runs recorded before ask each one, as they did."""
+START_MARKER = "start-patches-2"
+"""Runs begun by this code record this marker in place of ONE_MARKER_PATCH (still one marker a
+run): every start patch holds in them, and so does what came after it, which runs with
+ONE_MARKER_PATCH do not do: model calls are regular activities while a `send_message` update
+waits (`TeamWorkflow.local_calls_allowed`)."""
+START_MARKERS = (ONE_MARKER_PATCH, START_MARKER)
+"""The one-marker generations, oldest first: a run's generation is the index of its marker + 1."""
 NESTED_BUDGETS = "nested-token-budgets"
 """Runs begun by this code give a nested team what is left of their token budgets, and a turn
 a budget stops says what was answered before the stop (workflows/usage.py)."""
 
 
 def _holds(patch_id: str) -> bool:
-    """`workflow.patched` in a run that recorded ONE_MARKER_PATCH: every start patch holds."""
+    """`workflow.patched` in a run that recorded one of START_MARKERS: every start patch holds."""
     return True
 
 
@@ -72,8 +78,9 @@ class TeamWorkflow(Intake):
     with a reason instead of failing workflow tasks forever. Clients send the declared types.
     Update and signal handlers: workflows/intake.py."""
 
-    records_one_start_marker = True
-    """ONE_MARKER_PATCH is asked (False only in tests standing in for releases before it)."""
+    start_generation = len(START_MARKERS)
+    """The newest of START_MARKERS this code records (lower only in tests standing in for
+    releases before it; 0: each patch on its own)."""
 
     @workflow.init
     def __init__(self, inp: ConversationInput | None = None, *extra: object) -> None:
@@ -100,6 +107,8 @@ class TeamWorkflow(Intake):
         self.views: ViewBuilder | None = None
         """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
         self.waiters: dict[int, int] = {}
+        self.regular_while_waited = False
+        """Model calls are regular while a `send_message` update waits (decided at the run's start)."""
         self.notes: bool | None = None
         """NOTES_PATCH as asked at the run's start (runs begun by this code); None: when needed."""
         self.nested_budgets = False
@@ -113,8 +122,9 @@ class TeamWorkflow(Intake):
     async def run(self, inp: ConversationInput | None = None, *extra: object) -> ConversationResult:
         # Asked first, before any local activity: a patch asked right after one resolves can be
         # recorded in the next workflow task yet replayed in this one (a nondeterminism error).
-        one_marker = self.records_one_start_marker and workflow.patched(ONE_MARKER_PATCH)
-        patched = _holds if one_marker else workflow.patched
+        generation = self._recorded_generation()
+        patched = _holds if generation else workflow.patched
+        self.regular_while_waited = generation >= 2
         at_start = patched(AT_START_PATCH)
         self.local_model_calls = patched(LOCAL_PATCH)
         # Placement's patch likewise, in runs begun by this code (LOCAL_PATCH marks them): runs
@@ -174,6 +184,22 @@ class TeamWorkflow(Intake):
                 last = self.state.replies.get(self.state.turns_started)
                 return self._result(last, fail_on_error=False)
 
+    def _recorded_generation(self) -> int:
+        """Which of START_MARKERS this run recorded (asked newest first, so a new run records
+        only the newest): its generation, or 0 for a run that asked each patch on its own."""
+        for generation in range(self.start_generation, 0, -1):
+            if workflow.patched(START_MARKERS[generation - 1]):
+                return generation
+        return 0
+
+    def local_calls_allowed(self) -> bool:
+        """Whether a model call may be a local activity now: not while a `send_message` update
+        waits for its reply (in runs of START_MARKER's generation). An update left waiting while
+        local activities resolve stalled the conversation (temporalio 1.35, dev server 1.32: its
+        workflow tasks were lost until one timed out, each time), so such a turn's calls are
+        regular activities; `submit_turn`, which our clients use, waits for nothing."""
+        return not (self.regular_while_waited and any(self.waiters.values()))
+
     async def _wait_for_turn(self, idle_seconds: float | None) -> None:
         """Until a turn is queued or the conversation closes; `idle_seconds` without a turn
         closes it (only inputs that set it have the timer: older histories replay as they ran)."""
@@ -212,6 +238,7 @@ class TeamWorkflow(Intake):
         self.views = self.views or ViewBuilder()
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views)
         loop.local_calls = self.local_model_calls
+        loop.local_allowed = self.local_calls_allowed
         loop.max_tokens = turn.max_tokens
         loop.placed_calls = self.placed_calls
         loop.nested_budgets = self.nested_budgets

@@ -99,9 +99,9 @@ class Intake:
         """Queue a user turn and return its number at once; its reply is read with the
         query `turn_replies`. How our clients send turns: the update completes in the
         workflow task that accepts it, so its events never interleave with a turn's model
-        calls (an update left waiting while local activities resolve can replay in another
-        order, a nondeterminism in the SDK: tests/test_update_concurrency.py). The same
-        `turn_id` sent again returns the same number."""
+        calls, and they may be local activities (while a `send_message` update waits they
+        are regular: `TeamWorkflow.local_calls_allowed`). The same `turn_id` sent again
+        returns the same number."""
         return self._enqueue(inputs.decode(UserTurn, [turn, *extra], "submit_turn"))
 
     @submit_turn.validator
