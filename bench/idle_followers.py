@@ -18,14 +18,10 @@ import uuid
 
 import httpx
 import psutil
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
-from bench.procs import ROOT, cpu_of, drain, temporal_server
-from durable_teams.worker.devserver import find_temporal_binary, free_port
-from durable_teams.workflows import labels
+from bench.procs import ROOT, cpu_of, dev_server, drain, temporal_server
+from durable_teams.worker.devserver import free_port
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.state import ConversationInput
 
 
@@ -65,10 +61,7 @@ async def follow(http: httpx.AsyncClient, thread: str, opened: asyncio.Event, co
 
 
 async def main(n: int, seconds: float) -> None:
-    async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-        search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK],
-    ) as env:
+    async with await dev_server() as env:
         address = env.client.service_client.config.target_host
         cli_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
         cli_env |= {"TEMPORAL_ADDRESS": address, "TEMPORAL_TASK_QUEUE": f"idle-{uuid.uuid4().hex[:6]}"}

@@ -31,8 +31,6 @@ from contextlib import asynccontextmanager
 import httpx
 import uvicorn
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from bench import procs
 from durable_teams.activities.model import OpenAIBackend
@@ -41,8 +39,7 @@ from durable_teams.live.hub import LiveHub, LocalHub
 from durable_teams.live.redis_hub import RedisHub
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import build_worker, ensure_search_attributes
-from durable_teams.worker.devserver import find_temporal_binary, free_port
-from durable_teams.workflows.human import AWAITING_HUMAN
+from durable_teams.worker.devserver import free_port
 
 WRITER = Swarm([Agent("writer", "Write.", model="live-bench")], name="writer").compile()
 
@@ -164,10 +161,7 @@ async def main(args: argparse.Namespace) -> None:
         await serve(*args.serve)
         return
     endpoint, model_url = await streaming_endpoint(args.deltas, args.gap)
-    async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-        search_attributes=[AWAITING_HUMAN],
-    ) as env:
+    async with await procs.dev_server() as env:
         await ensure_search_attributes(env.client)
         print(f"\n## Live-token latency: {args.answers} answers of {args.deltas} deltas, {1000 * args.gap:.0f} ms apart, "
               "endpoint -> worker -> gateway SSE -> reader (2 shared cores)\n")

@@ -13,8 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from durable_teams.worker.devserver import find_temporal_binary
+from durable_teams.workflows import labels
+from durable_teams.workflows.human import AWAITING_HUMAN
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+async def dev_server() -> WorkflowEnvironment:
+    """The embedded Temporal dev server a benchmark runs on, with our search attributes."""
+    return await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
+        search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK])
 
 
 class Proc:

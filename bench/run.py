@@ -25,8 +25,6 @@ from pathlib import Path
 
 import psutil
 from temporalio.client import Client, WorkflowQueryFailedError
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bench import procs
@@ -34,11 +32,8 @@ from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
 from durable_teams.activities.views import ViewCache
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import build_worker
-from durable_teams.worker.devserver import find_temporal_binary
 from durable_teams.worker.scripted import ScriptedModel, call, say
-from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import Budgets, Message, ModelView
 from durable_teams.workflows.state import ConversationInput, HumanReply
 from durable_teams.workflows.transcript import LogDelta
@@ -139,10 +134,7 @@ class WorkerProcess:
 async def main(quick: bool, plot: str | None, long: int | None) -> None:
     sizes = [25, 50, 100] if quick else [25, 50, 100, 200, 400]
     parked = 100 if quick else 1000
-    async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-        search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK],
-    ) as env:
+    async with await procs.dev_server() as env:
         client = env.client
         tq = "bench"
         SIZES: dict[str, int] = {}

@@ -29,8 +29,6 @@ from collections import Counter
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from bench import calls, procs
 from bench.baseline import FloorHTTPWorkflow, FloorWorkflow
@@ -44,10 +42,7 @@ from bench.failover import (
 )
 from bench.run import TEAM
 from bench.teams import http_team
-from durable_teams.worker.devserver import find_temporal_binary
-from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import TeamSpec
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
@@ -297,10 +292,7 @@ async def one_long(client: Client, worker: procs.Proc, url: str, n: int) -> tupl
 
 
 async def main(args: argparse.Namespace) -> None:
-    async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-        search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK],
-    ) as env:
+    async with await procs.dev_server() as env:
         address = env.client.service_client.config.target_host
         floor_flags = ["--floor"] + (["--tuned"] if args.tuned_floor else [])
         print(f"floor: {FLOOR_KINDS[args.tuned_floor]}")

@@ -26,17 +26,14 @@ from typing import Any
 
 import httpx
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
+from bench import procs
 from bench.live_latency import gateway
 from durable_teams.live.hub import LocalHub
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.build import build_worker, ensure_search_attributes
-from durable_teams.worker.devserver import find_temporal_binary
 from durable_teams.worker.scripted import ScriptedModel, Step, call, say
-from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.messages import ModelRequest, ModelResponse
 from durable_teams.workflows.options import ModelCalls
 
@@ -95,10 +92,7 @@ async def measure(client: Client, compiled: CompiledTeam, args: argparse.Namespa
 
 
 async def main(args: argparse.Namespace) -> None:
-    async with await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-        search_attributes=[AWAITING_HUMAN],
-    ) as env:
+    async with await procs.dev_server() as env:
         await ensure_search_attributes(env.client)
         print(f"\n## Step latency: {args.turns} turns of {args.steps} steps, model calls {args.seconds} s, "
               "model return -> gateway SSE `tool_usage` (2 shared cores)\n")
