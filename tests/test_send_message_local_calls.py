@@ -9,7 +9,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
@@ -47,8 +47,6 @@ async def send_raw(handle: WorkflowHandle, n: int) -> TurnReply:
         except RPCError as err:
             if err.status != RPCStatusCode.RESOURCE_EXHAUSTED:
                 raise
-        except WorkflowUpdateFailedError:
-            raise
         await asyncio.sleep(0.05)
 
 
