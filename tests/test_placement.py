@@ -1,6 +1,7 @@
 """Model calls as regular activities (`ModelCalls(local=False)`) run on the worker that holds
 the conversation, and fall back to the shared task queue when that worker is gone
-(workflows/placement.py). Local ones (the default) need none of this: tests/test_local_model_calls.py."""
+(workflows/placement.py). Local ones (opt-in, `ModelCalls(local=True)`) need none of this:
+tests/test_local_model_calls.py."""
 
 from __future__ import annotations
 

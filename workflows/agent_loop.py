@@ -66,11 +66,9 @@ class AgentLoop:
         self.children: dict[int, str] = {}
         """Agent run id -> id of the child workflow running it now (workflows/children.py)."""
         self.interrupted_at: tuple[str, int, Budget] | None = None
-        self.local_calls = False
-        """Model calls may be local activities (`TeamWorkflow` asks LOCAL_PATCH at the run's
-        start: a run recorded before keeps regular ones)."""
-        self.local_allowed: Callable[[], bool] = lambda: True
-        """Whether a local call may be made now (`TeamWorkflow.local_calls_allowed`)."""
+        self.local_calls: Callable[[], bool] = lambda: False
+        """Whether a model call may be a local activity now (`TeamWorkflow.local_calls_allowed`:
+        never in a run recorded before local calls, nor while a `send_message` update waits)."""
         self.max_tokens: int | None = None
         """The turn's cap on each model call's reply (a chat client's `max_tokens`)."""
         self.placed_calls: bool | None = None
@@ -214,10 +212,9 @@ class AgentLoop:
         return message, structured, flagged(response.finish_reason)
 
     async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
-        """Run `call_model`: a local activity (this worker, the view read in process), unless
-        the policy asks for a regular one, the run began before local calls (`local_calls`),
-        or a regular one is wanted now (`local_allowed`)."""
-        if policy.local and self.local_calls and self.local_allowed():
+        """Run `call_model`: a local activity (this worker, the view read in process) when the
+        policy asks for one and the run allows it now (`local_calls`), else a regular one."""
+        if policy.local and self.local_calls():
             return await workflow.execute_local_activity(
                 "call_model", request, result_type=ModelResponse, summary=summary,
                 **local_activity_options(policy))

@@ -193,12 +193,13 @@ class TeamWorkflow(Intake):
         return 0
 
     def local_calls_allowed(self) -> bool:
-        """Whether a model call may be a local activity now: not while a `send_message` update
-        waits for its reply (in runs of START_MARKER's generation). An update left waiting while
-        local activities resolve stalled the conversation (temporalio 1.35, dev server 1.32: its
-        workflow tasks were lost until one timed out, each time), so such a turn's calls are
-        regular activities; `submit_turn`, which our clients use, waits for nothing."""
-        return not (self.regular_while_waited and any(self.waiters.values()))
+        """Whether a model call may be a local activity now: never in a run recorded before
+        local calls (LOCAL_PATCH), nor while a `send_message` update waits for its reply (in
+        runs of START_MARKER's generation). An update left waiting while local activities
+        resolve stalled the conversation (temporalio 1.35, dev server 1.32: its workflow tasks
+        were lost until one timed out, each time), so such a turn's calls are regular
+        activities; `submit_turn`, which our clients use, waits for nothing."""
+        return self.local_model_calls and not (self.regular_while_waited and any(self.waiters.values()))
 
     async def _wait_for_turn(self, idle_seconds: float | None) -> None:
         """Until a turn is queued or the conversation closes; `idle_seconds` without a turn
@@ -237,8 +238,7 @@ class TeamWorkflow(Intake):
         self.placement = self.placement or ModelPlacement()
         self.views = self.views or ViewBuilder()
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views)
-        loop.local_calls = self.local_model_calls
-        loop.local_allowed = self.local_calls_allowed
+        loop.local_calls = self.local_calls_allowed
         loop.max_tokens = turn.max_tokens
         loop.placed_calls = self.placed_calls
         loop.nested_budgets = self.nested_budgets
