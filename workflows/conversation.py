@@ -350,7 +350,8 @@ class TeamWorkflow(Intake):
             children=list(self.loop.children.values()) if self.loop else [],
             refused_signals=list(self.state.refused_signals),
             refused_signal_count=self.state.refused_signal_count,
-            usage=self.state.usage,
+            usage=self.state.usage, last_input_id=self.state.last_input_id,
+            previous_input_id=self.state.previous_input_id,
         )
 
     @workflow.query

@@ -51,7 +51,20 @@ class Intake:
         self.state.queue.append((self.state.turns_started, turn))
         if turn.turn_id:
             self.state.turn_ids[turn.turn_id] = self.state.turns_started
+        self._took(turn.turn_id)
         return self.state.turns_started
+
+    def _took(self, input_id: str | None) -> None:
+        """Note the latest input's id (for `status`: a client tells where the conversation is)."""
+        self.state.previous_input_id, self.state.last_input_id = self.state.last_input_id, input_id
+
+    def _turn_conflict(self, turn: UserTurn) -> str | None:
+        """Why a turn sent `after_turns=N` comes too late (another turn got in first), or None."""
+        known = turn.turn_id is not None and turn.turn_id in self.state.turn_ids
+        if known or turn.after_turns is None or turn.after_turns == self.state.turns_started:
+            return None
+        return (f"the conversation has started {self.state.turns_started} turns, not "
+                f"{turn.after_turns}: another turn came first")
 
     def _turn_problem(self, turn: UserTurn) -> str | None:
         if turn.turn_id and turn.turn_id in self.state.turn_ids:
@@ -93,6 +106,9 @@ class Intake:
         if problem:
             kind = "ConversationClosed" if self.closing else "TurnRejected"
             raise ApplicationError(problem, type=kind)
+        conflict = self._turn_conflict(decoded)
+        if conflict:
+            raise ApplicationError(conflict, type="TurnConflict")
 
     @workflow.update
     def submit_turn(self, turn: UserTurn | None = None, *extra: object) -> int:
@@ -127,7 +143,7 @@ class Intake:
             decoded = inputs.decode(UserTurn, [turn, *extra], "post_message")
         except inputs.InvalidInput as err:
             return self._refuse("post_message", str(err))
-        problem = self._turn_problem(decoded)
+        problem = self._turn_problem(decoded) or self._turn_conflict(decoded)
         if problem:
             return self._refuse("post_message", problem)
         self._enqueue(decoded)
@@ -157,12 +173,15 @@ class Intake:
         problem = self.desk.receive(decoded)
         if problem:
             self._refuse("human_reply", problem)
+        else:
+            self._took(decoded.input_id)
 
     @workflow.update
     def answer(self, reply: HumanReply | None = None, *extra: object) -> AnswerAck:
         """Answer a pending question and learn at once whether it was accepted."""
         decoded = inputs.decode(HumanReply, [reply, *extra], "answer")
-        self.desk.receive(decoded)
+        if self.desk.receive(decoded) is None:
+            self._took(decoded.input_id)
         return AnswerAck(question_id=decoded.question_id)
 
     @answer.validator

@@ -35,9 +35,14 @@ WIRE_CONFIG = ConfigDict(extra="forbid", serialize_by_alias=True)
 
 
 def optional_cap() -> Any:
-    """An optional positive limit, left out of the wire when unset (so inputs without it read
-    exactly as before, by older workers too)."""
-    return Field(default=None, gt=0, exclude_if=lambda value: value is None)
+    """An optional positive limit, left out of the wire when unset."""
+    return left_out_when_unset(gt=0)
+
+
+def left_out_when_unset(**constraints: Any) -> Any:
+    """An optional field left out of the wire when None, so inputs without it read exactly as
+    before, by older workers too (who refuse fields they do not know)."""
+    return Field(default=None, exclude_if=lambda value: value is None, **constraints)
 
 
 def agent_run_field(*, wire_name: str, **default: int) -> Any:

@@ -8,7 +8,16 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .handoff import HandoffView
-from .messages import Message, Reply, RoutingDecision, TeamSpec, Wire, agent_run_field, optional_cap
+from .messages import (
+    Message,
+    Reply,
+    RoutingDecision,
+    TeamSpec,
+    Wire,
+    agent_run_field,
+    left_out_when_unset,
+    optional_cap,
+)
 from .transcript import Transcript
 from .usage import Tally, UsageLedger
 
@@ -37,6 +46,10 @@ class UserTurn(Wire):
     """A client-chosen id that makes sending idempotent: a turn re-sent with the same id (after
     a continue-as-new cut its update off, say) waits for the same reply instead of running
     twice. `durable_teams.client.send.send_turn` sets one."""
+    after_turns: int | None = left_out_when_unset(ge=0)
+    """Accept the turn only while the conversation has started exactly this many turns (a
+    client that chose this conversation by what it last saw, like the gateway for chat
+    clients, learns that another request got in first instead of adding to it)."""
 
 
 class TurnReply(Reply):
@@ -79,6 +92,8 @@ class HumanReply(Wire):
     question_id: str
     text: str = ""
     approved: bool | None = None
+    input_id: str | None = left_out_when_unset(max_length=256)
+    """The client's id of the request this answer came from (`ConversationStatus.last_input_id`)."""
 
 
 class AnswerAck(Reply):
@@ -128,6 +143,10 @@ class ConversationState(Wire):
     total_model_calls: int = 0
     turn_ids: dict[str, int] = Field(default_factory=dict)
     """Client turn ids -> turn numbers, for idempotent sends."""
+    last_input_id: str | None = left_out_when_unset()
+    """The id of the latest input taken (a new turn's `turn_id`, an answer's `input_id`)."""
+    previous_input_id: str | None = left_out_when_unset()
+    """The one before it."""
     in_progress: TurnProgress | None = None
     answered_calls: dict[str, Message] = Field(default_factory=dict)
     """Answers to the tool calls of the batch being answered now, kept as they arrive so a turn
@@ -219,6 +238,11 @@ class ConversationStatus(Reply):
     refused_signal_count: int = 0
     usage: UsageLedger | None = None
     """Tokens used so far (workflows/usage.py)."""
+    last_input_id: str | None = None
+    """The id of the latest input the conversation took: a new turn's `turn_id` or an answer's
+    `input_id` (None when it had none). A client that resends what it saw (the gateway's chat
+    clients) tells from it whether the conversation is where it left it."""
+    previous_input_id: str | None = None
 
 
 class LogPage(Reply):

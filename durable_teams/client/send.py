@@ -34,6 +34,7 @@ from durable_teams.workflows.state import HumanReply, Question, TurnReply, UserT
 
 CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
 CLOSED = "ConversationClosed"
+CONFLICT = "TurnConflict"
 BUSY = "ConversationBusy"
 UNPROCESSED = "UnprocessedUpdate"
 TRANSIENT = {RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.UNAVAILABLE,
@@ -57,6 +58,11 @@ class ConversationBusy(Exception):
 
 class ReplyRejected(Exception):
     """An answer or approval was not accepted: no such question, already answered, or empty."""
+
+
+class TurnConflict(Exception):
+    """A turn sent with `after_turns` came too late: the conversation had taken another turn
+    since the sender looked (the turn was not added)."""
 
 
 async def send_turn(
@@ -146,6 +152,7 @@ async def submit_turn(
     busy_timeout: float = 600.0,
     max_tokens: int | None = None,
     patience: Patience | None = None,
+    after_turns: int | None = None,
 ) -> AcceptedTurn:
     """Send `text` as a user turn and return as soon as the conversation has accepted it, with
     its number (an HTTP gateway answers its client only then, so an acknowledged turn is never
@@ -155,8 +162,10 @@ async def submit_turn(
     `busy_timeout` seconds of refusals (a full queue, an unavailable server; or when `patience`,
     a budget the caller already spent on checks before the turn, runs out), and
     `WorkflowUpdateFailedError` when the workflow refuses the turn (`err.cause.message`).
-    `max_tokens` caps each model call of the turn."""
-    turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens)
+    `max_tokens` caps each model call of the turn. With `after_turns=N` the turn is taken only
+    while the conversation has started exactly N turns (else `TurnConflict`)."""
+    turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens,
+                    after_turns=after_turns)
     handle = client.get_workflow_handle(workflow_id)
     patience = patience or Patience(workflow_id, busy_timeout)
     while True:
@@ -167,6 +176,8 @@ async def submit_turn(
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type == CLOSED:
                 raise ConversationEnded(f"conversation {workflow_id} is closed: {cause.message}") from err
+            if isinstance(cause, ApplicationError) and cause.type == CONFLICT:
+                raise TurnConflict(cause.message) from err
             reason = transient_reason(err) or (
                 cause.message if isinstance(cause, ApplicationError) and cause.type == BUSY else None)
             if reason is None:

@@ -8,10 +8,13 @@ gateway (several gateways agree):
 - A thread started here for such a client is named after its first user message, its team and
   the caller's token (`<team>-chat-<digest>-<random>`), so its candidates are found by a prefix search of
   workflow ids (built in, no search attribute to register), never another token's threads.
-- A candidate is the conversation when the request's last assistant message ends with what the
-  thread answered last (its reply, or the question it waits on) and the thread has taken no more
-  turns than the request has user messages. Two candidates that both fit said the same thing to
-  the same words: either continues the conversation as the client sees it.
+- A candidate is the conversation when the request's last assistant message is what the
+  thread answered last (its reply, or the question it waits on) and the thread's latest input
+  was this chat's previous request (`request_keys`: digests of what each request resent). Two
+  candidates that both fit said the same words: either continues the conversation as the client
+  sees it, and when two such chats send at once the thread takes one (the turn's `after_turns`,
+  an answer's open question) and the other tries the next (durable_teams/gateway/openai_compat.py).
+- The same request sent again (its own input id is the thread's latest) is the same input.
 - No thread fits (a conversation pasted into a new chat, a thread that has ended): a new thread
   opens with the earlier messages as its history, so the team sees the conversation so far.
 """
@@ -31,6 +34,7 @@ from temporalio.service import RPCError
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.threads import Gateway, question_text
 from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import ConversationStatus
 
 log = logging.getLogger("durable_teams.gateway")
 
@@ -134,46 +138,107 @@ def flat(text: str) -> str:
 
 
 def continues(said: str, head: str) -> bool:
-    """Whether the assistant message a client resends is the thread's latest answer (a stream
-    may have carried earlier text of the turn before it)."""
-    return bool(flat(head)) and flat(said).endswith(flat(head))
+    """Whether the assistant message a client resends is the thread's latest answer: the same
+    words, or ending with them after a whole word (a stream may have carried earlier text of
+    the turn before it; "14" does not end with the answer "4")."""
+    said, head = flat(said), flat(head)
+    return bool(head) and (said == head or said.endswith(" " + head))
 
 
-async def find_thread(gw: Gateway, scope: str, team: str, history: ChatHistory,
-                      wait_seconds: float = 1.0) -> str | None:
-    """The running thread this history continues, or None. Waits up to `wait_seconds` for the
-    visibility store to list a thread started moments ago (it lags the start a little)."""
+KEY_PREFIX = "chat2-"
+"""Input ids the gateway gives chat requests (`ConversationStatus.last_input_id`)."""
+
+
+@dataclass(frozen=True)
+class RequestKeys:
+    """Ids of a history-resending request and of the one before it in the same chat: digests
+    of the user's and assistant's messages as resent (system prompts, which front ends rewrite,
+    left out). A thread whose latest input is `previous` is where this chat left off; one whose
+    latest input is `this` already took this very request (a retry)."""
+
+    this: str
+    previous: str | None
+
+
+def request_keys(scope: str, team: str, history: ChatHistory) -> RequestKeys:
+    running = hashlib.sha256(f"{scope}\0{team}".encode())
+    previous: str | None = None
+    spoken = [m for m in history.earlier if m.role in ("user", "assistant")]
+    for n, message in enumerate(spoken):
+        running.update(f"\0{message.role}\0{flat(message.content or '')}".encode())
+        if message.role == "user" and n == len(spoken) - 2 and spoken[-1].role == "assistant":
+            previous = KEY_PREFIX + running.hexdigest()[:32]
+    running.update(f"\0user\0{flat(history.text)}".encode())
+    return RequestKeys(KEY_PREFIX + running.hexdigest()[:32], previous)
+
+
+@dataclass(frozen=True)
+class Match:
+    """A running thread a request continues, as it stood when checked (`again`: it already
+    took this request)."""
+
+    thread: str
+    status: ConversationStatus
+    again: bool = False
+
+
+async def find_thread(gw: Gateway, scope: str, team: str, history: ChatHistory, *,
+                      user: str | None = None, retry: bool = False,
+                      wait_seconds: float = 1.0) -> Match | None:
+    """The running thread this history continues, or None. A first message continues none,
+    unless the request says it is a retry (`retry`): then the thread that took it, if any.
+    With `user`, only that end user's threads. Waits up to `wait_seconds` for the visibility
+    store to list a thread started moments ago (it lags the start a little)."""
     said = next((m for m in reversed(history.earlier) if m.role == "assistant"), None)
-    if said is None or history.earlier[-1] is not said:
+    if (said is None or history.earlier[-1] is not said) and not retry:
         return None  # no answer of ours to continue from
     prefix = family(scope, team, history.first_user_text)
     if '"' in prefix or "\\" in prefix:
         return None  # a team name no query can quote (team names are identifiers)
     query = f'WorkflowId STARTS_WITH "{prefix}" AND ExecutionStatus = "Running"'
+    keys = request_keys(scope, team, history)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
     while True:
         try:
-            listed = [wf.id async for wf in gw.client.list_workflows(query, limit=CANDIDATES)]
+            listed = [wf async for wf in gw.client.list_workflows(query, limit=CANDIDATES)]
         except RPCError as err:  # a visibility store without prefix search: every chat starts anew
             log.warning("cannot look up chat threads (%s): each such request opens a new thread "
                         "with the history it sends", err.message)
             return None
-        for thread in listed:
-            if await _fits(gw, thread, said.content or "", history.user_messages):
-                return thread
+        for wf in listed:
+            if user is not None and (await wf.memo()).get("user") != user:
+                continue  # another end user's chat
+            match = await _fits(gw, wf.id, said, keys, history.user_messages)
+            if match is not None:
+                return match
         if listed or loop.time() >= deadline:
             return None
         await asyncio.sleep(0.2)
 
 
-async def _fits(gw: Gateway, thread: str, said: str, user_messages: int) -> bool:
+async def _fits(gw: Gateway, thread: str, said: Message | None, keys: RequestKeys,
+                user_messages: int) -> Match | None:
     try:
         status = await gw.status(thread)
     except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
-        return False  # ended since it was listed, or not answering: not this conversation
-    if status.closed or status.turns >= user_messages:
-        return False
+        return None  # ended since it was listed, or not answering: not this conversation
+    if status.closed:
+        return None
+    if status.last_input_id == keys.this:
+        return Match(thread, status, again=True)
+    if said is None:
+        return None
+    latest = status.last_input_id
+    if latest is not None and latest.startswith(KEY_PREFIX):
+        if latest != keys.previous:
+            return None  # it took other messages than this chat's last request
+    elif status.turns >= user_messages:
+        return None  # a thread of an earlier release: judged by its answer and turn count
     if status.pending:
-        return continues(said, question_text(status.pending[0]))
-    return status.last_reply is not None and continues(said, status.last_reply.text)
+        head = question_text(status.pending[0])
+    elif status.last_reply is not None:
+        head = status.last_reply.text
+    else:
+        return None
+    return Match(thread, status) if continues(said.content or "", head) else None

@@ -6,8 +6,8 @@ message is sent: the thread remembers the rest. A question the team asks comes b
 assistant's message, and the next request's last user message answers it.
 
 The message is accepted by the thread before any answer goes out (the first stream chunk
-included), under a turn id derived from the thread and the request, so a client that retries
-the same request gets the same turn, never a second one.
+included), under an input id derived from the request (`named_input`, `chat_history.request_keys`),
+so a client that retries the same request gets the same turn, never a second one.
 """
 
 from __future__ import annotations
@@ -16,22 +16,24 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from durable_teams.client.send import ConversationEnded
+from durable_teams.client.send import TurnConflict
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
-from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
+from durable_teams.gateway.openai_stream import chunk_stream, usage_of
+from durable_teams.gateway.sse import openai_error, sse_response
 from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
 from durable_teams.live.hub import Delta
-from durable_teams.workflows.usage import Tally
+from durable_teams.workflows.state import ConversationStatus
 
 UNSUPPORTED = {
     "tools": "a team's agents use their own tools; tools from the client are not supported",
@@ -69,26 +71,104 @@ def check_fields(body: dict[str, Any]) -> None:
         checks.encodable(user, "user")
 
 
-async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, Any]) -> str:
-    """The thread `X-Thread-Id` names, started when there is none yet."""
+MATCH_ATTEMPTS = 3
+"""Threads a history-resending request tries when other requests keep getting in first."""
+RETRY_COUNT = "x-stainless-retry-count"
+"""The header the openai SDKs (Python, JS) send: how many times the request was retried."""
+
+
+@dataclass
+class Exchange:
+    """A request's input accepted by `thread`: what waits for its outcome and, when streaming,
+    the live deltas subscribed to before the input went in (its first deltas are not missed)."""
+
+    thread: str
+    outcome: Callable[[], Awaitable[Outcome]]
+    subscription: AbstractAsyncContextManager[asyncio.Queue[Delta]] | None = None
+    deltas: asyncio.Queue[Delta] | None = None
+
+
+async def exchange_on(gw: Gateway, thread: str, stream: bool,
+                      begin: Callable[[], Awaitable[Callable[[], Awaitable[Outcome]]]]) -> Exchange:
+    if not stream:
+        return Exchange(thread, await begin())
+    subscription = gw.hub.subscribe(thread)
+    deltas = await subscription.__aenter__()
+    try:
+        return Exchange(thread, await begin(), subscription, deltas)
+    except BaseException:
+        await subscription.__aexit__(None, None, None)
+        raise
+
+
+def says_retry(request: Request) -> bool:
+    """Whether the request says it is one sent again: an `Idempotency-Key`, or the openai
+    SDKs' retry count above 0."""
+    count = request.headers.get(RETRY_COUNT, "").strip()
+    return bool(request.headers.get("idempotency-key")) or (count.isdigit() and int(count) > 0)
+
+
+def input_id(*parts: str) -> str:
+    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    return f"named-{digest[:32]}"
+
+
+def named_input(thread: str, status: ConversationStatus, text: str, request: Request) -> tuple[str, bool]:
+    """The input id of a request on a named thread, and whether the thread took it already.
+    A client that sends only its newest message can repeat it ("another one"): the same text is
+    a new input, unless the request is a retry (`says_retry`) or the same text the thread
+    took last is still being answered. `Idempotency-Key` decides alone when sent."""
+    key = request.headers.get("idempotency-key")
+    if key:
+        named = input_id(thread, "idempotency", key)
+        return named, status.last_input_id == named
+    again = input_id(thread, status.previous_input_id or "", text)
+    busy = not status.pending and (status.last_reply is None or status.last_reply.turn < status.turns)
+    if status.last_input_id == again and (busy or says_retry(request)):
+        return again, True
+    return input_id(thread, status.last_input_id or "", text), False
+
+
+async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, Any], text: str,
+                          request: Request) -> Exchange:
+    """The exchange on the thread `X-Thread-Id` names, started when there is none yet."""
     thread = checks.thread_id(header, "X-Thread-Id")
     try:
         exists = await gw.running(thread, team)
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
-    return thread if exists else await gw.start_thread(team, thread, user=body.get("user"))
+    if not exists:
+        await gw.start_thread(team, thread, user=body.get("user"))
+    key, again = named_input(thread, await gw.status(thread), text, request)
+    return await exchange_on(gw, thread, bool(body.get("stream")), partial(
+        gw.begin_exchange, thread, text, key, max_tokens(body), again=again))
 
 
 async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: dict[str, Any],
-                      scope: str) -> str:
-    """The thread a history-resending client continues (durable_teams/gateway/chat_history.py),
-    or a new one that opens with the earlier messages, closed when its chat goes quiet."""
-    if history.earlier:
-        found = await chats.find_thread(gw, scope, team, history, gw.chat_lookup_seconds)
-        if found is not None:
-            return found
-    return await gw.start_thread(team, chats.new_thread_id(scope, team, history), user=body.get("user"),
-                                 history=history.earlier, idle_close_seconds=gw.chat_idle_seconds)
+                      request: Request) -> Exchange:
+    """The exchange on the thread a history-resending client continues
+    (durable_teams/gateway/chat_history.py), or on a new one that opens with the earlier
+    messages, closed when its chat goes quiet. When another request with the same history got
+    in first (two chats that said the same words, sent at once), the next thread that fits, or
+    a new one."""
+    scope, user, stream = caller_scope(request), body.get("user"), bool(body.get("stream"))
+    keys = chats.request_keys(scope, team, history)
+    retry = says_retry(request)
+    for _ in range(MATCH_ATTEMPTS if history.earlier or retry else 0):
+        match = await chats.find_thread(gw, scope, team, history, user=user, retry=retry,
+                                        wait_seconds=gw.chat_lookup_seconds)
+        if match is None:
+            break
+        try:
+            return await exchange_on(gw, match.thread, stream, partial(
+                gw.begin_exchange, match.thread, history.text, keys.this, max_tokens(body),
+                seen=match.status, again=match.again))
+        except TurnConflict:
+            continue
+    thread = await gw.start_thread(team, chats.new_thread_id(scope, team, history), user=user,
+                                   history=history.earlier, idle_close_seconds=gw.chat_idle_seconds)
+    return await exchange_on(gw, thread, stream, partial(
+        gw.begin_exchange, thread, history.text, keys.this, max_tokens(body)))
 
 
 def caller_scope(request: Request) -> str:
@@ -109,13 +189,6 @@ def max_tokens(body: dict[str, Any]) -> int | None:
     return None
 
 
-def turn_key(thread: str, messages: list[Any], text: str) -> str:
-    """The turn id of this request: the same request sent again (a client's retry) is the
-    same turn; the next message of the conversation is another."""
-    digest = hashlib.sha256(f"{thread}\0{len(messages)}\0{text}".encode()).hexdigest()
-    return f"chat-{digest[:32]}"
-
-
 async def chat_completions(request: Request) -> Response:
     body = checks.parse_body(await request.body())
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -127,23 +200,14 @@ async def chat_completions(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     gw.check_team(team)
     header = request.headers.get("x-thread-id")
-    thread = await (on_named_thread(gw, team, header, body) if header
-                    else chat_thread(gw, team, history, body, caller_scope(request)))
-    headers = {"X-Thread-Id": thread}
-    if body.get("stream"):
-        # Subscribed before the turn goes in (its first deltas must not be missed), and the
-        # turn accepted (or the question answered) before any byte of the answer goes out.
-        subscription = gw.hub.subscribe(thread)
-        deltas = await subscription.__aenter__()
-        try:
-            outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text), max_tokens(body))
-        except BaseException:
-            await subscription.__aexit__(None, None, None)
-            raise
+    exchange = await (on_named_thread(gw, team, header, body, text, request) if header
+                      else chat_thread(gw, team, history, body, request))
+    headers = {"X-Thread-Id": exchange.thread}
+    if exchange.subscription is not None and exchange.deltas is not None:
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return sse_response(_stream(team, outcome, usage, subscription, deltas), headers, openai_error)
-    outcome = await gw.begin_exchange(thread, text, turn_key(thread, body["messages"], text), max_tokens(body))
-    done = await outcome()
+        return sse_response(chunk_stream(team, exchange.outcome, usage, exchange.subscription, exchange.deltas),
+                            headers, openai_error)
+    done = await exchange.outcome()
     if done.kind == "failed":
         return turn_failed(done.text, headers)
     return JSONResponse(completion(team, done), headers=headers)
@@ -164,100 +228,3 @@ def completion(team: str, done: Outcome) -> dict[str, Any]:
                      "finish_reason": done.finish_reason}],
         "usage": usage_of(done.usage),
     }
-
-
-def usage_of(tally: Tally | None) -> dict[str, int]:
-    """OpenAI's usage: the tokens of every model call of the turn (nested teams included);
-    zeros for a question (its turn goes on, counted when it ends)."""
-    tally = tally or Tally()
-    return {"prompt_tokens": tally.input_tokens, "completion_tokens": tally.output_tokens,
-            "total_tokens": tally.total_tokens}
-
-
-async def _stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usage: bool,
-                  subscription: AbstractAsyncContextManager[Any], deltas: asyncio.Queue[Delta]
-                  ) -> AsyncIterator[str]:
-    """OpenAI's chunk stream: the team's text as its model calls write it (live deltas,
-    durable_teams/live/hub.py), then what is left of the reply (all of it without live deltas)."""
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": team}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        return sse_frame(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    yield chunk({"role": "assistant", "content": ""})
-    content = ContentStream()
-    exchange = asyncio.ensure_future(outcome())
-    exchange.add_done_callback(lambda t: t.cancelled() or t.exception())
-    try:
-        async for delta in until_done(exchange, deltas):
-            piece = content.take(delta)
-            if piece:
-                yield chunk(piece)
-        kind, answer, tally, finish = exchange.result()
-    except ConversationEnded as ended:  # the status is sent already: OpenAI's in-stream error
-        yield sse_frame(None, {"error": {"message": str(ended), "type": "conversation_ended"}})
-        return
-    finally:
-        exchange.cancel()  # the client left: stop waiting (the turn goes on in the workflow)
-        await subscription.__aexit__(None, None, None)  # entered by the caller, before the turn
-    if kind == "failed":
-        yield sse_frame(None, {"error": {"message": answer, "type": "turn_failed", "code": "turn_failed"}})
-        return
-    rest = content.finish(answer)
-    if rest:
-        yield chunk({"content": rest})
-    yield chunk({}, finish)
-    if usage:
-        yield sse_frame(None, {**base, "choices": [], "usage": usage_of(tally)})
-    yield sse_frame(None, "[DONE]")
-
-
-async def until_done(exchange: asyncio.Future[Any], deltas: asyncio.Queue[Delta]) -> AsyncIterator[Delta]:
-    """The deltas that arrive until `exchange` is done."""
-    while not exchange.done():
-        getting = asyncio.ensure_future(deltas.get())
-        await asyncio.wait([exchange, getting], return_when=asyncio.FIRST_COMPLETED)
-        if getting.done():
-            yield getting.result()
-        else:
-            getting.cancel()
-    while not deltas.empty():
-        yield deltas.get_nowait()
-
-
-@dataclass
-class ContentStream:
-    """Live deltas as chunk deltas. Text of the shared conversation is `content`; a
-    supervisor's worker's own text is `reasoning_content` (shown as the model's thinking by
-    chat UIs that read it, ignored by others). A new call's text starts a new paragraph. Sent
-    text cannot be taken back, so `finish` makes the content end with the reply whatever
-    happened (a call retried, text written beside a tool call)."""
-
-    sent: bool = False
-    call: str | None = None
-    current: str = ""
-    """Content of the latest call since its last reset."""
-    broken: bool = False
-    thinking: str | None = None
-
-    def take(self, delta: Delta) -> dict[str, str]:
-        if not delta.shared:
-            lead = "\n\n" if self.thinking not in (None, delta.call) else ""
-            self.thinking = delta.call
-            return {"reasoning_content": lead + delta.text} if delta.text else {}
-        if delta.reset:
-            self.current, self.broken = "", self.broken or (delta.call == self.call and self.sent)
-            return {}
-        lead = ""
-        if delta.call != self.call or self.broken:
-            lead = "\n\n" if self.sent else ""
-            self.call, self.current, self.broken = delta.call, "", False
-        self.current += delta.text
-        self.sent = self.sent or bool(delta.text)
-        return {"content": lead + delta.text} if lead + delta.text else {}
-
-    def finish(self, answer: str) -> str:
-        """What to send after the deltas so the content ends with `answer`."""
-        if self.current and answer.startswith(self.current):
-            return answer[len(self.current):]
-        return ("\n\n" if self.sent else "") + answer

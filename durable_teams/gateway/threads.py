@@ -8,6 +8,7 @@ flight lives in the workflow, and the events are read from the workflow's log.
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
@@ -23,6 +24,8 @@ from durable_teams.client.send import (
     AcceptedTurn,
     ConversationEnded,
     Patience,
+    ReplyRejected,
+    TurnConflict,
     send_reply,
     submit_turn,
     transient_reason,
@@ -40,6 +43,9 @@ from durable_teams.workflows.state import (
     TurnReply,
 )
 from durable_teams.workflows.usage import Tally
+
+ANSWERED_ELSEWHERE = re.compile(r"already answered|no pending question")
+"""How the workflow refuses an answer to a question no longer open (workflows/human.py)."""
 
 
 class Outcome(NamedTuple):
@@ -225,31 +231,45 @@ class Gateway:
         return await send_reply(self.client, thread, question_id, **reply)
 
     async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
-                             max_tokens: int | None = None) -> Callable[[], Awaitable[Outcome]]:
+                             max_tokens: int | None = None, *, seen: ConversationStatus | None = None,
+                             again: bool = False) -> Callable[[], Awaitable[Outcome]]:
         """One OpenAI-style exchange, started: `text` answers the thread's open question, or
         is sent as a turn (accepted by the workflow before this returns, so the caller may
-        acknowledge it). Returns what waits for the outcome: (kind, text), kind "reply",
-        "question" or "failed" (the turn failed: the text says why)."""
-        status = await self.status(thread)
-        seen = {q.question_id for q in status.pending}
+        acknowledge it), under the input id `turn_id`. Returns what waits for the outcome:
+        (kind, text), kind "reply", "question" or "failed" (the turn failed: the text says why).
+
+        `seen`: the thread as the caller found it; the text then goes in only if the thread is
+        still there (its question open, no other turn since), else `TurnConflict`. `again`: the
+        thread took this very input already (a retry): nothing is sent, its outcome is awaited."""
+        status = seen or await self.status(thread)
+        if again:
+            return lambda: self._outcome(thread, set(), target_turn=status.turns, turn=None)
+        ids = "last_input_id" in status.model_fields_set  # a worker that records input ids
+        seen_ids = {q.question_id for q in status.pending}
         if status.pending:
             q = status.pending[0]
+            answer: dict[str, Any] = {"text": text} | ({"input_id": turn_id} if ids and turn_id else {})
             if q.kind == "approval":
                 approved = approval_of(text)
                 if approved is None:  # unclear: ask again, never take it as a denial
                     return lambda: _now(Outcome("question", f"{ask_again(q.tool or 'the tool')} "
                                          f"{question_text(q)}"))
-                await self.reply(thread, q.question_id, approved=approved, text=text)
-            else:
-                await self.reply(thread, q.question_id, text=text)
-            return lambda: self._outcome(thread, seen, target_turn=status.turns, turn=None)
+                answer["approved"] = approved
+            try:
+                await self.reply(thread, q.question_id, **answer)
+            except ReplyRejected as rejected:
+                if seen is not None and ANSWERED_ELSEWHERE.search(str(rejected)):
+                    raise TurnConflict(f"{thread}: {rejected}") from None
+                raise
+            return lambda: self._outcome(thread, seen_ids, target_turn=status.turns, turn=None)
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
-                                     busy_timeout=self.busy_seconds, max_tokens=max_tokens)
+                                     busy_timeout=self.busy_seconds, max_tokens=max_tokens,
+                                     after_turns=status.turns if seen is not None and ids else None)
 
         async def outcome() -> Outcome:
             turn = background(accepted.reply())
             try:
-                return await self._outcome(thread, seen, target_turn=None, turn=turn)
+                return await self._outcome(thread, seen_ids, target_turn=None, turn=turn)
             finally:
                 turn.cancel()  # a question came back: the turn goes on in the workflow
         return outcome
