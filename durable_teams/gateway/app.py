@@ -78,6 +78,8 @@ async def start_thread(request: Request) -> Response:
     if wanted is not None:
         checks.thread_id(wanted, "thread_id")
     task = checks.text_field(body, "task", required=False, max_bytes=checks.MAX_TURN_BYTES)
+    if task is not None and not task.strip():
+        raise checks.BadRequest("'task' must be a non-empty string (or left out)")
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     keyed = caller_key(request, key) if key else None
     try:

@@ -49,7 +49,7 @@ class Limits:
 
 
 def is_stream(method: str, path: str) -> bool:
-    return (method == "GET" and path.endswith("/events")) or (method == "POST" and path.endswith("/turns"))
+    return (method in ("GET", "HEAD") and path.endswith("/events")) or (method == "POST" and path.endswith("/turns"))
 
 
 class Guard:

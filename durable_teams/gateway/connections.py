@@ -6,7 +6,8 @@ byte at a time holds its connection (and a slot of `--max-connections`) for as l
 likes: every byte resets the idle timer. Here the whole header block of each request must
 arrive within `header_timeout` seconds of the connection opening (or of the previous response
 ending); otherwise the client gets a 408 and the connection is closed. The body has its own
-deadline (the Guard's, see auth.py).
+deadline (the Guard's, see auth.py). A request h11 cannot parse (no `Host`, a bad chunk size,
+a negative `Content-Length`) gets a 400 in JSON, like every other client error.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ import asyncio
 import json
 from typing import Any
 
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from durable_teams.gateway.exposure import SECURITY_HEADERS
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 """Seconds a client has to send a request's headers (slow senders get a 408)."""
@@ -49,6 +53,19 @@ class HeaderDeadlineProtocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         self._disarm_if_headers_arrived()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request h11 cannot parse, in JSON (uvicorn's is plain text)."""
+        body = json.dumps({"error": {"message": f"malformed HTTP request: {msg}",
+                                     "type": "invalid_request_error"}}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                   (b"connection", b"close"), *SECURITY_HEADERS]
+        if self.cycle is not None:  # a body that went wrong: the app's own answer goes nowhere
+            self.cycle.disconnected = True
+        for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                      h11.Data(data=body), h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -24,6 +24,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.send import TurnConflict
 from durable_teams.gateway import chat_history as chats
@@ -49,8 +50,8 @@ def check_fields(body: dict[str, Any]) -> None:
     for name, why in UNSUPPORTED.items():
         if body.get(name) not in (None, False, [], {}):
             raise FieldError(f"'{name}': {why}", name)
-    n = body.get("n", 1)
-    if n not in (None, 1):
+    n = body.get("n")
+    if n is not None and (type(n) is not int or n != 1):
         raise FieldError("'n': a team gives one answer per message (n must be 1)", "n")
     fmt = body.get("response_format")
     if fmt not in (None, {"type": "text"}) and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
@@ -62,6 +63,13 @@ def check_fields(body: dict[str, Any]) -> None:
         raise FieldError("'stop': a team's answer is several model calls, not one completion; stop "
                          "sequences are not supported", "stop")
     max_tokens(body)
+    if body.get("stream") not in (None, True, False):
+        raise FieldError("'stream' must be true or false", "stream")
+    options = body.get("stream_options")
+    if options is not None and (not isinstance(options, dict)
+                                or options.get("include_usage") not in (None, True, False)):
+        raise FieldError("'stream_options' must be an object; its 'include_usage' true or false",
+                         "stream_options")
     if body.get("tool_choice") not in (None, "none", "auto"):
         raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
     user = body.get("user")
@@ -134,11 +142,13 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     """The exchange on the thread `X-Thread-Id` names, started when there is none yet."""
     thread = checks.thread_id(header, "X-Thread-Id")
     try:
-        exists = await gw.running(thread, team)
+        if not await gw.running(thread, team):
+            try:
+                await gw.start_thread(team, thread, user=body.get("user"))
+            except WorkflowAlreadyStartedError:  # another request started it a moment ago
+                await gw.running(thread, team)
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
-    if not exists:
-        await gw.start_thread(team, thread, user=body.get("user"))
     key, again = named_input(thread, await gw.status(thread), text, request)
     return await exchange_on(gw, thread, bool(body.get("stream")), partial(
         gw.begin_exchange, thread, text, key, max_tokens(body), again=again))

@@ -68,11 +68,13 @@ async def until_done(exchange: asyncio.Future[Any], deltas: asyncio.Queue[Delta]
     """The deltas that arrive until `exchange` is done."""
     while not exchange.done():
         getting = asyncio.ensure_future(deltas.get())
-        await asyncio.wait([exchange, getting], return_when=asyncio.FIRST_COMPLETED)
-        if getting.done():
-            yield getting.result()
-        else:
+        try:
+            await asyncio.wait([exchange, getting], return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when the client left (cancelled): no task left pending
+            got = getting.done() and not getting.cancelled()
             getting.cancel()
+        if got:
+            yield getting.result()
     while not deltas.empty():
         yield deltas.get_nowait()
 

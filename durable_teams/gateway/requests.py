@@ -163,6 +163,6 @@ def start_index(value: str | None) -> int:
     """`?start=`: a log index, 0 or more."""
     if value is None or value == "":
         return 0
-    if not value.isdigit() or len(value) > 12:
+    if not (value.isascii() and value.isdigit()) or len(value) > 12:
         raise BadRequest("'start' must be a whole number, 0 or more")
     return int(value)

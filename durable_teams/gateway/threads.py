@@ -15,13 +15,19 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.send import (
     AcceptedTurn,
+    ConversationBusy,
     ConversationEnded,
     Patience,
     ReplyRejected,
@@ -112,7 +118,10 @@ class Gateway:
         inp = ConversationInput(team_name=team, task=task, single_turn=task is not None,
                                 history=history or [], answer_history=False,
                                 idle_close_seconds=idle_close_seconds)
-        await start_conversation(self.client, team, inp, id=thread, task_queue=self.task_queue, memo=memo)
+        # never a second run under an id whose first has ended (Temporal's default allows one):
+        # a retried request with a task would run it again
+        await start_conversation(self.client, team, inp, id=thread, task_queue=self.task_queue, memo=memo,
+                                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
         return thread
 
     async def started_with(self, thread: str, idempotency: str) -> bool:
@@ -211,12 +220,12 @@ class Gateway:
         """Wait for the reply, a delta (returned), or the next poll of the log."""
         waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
         both: list[asyncio.Future[Any]] = [turn, waiting]
-        done, _ = await asyncio.wait(both, timeout=self.poll_seconds,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if waiting in done:
-            return waiting.result()
-        waiting.cancel()
-        return None
+        try:
+            done, _ = await asyncio.wait(both, timeout=self.poll_seconds,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when the client left (cancelled): no task left pending
+            waiting.cancel()
+        return waiting.result() if waiting in done else None
 
     async def pending(self) -> list[dict[str, Any]]:
         """Every question waiting for a person, across threads, with its thread and team."""
@@ -228,7 +237,15 @@ class Gateway:
         return found
 
     async def reply(self, thread: str, question_id: str | None, **reply: Any) -> str:
-        return await send_reply(self.client, thread, question_id, **reply)
+        """Answer a question; `ConversationBusy` (429) when no worker takes the answer within
+        `busy_seconds` (the update waits for one: workers being redeployed, say)."""
+        try:
+            return await asyncio.wait_for(send_reply(self.client, thread, question_id, **reply),
+                                          self.busy_seconds)
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):  # the SDK's word for it
+            raise ConversationBusy(
+                f"no worker took the answer to {thread} within {self.busy_seconds:g} s; it may still "
+                "be applied when one does: check the question before answering again") from None
 
     async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
                              max_tokens: int | None = None, *, seen: ConversationStatus | None = None,
