@@ -28,7 +28,7 @@ BAD_UPDATES = [
      "send_message: text: required field missing; txt: unknown field (did you mean 'text'?); "
      "UserTurn has: text, sender, max_tokens, turn_id"),
     ("bare-string", "send_message", ["hi"], "InvalidInput",
-     "send_message: expected a JSON object, one UserTurn (required: text; optional: sender, max_tokens, turn_id)"),
+     "send_message: expected a JSON object, one UserTurn (required: text; optional: sender, max_tokens, turn_id, after_turns)"),
     ("no-argument", "send_message", [], "InvalidInput", "send_message: no value was sent"),
     ("null", "send_message", [None], "InvalidInput", "send_message: no value was sent"),
     ("two-arguments", "send_message", [{"text": "a"}, {"text": "b"}], "InvalidInput",

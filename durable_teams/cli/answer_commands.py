@@ -89,17 +89,31 @@ async def reply(args: argparse.Namespace, approving: bool, **fields: object) -> 
     answer = HumanReply(question_id=qid, **fields)  # type: ignore[arg-type]
     why = "no worker is running"
     if workers:
-        if await accepted_within(handle, answer, ANSWER_WAIT):
+        wait = answer_wait()
+        if await accepted_within(handle, answer, wait):
             return qid, ""
-        why = f"no worker took it within {ANSWER_WAIT.total_seconds():g} s"
+        why = f"no worker took it within {wait.total_seconds():g} s"
     # A signal is durable: the workflow checks it when a worker runs it (a rejected one shows
     # in `status` as ignored), and an update that was taken meanwhile makes it a no-op.
     await handle.signal(TeamWorkflow.human_reply, answer)
     return qid, why
 
 
-ANSWER_WAIT = timedelta(seconds=float(os.environ.get("DURABLE_TEAMS_ANSWER_WAIT", "10")))
-"""How long `answer` waits for a worker to accept an answer before queueing it as a signal."""
+ANSWER_WAIT_ENV = "DURABLE_TEAMS_ANSWER_WAIT"
+
+
+def answer_wait() -> timedelta:
+    """`$DURABLE_TEAMS_ANSWER_WAIT` (default 10): how long `answer` waits for a worker to
+    accept an answer before queueing it as a signal. Read when used, so a bad value is one
+    line from `answer`, not a traceback from every command."""
+    raw = os.environ.get(ANSWER_WAIT_ENV, "10").strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 86_400:  # also NaN
+        raise CliError(f"{ANSWER_WAIT_ENV} must be seconds above 0 and at most 86400, not {raw!r}")
+    return timedelta(seconds=seconds)
 
 
 async def accepted_within(handle: WorkflowHandle, answer: HumanReply, wait: timedelta) -> bool:
