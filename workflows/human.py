@@ -25,6 +25,15 @@ PENDING_MEMO = "pending_questions"
 """Memo key (and patch id) holding the pending questions as JSON objects."""
 
 
+QUESTION_CLOSED = "question-closed"
+"""The detail an `answer` rejection carries when the question is no longer open (answered,
+or never asked): a client that chose it from what it last saw knows another answer came first."""
+
+
+def question_closed(state: ConversationState, question_id: str) -> bool:
+    return question_id not in state.pending or question_id in state.answers
+
+
 def reply_problem(state: ConversationState, reply: HumanReply) -> str | None:
     """Why `reply` cannot be accepted, or None. Shared by the update's validator and the
     signal, so both judge an answer the same way."""

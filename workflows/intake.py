@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from . import inputs
-    from .human import HumanDesk, reply_problem
+    from .human import QUESTION_CLOSED, HumanDesk, question_closed, reply_problem
     from .state import AnswerAck, ConversationState, HumanReply, TurnReply, UserTurn
 
 MAX_TURN_BYTES = 256 * 1024
@@ -186,9 +186,11 @@ class Intake:
 
     @answer.validator
     def _validate_answer(self, reply: HumanReply | None = None, *extra: object) -> None:
-        problem = reply_problem(self.state, _decoded(HumanReply, [reply, *extra], "answer"))
+        decoded = _decoded(HumanReply, [reply, *extra], "answer")
+        problem = reply_problem(self.state, decoded)
         if problem:
-            raise ApplicationError(problem, type="AnswerRejected")
+            closed = question_closed(self.state, decoded.question_id)
+            raise ApplicationError(problem, *([QUESTION_CLOSED] if closed else []), type="AnswerRejected")
 
 
 def _decoded(model: type[inputs.M], values: list[object], what: str) -> inputs.M:

@@ -30,6 +30,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
+from durable_teams.workflows.human import QUESTION_CLOSED
 from durable_teams.workflows.state import HumanReply, Question, TurnReply, UserTurn
 
 CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
@@ -58,6 +59,10 @@ class ConversationBusy(Exception):
 
 class ReplyRejected(Exception):
     """An answer or approval was not accepted: no such question, already answered, or empty."""
+
+
+class QuestionClosed(ReplyRejected):
+    """The question was answered already, or is not (or no longer) asked."""
 
 
 class TurnConflict(Exception):
@@ -268,5 +273,7 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
         await handle.execute_update("answer", HumanReply(question_id=question_id, **reply))  # type: ignore[arg-type]
     except WorkflowUpdateFailedError as err:
         cause = err.cause
-        raise ReplyRejected(f"Rejected: {getattr(cause, 'message', cause)}") from None
+        closed = isinstance(cause, ApplicationError) and QUESTION_CLOSED in cause.details
+        rejected = QuestionClosed if closed else ReplyRejected
+        raise rejected(f"Rejected: {getattr(cause, 'message', cause)}") from None
     return question_id

@@ -106,14 +106,8 @@ async def send_turn_sse(request: Request) -> Response:
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
     # Subscribed to its live deltas first, so a fast model's first words are not missed.
-    subscription = gw.hub.subscribe(thread)
-    deltas = await subscription.__aenter__()
-    try:
-        index, accepted = await gw.accept_turn(thread, text, sender,
-                                               caller_key(request, key) if key else None, patience)
-    except BaseException:
-        await subscription.__aexit__(None, None, None)
-        raise
+    (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: gw.accept_turn(
+        thread, text, sender, caller_key(request, key) if key else None, patience))
 
     async def frames() -> AsyncIterator[str]:
         try:

@@ -183,7 +183,7 @@ class Match:
 
 
 async def find_thread(gw: Gateway, scope: str, team: str, history: ChatHistory, *,
-                      user: str | None = None, retry: bool = False,
+                      user: str | None = None, retry: bool = False, keys: RequestKeys | None = None,
                       wait_seconds: float = 1.0) -> Match | None:
     """The running thread this history continues, or None. A first message continues none,
     unless the request says it is a retry (`retry`): then the thread that took it, if any.
@@ -196,7 +196,7 @@ async def find_thread(gw: Gateway, scope: str, team: str, history: ChatHistory, 
     if '"' in prefix or "\\" in prefix:
         return None  # a team name no query can quote (team names are identifiers)
     query = f'WorkflowId STARTS_WITH "{prefix}" AND ExecutionStatus = "Running"'
-    keys = request_keys(scope, team, history)
+    keys = keys or request_keys(scope, team, history)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
     while True:

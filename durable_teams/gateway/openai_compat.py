@@ -100,13 +100,8 @@ async def exchange_on(gw: Gateway, thread: str, stream: bool,
                       begin: Callable[[], Awaitable[Callable[[], Awaitable[Outcome]]]]) -> Exchange:
     if not stream:
         return Exchange(thread, await begin())
-    subscription = gw.hub.subscribe(thread)
-    deltas = await subscription.__aenter__()
-    try:
-        return Exchange(thread, await begin(), subscription, deltas)
-    except BaseException:
-        await subscription.__aexit__(None, None, None)
-        raise
+    outcome, subscription, deltas = await gw.subscribed(thread, begin)
+    return Exchange(thread, outcome, subscription, deltas)
 
 
 def says_retry(request: Request) -> bool:
@@ -164,9 +159,9 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     scope, user, stream = caller_scope(request), body.get("user"), bool(body.get("stream"))
     keys = chats.request_keys(scope, team, history)
     retry = says_retry(request)
-    for _ in range(MATCH_ATTEMPTS if history.earlier or retry else 0):
+    for _ in range(MATCH_ATTEMPTS):
         match = await chats.find_thread(gw, scope, team, history, user=user, retry=retry,
-                                        wait_seconds=gw.chat_lookup_seconds)
+                                        keys=keys, wait_seconds=gw.chat_lookup_seconds)
         if match is None:
             break
         try:

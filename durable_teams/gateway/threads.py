@@ -8,12 +8,11 @@ flight lives in the workflow, and the events are read from the workflow's log.
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import nullcontext
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from temporalio.client import (
     Client,
@@ -30,7 +29,7 @@ from durable_teams.client.send import (
     ConversationBusy,
     ConversationEnded,
     Patience,
-    ReplyRejected,
+    QuestionClosed,
     TurnConflict,
     send_reply,
     submit_turn,
@@ -50,8 +49,7 @@ from durable_teams.workflows.state import (
 )
 from durable_teams.workflows.usage import Tally
 
-ANSWERED_ELSEWHERE = re.compile(r"already answered|no pending question")
-"""How the workflow refuses an answer to a question no longer open (workflows/human.py)."""
+T = TypeVar("T")
 
 
 class Outcome(NamedTuple):
@@ -138,6 +136,19 @@ class Gateway:
         accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
                                      patience=patience)
         return index, accepted
+
+    async def subscribed(self, thread: str, send: Callable[[], Awaitable[T]]
+                         ) -> tuple[T, AbstractAsyncContextManager[asyncio.Queue[Delta]], asyncio.Queue[Delta]]:
+        """`send()` with the thread's live deltas subscribed first, so a fast model's first
+        words are not missed. The subscription is the caller's to close (closed here if `send`
+        fails)."""
+        subscription = self.hub.subscribe(thread)
+        deltas = await subscription.__aenter__()
+        try:
+            return await send(), subscription, deltas
+        except BaseException:
+            await subscription.__aexit__(None, None, None)
+            raise
 
     async def patiently(self, call: Callable[[], Awaitable[Any]], patience: Patience) -> Any:
         """`call`, sent again while the server is too busy to answer (a query timed out under
@@ -274,9 +285,9 @@ class Gateway:
                 answer["approved"] = approved
             try:
                 await self.reply(thread, q.question_id, **answer)
-            except ReplyRejected as rejected:
-                if seen is not None and ANSWERED_ELSEWHERE.search(str(rejected)):
-                    raise TurnConflict(f"{thread}: {rejected}") from None
+            except QuestionClosed as closed:
+                if seen is not None:  # another request answered it since the caller looked
+                    raise TurnConflict(f"{thread}: {closed}") from None
                 raise
             return lambda: self._outcome(thread, seen_ids, target_turn=status.turns, turn=None)
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
