@@ -1,17 +1,24 @@
 """The gateway at its edges, as an attacker or a careless client meets it: requests h11 cannot
 parse, odd digits and blank tasks, stream options of the wrong type, several first requests on
 one new thread at once, a task retried after its run ended, an answer while no worker runs, and
-a retried request whose turn asked a question."""
+a retried request whose turn asked a question, a client leaving a stream, and an answer to a
+question no longer open."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
 import httpx
+import pytest
 from temporalio.client import Client
 
+from durable_teams.client.send import QuestionClosed, ReplyRejected, send_reply
+from durable_teams.gateway.openai_stream import until_done
+from durable_teams.gateway.threads import Gateway
+from durable_teams.live.hub import Delta
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, say
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -139,3 +146,43 @@ async def test_a_retried_request_whose_turn_asked_a_question_gets_the_question(c
 
     assert [r.json()["choices"][0]["message"]["content"] for r in (first, retried)] == [ASKED, ASKED]
     assert status.turns == 1 and [q.question_id for q in status.pending] == ["q1"]
+
+
+async def test_a_client_that_leaves_a_stream_leaves_no_task_behind() -> None:
+    """`until_done` and `Gateway._until_news` wait for a delta beside the turn; cancelled (the
+    client left), they cancel that wait too ("Task was destroyed but it is pending!" otherwise)."""
+    deltas: asyncio.Queue[Delta] = asyncio.Queue()
+    never: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    gw = Gateway(client=None, task_queue="q", poll_seconds=60)  # type: ignore[arg-type]
+    before = asyncio.all_tasks()  # the session's own (its server's watchers)
+
+    async def read_stream() -> None:
+        async for _ in until_done(never, deltas):
+            pass
+    for reader in (read_stream, lambda: gw._until_news(never, deltas)):
+        waiting = asyncio.ensure_future(reader())
+        await asyncio.sleep(0)  # let it start waiting
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        await asyncio.sleep(0)
+        assert asyncio.all_tasks() - before == set()
+    never.cancel()
+
+
+async def test_an_answer_to_a_closed_question_is_told_apart(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = f"desk-closed-{task_queue}"
+        await http.post("/v1/chat/completions", headers={"X-Thread-Id": thread},
+                        json={"model": "desk", "messages": [{"role": "user", "content": FIRST}]})
+        with pytest.raises(ReplyRejected) as blank:
+            await send_reply(client, thread, "q1", text=" ")
+        await send_reply(client, thread, "q1", text="Order 1")
+        closed = [await asyncio.gather(send_reply(client, thread, q, text="Order 2"), return_exceptions=True)
+                  for q in ("q1", "q9")]
+        await client.get_workflow_handle(thread).terminate("test over")
+
+    assert type(blank.value) is ReplyRejected and str(blank.value) == "Rejected: the answer text is empty"
+    assert [type(c[0]) for c in closed] == [QuestionClosed, QuestionClosed]
