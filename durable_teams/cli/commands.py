@@ -28,13 +28,16 @@ from durable_teams.cli.console import (
 from durable_teams.cli.costs import usage_lines
 from durable_teams.client.connection import (
     TASK_QUEUE,
+    TemporalRefused,
     TemporalUnreachable,
+    configured_address,
     connect,
     default_address,
 )
 from durable_teams.client.events import follow
 from durable_teams.client.replay_state import ReplayFailed, replayed_transcript
 from durable_teams.client.server_address import port_open
+from durable_teams.client.server_config import ServerConfigError, split_address
 from durable_teams.client.server_state import (
     QUERY_TIMEOUT,
     finished_result,
@@ -71,15 +74,18 @@ def text_arg(value: str, what: str) -> str:
 
 async def open_client() -> Client:
     """A client of the configured server; says at once when none is there (never starts one)."""
-    address = default_address()
-    host, _, port = address.rpartition(":")
-    reachable = port.isdigit() and port_open(host or "127.0.0.1", int(port), timeout=3.0)
-    hint = "" if os.environ.get("TEMPORAL_ADDRESS") else " (start one: durable-teams server-start)"
-    if not reachable:
+    try:
+        configured = configured_address()
+        address = configured or default_address()
+        host, port = split_address(address)
+    except ServerConfigError as err:
+        raise CliError(str(err)) from None
+    hint = "" if configured else " (start one: durable-teams server-start)"
+    if not port_open(host, port, timeout=3.0):
         raise CliError(f"no Temporal server at {address}{hint}")
     try:
         return await connect(address)
-    except TemporalUnreachable as err:
+    except (TemporalUnreachable, TemporalRefused) as err:
         raise CliError(str(err)) from None
 
 

@@ -10,14 +10,18 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client import exit_guard
+from durable_teams.client.server_config import ServerConfig, load_server_config
 from durable_teams.encryption.codec import KeySetting, codec_for, with_codec
 
-TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "durable-teams")
-NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
+TASK_QUEUE = os.environ.get("TEMPORAL_TASK_QUEUE", "").strip() or "durable-teams"
 
 
 class TemporalUnreachable(RuntimeError):
     """No Temporal server could be reached at the address (the SDK's reason, in one line)."""
+
+
+class TemporalRefused(RuntimeError):
+    """The server answered but refused this client (a missing or wrong API key or certificate)."""
 
 
 class NamespaceNotFound(RuntimeError):
@@ -38,11 +42,18 @@ async def require_namespace(client: Client) -> None:
                 f"create --namespace {client.namespace}; or set TEMPORAL_NAMESPACE)") from None
 
 
+def configured_address() -> str | None:
+    """The server named by `$TEMPORAL_ADDRESS` or the Temporal profile (server_config.py); None
+    when nothing names one (the embedded server is meant)."""
+    return load_server_config().address
+
+
 def default_address() -> str:
-    """`$TEMPORAL_ADDRESS`, else the embedded server's (127.0.0.1, `$DURABLE_TEAMS_PORT` or 7233)."""
+    """The configured server's address, else the embedded server's (127.0.0.1,
+    `$DURABLE_TEAMS_PORT` or 7233)."""
     from durable_teams.client.server_address import DEFAULT_HOST, configured_port
 
-    return os.environ.get("TEMPORAL_ADDRESS") or f"{DEFAULT_HOST}:{configured_port()}"
+    return configured_address() or f"{DEFAULT_HOST}:{configured_port()}"
 
 
 async def connect(address: str | None = None, *, encryption: KeySetting = None,
@@ -54,7 +65,10 @@ async def connect(address: str | None = None, *, encryption: KeySetting = None,
     (durable_teams/tracing/interceptors.py, the `otel` extra). A worker built on this client encodes with
     the same codec and traces the same way.
 
-    A server that cannot be reached raises `TemporalUnreachable`, whose message is one line.
+    Namespace, TLS, API key and gRPC headers come from Temporal's environment configuration
+    (durable_teams/client/server_config.py); TLS and the API key apply to the configured server,
+    not to the embedded one. A setting that cannot work raises `ServerConfigError`, a server that
+    cannot be reached `TemporalUnreachable`; both messages are one line.
 
     Also makes the interpreter's exit wait for the SDK's native threads to leave Python, so a
     script ending with a plain `asyncio.run(...)` does not abort at exit (durable_teams/client/exit_guard.py).
@@ -67,16 +81,26 @@ async def connect(address: str | None = None, *, encryption: KeySetting = None,
         from durable_teams.tracing.interceptors import tracing_interceptors
 
         interceptors = tracing_interceptors()
-    address = address or default_address()
+    config = load_server_config()
+    if config.address is None:  # the embedded server: plain, whatever else is set
+        config = ServerConfig(namespace=config.namespace)
+    address = address or config.address or default_address()
     try:
         return await Client.connect(
             address,
-            namespace=NAMESPACE,
             data_converter=with_codec(pydantic_data_converter, codec_for(encryption)),
             interceptors=interceptors,
+            **config.connect_options(),
         )
+    except RPCError as err:  # the server's own answer to the first call
+        if err.status in (RPCStatusCode.UNAUTHENTICATED, RPCStatusCode.PERMISSION_DENIED):
+            raise TemporalRefused(f"the Temporal server at {address} refused this client: {err.message} "
+                                  "(check TEMPORAL_API_KEY or the TLS client certificate)") from None
+        raise TemporalUnreachable(f"Temporal server at {address}: {err.message}") from None
     except RuntimeError as err:  # the SDK's "Failed client connect: ..." (a Rust error's text)
-        raise TemporalUnreachable(f"no Temporal server at {address}: {str(err).splitlines()[0]}") from err
+        how = config.security()
+        hint = "" if how == "plaintext" else f" (this client connects with {how})"
+        raise TemporalUnreachable(f"no Temporal server at {address}: {str(err).splitlines()[0]}{hint}") from err
 
 
 def encrypted(client: Client) -> bool:

@@ -35,7 +35,9 @@ def _port_setting(name: str, default: int) -> int:
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
-    """True if `host:port` accepts a TCP connection right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        return sock.connect_ex((host, port)) == 0
+    """True if `host:port` accepts a TCP connection right now (a name, IPv4 or IPv6)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except (OSError, OverflowError, ValueError):  # refused, unreachable, unknown name, bad port
+        return False

@@ -1,0 +1,148 @@
+"""A cluster set up by someone else: the address, namespace, TLS, mTLS and API key come from
+Temporal's own environment configuration (variables and a profile file), as `temporal` reads
+them; a setting that cannot work is one line naming it, and the API key is never printed."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
+
+from durable_teams.client import connection
+from durable_teams.client.connection import TemporalRefused, TemporalUnreachable, connect
+from durable_teams.client.server_config import ServerConfigError, load_server_config, split_address
+from durable_teams.examples import faang
+from durable_teams.worker.scripted import ScriptedModel
+
+from .cli_process import cli_env, one_line_failure, run_cli
+from .conftest import running_worker
+from .tls_proxy import make_pki, tls_front
+
+TEMPORAL_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS",
+                      "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE")
+
+
+def test_nothing_set_means_the_embedded_server_in_plaintext() -> None:
+    config = load_server_config({"HOME": "/nonexistent"})
+    assert (config.address, config.namespace, config.tls, config.api_key) == (None, "default", False, None)
+    empty = load_server_config({"TEMPORAL_ADDRESS": "", "TEMPORAL_NAMESPACE": " ", "HOME": "/nonexistent"})
+    assert (empty.address, empty.namespace) == (None, "default")
+
+
+def test_an_api_key_turns_tls_on_and_is_never_shown() -> None:
+    config = load_server_config({"TEMPORAL_ADDRESS": "acme.a1b2c.tmprl.cloud:7233",
+                                 "TEMPORAL_NAMESPACE": "acme.a1b2c", "TEMPORAL_API_KEY": "sekrit-key"})
+    assert config.connect_options() == {"namespace": "acme.a1b2c", "tls": True, "api_key": "sekrit-key"}
+    assert config.security() == "TLS + API key"
+    assert "sekrit" not in repr(config)
+    plain = load_server_config({"TEMPORAL_ADDRESS": "h:7233", "TEMPORAL_API_KEY": "k", "TEMPORAL_TLS": "false"})
+    assert plain.connect_options()["tls"] is False
+
+
+def test_client_certificates_make_mtls(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    config = load_server_config({"TEMPORAL_ADDRESS": "127.0.0.1:7233",
+                                 "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pki.ca_cert),
+                                 "TEMPORAL_TLS_CLIENT_CERT_PATH": str(pki.client_cert),
+                                 "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pki.client_key)})
+    assert isinstance(config.tls, TLSConfig)
+    assert config.tls.client_cert == pki.client_cert.read_bytes()
+    assert config.tls.server_root_ca_cert == pki.ca_cert.read_bytes()
+    assert config.security() == "mTLS"
+
+
+def test_a_profile_file_names_the_server_and_variables_win(tmp_path: Path) -> None:
+    file = tmp_path / "temporal.toml"
+    file.write_text('[profile.default]\naddress = "prod.example:7233"\nnamespace = "prod"\n'
+                    '[profile.staging]\naddress = "staging.example:7233"\napi_key = "k"\n')
+    assert load_server_config({"TEMPORAL_CONFIG_FILE": str(file)}).address == "prod.example:7233"
+    staging = load_server_config({"TEMPORAL_CONFIG_FILE": str(file), "TEMPORAL_PROFILE": "staging"})
+    assert (staging.address, staging.namespace, staging.security()) == ("staging.example:7233", "default",
+                                                                       "TLS + API key")
+    mine = load_server_config({"TEMPORAL_CONFIG_FILE": str(file), "TEMPORAL_NAMESPACE": "mine"})
+    assert (mine.address, mine.namespace) == ("prod.example:7233", "mine")
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"TEMPORAL_TLS": "maybe"}, "TEMPORAL_TLS='maybe': use true or false"),
+    ({"TEMPORAL_TLS_CLIENT_CERT_PATH": "/no/such.pem"}, "TEMPORAL_TLS_CLIENT_CERT_PATH='/no/such.pem': no such file"),
+    ({"TEMPORAL_CONFIG_FILE": "/no/such.toml"}, "TEMPORAL_CONFIG_FILE='/no/such.toml': no such file"),
+    ({"TEMPORAL_PROFILE": "nope", "TEMPORAL_CONFIG_FILE": "{file}"}, "Temporal profile: Profile 'nope' not found"),
+    ({"TEMPORAL_CONFIG_FILE": "{broken}"}, "Temporal profile: Configuration loading error: TOML parse error"),
+    ({"TEMPORAL_ADDRESS": "temporal.internal"}, "Temporal address 'temporal.internal' needs a port"),
+    ({"TEMPORAL_ADDRESS": "h:99999"}, "Temporal address 'h:99999': the port must be 1-65535"),
+    ({"TEMPORAL_ADDRESS": "::1:7233"}, "Temporal address '::1:7233' needs a port"),
+    ({"TEMPORAL_ADDRESS": "ftp://h:7233"}, "Temporal address 'ftp://h:7233': give host:port (no ftp://)"),
+])
+def test_a_setting_that_cannot_work_is_one_line_naming_it(tmp_path: Path, env: dict[str, str], message: str) -> None:
+    (tmp_path / "ok.toml").write_text('[profile.default]\naddress = "h:7233"\n')
+    (tmp_path / "broken.toml").write_text("[profile.default\n")
+    env = {k: v.format(file=tmp_path / "ok.toml", broken=tmp_path / "broken.toml") for k, v in env.items()}
+    with pytest.raises(ServerConfigError) as raised:
+        load_server_config(env)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("address", "expected", "tls"), [
+    ("[::1]:7233", ("::1", 7233), False), ("http://10.0.0.5:7233/", ("10.0.0.5", 7233), False),
+    ("https://acme.tmprl.cloud:7233", ("acme.tmprl.cloud", 7233), True),
+])
+def test_addresses_in_the_forms_people_write_them(address: str, expected: tuple[str, int], tls: bool) -> None:
+    config = load_server_config({"TEMPORAL_ADDRESS": address})
+    assert config.address is not None and split_address(config.address) == expected
+    assert config.tls is tls
+
+
+async def test_a_conversation_runs_through_an_mtls_front(client: Client, task_queue: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker (`connect()`, as `durable-teams worker` does) and the CLI both reach the cluster
+    through mTLS with certificates named in the environment; a client without a trusted
+    certificate gets one line and exit 1."""
+    pki = make_pki(tmp_path)
+    tls = {"TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pki.ca_cert),
+           "TEMPORAL_TLS_CLIENT_CERT_PATH": str(pki.client_cert), "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pki.client_key)}
+    async with tls_front(client.service_client.config.target_host, pki) as front:
+        for name in TEMPORAL_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        for name, value in {"TEMPORAL_ADDRESS": front, **tls}.items():
+            monkeypatch.setenv(name, value)
+        secured = await connect()
+        assert secured.service_client.config.target_host == front
+        async with running_worker(secured, task_queue, [faang.build().compile()], ScriptedModel(faang.SCRIPT)):
+            env = cli_env(None, task_queue, TEMPORAL_ADDRESS=front, **tls)
+            ran = await run_cli("run", "faang", faang.QUESTION, "--id", f"mtls-{uuid.uuid4().hex[:6]}", env=env)
+            assert ran.code == 0 and "1,977,586" in ran.out, ran
+            stranger = {**tls, "TEMPORAL_TLS_CLIENT_CERT_PATH": str(pki.stranger_cert),
+                        "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pki.stranger_key)}
+            refused = await run_cli("pending", env=cli_env(None, task_queue, TEMPORAL_ADDRESS=front, **stranger))
+            assert one_line_failure(refused).startswith(f"durable-teams: no Temporal server at {front}: "), refused
+
+
+async def test_the_api_key_reaches_the_server_with_every_call(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in TEMPORAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TEMPORAL_ADDRESS", client.service_client.config.target_host)
+    monkeypatch.setenv("TEMPORAL_API_KEY", "key-1")
+    monkeypatch.setenv("TEMPORAL_TLS", "false")  # the dev server speaks plaintext and ignores the key
+    keyed = await connect()
+    assert keyed.api_key == "key-1"
+    await keyed.workflow_service.get_system_info(GetSystemInfoRequest())
+
+
+async def test_a_refused_client_is_told_to_check_its_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def refuse(*args: object, **kwargs: object) -> Client:
+        raise RPCError("Request unauthorized.", RPCStatusCode.UNAUTHENTICATED, b"")
+
+    monkeypatch.setattr(connection.Client, "connect", refuse)
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "acme.tmprl.cloud:7233")
+    monkeypatch.setenv("TEMPORAL_API_KEY", "wrong-key")
+    with pytest.raises(TemporalRefused) as refused:
+        await connect()
+    assert str(refused.value) == ("the Temporal server at acme.tmprl.cloud:7233 refused this client: "
+                                  "Request unauthorized. (check TEMPORAL_API_KEY or the TLS client certificate)")
+    assert "wrong-key" not in str(refused.value)
+    assert issubclass(TemporalRefused, RuntimeError) and not issubclass(TemporalRefused, TemporalUnreachable)
