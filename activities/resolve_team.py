@@ -7,15 +7,26 @@ if the worker's code changes later.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_teams.workflows.messages import TeamSpec
 
+NoteOnUnknown = Callable[[], Awaitable[str]]
+"""Called in the activity when a team or tool is unknown here: a sentence on the likely cause, or
+"" (the worker's: durable_teams/worker/team_sets.py `mixed_queue_note`)."""
+
+
+async def no_note() -> str:
+    return ""
+
 
 class TeamActivities:
-    def __init__(self, teams: dict[str, TeamSpec]):
+    def __init__(self, teams: dict[str, TeamSpec], note_on_unknown: NoteOnUnknown = no_note):
         self.teams = teams
+        self.note_on_unknown = note_on_unknown
 
     @activity.defn(name="resolve_team")
     async def resolve_team(self, name: str) -> TeamSpec:
@@ -23,8 +34,9 @@ class TeamActivities:
             return self.teams[name]
         except KeyError:
             known = ", ".join(sorted(self.teams)) or "none"
+            note = await self.note_on_unknown()
             raise ApplicationError(
-                f"No team named {name!r} on this worker (known: {known}).",
+                f"No team named {name!r} on this worker (known: {known}).{note}",
                 type="UnknownTeam",
                 non_retryable=True,
             ) from None

@@ -18,6 +18,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_teams.activities.resolve_team import NoteOnUnknown, no_note
 from durable_teams.teams.tool_schema import ToolArgumentsError, validate_arguments
 from durable_teams.teams.tools import IDEMPOTENCY_KEY, RetryableToolError, ToolRegistry
 from durable_teams.workflows.messages import ToolRequest, ToolResult
@@ -88,13 +89,17 @@ def _failure(err: BaseException) -> ToolResult:
 class ToolActivities:
     """The tool activities, bound to the worker's registry."""
 
-    def __init__(self, registry: ToolRegistry):
+    def __init__(self, registry: ToolRegistry, note_on_unknown: NoteOnUnknown = no_note):
         self.registry = registry
+        self.note_on_unknown = note_on_unknown
 
     async def _run(self, req: ToolRequest) -> ToolResult:
-        if req.tool not in self.registry:
+        if req.tool not in self.registry:  # the team has it (the workflow checked): a worker that lacks it
             available = ", ".join(self.registry.names()) or "none"
-            return ToolResult(is_error=True, content=f"Error: unknown tool {req.tool!r}. Available: {available}.")
+            note = await self.note_on_unknown()
+            activity.logger.warning("tool %s is not on this worker.%s", req.tool, note)
+            return ToolResult(is_error=True, content=(
+                f"Error: unknown tool {req.tool!r} on the worker that took this call. Available: {available}.{note}"))
         t = self.registry.get(req.tool)
         try:
             kwargs = validate_arguments(t.fn, req.arguments, tool_name=req.tool)

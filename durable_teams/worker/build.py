@@ -4,6 +4,7 @@ task queues (connecting is the client's: durable_teams/client/connection.py)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import socket
 import uuid
@@ -13,6 +14,7 @@ from types import TracebackType
 
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.service import RPCError
 from temporalio.worker import (
     FixedSizeSlotSupplier,
     ResourceBasedSlotConfig,
@@ -31,13 +33,18 @@ from durable_teams.activities.tool_activities import ToolActivities
 from durable_teams.activities.views import ViewReader
 from durable_teams.client import exit_guard
 from durable_teams.client.connection import TASK_QUEUE, require_namespace
-from durable_teams.client.server_state import SCRIPTED_IDENTITY
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.teams.tools import ToolRegistry
 from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
 from durable_teams.worker.search_attributes import LabelsActivity, learn_labels, say_once
+from durable_teams.worker.team_sets import (
+    mixed_queue_line,
+    mixed_queue_note,
+    worker_identity,
+    workers_serving_other_teams,
+)
 from durable_teams.worker.tolerant_converter import tolerant_client
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.placement import LOCATE_ACTIVITY
@@ -59,7 +66,7 @@ class TeamWorker:
 
     def __init__(self, shared: Worker, own: Worker, worker_queue: str,
                  models: ModelActivities | None = None, labels: LabelsActivity | None = None,
-                 mcp: MCPActivities | None = None) -> None:
+                 mcp: MCPActivities | None = None, team_names: Sequence[str] = ()) -> None:
         self.shared = shared
         self.own = own
         self.worker_queue = worker_queue
@@ -69,11 +76,23 @@ class TeamWorker:
         """Which search attributes conversations may set: learned (and registered) at start."""
         self.mcp = mcp
         """The MCP activities: their persistent sessions close when the workers have stopped."""
+        self.team_names = tuple(team_names)
+        """The teams this worker serves (their digest is in its identity: worker/team_sets.py)."""
 
     async def _before_start(self) -> None:
         await require_namespace(self.shared.client)
         if self.labels is not None:
             await self.labels.learn()
+        await self._say_if_queue_is_mixed()
+
+    async def _say_if_queue_is_mixed(self) -> None:
+        """Warn when workers already on the task queue serve other teams (team_sets.py)."""
+        try:
+            others = await workers_serving_other_teams(self.shared.client, self.task_queue, self.team_names)
+        except RPCError:  # a role that may not describe task queues: nothing to say
+            return
+        if others:
+            say_once(mixed_queue_line(self.task_queue, others))
 
     @property
     def task_queue(self) -> str:
@@ -176,9 +195,11 @@ def build_worker(
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     models = ModelActivities(backend, view_reader, hub)
     registry = merged_registry(teams)
-    tools = ToolActivities(registry)
+    names = [t.spec.name for t in teams]
+    note = functools.partial(mixed_queue_note, names)
+    tools = ToolActivities(registry, note)
     mcp = MCPActivities(registry.mcp_servers)
-    resolver = TeamActivities({t.spec.name: t.spec for t in teams})
+    resolver = TeamActivities({t.spec.name: t.spec for t in teams}, note)
     labels = LabelsActivity(client)
     own_queue = worker_queue_name(task_queue)
     options: dict = {
@@ -197,8 +218,8 @@ def build_worker(
                             else ContextFreeSandboxRunner)(
             restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows")),
     }
-    if getattr(backend, "scripted", False):  # clients read it from the task queue's pollers
-        options["identity"] = f"{os.getpid()}@{socket.gethostname()} {SCRIPTED_IDENTITY}"
+    # clients read the scripted mark from the task queue's pollers, workers the team set
+    options["identity"] = worker_identity(names, scripted=getattr(backend, "scripted", False))
     if "tuner" not in worker_options:  # the SDK takes slot counts or a tuner, not both
         options["max_concurrent_activities"] = MAX_ACTIVITIES
     options.update(worker_options)
@@ -214,7 +235,7 @@ def build_worker(
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],
                  **{"max_concurrent_activities": MAX_ACTIVITIES,
                     **{k: v for k, v in options.items() if k in ACTIVITY_OPTIONS}})
-    return TeamWorker(shared, own, own_queue, models, labels, mcp)
+    return TeamWorker(shared, own, own_queue, models, labels, mcp, names)
 
 
 async def ensure_search_attributes(client: Client) -> frozenset[str]:
