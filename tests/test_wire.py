@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pydantic
 import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_teams.workflows.messages import ModelResponse, TeamSpec, ToolResult
 from durable_teams.workflows.state import (
     ConversationInput,
     ConversationResult,
     ConversationStatus,
+    HumanReply,
     TurnReply,
     UserTurn,
 )
@@ -40,3 +44,28 @@ def test_what_a_newer_worker_returns_is_read_by_an_older_client() -> None:
 def test_what_a_person_writes_is_refused_with_the_misspelled_field_named(model: type, data: dict) -> None:
     with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted|Unexpected keyword argument"):
         pydantic.TypeAdapter(model).validate_python(data)
+
+
+EARLY_RELEASE_FIELDS = {
+    # the fields of each client-sent input in the release of 2026-11-23 (commit 2e9d394)
+    ConversationInput: {"team", "team_name", "task", "single_turn", "context", "set_search_attributes",
+                        "history", "state"},
+    UserTurn: {"text", "sender", "turn_id"},
+    HumanReply: {"question_id", "text", "approved"},
+}
+
+
+@pytest.mark.parametrize("sent", [
+    ConversationInput(team_name="faang", task="what is 2+2?"),
+    ConversationInput(team_name="faang", task="hi", single_turn=False, context={"user": "ann"}),
+    UserTurn(text="and 3+3?", turn_id="t-1"),
+    HumanReply(question_id="q1", approved=True),
+])
+def test_a_client_upgraded_before_its_workers_sends_what_they_read(sent: pydantic.BaseModel) -> None:
+    """Workers refuse fields they do not know, so what a newer client sends with its newer
+    fields unused must hold only fields an early release knows (a rolling upgrade may move the
+    gateway or CLI first; before, every conversation it started failed on the older workers)."""
+    payload = pydantic_data_converter.payload_converter.to_payloads([sent])[0]
+    data = json.loads(payload.data)
+    assert set(data) <= EARLY_RELEASE_FIELDS[type(sent)], set(data) - EARLY_RELEASE_FIELDS[type(sent)]
+    assert type(sent).model_validate(data) == sent  # and the newer worker reads it back the same

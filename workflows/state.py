@@ -182,10 +182,12 @@ class ConversationInput(Wire):
     """Messages the conversation opens with: a nested team's view of its parent's conversation
     (workflows/children.py). With no `task`, the first turn answers the history as it stands,
     adding no user message."""
-    answer_history: bool = True
+    # The two fields below came after the first releases: left off the wire at their defaults,
+    # so a client upgraded before its workers starts conversations they can still read.
+    answer_history: bool = Field(default=True, exclude_if=lambda value: value is True)
     """With `history` and no `task`: the first turn answers the history as it stands (a nested
     team). False: the history is context, and the conversation waits for its first turn."""
-    idle_close_seconds: float | None = Field(default=None, gt=0)
+    idle_close_seconds: float | None = left_out_when_unset(gt=0)
     """Close the conversation when no turn comes for this long after its last reply, and let a
     question wait at most this long (a chat thread whose chat moved on is not left waiting for
     a day). None: wait for turns until closed, questions as long as the team says."""
