@@ -13,6 +13,7 @@ import uuid
 
 from temporalio.client import (
     Client,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
 )
 from temporalio.service import RPCError, RPCStatusCode
@@ -40,6 +41,7 @@ from durable_teams.client.server_address import port_open
 from durable_teams.client.server_config import ServerConfigError, split_address
 from durable_teams.client.server_state import (
     QUERY_TIMEOUT,
+    failing_task,
     finished_result,
     memo_questions,
     no_worker_note,
@@ -112,6 +114,14 @@ async def cmd_run(args: argparse.Namespace) -> int:
     return run_exit_code(result.status)
 
 
+async def refuse_if_stuck(client: Client, described: WorkflowExecutionDescription) -> None:
+    """Say why, instead of querying, when the conversation's workflow task keeps failing (the
+    query would fail with a transport error that names no cause)."""
+    failing = await failing_task(client, described)
+    if failing is not None:
+        raise CliError(f"conversation {described.id} is stuck: {failing} (the worker's log has the whole error)")
+
+
 async def cmd_status(args: argparse.Namespace) -> int:
     client = await open_client()
     described = await client.get_workflow_handle(args.workflow_id).describe()
@@ -126,6 +136,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
     if described.status != WorkflowExecutionStatus.RUNNING:
         await finished_result(client, args.workflow_id)  # raises the failure, if it failed
         return 0
+    await refuse_if_stuck(client, described)
     if not await workers_on(client, described.task_queue):
         print(no_worker_note(described.task_queue))
         for q in memo_questions(await described.memo()) or []:
@@ -160,6 +171,7 @@ async def cmd_transcript(args: argparse.Namespace) -> int:
             print(format_message(m), flush=True)
         await finished_result(client, args.workflow_id)  # raises: says why it failed (exit 1)
     if messages is None:
+        await refuse_if_stuck(client, described)
         if not await workers_on(client, described.task_queue):
             raise CliError(f"the transcript of {args.workflow_id} is read by a worker, and "
                            f"no worker is polling task queue {described.task_queue!r} "

@@ -12,11 +12,16 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType, TaskQueueKind, TaskQueueType, WorkflowTaskFailedCause
 from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
+    GetWorkflowExecutionHistoryReverseRequest,
+)
 from temporalio.client import (
     Client,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
@@ -73,6 +78,28 @@ def root_cause(err: BaseException) -> str:
     while not isinstance(cause, ApplicationError) and cause.__cause__ is not None:
         cause = cause.__cause__
     return str(getattr(cause, "message", None) or cause)
+
+
+async def failing_task(client: Client, described: WorkflowExecutionDescription) -> str | None:
+    """Why a running conversation's workflow task keeps failing (a worker that cannot run it:
+    a missing workflow type, a release it cannot replay, a payload it cannot decode), in one
+    line; None when its task is not failing. Queries fail on such a conversation, with a
+    transport error that says nothing of the cause; the history's last task failure does."""
+    raw = described.raw_description
+    if not raw.HasField("pending_workflow_task") or raw.pending_workflow_task.attempt < 2:
+        return None
+    page = await client.workflow_service.get_workflow_execution_history_reverse(
+        GetWorkflowExecutionHistoryReverseRequest(
+            namespace=client.namespace, maximum_page_size=50,
+            execution=WorkflowExecution(workflow_id=described.id, run_id=described.run_id or "")))
+    attempts = raw.pending_workflow_task.attempt
+    for event in page.history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            failed = event.workflow_task_failed_event_attributes
+            cause = WorkflowTaskFailedCause.Name(failed.cause).removeprefix("WORKFLOW_TASK_FAILED_CAUSE_")
+            text = (failed.failure.message or cause).splitlines()[0]
+            return f"its workflow task keeps failing (attempt {attempts}, {cause.lower().replace('_', ' ')}): {text}"
+    return f"its workflow task keeps failing (attempt {attempts})"
 
 
 async def finished_result(client: Client, workflow_id: str) -> ConversationResult:

@@ -1,0 +1,36 @@
+"""`status` of a conversation whose workflow task keeps failing says why, in one line: before,
+the query's transport error ("h2 protocol error") was all a person saw."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from temporalio.client import Client
+
+from durable_teams.examples import faang
+from durable_teams.worker.scripted import ScriptedModel
+
+from .cli_process import cli_env, one_line_failure, run_cli
+from .conftest import running_worker
+
+
+async def test_status_of_a_conversation_whose_task_keeps_failing_says_why(client: Client, task_queue: str) -> None:
+    wid = f"stuck-{uuid.uuid4().hex[:6]}"
+    async with running_worker(client, task_queue, [faang.build().compile()], ScriptedModel(faang.SCRIPT)):
+        handle = await client.start_workflow("NoSuchWorkflow", "x", id=wid, task_queue=task_queue)
+        for _ in range(400):  # until its first task has failed and the next attempt is on record
+            raw = (await handle.describe()).raw_description
+            if raw.pending_workflow_task.attempt >= 2:
+                break
+            await asyncio.sleep(0.05)
+        outcome = await run_cli("status", wid, env=cli_env(client, task_queue))
+        transcript = await run_cli("transcript", wid, env=cli_env(client, task_queue))
+        await handle.terminate()
+    line = one_line_failure(outcome)
+    assert line.startswith(f"durable-teams: conversation {wid} is stuck: its workflow task keeps failing "
+                           "(attempt "), line
+    assert line.endswith(", workflow worker unhandled failure): Workflow class NoSuchWorkflow is not registered "
+                         "on this worker, available workflows: TeamWorkflow (the worker's log has the whole error)"), line
+    assert outcome.out == f"workflow: {wid} (RUNNING)\n"
+    assert one_line_failure(transcript) == line and transcript.out == ""
