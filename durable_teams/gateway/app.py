@@ -35,6 +35,7 @@ from durable_teams.client.send import (
     TRANSIENT,
     ConversationBusy,
     ConversationEnded,
+    ConversationNotFound,
     Patience,
     ReplyRejected,
 )
@@ -228,6 +229,8 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
         return error(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
     if isinstance(exc, ReplyRejected):
         return error(409, str(exc), "reply_rejected")
+    if isinstance(exc, ConversationNotFound):  # a ConversationEnded: checked first
+        return error(404, str(exc), "not_found")
     if isinstance(exc, ConversationEnded):
         return error(409, str(exc), "conversation_ended")
     if isinstance(exc, WorkflowQueryFailedError):

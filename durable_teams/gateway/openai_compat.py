@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from durable_teams.client.send import TurnConflict
+from durable_teams.client.send import ConversationEnded, TurnConflict
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
@@ -154,8 +154,8 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     """The exchange on the thread a history-resending client continues
     (durable_teams/gateway/chat_history.py), or on a new one that opens with the earlier
     messages, closed when its chat goes quiet. When another request with the same history got
-    in first (two chats that said the same words, sent at once), the next thread that fits, or
-    a new one."""
+    in first (two chats that said the same words, sent at once), or the thread ended since it
+    was found, the next thread that fits, or a new one."""
     scope, user, stream = caller_scope(request), body.get("user"), bool(body.get("stream"))
     keys = chats.request_keys(scope, team, history)
     retry = says_retry(request)
@@ -168,7 +168,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
             return await exchange_on(gw, match.thread, stream, partial(
                 gw.begin_exchange, match.thread, history.text, keys.this, max_tokens(body),
                 seen=match.status, again=match.again))
-        except TurnConflict:
+        except (TurnConflict, ConversationEnded):  # taken by another request, or ended since
             continue
     thread = await gw.start_thread(team, chats.new_thread_id(scope, team, history), user=user,
                                    history=history.earlier, idle_close_seconds=gw.chat_idle_seconds)

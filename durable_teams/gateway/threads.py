@@ -28,6 +28,7 @@ from durable_teams.client.send import (
     AcceptedTurn,
     ConversationBusy,
     ConversationEnded,
+    ConversationNotFound,
     Patience,
     QuestionClosed,
     TurnConflict,
@@ -257,6 +258,17 @@ class Gateway:
             raise ConversationBusy(
                 f"no worker took the answer to {thread} within {self.busy_seconds:g} s; it may still "
                 "be applied when one does: check the question before answering again") from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:  # "workflow execution already completed"
+                await self.raise_unless_running(thread)
+            raise
+
+    async def raise_unless_running(self, thread: str) -> None:
+        """`ConversationEnded` (409) for a thread that has ended, `ConversationNotFound` (404)
+        for no such thread; returns when it runs. For a write the server refused as NOT_FOUND,
+        which it says of a workflow that ended as well as of one that never was."""
+        if not await self.running(thread):
+            raise ConversationNotFound(f"no thread {thread}")
 
     async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
                              max_tokens: int | None = None, *, seen: ConversationStatus | None = None,

@@ -1,0 +1,80 @@
+"""The gateway where a request meets a thread whose conversation has ended: 409 from every
+endpoint that writes to it, never a 404; a chat client without a thread header goes on in a
+new thread."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from durable_teams.gateway import chat_history
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, say
+from durable_teams.workflows.conversation import TeamWorkflow
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+from .test_chat_clients import ASKED, DESK, FIRST, desk_script
+
+ECHO = Swarm([Agent("echo", "Echo.")], name="echo").compile()
+
+
+def chat(team: str, text: str, **fields: Any) -> dict[str, Any]:
+    return {"model": team, "messages": [{"role": "user", "content": text}], **fields}
+
+
+def error_of(response: httpx.Response) -> tuple[int, str]:
+    return response.status_code, response.json()["error"]["type"]
+
+
+async def test_every_write_to_an_ended_thread_is_a_409(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [ECHO], ScriptedModel(lambda r, m, t: say("ok"))), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        started = await http.post("/threads", json={"team": "echo", "task": "one task"})
+        thread = started.json()["thread_id"]
+        await client.get_workflow_handle(thread).result()
+        named = {"X-Thread-Id": thread}
+        writes = [
+            await http.post(f"/threads/{thread}/questions/q1", json={"text": "an answer"}),
+            await http.post(f"/threads/{thread}/questions/q1", json={"approved": True}),
+            await http.post(f"/threads/{thread}/turns", json={"text": "more"}),
+            await http.post("/v1/chat/completions", headers=named, json=chat("echo", "more")),
+            await http.post("/v1/chat/completions", headers=named, json=chat("echo", "more", stream=True)),
+        ]
+        missing = await http.post("/threads/echo-never-was/questions/q1", json={"text": "an answer"})
+
+    assert [error_of(r) for r in writes] == [(409, "conversation_ended")] * 5
+    assert f"thread {thread} has ended (COMPLETED)" in writes[0].json()["error"]["message"]
+    assert error_of(missing) == (404, "not_found")
+    assert missing.json()["error"]["message"] == "no thread echo-never-was"
+
+
+async def test_a_chat_whose_thread_ended_after_it_was_found_goes_on_in_a_new_one(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chat client (no thread header) whose thread ends between the lookup and its answer (the
+    visibility store still lists it running, say) gets a new thread, as one that ended before."""
+    first = f"{FIRST} ({uuid.uuid4().hex[:8]})"
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        opened = await http.post("/v1/chat/completions", json=chat("desk", first))
+        thread = opened.headers["x-thread-id"]
+        seen = await client.get_workflow_handle(thread).query(TeamWorkflow.status)
+        await client.get_workflow_handle(thread).terminate("ended meanwhile")
+        find_thread, stale = chat_history.find_thread, [chat_history.Match(thread, seen)]
+
+        async def found_before_it_ended(*args: Any, **kwargs: Any) -> chat_history.Match | None:
+            return stale.pop() if stale else await find_thread(*args, **kwargs)
+        monkeypatch.setattr(chat_history, "find_thread", found_before_it_ended)
+        answered = await http.post("/v1/chat/completions", json={"model": "desk", "messages": [
+            {"role": "user", "content": first}, {"role": "assistant", "content": ASKED},
+            {"role": "user", "content": "Order 4711"}]})
+
+    assert opened.json()["choices"][0]["message"]["content"] == ASKED and stale == []
+    assert answered.status_code == 200, answered.text
+    assert answered.headers["x-thread-id"] not in (thread, None)
+    assert answered.json()["choices"][0]["message"]["content"] == (
+        f"I saw {['system:Help.', f'user:{first}', f'assistant:{ASKED}', 'user:Order 4711']}")
