@@ -1,6 +1,7 @@
-"""The gateway where a request meets a thread whose conversation has ended: 409 from every
-endpoint that writes to it, never a 404; a chat client without a thread header goes on in a
-new thread."""
+"""The gateway where a request meets a thread in another state than it expects: a thread whose
+conversation has ended (409 from every endpoint that writes to it, never a 404; a chat client
+without a thread header goes on in a new thread), and a thread of another team named with a
+reused `Idempotency-Key` (409)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,24 @@ async def test_a_chat_whose_thread_ended_after_it_was_found_goes_on_in_a_new_one
     assert answered.headers["x-thread-id"] not in (thread, None)
     assert answered.json()["choices"][0]["message"]["content"] == (
         f"I saw {['system:Help.', f'user:{first}', f'assistant:{ASKED}', 'user:Order 4711']}")
+
+
+async def test_a_reused_idempotency_key_naming_another_team_is_a_409(client: Client, task_queue: str) -> None:
+    async with running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url) as http:
+        thread = f"echo-keyed-{uuid.uuid4().hex[:8]}"
+        key = {"Idempotency-Key": f"k-{thread}"}
+        first = await http.post("/threads", headers=key, json={"team": "echo", "thread_id": thread})
+        other = await http.post("/threads", headers=key, json={"team": "ops", "thread_id": thread})
+        same = await http.post("/threads", headers=key, json={"team": "echo", "thread_id": thread})
+        chat_other = await http.post("/v1/chat/completions", headers={**key, "X-Thread-Id": thread},
+                                     json=chat("ops", "hello"))
+        status = await client.get_workflow_handle(thread).describe()
+        await client.get_workflow_handle(thread).terminate("test over")
+
+    assert (first.status_code, same.status_code) == (201, 200)
+    assert same.json() == {"thread_id": thread, "team": "echo"}
+    assert error_of(other) == (409, "team_mismatch")
+    assert other.json()["error"]["message"] == f"thread {thread} belongs to team 'echo', not 'ops'"
+    assert error_of(chat_other) == (400, "invalid_request_error")  # OpenAI's: the model is wrong
+    assert chat_other.json()["error"]["message"] == f"thread {thread} belongs to team 'echo', not 'ops'"
+    assert (await status.memo())["team"] == "echo"

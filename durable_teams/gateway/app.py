@@ -88,8 +88,12 @@ async def start_thread(request: Request) -> Response:
                                        task, idempotency=keyed)
     except WorkflowAlreadyStartedError:
         thread = wanted or f"{team}-{keyed[:16] if keyed else ''}"
-        if keyed is None or not await gw.started_with(thread, keyed):
+        memo = await gw.memo(thread)
+        if keyed is None or memo.get("idempotency") != keyed:
             return error(409, f"thread {thread} already exists", "already_exists")
+        if memo.get("team") != team:  # the same key, another team: not the request that started it
+            return error(409, f"thread {thread} belongs to team {memo.get('team')!r}, not {team!r}",
+                         "team_mismatch")
         return JSONResponse({"thread_id": thread, "team": team}, status_code=200)
     return JSONResponse({"thread_id": thread, "team": team}, status_code=201)
 

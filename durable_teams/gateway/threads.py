@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
@@ -123,10 +123,11 @@ class Gateway:
                                  id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
         return thread
 
-    async def started_with(self, thread: str, idempotency: str) -> bool:
-        """Whether `thread` was started by a request with this idempotency key."""
+    async def memo(self, thread: str) -> Mapping[str, Any]:
+        """The thread's memo: its team, and the idempotency key (hashed) of the request that
+        started it, if any."""
         described = await self.client.get_workflow_handle(thread).describe()
-        return (await described.memo()).get("idempotency") == idempotency
+        return await described.memo()
 
     async def accept_turn(self, thread: str, text: str, sender: str | None, turn_id: str | None,
                           patience: Patience | None = None) -> tuple[int, AcceptedTurn]:
