@@ -1,7 +1,8 @@
 """The gateway where a request meets a thread in another state than it expects: a thread whose
 conversation has ended (409 from every endpoint that writes to it, never a 404; a chat client
-without a thread header goes on in a new thread), and a thread of another team named with a
-reused `Idempotency-Key` (409)."""
+without a thread header goes on in a new thread), a thread of another team named with a reused
+`Idempotency-Key` (409), and a streamed chat completion past the caller's `--max-followers`
+(429 before any turn goes in)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway import chat_history
+from durable_teams.gateway.auth import Limits
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, say
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
-from .gateway_helpers import running_gateway
+from .gateway_helpers import running_gateway, sse_events
 from .test_chat_clients import ASKED, DESK, FIRST, desk_script
+from .test_client_robustness import GatedModel
 
 ECHO = Swarm([Agent("echo", "Echo.")], name="echo").compile()
 
@@ -100,3 +103,36 @@ async def test_a_reused_idempotency_key_naming_another_team_is_a_409(client: Cli
     assert error_of(chat_other) == (400, "invalid_request_error")  # OpenAI's: the model is wrong
     assert chat_other.json()["error"]["message"] == f"thread {thread} belongs to team 'echo', not 'ops'"
     assert (await status.memo())["team"] == "echo"
+
+
+async def test_a_streamed_chat_completion_counts_as_a_follower(client: Client, task_queue: str) -> None:
+    model = GatedModel()
+    async with running_worker(client, task_queue, [ECHO], model), \
+            running_gateway(client, task_queue, limits=Limits(max_followers=1)) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread, refused_thread = f"echo-follow-{uuid.uuid4().hex[:8]}", f"echo-refused-{uuid.uuid4().hex[:8]}"
+        chat_team = f"nobody{uuid.uuid4().hex[:8]}"  # a chat without a thread header: its own family
+        async with http.stream("POST", "/v1/chat/completions", headers={"X-Thread-Id": thread},
+                               json=chat("echo", "first", stream=True)) as held:
+            frames = sse_events(held)
+            await anext(frames)  # the turn is in, its stream held open by the gated model
+            over = [await http.post("/v1/chat/completions", headers=headers, json=chat(team, "second", stream=True),
+                                    timeout=10)
+                    for team, headers in (("echo", {"X-Thread-Id": refused_thread}),
+                                          ("echo", {"X-Thread-Id": thread}), (chat_team, {}))]
+            follower = await http.get(f"/threads/{thread}/events")
+            model.gate.set()
+            rest = [frame async for frame in frames]
+        plain = await http.post("/v1/chat/completions", headers={"X-Thread-Id": thread}, json=chat("echo", "third"))
+        status = await client.get_workflow_handle(thread).query(TeamWorkflow.status)
+        refused_started = [wf.id async for wf in client.list_workflows(f'WorkflowId = "{refused_thread}"')]
+        chats_started = [wf.id async for wf in client.list_workflows(f'WorkflowId STARTS_WITH "{chat_team}-"')]
+        await client.get_workflow_handle(thread).terminate("test over")
+
+    assert held.status_code == 200 and rest[-1] == ("", "[DONE]")
+    for response in (*over, follower):
+        assert error_of(response) == (429, "rate_limit_exceeded") and response.headers["retry-after"] == "1"
+        assert response.json()["error"]["message"] == "too many open streams for this caller; try again later"
+    assert plain.status_code == 200  # not streamed: a request, not a follower
+    assert status.turns == 2  # "first" and "third": nothing of the refused requests went in
+    assert refused_started == [] and chats_started == []

@@ -45,7 +45,8 @@ class Limits:
     max_requests: int = 64
     """Requests in progress per caller, streams included (429 above)."""
     max_followers: int = 16
-    """Open streams per caller: `/events` followers and turn streams (429 above)."""
+    """Open streams per caller: `/events` followers, turn streams and streamed chat
+    completions (429 above)."""
 
 
 def is_stream(method: str, path: str) -> bool:
@@ -86,14 +87,30 @@ class Guard:
             what = "open streams" if stream else "requests in progress"
             return await error_response(send, 429, f"too many {what} for this caller; try again later",
                                         "rate_limit_exceeded", retry_after=1)
-        scope.setdefault("state", {})["caller"] = caller  # request.state.caller in the app
+        held = stream  # whether this request holds one of the caller's streams
+
+        def open_stream() -> bool:
+            """For a request that turns out to be a stream once its body is read (a streamed
+            chat completion): hold one of the caller's streams until it ends, or False when
+            the caller has all it may (the app answers 429 before anything goes in)."""
+            nonlocal held
+            if not held:
+                if self.streams[caller] >= self.limits.max_followers:
+                    return False
+                held = True
+                self.streams[caller] += 1
+            return True
+
+        state = scope.setdefault("state", {})
+        state["caller"] = caller  # request.state.caller in the app
+        state["open_stream"] = open_stream  # request.state.open_stream()
         self.requests[caller] += 1
         self.streams[caller] += stream
         try:
             await self._serve(scope, receive, send, headers)
         finally:
             self.requests[caller] -= 1
-            self.streams[caller] -= stream
+            self.streams[caller] -= held
             for counts in (self.requests, self.streams):
                 if counts[caller] <= 0:
                     del counts[caller]

@@ -176,6 +176,14 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
         gw.begin_exchange, thread, history.text, keys.this, max_tokens(body)))
 
 
+def may_stream(request: Request) -> bool:
+    """Whether the caller may hold one more stream (`--max-followers`): a streamed chat
+    completion holds its connection and a live subscription as long as an `/events` follower,
+    so it counts as one (durable_teams/gateway/auth.py holds it until the response ends)."""
+    open_stream = getattr(request.state, "open_stream", None)
+    return open_stream is None or bool(open_stream())
+
+
 def caller_scope(request: Request) -> str:
     """The caller's token (a digest of it), whose threads only its requests continue."""
     caller = getattr(request.state, "caller", "")
@@ -205,6 +213,12 @@ async def chat_completions(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     gw.check_team(team)
     header = request.headers.get("x-thread-id")
+    if header is not None:
+        checks.thread_id(header, "X-Thread-Id")
+    if body.get("stream") and not may_stream(request):  # before anything goes in
+        return JSONResponse({"error": {"message": "too many open streams for this caller; try again later",
+                                       "type": "rate_limit_exceeded", "param": None, "code": None}},
+                            status_code=429, headers={"Retry-After": "1"})
     exchange = await (on_named_thread(gw, team, header, body, text, request) if header
                       else chat_thread(gw, team, history, body, request))
     headers = {"X-Thread-Id": exchange.thread}
