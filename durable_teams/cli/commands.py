@@ -74,6 +74,18 @@ def text_arg(value: str, what: str) -> str:
     return value
 
 
+def port_arg(text: str) -> int:
+    """An argparse type: a TCP port, 1-65535 (a larger number failed deep in the socket layer
+    with OverflowError)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return port
+
+
 async def open_client() -> Client:
     """A client of the configured server; says at once when none is there (never starts one)."""
     try:
@@ -224,12 +236,12 @@ async def cmd_demo(args: argparse.Namespace) -> int:
 
 async def cmd_graph(args: argparse.Namespace) -> int | str:
     from durable_teams.teams.graph import team_graph
-    from durable_teams.worker.run import load_teams
+    from durable_teams.worker.run import TeamLoadError, load_teams
 
     try:
         teams = {t.spec.name: t.spec for t in load_teams(args.team_module, examples=True)}
-    except (ImportError, AttributeError, ValueError) as err:
-        return f"durable-teams: could not load {args.team_module}: {err}"
+    except TeamLoadError as err:  # names the module and what went wrong
+        return f"durable-teams: {err}"
     if args.team not in teams:
         return f"durable-teams: no team named {args.team!r} (known: {', '.join(sorted(teams))})"
     print(team_graph(teams[args.team]), end="")

@@ -47,6 +47,7 @@ from durable_teams.cli.commands import (
     cmd_status,
     cmd_transcript,
     not_found,
+    port_arg,
 )
 from durable_teams.client.send import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.client.server_state import root_cause
@@ -66,8 +67,8 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
     ports = argparse.ArgumentParser(add_help=False)
-    ports.add_argument("--port", type=int, help="embedded server's gRPC port ($DURABLE_TEAMS_PORT, 7233)")
-    ports.add_argument("--ui-port", type=int, help="its Web UI port ($DURABLE_TEAMS_UI_PORT, port + 1000)")
+    ports.add_argument("--port", type=port_arg, help="embedded server's gRPC port ($DURABLE_TEAMS_PORT, 7233)")
+    ports.add_argument("--ui-port", type=port_arg, help="its Web UI port ($DURABLE_TEAMS_UI_PORT, port + 1000)")
     demo = sub.add_parser("demo", parents=[ports], help="run a demo team (faang or support) on the "
                           "embedded server, with a worker in this process")
     demo.add_argument("name", nargs="?", default="faang", choices=["faang", "support"])
@@ -77,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
                         "default only when no --team is given)")
     server_start = sub.add_parser("server-start", parents=[ports], help="start the embedded Temporal "
                                   "dev server and its Web UI (left running; stop with server-stop)")
-    server_start.add_argument("--codec-server", nargs="?", type=int, const=8081, metavar="PORT",
+    server_start.add_argument("--codec-server", nargs="?", type=port_arg, const=8081, metavar="PORT",
                               help="also a codec server on PORT (8081; $DURABLE_TEAMS_CODEC_PORT), "
                               "the Web UI showing payloads decoded with DURABLE_TEAMS_ENCRYPTION_KEY")
     sub.add_parser("server-stop", parents=[ports], help="stop the embedded dev server started by "
@@ -138,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = server_command(args) if args.command in SERVER_COMMANDS[1:] else asyncio.run(run_command(args))
     except KeyboardInterrupt:
         code = 130
+    except SystemExit as stop:  # the worker's one line on a bad setting
+        code = stop.code if isinstance(stop.code, int | str) else 0 if stop.code is None else 1
     except BrokenPipeError:  # `durable-teams follow ... | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
@@ -167,6 +170,8 @@ def server_command(args: argparse.Namespace) -> int | str:
             run_worker([f"--team={team}" for team in args.team] + (["--examples"] if args.examples else []))
     except (PortTaken, RuntimeError, ValueError, FileNotFoundError) as err:
         return f"durable-teams: {str(err).splitlines()[0]}"
+    except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback
+        return f"durable-teams: {one_line(err)}"
     return 0
 
 
@@ -193,4 +198,10 @@ async def run_command(args: argparse.Namespace) -> int | str:
     except BrokenPipeError:
         raise
     except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback
-        return f"durable-teams: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        return f"durable-teams: {one_line(err)}"
+
+
+def one_line(err: BaseException) -> str:
+    """An unexpected error as one line: its type and the first line of its message."""
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from durable_teams.cli.commands import CliError, open_client
+from durable_teams.cli.commands import CliError, open_client, port_arg
 from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.gateway.auth import (
     DEFAULT_MAX_BODY,
@@ -32,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durable-teams serve", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=port_arg, default=8000)
     p.add_argument("--task-queue", default=TASK_QUEUE, help="where new threads run")
     p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, help="largest request body, bytes")
     p.add_argument("--team", action="append", default=[],

@@ -20,8 +20,11 @@ import math
 import os
 import signal
 import sys
+import sysconfig
+import traceback
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from durable_teams.activities.model import (
@@ -34,9 +37,12 @@ from durable_teams.activities.model import (
 from durable_teams.client.connection import (
     TASK_QUEUE,
     NamespaceNotFound,
+    TemporalRefused,
     TemporalUnreachable,
+    configured_address,
     connect,
 )
+from durable_teams.client.exit_guard import exit_now
 from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.encryption.redact import mask_url
 from durable_teams.examples import example_script, example_teams
@@ -44,7 +50,7 @@ from durable_teams.live.hub import LiveHubError
 from durable_teams.teams.builders import CompiledTeam, Supervisor, Swarm
 from durable_teams.worker.build import TeamWorker, build_worker, cpu_tuner
 from durable_teams.worker.core_log import forward_core_log
-from durable_teams.worker.devserver import DevServer
+from durable_teams.worker.devserver import DevServer, PortTaken
 from durable_teams.worker.scripted import ScriptedModel
 
 
@@ -63,16 +69,53 @@ def load_teams(specs: Sequence[str], examples: bool = False) -> list[CompiledTea
     for spec in specs:
         module, _, attr = spec.partition(":")
         try:
-            found = getattr(importlib.import_module(module), attr or "TEAMS")
-        except (ImportError, AttributeError) as err:
+            imported = importlib.import_module(module)
+        except ModuleNotFoundError as err:  # the module itself is not there, or something it imports
+            missing = err.name is not None and (module == err.name or module.startswith(err.name + "."))
+            raise TeamLoadError(f"cannot load teams from {spec!r}: "
+                                f"{err if missing else where_it_failed(err)}") from None
+        except Exception as err:  # noqa: BLE001 - the module's own code failed: say where and what
+            raise TeamLoadError(f"cannot load teams from {spec!r}: {where_it_failed(err)}") from None
+        try:
+            found = getattr(imported, attr or "TEAMS")
+        except AttributeError as err:
             raise TeamLoadError(f"cannot load teams from {spec!r}: {err}") from None
         for item in found if isinstance(found, (list, tuple)) else [found]:
             if isinstance(item, (Supervisor, Swarm)):
-                item = item.compile()
+                try:
+                    item = item.compile()
+                except ValueError as err:  # a team that cannot run (TeamError)
+                    raise TeamLoadError(f"cannot load teams from {spec!r}: {err}") from None
             if not isinstance(item, CompiledTeam):
                 raise TeamLoadError(f"{spec!r} holds a {type(item).__name__}, not a Supervisor or Swarm")
             teams.append(item)
     return teams
+
+
+def where_it_failed(err: BaseException) -> str:
+    """An error raised while importing a module, as one line: `myteams.py line 3: SyntaxError:
+    invalid syntax`. The place is the deepest line of your code in the traceback (not the
+    standard library's, an installed package's or ours), else the deepest of any."""
+    text = (str(err).strip().splitlines() or [""])[0]
+    if isinstance(err, SyntaxError) and err.filename:
+        return f"{shown_path(err.filename)} line {err.lineno}: {type(err).__name__}: {err.msg}"
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if not f.filename.startswith("<")]
+    libraries = tuple({sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+                      | {str(Path(__file__).resolve().parents[1]) + os.sep})
+    own = [f for f in frames if not f.filename.startswith(libraries)]
+    what = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    if not frames:
+        return what
+    place = (own or frames)[-1]
+    return f"{shown_path(place.filename)} line {place.lineno}: {what}"
+
+
+def shown_path(filename: str) -> str:
+    """A file's path relative to the working directory when it lies below it."""
+    try:
+        return str(Path(filename).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return filename
 
 
 def model_backend() -> ModelBackend:
@@ -88,7 +131,7 @@ def model_backend() -> ModelBackend:
 
 
 def embedded_or_remote() -> tuple[str, DevServer | None]:
-    address = os.environ.get("TEMPORAL_ADDRESS")
+    address = configured_address()  # $TEMPORAL_ADDRESS, or the Temporal profile's
     if address:
         return address, None
     server = DevServer().start(detach=True)
@@ -101,15 +144,15 @@ def embedded_or_remote() -> tuple[str, DevServer | None]:
 
 async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = None,
                      gc_every: int | None = None, examples: bool = False,
-                     slots: dict[str, Any] | None = None) -> None:
+                     slots: dict[str, Any] | None = None, graceful: timedelta | None = None) -> None:
+    teams = load_teams(team_specs, examples)  # a module that does not load: before any server starts
     address, _ = embedded_or_remote()
     client = await connect(address)
     codec = client.data_converter.payload_codec
     if isinstance(codec, EncryptionCodec):
         print(f"Payloads: encrypted (AES-GCM, current key id {codec.current_key_id!r})")
-    teams = load_teams(team_specs, examples)
     worker = build_worker(client, teams, model_backend(),
-                          graceful_shutdown_timeout=timedelta(seconds=GRACEFUL_SECONDS),
+                          graceful_shutdown_timeout=graceful_timeout() if graceful is None else graceful,
                           sticky_queue_schedule_to_start_timeout=sticky or sticky_timeout(),
                           **(slot_options() if slots is None else slots))
     stop_on_signals(worker)
@@ -119,9 +162,31 @@ async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = 
     print("Worker: stopped.")
 
 
-GRACEFUL_SECONDS = float(os.environ.get("DURABLE_TEAMS_GRACEFUL_SHUTDOWN_SECONDS", "20"))
+GRACEFUL_ENV = "DURABLE_TEAMS_GRACEFUL_SHUTDOWN_SECONDS"
+GRACEFUL_SECONDS = 20.0
 """On SIGTERM, how long running model and tool calls may take to finish before they are cancelled
-(and retried elsewhere). Docker waits 10 s by default: docker-compose.yml gives workers 30 s."""
+(and retried elsewhere), unless `$DURABLE_TEAMS_GRACEFUL_SHUTDOWN_SECONDS` says otherwise. Docker
+waits 10 s by default: docker-compose.yml gives workers 30 s."""
+MAX_SETTING_SECONDS = 86_400
+"""The longest a worker's time setting may be (a day): far past any use; a much larger number
+would not even fit a timedelta."""
+
+
+def graceful_timeout() -> timedelta:
+    """`$DURABLE_TEAMS_GRACEFUL_SHUTDOWN_SECONDS` (default GRACEFUL_SECONDS; 0: cancel running
+    calls at once). Read when used, so a bad value is one line from the worker, not an error
+    from every import of this module."""
+    raw = os.environ.get(GRACEFUL_ENV, "").strip()
+    if not raw:
+        return timedelta(seconds=GRACEFUL_SECONDS)
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds <= MAX_SETTING_SECONDS:  # also NaN
+        raise SystemExit(f"durable-teams worker: {GRACEFUL_ENV} must be a number of seconds from 0 "
+                         f"to {MAX_SETTING_SECONDS:,}, not {raw!r}")
+    return timedelta(seconds=seconds)
 
 
 GC_ENV = "DURABLE_TEAMS_GC_THRESHOLD"
@@ -168,6 +233,9 @@ def sticky_timeout() -> timedelta:
     if not (math.isfinite(seconds) and seconds > 0):
         raise SystemExit(f"durable-teams worker: {STICKY_ENV} must be a positive number of "
                          f"seconds, not {raw!r}")
+    if seconds > MAX_SETTING_SECONDS:
+        raise SystemExit(f"durable-teams worker: {STICKY_ENV} must be at most {MAX_SETTING_SECONDS:,} "
+                         f"seconds, not {raw!r}")
     return timedelta(seconds=seconds)
 
 
@@ -211,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--examples", action="store_true", help=EXAMPLES_HELP)
     args = parser.parse_args(argv)
     # a bad setting: one line before anything starts
-    sticky, gc_every, slots = sticky_timeout(), gc_threshold(), slot_options()
+    sticky, gc_every, slots, graceful = sticky_timeout(), gc_threshold(), slot_options(), graceful_timeout()
     try:
         http_client_setting()
     except ModelSettingError as err:
@@ -219,20 +287,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     forward_core_log()  # the core's warnings to stderr, not to a stdout pipe nobody may read
     problem = None
     try:
-        asyncio.run(run_worker(args.team, sticky, gc_every, args.examples, slots))
+        asyncio.run(run_worker(args.team, sticky, gc_every, args.examples, slots, graceful))
     except KeyboardInterrupt:
         pass
-    # a setting that does not parse, a server that is not there: one line
-    except (EncryptionKeyError, LiveHubError, TeamLoadError, TemporalUnreachable, NamespaceNotFound) as err:
-        problem = f"durable-teams worker: {err}"
-    # Skip interpreter teardown, as the CLI does: the Temporal runtime's native threads (its
-    # client, the core's log forwarding) can outlive the event loop and call into Python while
-    # it finalizes, aborting the process (exit -11 or 134 in place of 0 or 1).
+    # a setting that does not parse, a server that is not there, teams that do not load: one line
+    except (EncryptionKeyError, LiveHubError, TeamLoadError, TemporalUnreachable, TemporalRefused,
+            NamespaceNotFound, PortTaken, ValueError, FileNotFoundError) as err:
+        problem = f"durable-teams worker: {(str(err).strip().splitlines() or [type(err).__name__])[0]}"
+    except SystemExit as stop:  # a setting read on use says what is wrong
+        if stop.code not in (None, 0):
+            problem = stop.code if isinstance(stop.code, str) else f"durable-teams worker: exit status {stop.code}"
+    except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback
+        text = str(err).strip()
+        problem = f"durable-teams worker: {type(err).__name__}{': ' + text.splitlines()[0] if text else ''}"
     if problem:
         print(problem, file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(1 if problem else 0)
+    # Skip interpreter teardown, as the CLI does: the Temporal runtime's native threads (its
+    # client, the core's log forwarding) can outlive the event loop and call into Python while
+    # it finalizes, aborting the process (exit -11 or 134 in place of 0 or 1) or hanging it.
+    exit_now(1 if problem else 0)
 
 
 if __name__ == "__main__":
