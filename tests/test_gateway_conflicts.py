@@ -1,11 +1,13 @@
 """The gateway where a request meets a thread in another state than it expects: a thread whose
 conversation has ended (409 from every endpoint that writes to it, never a 404; a chat client
 without a thread header goes on in a new thread), a thread of another team named with a reused
-`Idempotency-Key` (409), and a streamed chat completion past the caller's `--max-followers`
-(429 before any turn goes in)."""
+`Idempotency-Key` (409), a streamed chat completion past the caller's `--max-followers` (429
+before any turn goes in), and a message sent again while the approval its own turn raised is
+waiting (the same question again, never the approval)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -16,19 +18,50 @@ from temporalio.client import Client
 from durable_teams.gateway import chat_history
 from durable_teams.gateway.auth import Limits
 from durable_teams.teams.builders import Agent, Swarm
-from durable_teams.worker.scripted import ScriptedModel, say
+from durable_teams.teams.tools import tool
+from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway, sse_events
-from .test_chat_clients import ASKED, DESK, FIRST, desk_script
+from .test_chat_clients import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
 from .test_client_robustness import GatedModel
 
+ZAPPED: list[str] = []
+
+
+@tool(needs_approval=True)
+def zap(env: str) -> str:
+    """Wipe an environment (a person approves it first)."""
+    ZAPPED.append(env)
+    return f"zapped {env}"
+
+
+def ops_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
+    """Zaps each environment the turn's message names after "zap ", one approval each."""
+    turn = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    text = messages[turn]["content"]
+    if "zap " not in text:
+        return say(f"heard: {text}")
+    envs = text.split("zap ", 1)[1].split()
+    done = [m["content"] for m in messages[turn:] if m["role"] == "tool"]
+    return call("zap", env=envs[len(done)]) if len(done) < len(envs) else say("done: " + ", ".join(done))
+
+
+OPS = Swarm([Agent("ops", "Operate.", tools=[zap])], name="ops").compile()
 ECHO = Swarm([Agent("echo", "Echo.")], name="echo").compile()
 
 
 def chat(team: str, text: str, **fields: Any) -> dict[str, Any]:
     return {"model": team, "messages": [{"role": "user", "content": text}], **fields}
+
+
+def streamed_content(response: httpx.Response) -> str:
+    """The content of a streamed chat completion read whole."""
+    chunks = [json.loads(line[6:]) for line in response.text.splitlines()
+              if line.startswith("data: {")]
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
 
 
 def error_of(response: httpx.Response) -> tuple[int, str]:
@@ -136,3 +169,60 @@ async def test_a_streamed_chat_completion_counts_as_a_follower(client: Client, t
     assert plain.status_code == 200  # not streamed: a request, not a follower
     assert status.turns == 2  # "first" and "third": nothing of the refused requests went in
     assert refused_started == [] and chats_started == []
+
+
+def approve(env: str) -> str:
+    return f'[ops] Approve zap({{"env": "{env}"}})? Reply yes or no.'
+
+
+async def test_a_message_sent_again_while_its_own_approval_waits_is_not_the_approval(
+        client: Client, task_queue: str) -> None:
+    ZAPPED.clear()
+    REFUNDS.clear()
+    model = ScriptedModel(lambda r, m, t: (desk_script if r.agent == "desk" else ops_script)(r, m, t))
+    async with running_worker(client, task_queue, [OPS, DESK], model), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+
+        async def say_(thread: str, text: str, team: str = "ops", key: str | None = None, **fields: Any) -> str:
+            response = await http.post("/v1/chat/completions", json=chat(team, text, **fields), headers={
+                "X-Thread-Id": thread, **({"Idempotency-Key": key} if key else {})})
+            assert response.status_code == 200, response.text
+            if fields.get("stream"):
+                return streamed_content(response)
+            return str(response.json()["choices"][0]["message"]["content"])
+
+        prod = f"ops-resent-{uuid.uuid4().hex[:8]}"
+        resent = [await say_(prod, "yes, zap prod", **extra) for extra in ({}, {}, {"stream": True})]
+        zapped_before = list(ZAPPED)
+        approved = await say_(prod, "yes")
+
+        mentioned = f"ops-mention-{uuid.uuid4().hex[:8]}"
+        by_mention = [await say_(mentioned, "@ops yes, zap test") for _ in range(2)]
+        by_endpoint = await http.post(f"/threads/{mentioned}/questions/q1", json={"approved": True})
+        after = await say_(mentioned, "and then?")  # a turn queued behind it: answered after it
+
+        keyed = f"ops-keyed-{uuid.uuid4().hex[:8]}"  # a new Idempotency-Key: a new message, the approval
+        by_key = [await say_(keyed, "yes, zap k8s", key=key) for key in ("k1", "k2")]
+
+        twice = f"ops-twice-{uuid.uuid4().hex[:8]}"
+        yes_twice = [await say_(twice, text) for text in ("zap dev qa", "yes", "yes")]
+
+        answered = f"desk-answered-{uuid.uuid4().hex[:8]}"  # the answer that led to the approval
+        by_answer = [await say_(answered, text, "desk") for text in (FIRST, "yes 4711", "yes 4711", "yes")]
+
+        asked = f"desk-resent-{uuid.uuid4().hex[:8]}"
+        plain = [await say_(asked, FIRST, "desk") for _ in range(2)]
+        for thread in (mentioned, asked):
+            await client.get_workflow_handle(thread).terminate("test over")
+
+    assert resent == [approve("prod")] * 3 and zapped_before == []
+    assert approved == "done: zapped prod"
+    assert by_mention == [approve("test")] * 2  # the thread logs the turn without its @ops
+    assert by_endpoint.status_code == 200 and after == "heard: and then?"
+    # a second approval, answered with the words that answered the first: not the turn's
+    assert yes_twice == [approve("dev"), approve("qa"), "done: zapped dev, zapped qa"]
+    assert by_key == [approve("k8s"), "done: zapped k8s"]
+    assert ZAPPED == ["prod", "test", "k8s", "dev", "qa"]
+    assert by_answer == [ASKED, APPROVAL, APPROVAL, DONE] and REFUNDS == ["4711"]
+    # a plain question is answered by whatever comes next, the turn's own words included
+    assert plain == [ASKED, '[desk] Approve refund({"order": "refund"})? Reply yes or no.']

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -116,11 +117,13 @@ def input_id(*parts: str) -> str:
     return f"named-{digest[:32]}"
 
 
-def named_input(thread: str, status: ConversationStatus, text: str, request: Request) -> tuple[str, bool]:
+def named_input(thread: str, status: ConversationStatus, text: str, request: Request,
+                asked_by: str | None = None) -> tuple[str, bool]:
     """The input id of a request on a named thread, and whether the thread took it already.
     A client that sends only its newest message can repeat it ("another one"): the same text is
-    a new input, unless the request is a retry (`says_retry`) or the same text the thread
-    took last is still being answered. `Idempotency-Key` decides alone when sent."""
+    a new input, unless the request is a retry (`says_retry`), the same text the thread
+    took last is still being answered, or the message that led to the approval now waiting
+    (`asked_by`, see `resends_what_asked`). `Idempotency-Key` decides alone when sent."""
     key = request.headers.get("idempotency-key")
     if key:
         named = input_id(thread, "idempotency", key)
@@ -129,7 +132,30 @@ def named_input(thread: str, status: ConversationStatus, text: str, request: Req
     busy = not status.pending and (status.last_reply is None or status.last_reply.turn < status.turns)
     if status.last_input_id == again and (busy or says_retry(request)):
         return again, True
+    if asked_by is not None and resends_what_asked(text, asked_by):
+        return again, True  # its outcome is the question waiting now
     return input_id(thread, status.last_input_id or "", text), False
+
+
+def approval_waits(status: ConversationStatus, request: Request) -> bool:
+    """Whether the next message would answer an approval (a tool waiting to run), on a request
+    without an `Idempotency-Key` (which decides alone)."""
+    return (bool(status.pending) and status.pending[0].kind == "approval"
+            and not request.headers.get("idempotency-key"))
+
+
+MENTION = re.compile(r"^\s*@([\w.-]+)[\s,:]*(.*)$", re.DOTALL)
+"""An `@agent` at the start of a turn, which the thread logs without (workflows/roster.py)."""
+
+
+def resends_what_asked(text: str, said: str) -> bool:
+    """Whether `text` is, word for word, what the person said last before the approval waiting
+    now (`Gateway.latest_said`: the turn's message, or an answer to a plain question since), so
+    most likely a client sending that again, not the person's answer ("yes, zap prod" twice).
+    An approval is never given by a retry: the answer must be other words ("yes"), or come
+    through `POST /threads/{id}/questions/{qid}`."""
+    mention = MENTION.match(text)
+    return text == said or (mention is not None and mention.group(2).strip() == said)
 
 
 async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, Any], text: str,
@@ -144,7 +170,9 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
                 await gw.running(thread, team)
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
-    key, again = named_input(thread, await gw.status(thread), text, request)
+    status = await gw.status(thread)
+    asked_by = await gw.latest_said(thread) if approval_waits(status, request) else None
+    key, again = named_input(thread, status, text, request, asked_by)
     return await exchange_on(gw, thread, bool(body.get("stream")), partial(
         gw.begin_exchange, thread, text, key, max_tokens(body), again=again))
 

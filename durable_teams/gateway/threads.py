@@ -188,6 +188,21 @@ class Gateway:
         page = await self._page(thread, 0, 0)
         return page.total
 
+    async def latest_said(self, thread: str, page_size: int = 50) -> str | None:
+        """What a person said last in the thread, as its log has it: the message of the latest
+        turn, or a later answer to a plain question (`ask_human`) of that turn (read back from
+        the end a page at a time); None when there is neither."""
+        end = await self.log_total(thread)
+        while end > 0:
+            start = max(0, end - page_size)
+            page = await self._page(thread, start, end - start)
+            for message in reversed(page.messages):
+                turn = message.role == "user" and message.kind == "message" and message.agent_run == 0
+                if turn or (message.role == "tool" and message.kind == "human"):
+                    return message.content or ""
+            end = start
+        return None
+
     async def _page(self, thread: str, start: int, limit: int = 200) -> LogPage:
         handle = self.client.get_workflow_handle(thread)
         return await handle.query("log_page", args=[start, limit], result_type=LogPage)
