@@ -4,6 +4,8 @@ them; a setting that cannot work is one line naming it, and the API key is never
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import uuid
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from durable_teams.client.server_config import ServerConfigError, load_server_co
 from durable_teams.examples import faang
 from durable_teams.worker.scripted import ScriptedModel
 
-from .cli_process import cli_env, one_line_failure, run_cli
+from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .conftest import running_worker
 from .tls_proxy import make_pki, tls_front
 
@@ -146,3 +148,30 @@ async def test_a_refused_client_is_told_to_check_its_credentials(monkeypatch: py
                                   "Request unauthorized. (check TEMPORAL_API_KEY or the TLS client certificate)")
     assert "wrong-key" not in str(refused.value)
     assert issubclass(TemporalRefused, RuntimeError) and not issubclass(TemporalRefused, TemporalUnreachable)
+
+
+async def test_the_worker_says_how_it_reaches_a_configured_cluster(client: Client, task_queue: str,
+                                                                   tmp_path: Path) -> None:
+    """`durable-teams worker` through the mTLS front: it polls, and its start-up lines say the
+    server, the namespace and how the connection is secured."""
+    pki = make_pki(tmp_path)
+    async with tls_front(client.service_client.config.target_host, pki) as front:
+        env = cli_env(None, task_queue, TEMPORAL_ADDRESS=front,
+                      TEMPORAL_TLS_SERVER_CA_CERT_PATH=str(pki.ca_cert),
+                      TEMPORAL_TLS_CLIENT_CERT_PATH=str(pki.client_cert),
+                      TEMPORAL_TLS_CLIENT_KEY_PATH=str(pki.client_key))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "durable_teams", "worker", cwd=ROOT, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        lines: list[str] = []
+        try:
+            assert proc.stdout is not None
+            while not lines or not lines[-1].startswith("Worker: polling"):
+                line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
+                assert line, (lines, await proc.stderr.read() if proc.stderr else b"")
+                lines.append(line.decode().rstrip("\n"))
+        finally:
+            proc.terminate()
+            await proc.communicate()
+    assert f"Temporal: {front}, namespace 'default' (mTLS)" in lines, lines
+    assert lines[-1].startswith(f"Worker: polling task queue {task_queue!r}"), lines

@@ -43,6 +43,7 @@ from durable_teams.client.connection import (
     connect,
 )
 from durable_teams.client.exit_guard import exit_now
+from durable_teams.client.server_config import load_server_config
 from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError
 from durable_teams.encryption.redact import mask_url
 from durable_teams.examples import example_script, example_teams
@@ -146,8 +147,10 @@ async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = 
                      gc_every: int | None = None, examples: bool = False,
                      slots: dict[str, Any] | None = None, graceful: timedelta | None = None) -> None:
     teams = load_teams(team_specs, examples)  # a module that does not load: before any server starts
-    address, _ = embedded_or_remote()
+    address, server = embedded_or_remote()
     client = await connect(address)
+    if server is None:  # a configured cluster: say how it is reached (never the key itself)
+        print(f"Temporal: {address}, namespace {client.namespace!r} ({load_server_config().security()})")
     codec = client.data_converter.payload_codec
     if isinstance(codec, EncryptionCodec):
         print(f"Payloads: encrypted (AES-GCM, current key id {codec.current_key_id!r})")
