@@ -211,6 +211,8 @@ async def cmd_follow(args: argparse.Namespace) -> int:
     # Made first, so a setting that names no broker is said before anything is read.
     live = hub_from_env(client.data_converter.payload_codec) if os.environ.get(LIVE_URL_ENV) else None
     described = await client.get_workflow_handle(args.workflow_id).describe()
+    if described.status == WorkflowExecutionStatus.RUNNING:
+        await refuse_if_stuck(client, described)  # its log is read by queries, which would fail
     if described.status == WorkflowExecutionStatus.RUNNING and not await workers_on(
             client, described.task_queue):
         raise CliError(f"{args.workflow_id} is running, but no worker is polling task queue "

@@ -49,10 +49,12 @@ from durable_teams.cli.commands import (
     not_found,
     port_arg,
 )
+from durable_teams.client.exit_guard import exit_now
 from durable_teams.client.send import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.client.server_state import root_cause
 from durable_teams.encryption.codec import EncryptionKeyError
 from durable_teams.live.hub import LiveHubError
+from durable_teams.worker.core_log import forward_core_log
 
 SERVER_COMMANDS = ("demo", "worker", "server-start", "server-stop")
 COMMANDS = {
@@ -121,6 +123,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Run a command. One that talks to Temporal ends the process when done (`exit_now`: no
+    interpreter teardown, which could hang or abort on the SDK's native threads); `--help`, a
+    usage error and a gateway refused before it starts raise SystemExit as usual."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["codec-server"]:  # its own options: durable_teams/encryption/codec_server.py
         from durable_teams.encryption.codec_server import main as codec_server
@@ -135,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                              ("codec_server", "DURABLE_TEAMS_CODEC_PORT")):
         if getattr(args, option, None) is not None:
             os.environ[variable] = str(getattr(args, option))
+    # The SDK core's warnings to stderr (Python's logging), not into stdout a script reads.
+    forward_core_log()
     try:
         code = server_command(args) if args.command in SERVER_COMMANDS[1:] else asyncio.run(run_command(args))
     except KeyboardInterrupt:
@@ -147,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if isinstance(code, str):
         print(code, file=sys.stderr)
         code = 1
-    sys.exit(code)
+    exit_now(code)
 
 
 def server_command(args: argparse.Namespace) -> int | str:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from durable_teams.cli.commands import CliError, open_client, port_arg
 from durable_teams.client.connection import TASK_QUEUE
+from durable_teams.client.exit_guard import exit_now
 from durable_teams.gateway.auth import (
     DEFAULT_MAX_BODY,
     TOKENS_ENV,
@@ -25,6 +26,7 @@ from durable_teams.gateway.auth import (
 )
 from durable_teams.gateway.exposure import ANY, Exposure
 from durable_teams.live.hub import LiveHubError
+from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
 
 
@@ -94,6 +96,9 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
+    """Serve until stopped. A gateway refused before it starts returns 2; once it has talked to
+    Temporal the process ends here (`exit_now`: no interpreter teardown, which could hang on the
+    SDK's native threads), after one line on stderr if it failed."""
     args = parser().parse_args(argv)
     tokens = tokens_from_env()
     refusal = check_exposure(args.host, tokens, args.allowed_host + hosts_from_env())
@@ -106,9 +111,17 @@ def main(argv: Sequence[str]) -> int:
     except ImportError:
         print("durable-teams: the gateway needs its extra: pip install 'durable-teams[gateway]'", file=sys.stderr)
         return 2
+    forward_core_log()  # the SDK core's warnings to stderr through Python's logging
+    code = 0
     try:
         asyncio.run(_serve(args, tokens))
+    except KeyboardInterrupt:
+        pass
     except (CliError, LiveHubError, TeamLoadError) as err:
         print(f"durable-teams: {err}", file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    except Exception as err:  # noqa: BLE001 - one line, never a traceback
+        text = str(err).strip()
+        print(f"durable-teams: {type(err).__name__}: {text.splitlines()[0] if text else ''}", file=sys.stderr)
+        code = 1
+    exit_now(code)

@@ -82,7 +82,9 @@ def install() -> None:
 def exit_now(code: int) -> NoReturn:
     """Flush standard output and error, then end the process with `code`, skipping interpreter
     finalization (see the module's docstring): for a program's entry point, once its work is
-    done. `atexit` handlers do not run."""
+    done. `atexit` handlers do not run, so OpenTelemetry's providers, when in use, are flushed
+    here (spans and metrics still buffered would otherwise be lost)."""
+    flush_telemetry()
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
@@ -90,3 +92,17 @@ def exit_now(code: int) -> NoReturn:
         except (OSError, ValueError):  # a reader that has gone (`| head`), a closed stream
             pass
     os._exit(code)
+
+
+def flush_telemetry(timeout_millis: int = 2000) -> None:
+    """Flush the global OpenTelemetry tracer and meter providers, if this process loaded
+    OpenTelemetry (`opentelemetry-instrument` registers their shutdown with `atexit`)."""
+    for module, getter in (("opentelemetry.trace", "get_tracer_provider"),
+                           ("opentelemetry.metrics", "get_meter_provider")):
+        api = sys.modules.get(module)
+        flush = getattr(getattr(api, getter)(), "force_flush", None) if api is not None else None
+        if flush is not None:
+            try:
+                flush(timeout_millis)
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
