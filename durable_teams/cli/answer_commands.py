@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from datetime import timedelta
 
 from temporalio.client import (
@@ -29,12 +30,18 @@ from durable_teams.workflows.state import HumanReply, Question
 
 
 async def cmd_pending(args: argparse.Namespace) -> int:
-    found = await pending_questions(await open_client())
+    """Every question this client can read; one line on stderr for each conversation it cannot
+    (encrypted under a key it lacks, say), which does not keep the others from being listed."""
+    unreadable: list[tuple[str, str]] = []
+    found = await pending_questions(await open_client(), unreadable=unreadable)
     if not found:
-        print("No questions are waiting for a person.")
+        print("No other questions are waiting for a person." if unreadable
+              else "No questions are waiting for a person.")
     for workflow_id, q in found:
         print(format_question(workflow_id, q))
         print()
+    for workflow_id, why in unreadable:
+        print(f"durable-teams: the questions of {workflow_id} cannot be read here: {why}", file=sys.stderr)
     return 0
 
 

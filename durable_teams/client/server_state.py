@@ -145,10 +145,16 @@ CHAT_MEMO = "chat"
 questions are answered in the chat, so the inbox and `pending` leave them out."""
 
 
-async def waiting_conversations(client: Client) -> AsyncIterator[tuple[str, Mapping[str, Any], list[Question]]]:
+async def waiting_conversations(
+    client: Client, *, unreadable: list[tuple[str, str]] | None = None,
+) -> AsyncIterator[tuple[str, Mapping[str, Any], list[Question]]]:
     """(workflow id, memo, questions) of each running conversation with a question waiting for a
     person, from the visibility store: by `AwaitingHuman`, or, on a namespace without it, every
-    running conversation's memo. A chat client's thread (`CHAT_MEMO`) is left out."""
+    running conversation's memo. A chat client's thread (`CHAT_MEMO`) is left out.
+
+    A conversation whose questions this client cannot read (its memo encrypted under a key it
+    lacks, or a query that fails) raises; with `unreadable` given, it is skipped and noted there
+    as (workflow id, why in one line), and the others still come."""
     query = WAITING_QUERY
     try:
         listed = [wf async for wf in client.list_workflows(query)]
@@ -158,20 +164,31 @@ async def waiting_conversations(client: Client) -> AsyncIterator[tuple[str, Mapp
         query = RUNNING_QUERY
         listed = [wf async for wf in client.list_workflows(query)]
     for wf in listed:
-        memo = await wf.memo()
-        if memo.get(CHAT_MEMO):
+        try:
+            memo = await wf.memo()
+            if memo.get(CHAT_MEMO):
+                continue
+            questions = memo_questions(memo)
+            if questions is None and query == WAITING_QUERY:  # started before the memo held them
+                questions = await client.get_workflow_handle(wf.id).query(
+                    TeamWorkflow.pending_questions, rpc_timeout=QUERY_TIMEOUT)
+        except Exception as err:  # noqa: BLE001 - the caller asked to hear of it and go on
+            if unreadable is None:
+                raise
+            why = getattr(err, "message", None) or str(err) or type(err).__name__
+            unreadable.append((wf.id, str(why).strip().splitlines()[0]))
             continue
-        questions = memo_questions(memo)
-        if questions is None and query == WAITING_QUERY:  # started before the memo held them
-            questions = await client.get_workflow_handle(wf.id).query(
-                TeamWorkflow.pending_questions, rpc_timeout=QUERY_TIMEOUT)
         if questions:
             yield wf.id, memo, questions
 
 
-async def pending_questions(client: Client) -> list[tuple[str, Question]]:
-    """Every question waiting for a person, read from the visibility store (no worker)."""
-    return [(wid, q) async for wid, _, questions in waiting_conversations(client) for q in questions]
+async def pending_questions(
+    client: Client, *, unreadable: list[tuple[str, str]] | None = None,
+) -> list[tuple[str, Question]]:
+    """Every question waiting for a person, read from the visibility store (no worker). With
+    `unreadable`, conversations this client cannot read are noted there instead of raising."""
+    return [(wid, q) async for wid, _, questions in waiting_conversations(client, unreadable=unreadable)
+            for q in questions]
 
 
 def is_running(status: WorkflowExecutionStatus | None) -> bool:
