@@ -14,6 +14,7 @@ from temporalio.client import Client
 from durable_teams.client.connection import connect
 from durable_teams.client.server_state import pending_questions
 from durable_teams.encryption.codec import KEY_ENV, KEY_FILE_ENV
+from durable_teams.gateway.threads import Gateway
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -54,6 +55,7 @@ async def test_pending_lists_what_it_can_read_and_names_what_it_cannot(client: C
         listed = await run_cli("pending", env=env, timeout=60)
         unreadable: list[tuple[str, str]] = []
         in_process = await pending_questions(client, unreadable=unreadable)
+        inbox = await Gateway(client, task_queue).pending()
     finally:
         for handle in (client.get_workflow_handle(plain_id), client.get_workflow_handle(sealed_id)):
             await handle.terminate()
@@ -66,3 +68,5 @@ async def test_pending_lists_what_it_can_read_and_names_what_it_cannot(client: C
                      f"{KEY_FILE_ENV}"], listed.err
     assert "Traceback" not in listed.both
     assert plain_id in {wid for wid, _ in in_process} and sealed_id in dict(unreadable)
+    # the gateway's inbox likewise: the readable question listed, the other left out (and logged)
+    assert plain_id in {q["thread_id"] for q in inbox} and sealed_id not in {q["thread_id"] for q in inbox}

@@ -61,6 +61,16 @@ def test_a_bad_embedded_port_is_one_line_from_the_worker(tmp_path: Path) -> None
     done = subprocess.run([sys.executable, "worker.py"], cwd=ROOT, capture_output=True, text=True, timeout=60,
                           env={**env, "DURABLE_TEAMS_PORT": "abc", "DURABLE_TEAMS_DB": str(tmp_path / "db")})
     assert one_line(done) == "durable-teams worker: DURABLE_TEAMS_PORT='abc' is not a port number (1-65535)"
+    # a reading command with no server configured looks for the embedded one there: the same line
+    status = subprocess.run([sys.executable, "-m", "durable_teams", "status", "x"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, env={**env, "DURABLE_TEAMS_PORT": "abc"})
+    assert one_line(status) == "durable-teams: DURABLE_TEAMS_PORT='abc' is not a port number (1-65535)"
+
+
+def test_the_codec_server_refuses_a_port_out_of_range() -> None:
+    done = run([sys.executable, "-m", "durable_teams", "codec-server", "--port", "99999"])
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().endswith("error: argument --port: '99999' is not a port number (1-65535)")
 
 
 @pytest.mark.parametrize("argv", [

@@ -74,25 +74,13 @@ def text_arg(value: str, what: str) -> str:
     return value
 
 
-def port_arg(text: str) -> int:
-    """An argparse type: a TCP port, 1-65535 (a larger number failed deep in the socket layer
-    with OverflowError)."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = 0
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
-    return port
-
-
 async def open_client() -> Client:
     """A client of the configured server; says at once when none is there (never starts one)."""
     try:
         configured = configured_address()
         address = configured or default_address()
         host, port = split_address(address)
-    except ServerConfigError as err:
+    except (ServerConfigError, ValueError) as err:  # ValueError: $DURABLE_TEAMS_PORT
         raise CliError(str(err)) from None
     hint = "" if configured else " (start one: durable-teams server-start)"
     if not port_open(host, port, timeout=3.0):

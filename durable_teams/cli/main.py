@@ -47,10 +47,10 @@ from durable_teams.cli.commands import (
     cmd_status,
     cmd_transcript,
     not_found,
-    port_arg,
 )
 from durable_teams.client.exit_guard import exit_now
 from durable_teams.client.send import ConversationBusy, ConversationEnded, ReplyRejected
+from durable_teams.client.server_address import port_arg
 from durable_teams.client.server_state import root_cause
 from durable_teams.encryption.codec import EncryptionKeyError
 from durable_teams.live.hub import LiveHubError

@@ -14,9 +14,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from durable_teams.cli.commands import CliError, open_client, port_arg
+from durable_teams.cli.commands import CliError, open_client
 from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.client.exit_guard import exit_now
+from durable_teams.client.server_address import port_arg
 from durable_teams.gateway.auth import (
     DEFAULT_MAX_BODY,
     TOKENS_ENV,
@@ -49,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-requests", type=int, default=Limits.max_requests,
                    help="requests in progress per token (or client address without tokens)")
     p.add_argument("--max-followers", type=int, default=Limits.max_followers,
-                   help="open event streams per token (or client address without tokens)")
+                   help="open event streams and streamed chat completions per token (or client address without tokens)")
     p.add_argument("--max-connections", type=int, default=1000,
                    help="connections and requests at once, all callers (503 above)")
     p.add_argument("--header-timeout", type=float, default=10.0,

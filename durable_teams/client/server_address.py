@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 
@@ -41,3 +42,15 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
             return True
     except (OSError, OverflowError, ValueError):  # refused, unreachable, unknown name, bad port
         return False
+
+
+def port_arg(text: str) -> int:
+    """An argparse type: a TCP port, 1-65535 (a larger number failed deep in the socket layer
+    with OverflowError)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return port

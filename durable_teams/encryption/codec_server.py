@@ -24,6 +24,7 @@ from pathlib import Path
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
+from durable_teams.client.server_address import port_arg
 from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError, keys_from_env
 
 ORIGINS_ENV = "DURABLE_TEAMS_CODEC_ORIGINS"
@@ -137,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="durable-teams codec-server", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8081)
+    p.add_argument("--port", type=port_arg, default=8081)
     p.add_argument("--origin", action="append", help="a Web UI origin allowed by CORS "
                    "(repeatable; default: the Web UI on DURABLE_TEAMS_UI_PORT, 8233 and 8080, and "
                    f"{ORIGINS_ENV}; '*' for any)")

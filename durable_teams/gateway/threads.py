@@ -8,6 +8,7 @@ flight lives in the workflow, and the events are read from the workflow's log.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -51,6 +52,7 @@ from durable_teams.workflows.state import (
 from durable_teams.workflows.usage import Tally
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class Outcome(NamedTuple):
@@ -258,10 +260,13 @@ class Gateway:
     async def pending(self) -> list[dict[str, Any]]:
         """Every question waiting for a person, across threads, with its thread and team."""
         found: list[dict[str, Any]] = []
+        unreadable: list[tuple[str, str]] = []  # one conversation this gateway cannot read hides no other
         # kept in the memo: no worker (nor the AwaitingHuman search attribute) needed to list them
-        async for thread_id, memo, questions in waiting_conversations(self.client):
+        async for thread_id, memo, questions in waiting_conversations(self.client, unreadable=unreadable):
             for q in questions:
                 found.append({"thread_id": thread_id, "team": memo.get("team"), **q.model_dump(mode="json")})
+        for thread_id, why in unreadable:
+            log.warning("inbox: the questions of %s cannot be read here: %s", thread_id, why)
         return found
 
     async def reply(self, thread: str, question_id: str | None, **reply: Any) -> str:
