@@ -1,0 +1,111 @@
+"""Reading a thread's log for the gateway: its length, what a person said last, and a turn's
+events as they are appended, with the live text deltas in their place (ABI's event stream).
+
+A mixin of `Gateway` (durable_teams/gateway/threads.py): it reads through the gateway's client,
+live hub and poll interval."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import nullcontext
+from typing import Any
+
+from temporalio.client import Client
+
+from durable_teams.client.events import delta_event, page_events
+from durable_teams.client.send import AcceptedTurn, ConversationEnded
+from durable_teams.live.hub import Delta, LiveHub, LiveOrder
+from durable_teams.workflows.state import LogPage, TurnReply
+
+
+class ThreadLog:
+    """The log-reading half of `Gateway`."""
+
+    client: Client
+    hub: LiveHub
+    poll_seconds: float
+
+    async def log_total(self, thread: str) -> int:
+        page = await self._page(thread, 0, 0)
+        return page.total
+
+    async def latest_said(self, thread: str, page_size: int = 50) -> str | None:
+        """What a person said last in the thread, as its log has it: the message of the latest
+        turn, or a later answer to a plain question (`ask_human`) of that turn (read back from
+        the end a page at a time); None when there is neither."""
+        end = await self.log_total(thread)
+        while end > 0:
+            start = max(0, end - page_size)
+            page = await self._page(thread, start, end - start)
+            for message in reversed(page.messages):
+                turn = message.role == "user" and message.kind == "message" and message.agent_run == 0
+                if turn or (message.role == "tool" and message.kind == "human"):
+                    return message.content or ""
+            end = start
+        return None
+
+    async def _page(self, thread: str, start: int, limit: int = 200) -> LogPage:
+        handle = self.client.get_workflow_handle(thread)
+        return await handle.query("log_page", args=[start, limit], result_type=LogPage)
+
+    async def turn_events(self, thread: str, index: int, accepted: AcceptedTurn,
+                          deltas: asyncio.Queue[Delta] | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Yield each event of the log from `index` as it is appended (ABI's stream) while the
+        accepted turn runs,
+        ending with `done` carrying the reply, or `error` when the turn could not run.
+        Live text deltas (durable_teams/live/hub.py) come as `ai_message_delta`, each after the
+        log messages that came before its model call and before the message it adds up to."""
+        order = LiveOrder()
+        # `deltas`: a subscription the caller entered before the turn went in (none: here)
+        async with nullcontext(deltas) if deltas is not None else self.hub.subscribe(thread) as deltas:
+            turn = background(accepted.reply())
+            try:
+                while True:
+                    finished = turn.done()
+                    page = await self._page(thread, index)
+                    # Drained after the read: a call sends its deltas before its message is
+                    # logged, so those of a message on this page are mostly in hand; one that
+                    # comes later is dropped by `order` (the message has the whole text).
+                    order.drain(deltas)
+                    for event in page_events(order, page, index, by_page_shared=False):
+                        yield event.model_dump(mode="json")
+                    index += len(page.messages)
+                    if index < page.total:
+                        continue
+                    for out in order.ready(index):
+                        yield delta_event(out).model_dump(mode="json")
+                    if finished:  # read once more after the reply: nothing appended last is missed
+                        break
+                    news = await self._until_news(turn, deltas)
+                    if news:
+                        order.hold(news)
+                yield done_event(turn.result())
+            except ConversationEnded as ended:
+                yield {"index": -1, "type": "error", "text": str(ended)}
+            finally:
+                turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
+
+    async def _until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta]) -> Delta | None:
+        """Wait for the reply, a delta (returned), or the next poll of the log."""
+        waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
+        both: list[asyncio.Future[Any]] = [turn, waiting]
+        try:
+            done, _ = await asyncio.wait(both, timeout=self.poll_seconds,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when the client left (cancelled): no task left pending
+            waiting.cancel()
+        return waiting.result() if waiting in done else None
+
+
+def background(coroutine: Any) -> asyncio.Future[TurnReply]:
+    """A task whose outcome may go unread (the client left, a question came first): reading
+    it when it ends keeps asyncio from logging 'Task exception was never retrieved'."""
+    task = asyncio.ensure_future(coroutine)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return task
+
+
+def done_event(reply: TurnReply) -> dict[str, Any]:
+    return {"index": -1, "type": "done", "agent": reply.agent, "text": reply.text,
+            "status": reply.status, "turn": reply.turn}
