@@ -41,9 +41,9 @@ from durable_teams.activities import model as model_module
 from durable_teams.activities.model import OpenAIBackend, pooled_http_client
 from durable_teams.client.connection import connect
 from durable_teams.worker.build import build_worker
-from durable_teams.worker.run import tune_garbage_collector
 from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner
 from durable_teams.worker.scripted import ScriptedModel
+from durable_teams.worker.settings import tune_garbage_collector
 
 
 class ForgetfulScript(ScriptedModel):

@@ -21,7 +21,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
-from durable_teams.worker.run import SLOTS_ENV, slot_options
+from durable_teams.worker.settings import SLOTS_ENV, slot_options
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_TEXT = (ROOT / "docker-compose.yml").read_text()
@@ -229,7 +229,7 @@ def test_secrets_come_from_the_shell_not_the_file() -> None:
 def test_workers_get_the_time_to_stop_gracefully() -> None:
     """`docker compose stop` / a rolling update sends SIGTERM, then SIGKILL after the grace
     period: it must outlast the worker's own graceful shutdown (durable_teams/worker/run.py)."""
-    from durable_teams.worker.run import GRACEFUL_SECONDS
+    from durable_teams.worker.settings import GRACEFUL_SECONDS
 
     grace = re.fullmatch(r"(\d+)s", SERVICES[WORKER]["stop_grace_period"])
     assert grace and int(grace.group(1)) >= GRACEFUL_SECONDS + 5

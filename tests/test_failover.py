@@ -49,7 +49,7 @@ from bench.failover import (
     release,
 )
 from durable_teams.client.send import send_reply
-from durable_teams.worker.run import STICKY_ENV, sticky_timeout
+from durable_teams.worker.settings import STICKY_ENV, sticky_timeout
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import (
     ConversationInput,

@@ -15,7 +15,8 @@ import pytest
 
 from durable_teams.cli.main import parser
 from durable_teams.cli.serve import parser as serve_parser
-from durable_teams.worker.run import GRACEFUL_ENV, TeamLoadError, graceful_timeout, load_teams
+from durable_teams.worker.run import TeamLoadError, load_teams
+from durable_teams.worker.settings import GRACEFUL_ENV, graceful_timeout
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOSED = "127.0.0.1:1"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_teams.worker.run import GC_ENV, gc_threshold, tune_garbage_collector
+from durable_teams.worker.settings import GC_ENV, gc_threshold, tune_garbage_collector
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from temporalio.worker import WorkerTuner
 
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import MAX_ACTIVITIES, build_worker, cpu_tuner
-from durable_teams.worker.run import SLOTS_ENV, slot_options
 from durable_teams.worker.scripted import ScriptedModel, say
+from durable_teams.worker.settings import SLOTS_ENV, slot_options
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelCalls, ModelRequest, ModelResponse
 from durable_teams.workflows.state import ConversationInput
