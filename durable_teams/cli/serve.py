@@ -3,7 +3,10 @@
     DURABLE_TEAMS_GATEWAY_TOKENS=t1,t2 durable-teams serve --host 0.0.0.0 --port 8000
 
 Without tokens the gateway accepts anyone, so it only starts bound to a loopback address.
-It talks to $TEMPORAL_ADDRESS, else the embedded server (`durable-teams server-start`).
+Bearer tokens on a network need TLS: `--tls-cert`/`--tls-key` serve HTTPS (or put the gateway
+behind a proxy that does); on another address without either it warns that tokens travel in
+clear. It talks to the configured Temporal server ($TEMPORAL_ADDRESS, the Temporal profile),
+else the embedded one (`durable-teams server-start`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from durable_teams.live.hub import LiveHubError
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
 
+TLS_CERT_ENV = "DURABLE_TEAMS_GATEWAY_TLS_CERT"
+TLS_KEY_ENV = "DURABLE_TEAMS_GATEWAY_TLS_KEY"
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durable-teams serve", description=__doc__,
@@ -55,6 +61,10 @@ def parser() -> argparse.ArgumentParser:
                    help="connections and requests at once, all callers (503 above)")
     p.add_argument("--header-timeout", type=float, default=10.0,
                    help="seconds a client has to send a request's headers (408 after)")
+    p.add_argument("--tls-cert", metavar="PEM", default=os.environ.get(TLS_CERT_ENV) or None,
+                   help=f"serve HTTPS with this certificate (chain) file (${TLS_CERT_ENV})")
+    p.add_argument("--tls-key", metavar="PEM", default=os.environ.get(TLS_KEY_ENV) or None,
+                   help=f"the certificate's private key file (${TLS_KEY_ENV})")
     p.add_argument("--chat-idle", type=float, default=3600.0, metavar="SECONDS",
                    help="a chat client's thread (no X-Thread-Id) closes after this long without a message")
     return p
@@ -78,6 +88,24 @@ def check_exposure(host: str, tokens: list[str], allowed_hosts: list[str] | None
     return None
 
 
+def check_tls(cert: str | None, key: str | None) -> str | None:
+    """Why the TLS settings cannot work (one given without the other, a file not there), or None."""
+    if (cert is None) != (key is None):
+        return "--tls-cert and --tls-key go together (a certificate and its private key)"
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if path is not None and not os.path.isfile(path):
+            return f"{flag} {path!r}: no such file"
+    return None
+
+
+def clear_tokens_warning(host: str, tokens: list[str], cert: str | None) -> str | None:
+    """The warning for bearer tokens served in clear to a network (no TLS here), else None."""
+    if tokens and cert is None and not is_loopback(host):
+        return (f"warning: serving on {host} over plain HTTP: bearer tokens travel in clear; give "
+                "--tls-cert/--tls-key, or serve behind a proxy that terminates TLS")
+    return None
+
+
 async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
     import uvicorn
 
@@ -91,8 +119,9 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
                     max_followers=args.max_followers)
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
                      exposure=exposure, limits=limits, chat_idle_seconds=args.chat_idle)
+    tls = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if args.tls_cert else {}
     config = server_config(app, args.host, args.port, max_connections=args.max_connections,
-                           header_timeout=args.header_timeout)
+                           header_timeout=args.header_timeout, **tls)
     await uvicorn.Server(config).serve()
 
 
@@ -102,10 +131,14 @@ def main(argv: Sequence[str]) -> int:
     SDK's native threads), after one line on stderr if it failed."""
     args = parser().parse_args(argv)
     tokens = tokens_from_env()
-    refusal = check_exposure(args.host, tokens, args.allowed_host + hosts_from_env())
+    refusal = (check_exposure(args.host, tokens, args.allowed_host + hosts_from_env())
+               or check_tls(args.tls_cert, args.tls_key))
     if refusal:
         print(f"durable-teams: {refusal}", file=sys.stderr)
         return 2
+    warning = clear_tokens_warning(args.host, tokens, args.tls_cert)
+    if warning:
+        print(f"durable-teams: {warning}", file=sys.stderr)
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
