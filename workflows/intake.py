@@ -135,6 +135,13 @@ class Intake:
         turns across continue-as-new): one query serves every waiter of a client process."""
         return [self.state.replies[n] for n in numbers if n in self.state.replies]
 
+    @workflow.query
+    def turn_number(self, turn_id: str) -> int | None:
+        """The number of the turn sent with `turn_id` (by `post_message`, on a cluster that
+        has updates turned off), or None when the conversation has not taken it (refused: the
+        reason is in `status`)."""
+        return self.state.turn_ids.get(turn_id)
+
     @workflow.signal
     def post_message(self, turn: UserTurn | None = None, *extra: object) -> None:
         """Fire-and-forget form of `send_message`; a refused turn is noted (`status`,

@@ -23,7 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.cli.commands import CliError, open_client, text_arg
 from durable_teams.cli.console import format_question
-from durable_teams.client.send import send_reply
+from durable_teams.client.send import send_reply, updates_disabled
 from durable_teams.client.server_state import memo_questions, pending_questions, workers_on
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import HumanReply, Question
@@ -97,9 +97,9 @@ async def reply(args: argparse.Namespace, approving: bool, **fields: object) -> 
     why = "no worker is running"
     if workers:
         wait = answer_wait()
-        if await accepted_within(handle, answer, wait):
+        why = await accepted_within(handle, answer, wait) or ""
+        if not why:
             return qid, ""
-        why = f"no worker took it within {wait.total_seconds():g} s"
     # A signal is durable: the workflow checks it when a worker runs it (a rejected one shows
     # in `status` as ignored), and an update that was taken meanwhile makes it a no-op.
     await handle.signal(TeamWorkflow.human_reply, answer)
@@ -123,24 +123,33 @@ def answer_wait() -> timedelta:
     return timedelta(seconds=seconds)
 
 
-async def accepted_within(handle: WorkflowHandle, answer: HumanReply, wait: timedelta) -> bool:
-    """Send the answer as the `answer` update and wait until a worker accepted it (True) or
-    `wait` passed (False). A rejection (validated by the worker) is a CliError."""
+async def accepted_within(handle: WorkflowHandle, answer: HumanReply, wait: timedelta) -> str | None:
+    """Send the answer as the `answer` update and wait until a worker accepted it (None), else
+    say why it goes as a signal instead: `wait` passed, or the namespace has updates off. A
+    rejection (validated by the worker) is a CliError."""
+    late = f"no worker took it within {wait.total_seconds():g} s"
     try:
         await handle.start_update(TeamWorkflow.answer, answer, rpc_timeout=wait,
                                   wait_for_stage=WorkflowUpdateStage.ACCEPTED)
     except WorkflowUpdateRPCTimeoutOrCancelledError:
-        return False
+        return late
     except WorkflowUpdateFailedError as err:
         raise CliError(f"Rejected: {getattr(err.cause, 'message', err.cause)}") from None
     except RPCError as err:
         if err.status == RPCStatusCode.DEADLINE_EXCEEDED:
-            return False
+            return late
+        if updates_disabled(err):
+            return UPDATES_OFF
         raise
-    return True
+    return None
+
+
+UPDATES_OFF = "this namespace has workflow updates turned off"
 
 
 def queued(why: str) -> str:
+    if why == UPDATES_OFF:
+        return f"sent as a signal: {why}; the conversation checks it (`status` shows a refusal)"
     return f"queued: {why}; it will be validated when one starts"
 
 

@@ -29,7 +29,13 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.connection import TASK_QUEUE
-from durable_teams.client.send import ConversationEnded, ReplyRejected, send_reply, send_turn
+from durable_teams.client.send import (
+    ConversationEnded,
+    ReplyRejected,
+    TurnRejected,
+    send_reply,
+    send_turn,
+)
 from durable_teams.client.server_state import questions_of, why_it_failed, worker_notes, workers_on
 from durable_teams.client.start import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -180,6 +186,9 @@ async def chat(client: Client, team: str, thread_id: str | None) -> int:
             reply = await turn
         except WorkflowUpdateFailedError as rejected:  # an oversized turn, or the thread is closing
             print(f"(not sent: {getattr(rejected.cause, 'message', rejected.cause)})")
+            continue
+        except TurnRejected as rejected:  # the same, where the turn went as a signal (updates off)
+            print(f"(not sent: {rejected})")
             continue
         except ConversationEnded as ended:
             print(f"{ended}{await why_it_failed(client, thread.id)}")

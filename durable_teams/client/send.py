@@ -31,7 +31,13 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
 from durable_teams.workflows.human import QUESTION_CLOSED
-from durable_teams.workflows.state import HumanReply, Question, TurnReply, UserTurn
+from durable_teams.workflows.state import (
+    ConversationStatus,
+    HumanReply,
+    Question,
+    TurnReply,
+    UserTurn,
+)
 
 CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
 CLOSED = "ConversationClosed"
@@ -63,6 +69,11 @@ class ReplyRejected(Exception):
 
 class QuestionClosed(ReplyRejected):
     """The question was answered already, or is not (or no longer) asked."""
+
+
+class TurnRejected(Exception):
+    """The conversation refused a turn sent as a signal (where updates are off): the reason,
+    as an update's refusal would give it (an empty or oversized message, a closed conversation)."""
 
 
 class TurnConflict(Exception):
@@ -190,10 +201,42 @@ async def submit_turn(
         except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
                 await _raise_unless_running(handle, err)
+            if updates_disabled(err):
+                return await _submit_by_signal(client, handle, turn, patience)
             reason = transient_reason(err)
             if reason is None:
                 raise
         await patience.wait(reason)
+
+
+def updates_disabled(err: Exception) -> bool:
+    """Whether the server refused an update because updates are off for the namespace (a
+    cluster set up before they were on by default: `frontend.enableUpdateWorkflowExecution`)."""
+    return (isinstance(err, RPCError) and err.status in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED)
+            and "disabled" in (err.message or "").lower())
+
+
+async def _submit_by_signal(client: Client, handle: WorkflowHandle, turn: UserTurn,
+                            patience: Patience) -> AcceptedTurn:
+    """`submit_turn` where updates are off: the durable `post_message` signal (the same turn id
+    makes a re-send the same turn), then the `turn_number` query, which the server answers only
+    after the signal's workflow task: the number, or None when the workflow refused the turn."""
+    await handle.signal("post_message", turn)
+    while True:
+        try:
+            number = await handle.query("turn_number", turn.turn_id, result_type=int | None)  # type: ignore[arg-type]
+            break
+        except RPCError as err:
+            reason = transient_reason(err)
+            if reason is None:
+                raise
+            await patience.wait(reason)
+    if number is None:
+        status = await handle.query("status", result_type=ConversationStatus)
+        refused = [r.reason for r in status.refused_signals if r.signal == "post_message"]
+        reason = refused[-1] if refused else "the conversation did not take the turn"
+        raise (TurnConflict if "another turn came first" in reason else TurnRejected)(reason)
+    return AcceptedTurn(client, handle.id, turn, number)
 
 
 async def _send_when_admitted(handle: WorkflowHandle, turn: UserTurn, busy_timeout: float) -> TurnReply:
@@ -269,8 +312,13 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
             ids = ", ".join(q.question_id for q in pending) or "none"
             raise ReplyRejected(f"{len(pending)} questions pending ({ids}); name one with --question")
         question_id = pending[0].question_id
+    answer = HumanReply(question_id=question_id, **reply)  # type: ignore[arg-type]
     try:
-        await handle.execute_update("answer", HumanReply(question_id=question_id, **reply))  # type: ignore[arg-type]
+        await handle.execute_update("answer", answer)
+    except RPCError as err:
+        if not updates_disabled(err):
+            raise
+        await handle.signal("human_reply", answer)  # updates are off: durable, checked by the workflow
     except WorkflowUpdateFailedError as err:
         cause = err.cause
         closed = isinstance(cause, ApplicationError) and QUESTION_CLOSED in cause.details

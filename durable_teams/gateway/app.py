@@ -38,6 +38,7 @@ from durable_teams.client.send import (
     ConversationNotFound,
     Patience,
     ReplyRejected,
+    TurnRejected,
 )
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
@@ -231,6 +232,8 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
         return response
     if isinstance(exc, WorkflowUpdateFailedError):  # the workflow refused the turn: why
         return error(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
+    if isinstance(exc, TurnRejected):  # the same, for a turn sent as a signal (updates off)
+        return error(400, str(exc), "turn_rejected")
     if isinstance(exc, ReplyRejected):
         return error(409, str(exc), "reply_rejected")
     if isinstance(exc, ConversationNotFound):  # a ConversationEnded: checked first
@@ -290,7 +293,7 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
     ]
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
-                 WorkflowUpdateFailedError, RPCError):
+                 WorkflowUpdateFailedError, TurnRejected, RPCError):
         handlers[kind] = on_temporal_error
     handlers[Exception] = on_unexpected
     app = Starlette(routes=routes, exception_handlers=handlers)

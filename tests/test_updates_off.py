@@ -1,0 +1,97 @@
+"""A cluster set up before workflow updates were on by default (`frontend.enableUpdateWorkflowExecution`
+false): turns go in as the durable `post_message` signal and answers as `human_reply`, so the
+library, `chat` and the gateway all still hold a conversation. Before, every turn failed with
+"UpdateWorkflowExecution operation is disabled on this namespace"."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from durable_teams.client.send import TurnConflict, TurnRejected, send_reply, send_turn, submit_turn
+from durable_teams.client.start import start_conversation
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.workflows.human import AWAITING_HUMAN
+from durable_teams.workflows.labels import TASK, TEAM
+from durable_teams.workflows.messages import Message, ModelRequest
+from durable_teams.workflows.state import ConversationInput
+
+from .cli_process import cli_env, run_cli
+from .conftest import binary, pending_question, running_worker
+from .gateway_helpers import running_gateway
+
+UPDATES_OFF = ["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=false"]
+
+
+@pytest_asyncio.fixture(scope="module")
+async def old_cluster() -> AsyncIterator[Client]:
+    async with await WorkflowEnvironment.start_local(
+            data_converter=pydantic_data_converter, dev_server_existing_path=binary("temporal"),
+            search_attributes=[AWAITING_HUMAN, TEAM, TASK], dev_server_extra_args=UPDATES_OFF) as env:
+        yield env.client
+
+
+def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
+    last = messages[-1]
+    if last["role"] == "user" and "order" in str(last["content"]).lower():
+        return call("ask_human", question="Which order do you mean?")
+    if last["role"] == "user":
+        return say(f"You said: {last['content']}")
+    return say(f"Order {last['content']} is on its way.")
+
+
+DESK = Swarm([Agent("desk", "Help with orders.", tools=["ask_human"])], name="desk").compile()
+
+
+async def conversation(client: Client, task_queue: str) -> str:
+    wid = f"desk-{uuid.uuid4().hex[:8]}"
+    await start_conversation(client, "desk", ConversationInput(team_name="desk", single_turn=False),
+                             id=wid, task_queue=task_queue)
+    return wid
+
+
+async def test_the_library_sends_turns_and_answers_as_signals(old_cluster: Client) -> None:
+    client, queue = old_cluster, f"tq-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, queue, [DESK], ScriptedModel(desk_script)):
+        wid = await conversation(client, queue)
+        first = await send_turn(client, wid, "hello")
+        assert (first.turn, first.text) == (1, "You said: hello")
+        again = await submit_turn(client, wid, "hello once more", turn_id="t-2")
+        same = await submit_turn(client, wid, "hello once more", turn_id="t-2")  # a retry: the same turn
+        assert again.number == same.number == 2
+        assert (await again.reply()).text == "You said: hello once more"
+        asking = await submit_turn(client, wid, "where is my order?")
+        question = await pending_question(client.get_workflow_handle(wid))
+        assert await send_reply(client, wid, question.question_id, text="B-42") == question.question_id
+        assert (await asking.reply()).text == "Order B-42 is on its way."
+        with pytest.raises(TurnConflict, match="another turn came first"):
+            await submit_turn(client, wid, "late", after_turns=1)
+        with pytest.raises(TurnRejected, match="the message is empty"):
+            await submit_turn(client, wid, "   ")
+
+
+async def test_chat_and_the_gateway_hold_a_conversation(old_cluster: Client) -> None:
+    client, queue = old_cluster, f"tq-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, queue, [DESK], ScriptedModel(desk_script)):
+        thread = f"desk-{uuid.uuid4().hex[:8]}"
+        chat = await run_cli("chat", "desk", "--thread", thread, env=cli_env(client, queue),
+                             stdin="Where is my order?\nB-42\n/quit\n")
+        assert chat.code == 0, chat
+        assert "? [desk] Which order do you mean?\n> [desk] Order B-42 is on its way." in chat.out, chat.out
+        async with running_gateway(client, queue, teams=["desk"]) as url, httpx.AsyncClient(base_url=url) as http:
+            started = await http.post("/threads", json={"team": "desk"})
+            tid = started.json()["thread_id"]
+            async with http.stream("POST", f"/threads/{tid}/turns", json={"text": "hi there"}) as turn:
+                events = [json.loads(line[5:]) async for line in turn.aiter_lines() if line.startswith("data:")]
+    assert started.status_code == 201, started.text
+    assert events[-1]["type"] == "done" and events[-1]["text"] == "You said: hi there", events
