@@ -210,8 +210,8 @@ async def submit_turn(
 
 
 def updates_disabled(err: Exception) -> bool:
-    """Whether the server refused an update because updates are off for the namespace (a
-    cluster set up before they were on by default: `frontend.enableUpdateWorkflowExecution`)."""
+    """Whether the server refused an update because updates are off for the namespace (older
+    self-hosted releases had them off by default: `frontend.enableUpdateWorkflowExecution`)."""
     return (isinstance(err, RPCError) and err.status in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED)
             and "disabled" in (err.message or "").lower())
 
