@@ -50,10 +50,10 @@ _EXPORTS: dict[str, str] = {
     "TASK_QUEUE": "durable_teams.client.connection",
     "send_turn": "durable_teams.client.send",
     "send_reply": "durable_teams.client.send",
-    "ConversationEnded": "durable_teams.client.send",
-    "ConversationNotFound": "durable_teams.client.send",
-    "ConversationBusy": "durable_teams.client.send",
-    "ReplyRejected": "durable_teams.client.send",
+    "ConversationEnded": "durable_teams.client.refusals",
+    "ConversationNotFound": "durable_teams.client.refusals",
+    "ConversationBusy": "durable_teams.client.refusals",
+    "ReplyRejected": "durable_teams.client.refusals",
     "follow": "durable_teams.client.events",
     "EncryptionCodec": "durable_teams.encryption.codec",
     "EncryptionKeyError": "durable_teams.encryption.codec",
@@ -88,14 +88,13 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from durable_teams.activities.tool_results import Result
     from durable_teams.client.connection import TASK_QUEUE, connect
     from durable_teams.client.events import Event, follow
-    from durable_teams.client.send import (
+    from durable_teams.client.refusals import (
         ConversationBusy,
         ConversationEnded,
         ConversationNotFound,
         ReplyRejected,
-        send_reply,
-        send_turn,
     )
+    from durable_teams.client.send import send_reply, send_turn
     from durable_teams.client.start import start_conversation
     from durable_teams.encryption.codec import EncryptionCodec, EncryptionKeyError
     from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor, Swarm, handoff

@@ -12,7 +12,8 @@ from typing import Any
 import openai
 from temporalio.client import Client
 
-from durable_teams.client.send import TurnConflict, submit_turn
+from durable_teams.client.refusals import TurnConflict
+from durable_teams.client.send import submit_turn
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway import chat_history
 from durable_teams.gateway.chat_history import ChatHistory, continues, request_keys

@@ -12,7 +12,8 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from durable_teams.client.send import ConversationEnded, ConversationNotFound, send_turn
+from durable_teams.client.refusals import ConversationEnded, ConversationNotFound
+from durable_teams.client.send import send_turn
 from durable_teams.client.start import start_conversation
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow

@@ -15,7 +15,8 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from durable_teams.client.send import QuestionClosed, ReplyRejected, send_reply
+from durable_teams.client.refusals import QuestionClosed, ReplyRejected
+from durable_teams.client.send import send_reply
 from durable_teams.gateway.openai_stream import until_done
 from durable_teams.gateway.threads import Gateway
 from durable_teams.live.hub import Delta

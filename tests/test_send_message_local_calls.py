@@ -14,7 +14,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
-from durable_teams.client.send import submit_turn, transient_reason
+from durable_teams.client.refusals import transient_reason
+from durable_teams.client.send import submit_turn
 from durable_teams.client.start import start_conversation
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow

@@ -15,7 +15,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
-from durable_teams.client.send import ConversationBusy, Patience
+from durable_teams.client.refusals import ConversationBusy, Patience
 from durable_teams.gateway.app import on_temporal_error
 from durable_teams.gateway.auth import Limits
 from durable_teams.gateway.threads import Gateway

@@ -13,18 +13,27 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.client.send import TurnConflict, TurnRejected, send_reply, send_turn, submit_turn
+from durable_teams.client import updates_off
+from durable_teams.client.refusals import (
+    ConversationBusy,
+    ConversationEnded,
+    Patience,
+    QuestionClosed,
+    TurnConflict,
+    TurnRejected,
+)
+from durable_teams.client.send import send_reply, send_turn, submit_turn
 from durable_teams.client.start import start_conversation
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.messages import Message, ModelRequest
-from durable_teams.workflows.state import ConversationInput
+from durable_teams.workflows.state import ConversationInput, ConversationStatus, UserTurn
 
 from .cli_process import cli_env, run_cli
 from .conftest import binary, pending_question, running_worker
@@ -95,3 +104,66 @@ async def test_chat_and_the_gateway_hold_a_conversation(old_cluster: Client) -> 
                 events = [json.loads(line[5:]) async for line in turn.aiter_lines() if line.startswith("data:")]
     assert started.status_code == 201, started.text
     assert events[-1]["type"] == "done" and events[-1]["text"] == "You said: hi there", events
+
+
+async def test_answers_that_are_not_taken_are_refused_as_an_update_would(old_cluster: Client) -> None:
+    """The signal is checked by the workflow after it is sent; the `answer_outcome` query makes
+    that check the sender's answer: a second answer to one question is `QuestionClosed`, and
+    the gateway says 409 for it, as it does where updates are on."""
+    client, queue = old_cluster, f"tq-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, queue, [DESK], ScriptedModel(desk_script)):
+        wid = await conversation(client, queue)
+        asking = await submit_turn(client, wid, "where is my order?")
+        question = await pending_question(client.get_workflow_handle(wid))
+        await send_reply(client, wid, question.question_id, text="A-17")
+        with pytest.raises(QuestionClosed, match="already answered"):
+            await send_reply(client, wid, question.question_id, text="B-42")
+        assert (await asking.reply()).text == "Order A-17 is on its way."
+        async with running_gateway(client, queue, teams=["desk"]) as url, httpx.AsyncClient(base_url=url) as http:
+            unknown = await http.post(f"/threads/{wid}/questions/q9", json={"text": "x"})
+    assert unknown.status_code == 409 and unknown.json()["error"]["type"] == "reply_rejected", unknown.text
+
+
+async def test_a_full_queue_and_a_closed_conversation_refuse_before_anything_is_sent(
+        old_cluster: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    client, queue = old_cluster, f"tq-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(updates_off, "MAX_QUEUED_TURNS", 3)  # the turn in progress counts, as in the workflow
+    async with running_worker(client, queue, [DESK], ScriptedModel(desk_script)):
+        wid = await conversation(client, queue)
+        await submit_turn(client, wid, "where is my order?")  # its question holds the queue
+        await pending_question(client.get_workflow_handle(wid))
+        for n in range(2):
+            await submit_turn(client, wid, f"and another thing {n}")
+        with pytest.raises(ConversationBusy, match="3 turns are waiting to be answered"):
+            await submit_turn(client, wid, "one too many", busy_timeout=0.5)
+        await client.get_workflow_handle(wid).signal("close")
+        with pytest.raises(ConversationEnded, match="is closed"):
+            await submit_turn(client, wid, "after the close")
+        status = await client.get_workflow_handle(wid).query("status", result_type=ConversationStatus)
+    assert status.turns == 3  # the refused ones never went in
+
+
+class OlderWorkers:
+    """A handle whose workers predate the `turn_number` query."""
+
+    def __init__(self) -> None:
+        self.id, self.signals = "c1", []
+
+    async def query(self, name: str, args: list[object], result_type: type) -> object:
+        if name == "status":
+            return ConversationStatus(active_agent=None, turns=1, model_calls=0, pending=[], queued_turns=0,
+                                      last_reply=None, closed=False)
+        raise WorkflowQueryFailedError("Query handler for 'turn_number' expected but not found")
+
+    async def signal(self, name: str, arg: object) -> None:
+        self.signals.append(name)
+
+
+async def test_workers_without_turn_numbers_get_no_turn_they_could_not_confirm() -> None:
+    """Sent anyway, the turn would run while its sender is told it failed (and a retry would
+    run it twice): so nothing is sent, and the reason says what to upgrade."""
+    handle = OlderWorkers()
+    with pytest.raises(TurnRejected, match="its workers predate turns sent as signals"):
+        await updates_off.submit_by_signal(handle, UserTurn(text="hi", turn_id="t1"),  # type: ignore[arg-type]
+                                           Patience("c1", 1.0))
+    assert handle.signals == []

@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from . import inputs
     from .human import QUESTION_CLOSED, HumanDesk, question_closed, reply_problem
-    from .state import AnswerAck, ConversationState, HumanReply, TurnReply, UserTurn
+    from .state import AnswerAck, AnswerOutcome, ConversationState, HumanReply, TurnReply, UserTurn
 
 MAX_TURN_BYTES = 256 * 1024
 MAX_QUEUED_TURNS = 100
@@ -27,6 +27,8 @@ MAX_QUEUED_TURNS = 100
 MAX_ID_CHARS = 256
 """A turn's `sender` and `turn_id` are names, kept in state: longer ones are refused."""
 SIGNALS = ("post_message", "human_reply", "close")
+KEEP_OUTCOMES = 50
+"""Answers-by-signal whose outcome is kept for the `answer_outcome` query."""
 NOTES_PATCH = "refused-signal-notes"
 """Refused signals are noted in the transcript only in runs started by code that does so: an
 older run replays without the notes, so its log (and the indices derived from it) stay as
@@ -177,11 +179,23 @@ class Intake:
             decoded = inputs.decode(HumanReply, [reply, *extra], "human_reply")
         except inputs.InvalidInput as err:
             return self._refuse("human_reply", str(err))
+        closed = question_closed(self.state, decoded.question_id)
         problem = self.desk.receive(decoded)
         if problem:
             self._refuse("human_reply", problem)
         else:
             self._took(decoded.input_id)
+        if decoded.input_id:  # state only: the client's `answer_outcome` query reads it
+            outcomes = self.state.answer_outcomes
+            outcomes[decoded.input_id] = AnswerOutcome(taken=problem is None, reason=problem or "",
+                                                       closed=problem is not None and closed)
+            for stale in list(outcomes)[:-KEEP_OUTCOMES]:
+                del outcomes[stale]
+
+    @workflow.query
+    def answer_outcome(self, input_id: str) -> AnswerOutcome | None:
+        """What became of the answer sent as `human_reply` with `input_id` (None: not seen)."""
+        return self.state.answer_outcomes.get(input_id)
 
     @workflow.update
     def answer(self, reply: HumanReply | None = None, *extra: object) -> AnswerAck:

@@ -101,6 +101,15 @@ class AnswerAck(Reply):
     accepted: bool = True
 
 
+class AnswerOutcome(Reply):
+    """Whether an answer sent as a signal was taken; if not, why, and whether its question was
+    no longer open (answered by another, or never asked)."""
+
+    taken: bool
+    reason: str = ""
+    closed: bool = False
+
+
 class TurnProgress(Wire):
     """Where a turn stood when the run continued as new in the middle of it (only ever while
     an agent waited for a person): the agent run to resume and the turn's budget so far."""
@@ -147,6 +156,10 @@ class ConversationState(Wire):
     """The id of the latest input taken (a new turn's `turn_id`, an answer's `input_id`)."""
     previous_input_id: str | None = left_out_when_unset()
     """The one before it."""
+    answer_outcomes: dict[str, AnswerOutcome] = Field(default_factory=dict, exclude_if=lambda value: not value)
+    """What became of the latest answers sent as the `human_reply` signal with an `input_id`
+    (at most `intake.KEEP_OUTCOMES`), for the `answer_outcome` query: where updates are off,
+    how a client learns whether its answer was taken. Left off the wire while empty."""
     in_progress: TurnProgress | None = None
     answered_calls: dict[str, Message] = Field(default_factory=dict)
     """Answers to the tool calls of the batch being answered now, kept as they arrive so a turn

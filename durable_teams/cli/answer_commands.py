@@ -23,8 +23,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.cli.commands import CliError, open_client, text_arg
 from durable_teams.cli.console import format_question
-from durable_teams.client.send import send_reply, updates_disabled
+from durable_teams.client.send import send_reply
 from durable_teams.client.server_state import memo_questions, pending_questions, workers_on
+from durable_teams.client.updates_off import updates_disabled
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import HumanReply, Question
 

@@ -29,13 +29,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.connection import TASK_QUEUE
-from durable_teams.client.send import (
-    ConversationEnded,
-    ReplyRejected,
-    TurnRejected,
-    send_reply,
-    send_turn,
-)
+from durable_teams.client.refusals import ConversationEnded, ReplyRejected, TurnRejected
+from durable_teams.client.send import send_reply, send_turn
 from durable_teams.client.server_state import questions_of, why_it_failed, worker_notes, workers_on
 from durable_teams.client.start import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow

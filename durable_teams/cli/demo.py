@@ -69,7 +69,8 @@ async def run_support_demo() -> int:
     import asyncio
 
     from durable_teams.cli.console import format_question
-    from durable_teams.client.send import ReplyRejected, send_reply
+    from durable_teams.client.refusals import ReplyRejected
+    from durable_teams.client.send import send_reply
     from durable_teams.examples import support
     from durable_teams.worker import run as worker_module
 

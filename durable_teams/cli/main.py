@@ -49,7 +49,7 @@ from durable_teams.cli.commands import (
     not_found,
 )
 from durable_teams.client.exit_guard import exit_now
-from durable_teams.client.send import ConversationBusy, ConversationEnded, ReplyRejected
+from durable_teams.client.refusals import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.client.server_address import port_arg
 from durable_teams.client.server_state import root_cause
 from durable_teams.encryption.codec import EncryptionKeyError

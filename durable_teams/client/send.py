@@ -13,9 +13,6 @@ their replies (the turns queue in the workflow and are answered one at a time).
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import random
 import uuid
 from dataclasses import dataclass
 
@@ -29,56 +26,28 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.client.refusals import (
+    BUSY,
+    CLOSED,
+    CONFLICT,
+    CUT_BY_RUN_END,
+    ConversationEnded,
+    ConversationNotFound,
+    Patience,
+    QuestionClosed,
+    ReplyRejected,
+    TurnConflict,
+    transient_reason,
+)
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
+from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
 from durable_teams.workflows.human import QUESTION_CLOSED
 from durable_teams.workflows.state import (
-    ConversationStatus,
     HumanReply,
     Question,
     TurnReply,
     UserTurn,
 )
-
-CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
-CLOSED = "ConversationClosed"
-CONFLICT = "TurnConflict"
-BUSY = "ConversationBusy"
-UNPROCESSED = "UnprocessedUpdate"
-TRANSIENT = {RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.UNAVAILABLE,
-             RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
-logger = logging.getLogger(__name__)
-
-
-class ConversationEnded(Exception):
-    """The conversation is no longer running (closed, failed, cancelled, terminated or timed
-    out), or is closing and takes no new turns."""
-
-
-class ConversationNotFound(ConversationEnded):
-    """No conversation has this workflow id (never started, or removed after its retention)."""
-
-
-class ConversationBusy(Exception):
-    """The server kept refusing the turn (too many updates in flight, aborted, timed out) for
-    `busy_timeout` seconds."""
-
-
-class ReplyRejected(Exception):
-    """An answer or approval was not accepted: no such question, already answered, or empty."""
-
-
-class QuestionClosed(ReplyRejected):
-    """The question was answered already, or is not (or no longer) asked."""
-
-
-class TurnRejected(Exception):
-    """The conversation refused a turn sent as a signal (where updates are off): the reason,
-    as an update's refusal would give it (an empty or oversized message, a closed conversation)."""
-
-
-class TurnConflict(Exception):
-    """A turn sent with `after_turns` came too late: the conversation had taken another turn
-    since the sender looked (the turn was not added)."""
 
 
 async def send_turn(
@@ -202,41 +171,11 @@ async def submit_turn(
             if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
                 await _raise_unless_running(handle, err)
             if updates_disabled(err):
-                return await _submit_by_signal(client, handle, turn, patience)
+                return AcceptedTurn(client, workflow_id, turn, await submit_by_signal(handle, turn, patience))
             reason = transient_reason(err)
             if reason is None:
                 raise
         await patience.wait(reason)
-
-
-def updates_disabled(err: Exception) -> bool:
-    """Whether the server refused an update because updates are off for the namespace (older
-    self-hosted releases had them off by default: `frontend.enableUpdateWorkflowExecution`)."""
-    return (isinstance(err, RPCError) and err.status in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED)
-            and "disabled" in (err.message or "").lower())
-
-
-async def _submit_by_signal(client: Client, handle: WorkflowHandle, turn: UserTurn,
-                            patience: Patience) -> AcceptedTurn:
-    """`submit_turn` where updates are off: the durable `post_message` signal (the same turn id
-    makes a re-send the same turn), then the `turn_number` query, which the server answers only
-    after the signal's workflow task: the number, or None when the workflow refused the turn."""
-    await handle.signal("post_message", turn)
-    while True:
-        try:
-            number = await handle.query("turn_number", turn.turn_id, result_type=int | None)  # type: ignore[arg-type]
-            break
-        except RPCError as err:
-            reason = transient_reason(err)
-            if reason is None:
-                raise
-            await patience.wait(reason)
-    if number is None:
-        status = await handle.query("status", result_type=ConversationStatus)
-        refused = [r.reason for r in status.refused_signals if r.signal == "post_message"]
-        reason = refused[-1] if refused else "the conversation did not take the turn"
-        raise (TurnConflict if "another turn came first" in reason else TurnRejected)(reason)
-    return AcceptedTurn(client, handle.id, turn, number)
 
 
 async def _send_when_admitted(handle: WorkflowHandle, turn: UserTurn, busy_timeout: float) -> TurnReply:
@@ -252,40 +191,6 @@ async def _send_when_admitted(handle: WorkflowHandle, turn: UserTurn, busy_timeo
             if reason is None:
                 raise
             await patience.wait(reason)
-
-
-class Patience:
-    """Growing, jittered pauses between sends while the server is too busy, until
-    `busy_timeout` seconds have passed; then `ConversationBusy` with the last reason."""
-
-    def __init__(self, workflow_id: str, busy_timeout: float) -> None:
-        self.workflow_id, self.busy_timeout = workflow_id, busy_timeout
-        self.deadline = asyncio.get_running_loop().time() + busy_timeout
-        self.pause = 0.05
-
-    async def wait(self, reason: str) -> None:
-        if asyncio.get_running_loop().time() + self.pause > self.deadline:
-            raise ConversationBusy(f"conversation {self.workflow_id} did not take the turn within "
-                                   f"{self.busy_timeout:g} s: {reason}")
-        logger.debug("conversation %s busy (%s); sending again in %.2f s", self.workflow_id, reason, self.pause)
-        await asyncio.sleep(self.pause * random.uniform(0.5, 1.0))
-        self.pause = min(self.pause * 2, 1.0)
-
-
-def transient_reason(err: Exception) -> str | None:
-    """Why sending again may succeed: too many updates in flight (RESOURCE_EXHAUSTED), an
-    update the server aborted (UNAVAILABLE) or rejected as not processed by a worker (a
-    workflow task lost under load), an RPC that timed out. None for anything else, including
-    the caller cancelling (the SDK wraps that in the same timeout error)."""
-    if isinstance(err, WorkflowUpdateFailedError):
-        cause = err.cause
-        if isinstance(cause, ApplicationError) and cause.type == UNPROCESSED:
-            return cause.message
-        return None
-    rpc = err.__cause__ if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError) else err
-    if isinstance(rpc, RPCError) and rpc.status in TRANSIENT:
-        return rpc.message or rpc.status.name
-    return None
 
 
 async def _raise_unless_running(handle: WorkflowHandle, err: Exception | None) -> None:
@@ -318,10 +223,12 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
     except RPCError as err:
         if not updates_disabled(err):
             raise
-        await handle.signal("human_reply", answer)  # updates are off: durable, checked by the workflow
+        await answer_by_signal(handle, answer)
     except WorkflowUpdateFailedError as err:
         cause = err.cause
         closed = isinstance(cause, ApplicationError) and QUESTION_CLOSED in cause.details
         rejected = QuestionClosed if closed else ReplyRejected
         raise rejected(f"Rejected: {getattr(cause, 'message', cause)}") from None
     return question_id
+
+

@@ -31,7 +31,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.events import follow
-from durable_teams.client.send import (
+from durable_teams.client.refusals import (
     TRANSIENT,
     ConversationBusy,
     ConversationEnded,

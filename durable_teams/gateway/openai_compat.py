@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from durable_teams.client.send import ConversationEnded, TurnConflict
+from durable_teams.client.refusals import ConversationEnded, TurnConflict
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError

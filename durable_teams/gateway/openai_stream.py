@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from durable_teams.client.send import ConversationEnded
+from durable_teams.client.refusals import ConversationEnded
 from durable_teams.gateway.sse import sse_frame
 from durable_teams.gateway.threads import Outcome
 from durable_teams.live.hub import Delta

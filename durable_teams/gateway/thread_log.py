@@ -14,7 +14,8 @@ from typing import Any
 from temporalio.client import Client
 
 from durable_teams.client.events import delta_event, page_events
-from durable_teams.client.send import AcceptedTurn, ConversationEnded
+from durable_teams.client.refusals import ConversationEnded
+from durable_teams.client.send import AcceptedTurn
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.state import LogPage, TurnReply
 

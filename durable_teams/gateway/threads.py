@@ -25,18 +25,16 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.approvals import approval_of, ask_again
-from durable_teams.client.send import (
-    AcceptedTurn,
+from durable_teams.client.refusals import (
     ConversationBusy,
     ConversationEnded,
     ConversationNotFound,
     Patience,
     QuestionClosed,
     TurnConflict,
-    send_reply,
-    submit_turn,
     transient_reason,
 )
+from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
 from durable_teams.client.server_state import CHAT_MEMO, waiting_conversations, why_it_failed
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway.thread_log import ThreadLog, background
