@@ -216,3 +216,20 @@ async def test_server_start_from_the_cli_and_reads_against_it(tmp_path: Path) ->
         taken = await run_cli("server-start", "--port", str(held), env=env, timeout=90)
     assert one_line_failure(taken).startswith(
         f"durable-teams: Port {held} on 127.0.0.1 is in use, and what answers there is not")
+
+
+async def test_an_operators_temporal_settings_do_not_reach_the_embedded_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TLS, an API key or a profile meant for another cluster: the embedded server still
+    starts and is reused (its `temporal` commands used to try TLS against it, time out, and
+    call the server not ready, or another program)."""
+    for name, value in {"TEMPORAL_TLS": "true", "TEMPORAL_API_KEY": "k", "TEMPORAL_TLS_SERVER_NAME": "x",
+                        "TEMPORAL_CONFIG_FILE": str(tmp_path / "none.toml")}.items():
+        monkeypatch.setenv(name, value)
+    port, ui_port = two_ports()
+    with DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "temporal.db") as server:
+        again = DevServer(port=port, ui_port=ui_port, db_file=tmp_path / "temporal.db").start()
+        assert again.reused
+        client = await Client.connect(server.address)
+        listed = await client.operator_service.list_search_attributes(ListSearchAttributesRequest(namespace="default"))
+    assert set(SEARCH_ATTRIBUTES) <= set(listed.custom_attributes)

@@ -93,6 +93,13 @@ def default_db_file() -> Path:
     return Path.home() / ".durable-teams" / "temporal.db"
 
 
+def embedded_env() -> dict[str, str]:
+    """This process's environment without Temporal's connection settings: the `temporal`
+    commands that start and check the embedded server talk to it in plaintext on its own
+    address, whatever TLS, API key, profile or namespace an operator set for another cluster."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
+
+
 class DevServer:
     """A local Temporal dev server with a persistent database, the Web UI and our search attributes.
 
@@ -185,7 +192,7 @@ class DevServer:
         with open(self.log_file, "ab") as log:  # the child keeps its own copy of the fd
             self.process = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                start_new_session=True, env=embedded_env(),
             )
         deadline = time.monotonic() + timeout
         while not port_open(self.host, self.port):
@@ -258,7 +265,8 @@ class DevServer:
             subprocess.run(
                 [find_temporal_binary(), "operator", "search-attribute", "create", "--name", key,
                  "--type", SEARCH_ATTRIBUTES[key], "--address", self.address],
-                capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, check=False)
+                capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, check=False,
+                env=embedded_env())
 
     def _search_attributes_listed(self, within: float = 15.0) -> str:
         """`temporal operator search-attribute list` as JSON, or "" if nothing answers it. A
@@ -269,7 +277,8 @@ class DevServer:
                 listed = subprocess.run(
                     [find_temporal_binary(), "operator", "search-attribute", "list",
                      "--address", self.address, "--output", "json"],
-                    capture_output=True, text=True, timeout=within, stdin=subprocess.DEVNULL)
+                    capture_output=True, text=True, timeout=within, stdin=subprocess.DEVNULL,
+                    env=embedded_env())
             except subprocess.TimeoutExpired:
                 return ""
             if listed.returncode == 0:
