@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives import serialization
 from temporalio.client import Client
 
 from durable_teams.cli.serve import check_tls, clear_tokens_warning
@@ -33,7 +34,8 @@ async def test_the_gateway_serves_https_with_a_certificate(client: Client, tmp_p
     env = cli_env(client, **{TOKENS_ENV: "tok1"})
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "durable_teams", "serve", "--port", str(port),
-        "--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key), cwd=ROOT, env=env,
+        "--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key), "--header-timeout", "1",
+        cwd=ROOT, env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     try:
         for _ in range(600):  # until it listens (bounded): the process may also have died
@@ -48,6 +50,11 @@ async def test_the_gateway_serves_https_with_a_certificate(client: Client, tmp_p
         assert (health.status_code, health.json()) == (200, {"ok": True})
         assert listed.status_code == 200 and isinstance(listed.json(), list)
         assert refused.status_code == 401
+        # a connection that never starts its handshake is closed at the header deadline, not
+        # asyncio's 60 s (it does not count against --max-connections until the handshake ends)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        writer.close()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as plain:
             with pytest.raises(httpx.HTTPError):  # no plaintext answer on the TLS port
                 await plain.get("/healthz", headers={"Authorization": "Bearer tok1"})
@@ -62,6 +69,18 @@ def test_tls_settings_that_cannot_work_are_one_line(tmp_path: Path) -> None:
     assert check_tls(str(pki.server_cert), None) == ("--tls-cert and --tls-key go together (a certificate "
                                                      "and its private key)")
     assert check_tls("/no/cert.pem", str(pki.server_key)) == "--tls-cert '/no/cert.pem': no such file"
+    mismatch = check_tls(str(pki.server_cert), str(pki.stranger_key))
+    assert mismatch is not None and "the key does not match the certificate" in mismatch
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate")
+    assert "not a PEM certificate and key" in (check_tls(str(garbage), str(pki.server_key)) or "")
+    key = serialization.load_pem_private_key(pki.server_key.read_bytes(), None)
+    locked = tmp_path / "locked.key"
+    locked.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                         serialization.BestAvailableEncryption(b"secret")))
+    assert check_tls(str(pki.server_cert), str(locked)) == (
+        f"--tls-key {str(locked)!r} is protected by a pass phrase: give the key unencrypted (readable only "
+        "by the gateway)")
 
 
 async def test_a_refused_tls_setting_stops_the_gateway_before_it_starts(tmp_path: Path) -> None:

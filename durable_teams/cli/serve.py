@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
+import ssl
 import sys
 from collections.abc import Sequence
 
@@ -89,12 +91,27 @@ def check_exposure(host: str, tokens: list[str], allowed_hosts: list[str] | None
 
 
 def check_tls(cert: str | None, key: str | None) -> str | None:
-    """Why the TLS settings cannot work (one given without the other, a file not there), or None."""
+    """Why the TLS settings cannot work, or None: one given without the other, a file not
+    there, a certificate or key that does not load, a key that does not match the certificate,
+    or a key protected by a pass phrase (nobody is there to type it)."""
     if (cert is None) != (key is None):
         return "--tls-cert and --tls-key go together (a certificate and its private key)"
     for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
         if path is not None and not os.path.isfile(path):
             return f"{flag} {path!r}: no such file"
+    if cert is None or key is None:
+        return None
+
+    def no_pass_phrase() -> str:
+        raise ValueError("encrypted")
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key, password=no_pass_phrase)
+    except ValueError:
+        return f"--tls-key {key!r} is protected by a pass phrase: give the key unencrypted (readable only by the gateway)"
+    except ssl.SSLError as err:
+        why = "the key does not match the certificate" if "MISMATCH" in str(err) else "not a PEM certificate and key"
+        return f"--tls-cert {cert!r} / --tls-key {key!r}: {why} ({err.reason or err})"
     return None
 
 
@@ -120,6 +137,11 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
                      exposure=exposure, limits=limits, chat_idle_seconds=args.chat_idle)
     tls = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if args.tls_cert else {}
+    if tls:  # a TLS handshake gets the header deadline too (asyncio's default is 60 s, and a
+        # connection still in its handshake does not count against --max-connections yet)
+        loop = asyncio.get_running_loop()
+        loop.create_server = functools.partial(  # type: ignore[method-assign]
+            loop.create_server, ssl_handshake_timeout=args.header_timeout)
     config = server_config(app, args.host, args.port, max_connections=args.max_connections,
                            header_timeout=args.header_timeout, **tls)
     await uvicorn.Server(config).serve()
