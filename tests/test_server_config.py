@@ -79,6 +79,10 @@ def test_a_profile_file_names_the_server_and_variables_win(tmp_path: Path) -> No
     ({"TEMPORAL_ADDRESS": "h:99999"}, "Temporal address 'h:99999': the port must be 1-65535"),
     ({"TEMPORAL_ADDRESS": "::1:7233"}, "Temporal address '::1:7233' needs a port"),
     ({"TEMPORAL_ADDRESS": "ftp://h:7233"}, "Temporal address 'ftp://h:7233': give host:port (no ftp://)"),
+    ({"TEMPORAL_ADDRESS": "http://u:SECRET@h:7233"}, "the Temporal address holds credentials (user@host)"),
+    ({"TEMPORAL_ADDRESS": "127.0.0.1:¹⁷"}, "Temporal address '127.0.0.1:¹⁷': the port must be 1-65535"),
+    ({"TEMPORAL_ADDRESS": "[127.0.0.1]:7233"}, "Temporal address '[127.0.0.1]:7233': brackets are for IPv6"),
+    ({"TEMPORAL_TLS_CLIENT_CERT_PATH": "{file}"}, "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go"),
 ])
 def test_a_setting_that_cannot_work_is_one_line_naming_it(tmp_path: Path, env: dict[str, str], message: str) -> None:
     (tmp_path / "ok.toml").write_text('[profile.default]\naddress = "h:7233"\n')
@@ -87,6 +91,7 @@ def test_a_setting_that_cannot_work_is_one_line_naming_it(tmp_path: Path, env: d
     with pytest.raises(ServerConfigError) as raised:
         load_server_config(env)
     assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+    assert "SECRET" not in str(raised.value)
 
 
 @pytest.mark.parametrize(("address", "expected", "tls"), [
@@ -175,3 +180,9 @@ async def test_the_worker_says_how_it_reaches_a_configured_cluster(client: Clien
             await proc.communicate()
     assert f"Temporal: {front}, namespace 'default' (mTLS)" in lines, lines
     assert lines[-1].startswith(f"Worker: polling task queue {task_queue!r}"), lines
+
+
+async def test_the_gateway_refuses_a_namespace_that_does_not_exist(client: Client) -> None:
+    """Before, it started, said healthy, and answered every call with a 404."""
+    outcome = await run_cli("serve", "--port", "1", env=cli_env(client, TEMPORAL_NAMESPACE="nowhere-ns"))
+    assert one_line_failure(outcome).startswith("durable-teams: namespace 'nowhere-ns' does not exist"), outcome

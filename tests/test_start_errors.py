@@ -140,3 +140,17 @@ def test_the_worker_says_which_team_module_failed_and_where(command: list[str], 
     for name in ("syntax_teams", "raising_teams"):
         done = run([*command, "--team", name], cwd=team_modules, PYTHONPATH=f"{team_modules}{os.pathsep}{ROOT}")
         assert one_line(done) == f"durable-teams worker: cannot load teams from {name!r}: {EXPECTED[name]}"
+
+
+def test_two_teams_of_one_name_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--examples --team mine` where mine defines `acme` too: one definition would win silently,
+    and workers serving different definitions under one name would not see the difference."""
+    (tmp_path / "mine.py").write_text(textwrap.dedent("""
+        from durable_teams import Agent, Swarm
+        TEAMS = [Swarm([Agent("a", "Answers.")], name="acme")]
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(TeamLoadError) as refused:
+        load_teams(["mine"], examples=True)
+    assert str(refused.value) == ("cannot load teams from 'mine': a team named 'acme' is already served (an "
+                                  "example team, or another --team): rename one")

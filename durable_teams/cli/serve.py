@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from durable_teams.cli.commands import CliError, open_client
-from durable_teams.client.connection import TASK_QUEUE
+from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
 from durable_teams.client.exit_guard import exit_now
 from durable_teams.client.server_address import port_arg
 from durable_teams.gateway.auth import (
@@ -130,6 +130,7 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
     from durable_teams.gateway.connections import server_config
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one
+    await require_namespace(client)  # else every call would be a 404 from a gateway that looks healthy
     teams = [team.spec.name for team in load_teams(args.team, args.examples)]
     exposure = Exposure.for_bind(args.host, args.allowed_host + hosts_from_env(), args.allowed_origin)
     limits = Limits(max_body=args.max_body, max_requests=args.max_requests,
@@ -173,7 +174,7 @@ def main(argv: Sequence[str]) -> int:
         asyncio.run(_serve(args, tokens))
     except KeyboardInterrupt:
         pass
-    except (CliError, LiveHubError, TeamLoadError) as err:
+    except (CliError, LiveHubError, TeamLoadError, NamespaceNotFound) as err:
         print(f"durable-teams: {err}", file=sys.stderr)
         code = 1
     except Exception as err:  # noqa: BLE001 - one line, never a traceback

@@ -70,10 +70,13 @@ def split_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
+        if ":" not in host:
+            raise ServerConfigError(f"Temporal address {address!r}: brackets are for IPv6 addresses "
+                                    f"([::1]:7233); give {host}:{port}")
     if not sep or not host or ":" in host and not address.startswith("["):
         raise ServerConfigError(f"Temporal address {address!r} needs a port: host:port, e.g. "
                                 f"{(host if sep else address) or 'localhost'}:7233 ([::1]:7233 for IPv6)")
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise ServerConfigError(f"Temporal address {address!r}: the port must be 1-65535")
     return host, int(port)
 
@@ -83,6 +86,9 @@ def _address(raw: str) -> tuple[str, bool]:
     asked for TLS (`https://`)."""
     text = raw.strip().rstrip("/")
     scheme, sep, rest = text.partition("://")
+    if "@" in (rest if sep else text):  # user:password@host: never echoed (it may be a secret)
+        raise ServerConfigError("the Temporal address holds credentials (user@host): give host:port, "
+                                "and the key as TEMPORAL_API_KEY")
     if sep and scheme.lower() not in ("http", "https", "grpc", "grpcs"):
         raise ServerConfigError(f"Temporal address {raw!r}: give host:port (no {scheme}://)")
     address = rest if sep else text
@@ -102,6 +108,10 @@ def _checked_env(env: Mapping[str, str]) -> dict[str, str]:
     for name, value in settings.items():
         if name.startswith("TEMPORAL_TLS_") and name.endswith("_PATH") and not os.path.isfile(value):
             raise ServerConfigError(f"{name}={value!r}: no such file")
+    cert, key = (any(n.startswith(f"TEMPORAL_TLS_CLIENT_{part}_") for n in settings) for part in ("CERT", "KEY"))
+    if cert != key:
+        raise ServerConfigError("TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together "
+                                "(mTLS: this client's certificate and its key)")
     return settings
 
 

@@ -94,6 +94,9 @@ def load_teams(specs: Sequence[str], examples: bool = False) -> list[CompiledTea
                     raise TeamLoadError(f"cannot load teams from {spec!r}: {err}") from None
             if not isinstance(item, CompiledTeam):
                 raise TeamLoadError(f"{spec!r} holds a {type(item).__name__}, not a Supervisor or Swarm")
+            if any(t.spec.name == item.spec.name for t in teams):  # one would silently win
+                raise TeamLoadError(f"cannot load teams from {spec!r}: a team named {item.spec.name!r} is "
+                                    "already served (an example team, or another --team): rename one")
             teams.append(item)
     return teams
 

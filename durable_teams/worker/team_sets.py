@@ -53,7 +53,8 @@ async def workers_serving_other_teams(client: Client, task_queue: str, names: It
 def mixed_queue_line(task_queue: str, others: list[str]) -> str:
     """The warning for a queue whose workers serve different teams (no secrets: pids and hosts)."""
     shown = ", ".join(o.split()[0] for o in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-    return (f"task queue {task_queue!r} has workers serving other teams ({shown}): any worker may "
+    return (f"task queue {task_queue!r} has workers serving other teams ({shown}; polling in the "
+            "last 90 s, so a worker that just stopped shows here too): any worker may "
             "take any conversation, so conversations of a team some workers lack fail with UnknownTeam. "
             "Give every worker on one task queue the same --team modules, or each set of teams its own "
             "TEMPORAL_TASK_QUEUE.")
