@@ -226,3 +226,23 @@ async def test_a_message_sent_again_while_its_own_approval_waits_is_not_the_appr
     assert by_answer == [ASKED, APPROVAL, APPROVAL, DONE] and REFUNDS == ["4711"]
     # a plain question is answered by whatever comes next, the turn's own words included
     assert plain == [ASKED, '[desk] Approve refund({"order": "refund"})? Reply yes or no.']
+
+
+async def test_an_idempotency_key_stands_for_one_request(client: Client, task_queue: str) -> None:
+    """Without a thread_id the keyed thread's id is the team's and the key's: the same key for
+    another team, or with another task, is another request (409), not a second thread or a
+    200 that drops the new task; the same request again is the first's thread (200)."""
+    async with running_gateway(client, task_queue, teams=["echo", "ops"]) as url, \
+            httpx.AsyncClient(base_url=url) as http:
+        key = {"Idempotency-Key": f"k-{uuid.uuid4().hex[:8]}"}
+        first = await http.post("/threads", headers=key, json={"team": "echo", "task": "hello"})
+        again = await http.post("/threads", headers=key, json={"team": "echo", "task": "hello"})
+        other_team = await http.post("/threads", headers=key, json={"team": "ops", "task": "hello"})
+        other_task = await http.post("/threads", headers=key, json={"team": "echo", "task": "bye"})
+        thread = first.json()["thread_id"]
+        await client.get_workflow_handle(thread).terminate("test over")
+    assert (first.status_code, again.status_code, again.json()["thread_id"]) == (201, 200, thread)
+    assert error_of(other_team) == (409, "team_mismatch")
+    assert other_team.json()["error"]["message"] == (
+        f"this Idempotency-Key started thread {thread} of another team: use a new key")
+    assert error_of(other_task) == (409, "idempotency_key_reused")

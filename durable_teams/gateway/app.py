@@ -84,9 +84,16 @@ async def start_thread(request: Request) -> Response:
         raise checks.BadRequest("'task' must be a non-empty string (or left out)")
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     keyed = caller_key(request, key) if key else None
+    # what the key stands for: the same key with another team or task is another request
+    digest = hashlib.sha256(f"{team}\0{task or ''}".encode()).hexdigest()[:16] if keyed else None
+    if keyed and not wanted:
+        taken = await gw.keyed_by_another_team(team, keyed)
+        if taken is not None:
+            return error(409, f"this Idempotency-Key started thread {taken} of another team: use a new key",
+                         "team_mismatch")
     try:
         thread = await gw.start_thread(team, wanted or (f"{team}-{keyed[:16]}" if keyed else None),
-                                       task, idempotency=keyed)
+                                       task, idempotency=keyed, request_digest=digest)
     except WorkflowAlreadyStartedError:
         thread = wanted or f"{team}-{keyed[:16] if keyed else ''}"
         memo = await gw.memo(thread)
@@ -95,6 +102,9 @@ async def start_thread(request: Request) -> Response:
         if memo.get("team") != team:  # the same key, another team: not the request that started it
             return error(409, f"thread {thread} belongs to team {memo.get('team')!r}, not {team!r}",
                          "team_mismatch")
+        if memo.get("request") not in (None, digest):  # None: started by an earlier release
+            return error(409, f"this Idempotency-Key started thread {thread} with another task: use a new key",
+                         "idempotency_key_reused")
         return JSONResponse({"thread_id": thread, "team": team}, status_code=200)
     return JSONResponse({"thread_id": thread, "team": team}, status_code=201)
 

@@ -102,7 +102,8 @@ class Gateway(ThreadLog):
             raise UnknownTeam(f"no team {team!r} here (teams: {', '.join(self.teams) or 'none'})")
 
     async def start_thread(self, team: str, thread: str | None = None, task: str | None = None,
-                           idempotency: str | None = None, user: str | None = None,
+                           idempotency: str | None = None, request_digest: str | None = None,
+                           user: str | None = None,
                            history: list[Message] | None = None,
                            idle_close_seconds: float | None = None) -> str:
         """Start a conversation of `team` under `thread` (a new id when None). The team's name
@@ -113,6 +114,7 @@ class Gateway(ThreadLog):
         inbox (they are answered in the chat)."""
         thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
         memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
+            {"request": request_digest} if request_digest else {}) | (
             {"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
         inp = ConversationInput(team_name=team, task=task, single_turn=task is not None,
                                 history=history or [], answer_history=False,
@@ -122,6 +124,23 @@ class Gateway(ThreadLog):
         await start_conversation(self.client, team, inp, id=thread, task_queue=self.task_queue, memo=memo,
                                  id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
         return thread
+
+    async def keyed_by_another_team(self, team: str, keyed: str) -> str | None:
+        """The thread an Idempotency-Key (`keyed`: the caller's, hashed) started for another of
+        the served teams, if any (a keyed thread's id is the team and the key: another team's
+        would get a thread of its own)."""
+        for other in self.teams or []:
+            if other == team:
+                continue
+            try:
+                memo = await self.memo(f"{other}-{keyed[:16]}")
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    continue
+                raise
+            if memo.get("idempotency") == keyed:
+                return f"{other}-{keyed[:16]}"
+        return None
 
     async def memo(self, thread: str) -> Mapping[str, Any]:
         """The thread's memo: its team, and the idempotency key (hashed) of the request that
