@@ -19,12 +19,12 @@ from durable_teams.worker.devserver import free_port
 
 @asynccontextmanager
 async def running_gateway(client: Client, task_queue: str, *, header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-                          **options: Any) -> AsyncIterator[str]:
+                          max_connections: int = 1000, **options: Any) -> AsyncIterator[str]:
     """The gateway's base URL while it serves (configured as `durable-teams serve` does); stopped afterwards."""
     app = create_app(client, task_queue=task_queue, poll_seconds=0.05, **options)
     port = free_port()
     server = uvicorn.Server(server_config(app, "127.0.0.1", port, header_timeout=header_timeout,
-                                          log_level="warning"))
+                                          max_connections=max_connections, log_level="warning"))
     serving = asyncio.ensure_future(server.serve())
     for _ in range(400):  # started within 20 s, or fail clearly
         if server.started or serving.done():

@@ -187,3 +187,14 @@ async def test_an_answer_to_a_closed_question_is_told_apart(client: Client, task
 
     assert type(blank.value) is ReplyRejected and str(blank.value) == "Rejected: the answer text is empty"
     assert [type(c[0]) for c in closed] == [QuestionClosed, QuestionClosed]
+
+
+async def test_past_max_connections_the_answer_is_a_json_503(client: Client, task_queue: str) -> None:
+    """Like every other error: JSON, with Retry-After and the security headers (uvicorn's own is
+    plain text)."""
+    # uvicorn counts the asking connection itself: with a limit of 1, every request is past it
+    async with running_gateway(client, task_queue, max_connections=1) as url, httpx.AsyncClient(base_url=url) as http:
+        refused = await http.get("/healthz")
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "1", refused.text
+    assert refused.json()["error"]["type"] == "server_busy"
+    assert refused.headers["x-content-type-options"] == "nosniff"

@@ -18,6 +18,7 @@ from typing import Any
 
 import h11
 import uvicorn
+from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from durable_teams.gateway.exposure import SECURITY_HEADERS
@@ -95,6 +96,25 @@ class HeaderDeadlineProtocol(H11Protocol):
             # h11 cannot answer a request it has not parsed; the bytes are written as they are
             self.transport.write(_TIMEOUT_RESPONSE)
             self.transport.close()
+
+
+_BUSY_BODY = json.dumps({"error": {"message": "the gateway has --max-connections requests in progress; "
+                                   "send again shortly", "type": "server_busy"}}).encode()
+
+
+async def busy(scope: Any, receive: Any, send: Any) -> None:
+    """The answer past `--max-connections`: a JSON 503 with Retry-After, like every other error
+    (uvicorn's own is plain text)."""
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(_BUSY_BODY)).encode()),
+               (b"retry-after", b"1"), (b"connection", b"close"),
+               *SECURITY_HEADERS]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": _BUSY_BODY, "more_body": False})
+
+
+# uvicorn's h11 protocol names the app it runs past `limit_concurrency` at module level; ours
+# answers there instead (this process serves the gateway only)
+h11_impl.service_unavailable = busy
 
 
 def server_config(app: Any, host: str, port: int, *, max_connections: int | None = 1000,
