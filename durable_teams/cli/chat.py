@@ -114,6 +114,9 @@ async def open_questions(client: Client, thread: str) -> list[Question]:
     try:
         return await questions_of(client.get_workflow_handle(thread))
     except (WorkflowQueryFailedError, RPCError) as err:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():  # Ctrl-C came during the call: never swallow
+            raise asyncio.CancelledError from None  # it as "no questions" and poll on
         if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
             raise
         return []
