@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+import subprocess
 import sys
+import textwrap
 import uuid
 from typing import Any
 
@@ -114,3 +116,26 @@ async def test_ctrl_c_in_the_middle_of_a_turn_exits_cleanly(client: Client, task
                 await proc.wait()
     assert proc.returncode == 130, (out, err)
     assert not any(noise in out.decode() + err.decode() for noise in NOISE), (out, err)
+
+
+def test_ctrl_c_always_ends_a_command_even_when_its_cleanup_hangs() -> None:
+    """The CLI cancels the command at Ctrl-C and exits 130; a cleanup that does not end (a
+    cancellation lost below us) is cut short after the grace period."""
+    script = textwrap.dedent("""
+        import asyncio, os, signal, sys
+        from durable_teams.cli import interrupt
+        interrupt.GRACE_SECONDS = 0.5
+
+        async def stubborn():
+            loop = asyncio.get_running_loop()
+            loop.call_later(0.2, os.kill, os.getpid(), signal.SIGINT)
+            while True:
+                try:
+                    await asyncio.sleep(60)
+                except asyncio.CancelledError:
+                    print("swallowed", flush=True)  # a cleanup that never ends
+
+        print(asyncio.run(interrupt.interruptible(stubborn())))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "swallowed\n", "")

@@ -48,6 +48,7 @@ from durable_teams.cli.commands import (
     cmd_transcript,
     not_found,
 )
+from durable_teams.cli.interrupt import interruptible
 from durable_teams.client.exit_guard import exit_now
 from durable_teams.client.refusals import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.client.server_address import port_arg
@@ -143,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # The SDK core's warnings to stderr (Python's logging), not into stdout a script reads.
     forward_core_log()
     try:
-        code = server_command(args) if args.command in SERVER_COMMANDS[1:] else asyncio.run(run_command(args))
+        code = (server_command(args) if args.command in SERVER_COMMANDS[1:]
+                else asyncio.run(interruptible(run_command(args))))
     except KeyboardInterrupt:
         code = 130
     except SystemExit as stop:  # the worker's one line on a bad setting

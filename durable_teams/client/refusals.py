@@ -75,7 +75,11 @@ def transient_reason(err: Exception) -> str | None:
     """Why sending again may succeed: too many updates in flight (RESOURCE_EXHAUSTED), an
     update the server aborted (UNAVAILABLE) or rejected as not processed by a worker (a
     workflow task lost under load), an RPC that timed out. None for anything else, including
-    the caller cancelling (the SDK wraps that in the same timeout error)."""
+    the caller cancelling: the SDK wraps that in the same timeout error, whose cause may be a
+    CANCELLED RPC error (taken for the server's, it had a cancelled `chat` turn re-sent and
+    waited on after Ctrl-C)."""
+    if _cancelling():
+        return None
     if isinstance(err, WorkflowUpdateFailedError):
         cause = err.cause
         if isinstance(cause, ApplicationError) and cause.type == UNPROCESSED:
@@ -85,3 +89,12 @@ def transient_reason(err: Exception) -> str | None:
     if isinstance(rpc, RPCError) and rpc.status in TRANSIENT:
         return rpc.message or rpc.status.name
     return None
+
+
+def _cancelling() -> bool:
+    """Whether the task running this is being cancelled."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return False
+    return task is not None and task.cancelling() > 0
