@@ -6,10 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
+
+T = TypeVar("T")
 
 CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
 CLOSED = "ConversationClosed"
@@ -69,6 +73,18 @@ class Patience:
         logger.debug("conversation %s busy (%s); sending again in %.2f s", self.workflow_id, reason, self.pause)
         await asyncio.sleep(self.pause * random.uniform(0.5, 1.0))
         self.pause = min(self.pause * 2, 1.0)
+
+    async def retry(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`call()`, made again while the server is only busy (`transient_reason`), until this
+        patience runs out (`ConversationBusy`); any other error is raised at once."""
+        while True:
+            try:
+                return await call()
+            except RPCError as err:
+                reason = transient_reason(err)
+                if reason is None:
+                    raise
+                await self.wait(reason)
 
 
 def transient_reason(err: Exception) -> str | None:

@@ -19,7 +19,6 @@ from durable_teams.client.refusals import (
     ReplyRejected,
     TurnConflict,
     TurnRejected,
-    transient_reason,
 )
 from durable_teams.workflows.intake import MAX_QUEUED_TURNS
 from durable_teams.workflows.state import AnswerOutcome, ConversationStatus, HumanReply, UserTurn
@@ -68,19 +67,13 @@ async def _query_patiently(handle: WorkflowHandle, query: str, arg: object, resu
                            patience: Patience, missing: str | None = None) -> Any:
     """A query, asked again while the server is too busy (until `patience` runs out). With
     `missing`, a worker without that query is `TurnRejected(missing)`."""
-    while True:
-        try:
-            args = [] if arg is None else [arg]
-            return await handle.query(query, args=args, result_type=result_type)
-        except WorkflowQueryFailedError as err:
-            if missing is not None and "not found" in str(err).lower():
-                raise TurnRejected(f"conversation {handle.id}: {missing}") from None
-            raise
-        except RPCError as err:
-            reason = transient_reason(err)
-            if reason is None:
-                raise
-            await patience.wait(reason)
+    try:
+        return await patience.retry(lambda: handle.query(query, args=[] if arg is None else [arg],
+                                                         result_type=result_type))
+    except WorkflowQueryFailedError as err:
+        if missing is not None and "not found" in str(err).lower():
+            raise TurnRejected(f"conversation {handle.id}: {missing}") from None
+        raise
 
 
 async def answer_by_signal(handle: WorkflowHandle, answer: HumanReply) -> None:

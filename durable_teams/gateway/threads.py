@@ -32,7 +32,6 @@ from durable_teams.client.refusals import (
     Patience,
     QuestionClosed,
     TurnConflict,
-    transient_reason,
 )
 from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
 from durable_teams.client.server_state import CHAT_MEMO, waiting_conversations, why_it_failed
@@ -174,14 +173,7 @@ class Gateway(ThreadLog):
     async def patiently(self, call: Callable[[], Awaitable[Any]], patience: Patience) -> Any:
         """`call`, sent again while the server is too busy to answer (a query timed out under
         load) until `patience` runs out (`ConversationBusy`, 429: the turn was not sent)."""
-        while True:
-            try:
-                return await call()
-            except RPCError as err:
-                reason = transient_reason(err)
-                if reason is None:
-                    raise
-                await patience.wait(reason)
+        return await patience.retry(call)
 
     async def running(self, thread: str, team: str | None = None) -> bool:
         """True when the thread's workflow runs; False when no such thread. Raises

@@ -50,10 +50,15 @@ async def workers_serving_other_teams(client: Client, task_queue: str, names: It
     return sorted({w for w in identities if team_set_in(w) not in (None, mine)})
 
 
+def named(identities: list[str]) -> str:
+    """Workers by their `pid@host` (no more than three named)."""
+    more = f" and {len(identities) - 3} more" if len(identities) > 3 else ""
+    return ", ".join(w.split()[0] for w in identities[:3]) + more
+
+
 def mixed_queue_line(task_queue: str, others: list[str]) -> str:
     """The warning for a queue whose workers serve different teams (no secrets: pids and hosts)."""
-    shown = ", ".join(o.split()[0] for o in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-    return (f"task queue {task_queue!r} has workers serving other teams ({shown}; polling in the "
+    return (f"task queue {task_queue!r} has workers serving other teams ({named(others)}; polling in the "
             "last 90 s, so a worker that just stopped shows here too): any worker may "
             "take any conversation, so conversations of a team some workers lack fail with UnknownTeam. "
             "Give every worker on one task queue the same --team modules, or each set of teams its own "
@@ -70,6 +75,5 @@ async def mixed_queue_note(served: Iterable[str]) -> str:
         return ""
     if not others:
         return ""
-    shown = ", ".join(o.split()[0] for o in others[:3])
-    return (f" Other workers on task queue {queue!r} serve other teams ({shown}): every worker on "
+    return (f" Other workers on task queue {queue!r} serve other teams ({named(others)}): every worker on "
             "one task queue must serve the same teams.")
