@@ -32,10 +32,8 @@ ALLOWED: dict[str, set[str]] = {
 
 
 def layer_of(path: Path) -> str:
-    top = path.relative_to(ROOT).parts
-    if top[0] in ("workflows", "activities"):
-        return top[0]
-    return top[1] if len(top) > 2 else "root"
+    top = path.relative_to(PACKAGE).parts
+    return top[0] if len(top) > 1 else "root"
 
 
 def our_imports(path: Path) -> list[str]:
@@ -50,10 +48,21 @@ def our_imports(path: Path) -> list[str]:
 
 
 def sources() -> list[Path]:
-    """Our modules, each once (the linked folders by their root paths)."""
-    linked = {PACKAGE / "workflows", PACKAGE / "activities"}
-    inside = [p for p in PACKAGE.rglob("*.py") if not any(p.is_relative_to(d) for d in linked)]
-    return [*inside, *ROOT.glob("workflows/*.py"), *ROOT.glob("activities/*.py")]
+    """Our modules, each once: everything lives inside the package."""
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_one_tree_every_tool_sees() -> None:
+    """The code lives in the package and nowhere else: the root names of the design card
+    (workflows/, activities/) are links into it, so a search that does not follow links (grep
+    -r, find, an editor's index) sees every module once, under durable_teams/."""
+    for name in ("workflows", "activities"):
+        link = ROOT / name
+        assert link.is_symlink() and link.resolve() == PACKAGE / name, name
+        assert not (PACKAGE / name).is_symlink(), name
+    walked = sorted(p for p in PACKAGE.rglob("*.py"))
+    followed = sorted({p.resolve() for p in PACKAGE.glob("**/*.py")})
+    assert [p.resolve() for p in walked] == followed
 
 
 def test_imports_point_the_allowed_way() -> None:
@@ -134,12 +143,8 @@ def test_ruff_bans_the_root_folders_by_their_root_names() -> None:
 
 
 def module_path(name: str) -> Path | None:
-    """The file of a `durable_teams.*` module (the linked folders by their root paths)."""
-    parts = name.split(".")[1:]
-    if parts and parts[0] in ("workflows", "activities"):
-        base = ROOT.joinpath(*parts)
-    else:
-        base = PACKAGE.joinpath(*parts)
+    """The file of a `durable_teams.*` module."""
+    base = PACKAGE.joinpath(*name.split(".")[1:])
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate

@@ -4,7 +4,6 @@ own modules. And users import everything from that one namespace."""
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import os
 import shutil
@@ -74,21 +73,6 @@ def test_the_docs_examples_import_only_from_durable_teams() -> None:
                     or line.startswith("from durable_teams.examples")), f"{page.name}: {line}"
 
 
-def test_no_module_imports_the_root_folders_by_their_root_names() -> None:
-    """`import workflows.messages` would load a second copy of every class beside
-    `durable_teams.workflows.messages`: one import path per file. ruff bans it outside the
-    linked folders (pyproject.toml); inside them, where ruff cannot tell, this test does."""
-    offenders = []
-    for path in [*ROOT.glob("workflows/*.py"), *ROOT.glob("activities/*.py")]:
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                     [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0
-                     else [])
-            offenders += [f"{path.name}: {n}" for n in names
-                          if n.split(".")[0] in {"workflows", "activities", "worker"}]
-    assert offenders == []
-
-
 def tracked_copy(destination: Path) -> Path:
     """The files a fresh clone has (git's tracked files, links kept as links), or the whole
     tree where there is no git."""
@@ -108,8 +92,7 @@ def tracked_copy(destination: Path) -> Path:
 
 
 async def test_an_sdist_from_a_fresh_clone_installs_and_runs_the_demo(tmp_path: Path, client: Client) -> None:
-    """The source distribution carries everything a build needs (the linked folders'
-    files as files), installs into an empty environment and runs the demo there, away from
+    """The source distribution carries everything a build needs, installs into an empty environment and runs the demo there, away from
     the checkout, so nothing can come from the root folders."""
     source = tracked_copy(tmp_path / "clone")
     build = ("import sys; from setuptools import build_meta; "
@@ -119,7 +102,7 @@ async def test_an_sdist_from_a_fresh_clone_installs_and_runs_the_demo(tmp_path: 
     (sdist,) = (tmp_path / "dist").glob("durable_teams-*.tar.gz")
     with tarfile.open(sdist) as archive:
         members = {m.name.split("/", 1)[-1]: m for m in archive.getmembers()}
-    assert members["durable_teams/workflows/conversation.py"].isfile()  # a file, not a link
+    assert members["durable_teams/workflows/conversation.py"].isfile()
     assert members["durable_teams/activities/model.py"].isfile()
 
     venv.create(tmp_path / "env", with_pip=True)
