@@ -165,6 +165,10 @@ def clause_kind(words: list[str]) -> str | None:
     return said.pop() if said else None
 
 
+ASK_AGAIN = "Please answer yes or no: may "
+"""How `ask_again` begins: a chat client resends it, and the gateway knows it for its own."""
+
+
 def ask_again(tool: str) -> str:
     """What a person reads when their answer to an approval was not a plain yes or no."""
-    return f"Please answer yes or no: may {tool} run?"
+    return f"{ASK_AGAIN}{tool} run?"

@@ -177,11 +177,13 @@ async def answer(request: Request) -> Response:
         raise HTTPException(400, "'approved' must be true or false")
     reply: dict[str, Any] = {"text": checks.text_field(body, "text", required=approved is None,
                                                        max_bytes=checks.MAX_TURN_BYTES) or ""}
-    if approved is not None:
-        reply["approved"] = approved
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
+    if approved is None:  # an approval answered in words: read as the chat reads it
+        approved = await gw.approval_in_words(thread_of(request), question, reply["text"])
+    if approved is not None:
+        reply["approved"] = approved
     qid = await gw.reply(thread_of(request), question, **reply)
     return JSONResponse({"question_id": qid, "accepted": True})
 

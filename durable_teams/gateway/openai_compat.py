@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from durable_teams.client.approvals import approval_of
 from durable_teams.client.refusals import ConversationEnded, TurnConflict
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
@@ -171,7 +172,10 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
     status = await gw.status(thread)
-    asked_by = await gw.latest_said(thread) if approval_waits(status, request) else None
+    # a plain yes or no is an answer even if the person said it before ("yes" to a question,
+    # then "yes" to the approval): only other words can be a client sending its turn again
+    resend_possible = approval_waits(status, request) and approval_of(text) is None
+    asked_by = await gw.latest_said(thread) if resend_possible else None
     key, again = named_input(thread, status, text, request, asked_by)
     return await exchange_on(gw, thread, bool(body.get("stream")), partial(
         gw.begin_exchange, thread, text, key, max_tokens(body), again=again))
@@ -185,6 +189,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     in first (two chats that said the same words, sent at once), or the thread ended since it
     was found, the next thread that fits, or a new one."""
     scope, user, stream = caller_scope(request), body.get("user"), bool(body.get("stream"))
+    history = chats.without_asked_again(history)  # an unclear answer: the thread never took it
     keys = chats.request_keys(scope, team, history)
     retry = says_retry(request)
     for _ in range(MATCH_ATTEMPTS):

@@ -36,6 +36,7 @@ from durable_teams.client.refusals import (
 from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
 from durable_teams.client.server_state import CHAT_MEMO, waiting_conversations, why_it_failed
 from durable_teams.client.start import start_conversation
+from durable_teams.gateway.requests import BadRequest
 from durable_teams.gateway.thread_log import ThreadLog, background
 from durable_teams.live.hub import LIVE, Delta, LiveHub
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -221,6 +222,20 @@ class Gateway(ThreadLog):
             if err.status == RPCStatusCode.NOT_FOUND:  # "workflow execution already completed"
                 await self.raise_unless_running(thread)
             raise
+
+    async def approval_in_words(self, thread: str, question_id: str, text: str) -> bool | None:
+        """The `approved` a typed answer gives when `question_id` is an approval (`approval_of`,
+        strictly); None for another question. An answer that is not a plain yes or no is a
+        `BadRequest` (400) that asks again: the approval stays open."""
+        status = await self.status(thread)
+        asked = next((q for q in status.pending if q.question_id == question_id), None)
+        if asked is None or asked.kind != "approval":
+            return None
+        approved = approval_of(text)
+        if approved is None:
+            raise BadRequest(f"{ask_again(asked.tool or 'the tool')} ({text[:80]!r} is not a plain yes or "
+                             'no; or send "approved": true or false)')
+        return approved
 
     async def raise_unless_running(self, thread: str) -> None:
         """`ConversationEnded` (409) for a thread that has ended, `ConversationNotFound` (404)
