@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, TypeVar
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDReusePolicy
@@ -34,7 +35,12 @@ from durable_teams.client.refusals import (
     TurnConflict,
 )
 from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
-from durable_teams.client.server_state import CHAT_MEMO, waiting_conversations, why_it_failed
+from durable_teams.client.server_state import (
+    CHAT_MEMO,
+    questions_of,
+    waiting_conversations,
+    why_it_failed,
+)
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway.requests import BadRequest
 from durable_teams.gateway.thread_log import ThreadLog, background
@@ -227,8 +233,11 @@ class Gateway(ThreadLog):
         """The `approved` a typed answer gives when `question_id` is an approval (`approval_of`,
         strictly); None for another question. An answer that is not a plain yes or no is a
         `BadRequest` (400) that asks again: the approval stays open."""
-        status = await self.status(thread)
-        asked = next((q for q in status.pending if q.question_id == question_id), None)
+        try:  # from the memo (no worker needed: without one, the answer is a 429 as before)
+            questions = await questions_of(self.client.get_workflow_handle(thread))
+        except (RPCError, WorkflowQueryFailedError):
+            return None  # the reply says what is wrong with the thread
+        asked = next((q for q in questions if q.question_id == question_id), None)
         if asked is None or asked.kind != "approval":
             return None
         approved = approval_of(text)
