@@ -38,20 +38,41 @@ from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.state import ConversationStatus
 
-UNSUPPORTED = {
-    "tools": "a team's agents use their own tools; tools from the client are not supported",
-    "functions": "a team's agents use their own tools; functions from the client are not supported",
-    "logprobs": "log probabilities are not available from a team",
-    "top_logprobs": "log probabilities are not available from a team",
-    "audio": "audio output is not supported",
+TOOLS = "a team's agents use their own tools; tools from the client are not supported"
+UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
+    # field: (the values that ask for nothing, why any other is refused)
+    "tools": (([],), TOOLS),
+    "functions": (([],), TOOLS.replace("tools from", "functions from")),
+    "function_call": (("none", "auto"), TOOLS),
+    "parallel_tool_calls": ((), TOOLS),
+    "logprobs": ((False,), "log probabilities are not available from a team"),
+    "top_logprobs": ((), "log probabilities are not available from a team"),
+    "audio": ((), "audio output is not supported"),
+    "modalities": ((["text"],), "a team answers in text only"),
+    "prediction": ((), "predicted outputs are not supported (a team's answer is several model calls)"),
+    "web_search_options": ((), "web search is a tool of an agent's, not of a request"),
+}
+NUMBERS: dict[str, tuple[float, float, bool]] = {
+    # field: (lowest, highest, whole numbers only); checked, then ignored (the agents' own apply)
+    "temperature": (0, 2, False), "top_p": (0, 1, False), "presence_penalty": (-2, 2, False),
+    "frequency_penalty": (-2, 2, False), "seed": (-2**63, 2**63 - 1, True),
 }
 
 
 def check_fields(body: dict[str, Any]) -> None:
-    """Fields a team cannot honour are refused by name, never silently ignored."""
-    for name, why in UNSUPPORTED.items():
-        if body.get(name) not in (None, False, [], {}):
+    """Fields a team cannot honour are refused by name, never silently ignored; numbers it
+    ignores are still checked (a garbage value is a 400, as OpenAI's)."""
+    for name, (harmless, why) in UNSUPPORTED.items():
+        value = body.get(name)
+        if value is not None and not any(type(value) is type(h) and value == h for h in harmless):
             raise FieldError(f"'{name}': {why}", name)
+    for name, (low, high, whole) in NUMBERS.items():
+        value = body.get(name)
+        kinds = (int,) if whole else (int, float)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)
+                                  or not low <= value <= high):
+            what = "an integer" if whole else f"a number from {low:g} to {high:g}"
+            raise FieldError(f"'{name}' must be {what}", name)
     n = body.get("n")
     if n is not None and (type(n) is not int or n != 1):
         raise FieldError("'n': a team gives one answer per message (n must be 1)", "n")
@@ -225,14 +246,15 @@ def caller_scope(request: Request) -> str:
 
 def max_tokens(body: dict[str, Any]) -> int | None:
     """`max_completion_tokens` (or the older `max_tokens`): a positive integer, or None."""
-    for name in ("max_completion_tokens", "max_tokens"):
+    found: list[int] = []
+    for name in ("max_completion_tokens", "max_tokens"):  # both checked: neither hides the other
         value = body.get(name)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1_000_000:
             raise FieldError(f"'{name}' must be an integer from 1 to 1000000", name)
-        return value
-    return None
+        found.append(value)
+    return found[0] if found else None
 
 
 async def chat_completions(request: Request) -> Response:
