@@ -265,8 +265,9 @@ class Gateway(ThreadLog):
         still there (its question open, no other turn since), else `TurnConflict`. `again`: the
         thread took this very input already (a retry): nothing is sent, its outcome is awaited."""
         status = seen or await self.status(thread)
-        if again:
-            return lambda: self._outcome(thread, set(), target_turn=status.turns, turn=None)
+        if again:  # the turn it started, or the turn whose question it answered
+            number = await self.turn_of(thread, turn_id) if turn_id else None
+            return lambda: self._outcome(thread, set(), target_turn=number or answering(status), turn=None)
         ids = "last_input_id" in status.model_fields_set  # a worker that records input ids
         seen_ids = {q.question_id for q in status.pending}
         if status.pending:
@@ -284,7 +285,7 @@ class Gateway(ThreadLog):
                 if seen is not None:  # another request answered it since the caller looked
                     raise TurnConflict(f"{thread}: {closed}") from None
                 raise
-            return lambda: self._outcome(thread, seen_ids, target_turn=status.turns, turn=None)
+            return lambda: self._outcome(thread, seen_ids, target_turn=answering(status), turn=None)
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
                                      busy_timeout=self.busy_seconds, max_tokens=max_tokens,
                                      after_turns=status.turns if seen is not None and ids else None)
@@ -297,6 +298,17 @@ class Gateway(ThreadLog):
                 turn.cancel()  # a question came back: the turn goes on in the workflow
         return outcome
 
+    async def turn_of(self, thread: str, turn_id: str) -> int | None:
+        """The number of the turn the thread started for `turn_id` (None: an answer's id, or unknown)."""
+        number = await self.client.get_workflow_handle(thread).query("turn_number", turn_id)
+        return number if isinstance(number, int) else None
+
+    async def reply_of(self, thread: str, number: int, latest: TurnReply) -> TurnReply:
+        """Turn `number`'s reply (the workflow keeps the latest 200); `latest` if gone."""
+        replies = await self.client.get_workflow_handle(thread).query(
+            "turn_replies", [number], result_type=list[TurnReply])
+        return replies[0] if replies else latest
+
     async def converse(self, thread: str, text: str, turn_id: str | None = None) -> Outcome:
         """`begin_exchange`, then its outcome."""
         return await (await self.begin_exchange(thread, text, turn_id))()
@@ -308,16 +320,23 @@ class Gateway(ThreadLog):
                 reply = turn.result()
                 return Outcome.of(reply)
             status = await self.status(thread)
-            fresh = [q for q in status.pending if q.question_id not in seen]
-            if fresh:
-                return Outcome("question", question_text(fresh[0]))
             last = status.last_reply
-            if target_turn is not None and last is not None and last.turn >= target_turn and not status.pending:
-                return Outcome.of(last)
+            if target_turn is not None and last is not None and last.turn >= target_turn:
+                # that turn's own reply, never a later turn's (a message sent right after it)
+                return Outcome.of(last if last.turn == target_turn else await self.reply_of(thread, target_turn, last))
+            fresh = [q for q in status.pending if q.question_id not in seen]
+            if fresh:  # asked before the turn ended: the same turn's question
+                return Outcome("question", question_text(fresh[0]))
             if turn is not None:
                 await asyncio.wait([turn], timeout=self.poll_seconds)
             else:
                 await asyncio.sleep(self.poll_seconds)
+
+
+def answering(status: ConversationStatus) -> int:
+    """The number of the turn the thread works on (the first queued; its questions are the
+    pending ones), or the latest when none is queued."""
+    return status.turns - status.queued_turns + 1 if status.queued_turns else status.turns
 
 
 async def _now(value: Outcome) -> Outcome:
