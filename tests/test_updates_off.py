@@ -167,3 +167,45 @@ async def test_workers_without_turn_numbers_get_no_turn_they_could_not_confirm()
         await updates_off.submit_by_signal(handle, UserTurn(text="hi", turn_id="t1"),  # type: ignore[arg-type]
                                            Patience("c1", 1.0))
     assert handle.signals == []
+
+
+async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_cluster: Client) -> None:
+    """The chat path where answers go in as `human_reply` signals: a "yes" after a "yes" to a
+    plain question approves, an unclear answer is asked again in the same thread (history
+    resent or thread named) and the next "Yes." is taken, the approver gets the turn it
+    answered, and a stream closed after its first chunk still left its turn in the thread."""
+    from .test_chat_approvals import AGAIN, UNCLEAR, say_on
+    from .test_chat_clients import APPROVAL, ASKED, DONE, FIRST, REFUNDS
+    from .test_chat_clients import DESK as REFUND_DESK
+    from .test_chat_clients import desk_script as refund_script
+
+    client, queue = old_cluster, f"tq-{uuid.uuid4().hex[:8]}"
+    REFUNDS.clear()
+    async with running_worker(client, queue, [REFUND_DESK], ScriptedModel(refund_script)), \
+            running_gateway(client, queue, teams=["desk"]) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        yes_twice = f"desk-yes-{uuid.uuid4().hex[:8]}"
+        said = [await say_on(http, yes_twice, text) for text in (FIRST, "yes", "yes")]
+        named = f"desk-unclear-{uuid.uuid4().hex[:8]}"
+        unclear = [await say_on(http, named, text) for text in (FIRST, "Order 4711", *UNCLEAR, "Yes.")]
+
+        history: list[dict[str, str]] = []
+        answers, threads = [], []
+        for text in (FIRST, "Order 4712", UNCLEAR[0], "Yes."):
+            history.append({"role": "user", "content": text})
+            response = await http.post("/v1/chat/completions", json={"model": "desk", "messages": history})
+            answers.append(response.json()["choices"][0]["message"]["content"])
+            threads.append(response.headers["x-thread-id"])
+            history.append({"role": "assistant", "content": answers[-1]})
+
+        cut = f"desk-cut-{uuid.uuid4().hex[:8]}"
+        async with http.stream("POST", "/v1/chat/completions", headers={"X-Thread-Id": cut}, json={
+                "model": "desk", "stream": True, "messages": [{"role": "user", "content": "cut short"}]}) as r:
+            async for _ in r.aiter_bytes():
+                break  # the client leaves after the first chunk
+        status = await client.get_workflow_handle(cut).query("status", result_type=ConversationStatus)
+    assert said == [ASKED, APPROVAL.replace("4711", "yes"), DONE]
+    assert unclear == [ASKED, APPROVAL, *[AGAIN] * len(UNCLEAR), DONE]
+    assert answers == [ASKED, APPROVAL.replace("4711", "4712"), AGAIN.replace("4711", "4712"), DONE]
+    assert len(set(threads)) == 1
+    assert REFUNDS == ["yes", "4711", "4712"]
+    assert status.turns == 1  # accepted before the first byte went out

@@ -43,6 +43,7 @@ from durable_teams.client.refusals import (
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
+from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, UnknownTeam
@@ -119,11 +120,13 @@ async def send_turn_sse(request: Request) -> Response:
     patience = Patience(thread, gw.busy_seconds)  # for the checks before the turn goes in
     if not await gw.patiently(lambda: gw.running(thread), patience):
         return error(404, f"no thread {thread}", "not_found")
+    # the key stands for this turn alone: a retry streams it again, other text is a 409
+    keyed = await keyed_input(gw.client, thread, caller_key(request, key), text, sender or "") if key else None
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
     # Subscribed to its live deltas first, so a fast model's first words are not missed.
     (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: gw.accept_turn(
-        thread, text, sender, caller_key(request, key) if key else None, patience))
+        thread, text, sender, keyed.id if keyed else None, patience, keyed.turn if keyed else None))
 
     async def frames() -> AsyncIterator[str]:
         try:
@@ -228,7 +231,7 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    response = error(exc.status_code, exc.detail)
+    response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))
     param = getattr(exc, "param", None)
     if param is not None:  # OpenAI's shape: the field the error is about
         response = JSONResponse({"error": {"message": exc.detail, "type": "invalid_request_error",

@@ -32,6 +32,7 @@ from durable_teams.client.refusals import ConversationEnded, TurnConflict
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
+from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_stream import chunk_stream, usage_of
 from durable_teams.gateway.sse import openai_error, sse_response
 from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
@@ -145,11 +146,8 @@ def named_input(thread: str, status: ConversationStatus, text: str, request: Req
     A client that sends only its newest message can repeat it ("another one"): the same text is
     a new input, unless the request is a retry (`says_retry`), the same text the thread
     took last is still being answered, or the message that led to the approval now waiting
-    (`asked_by`, see `resends_what_asked`). `Idempotency-Key` decides alone when sent."""
-    key = request.headers.get("idempotency-key")
-    if key:
-        named = input_id(thread, "idempotency", key)
-        return named, status.last_input_id == named
+    (`asked_by`, see `resends_what_asked`). A request with an `Idempotency-Key` is not
+    judged here (durable_teams/gateway/keyed.py)."""
     again = input_id(thread, status.previous_input_id or "", text)
     busy = not status.pending and (status.last_reply is None or status.last_reply.turn < status.turns)
     if status.last_input_id == again and (busy or says_retry(request)):
@@ -193,6 +191,12 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
     status = await gw.status(thread)
+    key = request.headers.get("idempotency-key")
+    if key:  # stands for this request alone: a retry reads its first outcome, other text is a 409
+        keyed = await keyed_input(gw.client, thread, input_id(thread, "idempotency", key), text)
+        return await exchange_on(gw, thread, bool(body.get("stream")), partial(
+            gw.begin_exchange, thread, text, keyed.id, max_tokens(body), again=keyed.turn is not None,
+            turn=keyed.turn))
     # a plain yes or no is an answer even if the person said it before ("yes" to a question,
     # then "yes" to the approval): only other words can be a client sending its turn again
     resend_possible = approval_waits(status, request) and approval_of(text) is None

@@ -155,11 +155,16 @@ class Gateway(ThreadLog):
         return await described.memo()
 
     async def accept_turn(self, thread: str, text: str, sender: str | None, turn_id: str | None,
-                          patience: Patience | None = None) -> tuple[int, AcceptedTurn]:
+                          patience: Patience | None = None, again: int | None = None) -> tuple[int, AcceptedTurn]:
         """Send a turn and return once the workflow has accepted it, with the log index its
-        events start from (a `turn_id` sent again is the same turn)."""
+        events start from (a `turn_id` sent again is the same turn: `again`, its number, when
+        known, and its events from its start, the question it waits on included)."""
         patience = patience or Patience(thread, self.busy_seconds)  # one budget for the whole request
-        index = await self.patiently(lambda: self.log_total(thread), patience)
+        index = None
+        if again is not None:
+            index = await self.turn_start(thread, again, answering(await self.status(thread)))
+        if index is None:
+            index = await self.patiently(lambda: self.log_total(thread), patience)
         accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
                                      patience=patience)
         return index, accepted
@@ -255,7 +260,7 @@ class Gateway(ThreadLog):
 
     async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
                              max_tokens: int | None = None, *, seen: ConversationStatus | None = None,
-                             again: bool = False) -> Callable[[], Awaitable[Outcome]]:
+                             again: bool = False, turn: int | None = None) -> Callable[[], Awaitable[Outcome]]:
         """One OpenAI-style exchange, started: `text` answers the thread's open question, or
         is sent as a turn (accepted by the workflow before this returns, so the caller may
         acknowledge it), under the input id `turn_id`. Returns what waits for the outcome:
@@ -263,10 +268,11 @@ class Gateway(ThreadLog):
 
         `seen`: the thread as the caller found it; the text then goes in only if the thread is
         still there (its question open, no other turn since), else `TurnConflict`. `again`: the
-        thread took this very input already (a retry): nothing is sent, its outcome is awaited."""
+        thread took this very input already (a retry): nothing is sent, its outcome (that of
+        `turn` when known) is awaited."""
         status = seen or await self.status(thread)
         if again:  # the turn it started, or the turn whose question it answered
-            number = await self.turn_of(thread, turn_id) if turn_id else None
+            number = turn or (await self.turn_of(thread, turn_id) if turn_id else None)
             return lambda: self._outcome(thread, set(), target_turn=number or answering(status), turn=None)
         ids = "last_input_id" in status.model_fields_set  # a worker that records input ids
         seen_ids = {q.question_id for q in status.pending}
