@@ -61,3 +61,24 @@ async def test_fields_a_team_cannot_honour_are_refused_however_spelled(client: C
     assert both.status_code == 400 and both.json()["error"]["param"] == "max_tokens"
     assert by_client.value.body["param"] == "modalities"  # type: ignore[index]
     assert by_extra.value.body["param"] == "max_tokens"  # type: ignore[index]
+
+
+async def test_a_chat_while_no_worker_polls_is_a_503_at_once_and_starts_nothing(client: Client, task_queue: str) -> None:
+    import time
+    import uuid
+
+    async with running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        named = f"echo-nobody-{uuid.uuid4().hex[:8]}"
+        began = time.monotonic()
+        raw = [await http.post("/v1/chat/completions", json=chat(stream=stream), headers=headers)
+               for stream in (False, True) for headers in ({}, {"X-Thread-Id": named})]
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.InternalServerError) as by_client:
+            await ai.chat.completions.create(model="echo", messages=[{"role": "user", "content": "hi"}])
+        took = time.monotonic() - began
+        started = [wf async for wf in client.list_workflows(f'TaskQueue = "{task_queue}"')]
+    assert [r.status_code for r in raw] == [503] * 4 and by_client.value.status_code == 503
+    assert raw[0].json()["error"] == {"type": "no_worker", "message": (
+        f"no worker is polling task queue {task_queue!r}: start one (durable-teams worker), then send this again")}
+    assert raw[0].headers["retry-after"] == "5"
+    assert took < 10 and started == []

@@ -232,6 +232,7 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))
+    response.headers.update(exc.headers or {})
     param = getattr(exc, "param", None)
     if param is not None:  # OpenAI's shape: the field the error is about
         response = JSONResponse({"error": {"message": exc.detail, "type": "invalid_request_error",

@@ -274,6 +274,7 @@ async def chat_completions(request: Request) -> Response:
     header = request.headers.get("x-thread-id")
     if header is not None:
         checks.thread_id(header, "X-Thread-Id")
+    await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
     if body.get("stream") and not may_stream(request):  # before anything goes in
         return JSONResponse({"error": {"message": "too many open streams for this caller; try again later",
                                        "type": "rate_limit_exceeded", "param": None, "code": None}},

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
+from starlette.exceptions import HTTPException
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -40,6 +42,7 @@ from durable_teams.client.server_state import (
     questions_of,
     waiting_conversations,
     why_it_failed,
+    workers_on,
 )
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway.requests import BadRequest
@@ -56,6 +59,7 @@ from durable_teams.workflows.state import (
 from durable_teams.workflows.usage import Tally
 
 T = TypeVar("T")
+WORKER_SEEN_SECONDS = 5.0
 log = logging.getLogger(__name__)
 
 
@@ -74,6 +78,16 @@ class Outcome(NamedTuple):
     def of(cls, reply: TurnReply) -> Outcome:
         finish = {"truncated": "length", "filtered": "content_filter"}.get(reply.status, "stop")
         return cls("failed" if reply.status == "failed" else "reply", reply.text, reply.usage, finish)
+
+
+class NoWorker(HTTPException):
+    """503: no worker polls the gateway's task queue, so a chat would wait without an answer."""
+
+    kind = "no_worker"
+
+    def __init__(self, task_queue: str) -> None:
+        super().__init__(503, f"no worker is polling task queue {task_queue!r}: start one "
+                              "(durable-teams worker), then send this again", {"Retry-After": "5"})
 
 
 class TeamMismatch(ValueError):
@@ -101,6 +115,17 @@ class Gateway(ThreadLog):
     """A chat's thread (no `X-Thread-Id`) closes after this long without a message."""
     chat_lookup_seconds: float = 1.0
     """How long a resent history waits for the visibility store to list its thread."""
+    worker_seen_at: float = float("-inf")
+
+    async def require_worker(self) -> None:
+        """`NoWorker` (503) unless a worker polled the task queue lately (a seen worker is
+        trusted for `WORKER_SEEN_SECONDS`: one lookup per few seconds, not per request)."""
+        now = time.monotonic()
+        if now - self.worker_seen_at < WORKER_SEEN_SECONDS:
+            return
+        if not await workers_on(self.client, self.task_queue):
+            raise NoWorker(self.task_queue)
+        self.worker_seen_at = now
 
     def check_team(self, team: str) -> None:
         """Raises `UnknownTeam` for a team the workers do not serve (when that is known)."""
