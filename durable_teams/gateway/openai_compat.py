@@ -183,7 +183,9 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     """The exchange on the thread `X-Thread-Id` names, started when there is none yet."""
     thread = checks.thread_id(header, "X-Thread-Id")
     try:
-        if not await gw.running(thread, team):
+        exists = await gw.running(thread, team)
+        await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
+        if not exists:
             try:
                 await gw.start_thread(team, thread, user=body.get("user"))
             except WorkflowAlreadyStartedError:  # another request started it a moment ago
@@ -214,6 +216,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     in first (two chats that said the same words, sent at once), or the thread ended since it
     was found, the next thread that fits, or a new one."""
     scope, user, stream = caller_scope(request), body.get("user"), bool(body.get("stream"))
+    await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
     history = chats.without_asked_again(history)  # an unclear answer: the thread never took it
     keys = chats.request_keys(scope, team, history)
     retry = says_retry(request)
@@ -274,7 +277,6 @@ async def chat_completions(request: Request) -> Response:
     header = request.headers.get("x-thread-id")
     if header is not None:
         checks.thread_id(header, "X-Thread-Id")
-    await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
     if body.get("stream") and not may_stream(request):  # before anything goes in
         return JSONResponse({"error": {"message": "too many open streams for this caller; try again later",
                                        "type": "rate_limit_exceeded", "param": None, "code": None}},
