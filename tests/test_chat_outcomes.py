@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from functools import partial
 from typing import Any
 
 import httpx
@@ -122,3 +123,30 @@ async def test_a_retried_turn_streams_its_waiting_question_again_and_other_text_
     assert retried[0] == 200 and [e["type"] for e in retried[1]] == kinds  # the same events again
     assert other[0] == 409 and other[1][0]["error"]["type"] == "idempotency_key_reused"
     assert status.turns == 1
+
+
+async def test_a_stream_the_client_leaves_after_its_first_chunk_left_its_turn_in_the_thread(
+        client: Client, task_queue: str) -> None:
+    """Acknowledged means kept: the first byte of a stream goes out only after the thread took
+    the message, so a client that reads one chunk and leaves still finds its turn, answered."""
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        threads = []
+        for i, headers in enumerate([{}, {}, {"X-Thread-Id": f"desk-left-{uuid.uuid4().hex[:8]}"}]):
+            raw = await ai.chat.completions.with_raw_response.create(
+                model="desk", stream=True, extra_headers=headers,
+                messages=[{"role": "user", "content": f"left early {i} {uuid.uuid4().hex[:6]}"}])
+            stream = raw.parse()
+            first = await stream.__anext__()
+            await stream.close()  # the client leaves after the first chunk
+            assert first.choices[0].delta.role == "assistant"
+            threads.append(raw.headers["x-thread-id"])
+
+        async def answered(thread: str) -> bool:
+            status = await client.get_workflow_handle(thread).query(TeamWorkflow.status)
+            return status.last_reply is not None
+        for thread in threads:
+            await until(partial(answered, thread), f"{thread} answered")
+            transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript)
+            assert [m.content for m in transcript if m.role == "user"][0].startswith("left early")
