@@ -93,29 +93,31 @@ async def test_an_idempotency_key_stands_for_one_chat_request_however_late(clien
     assert denied != DONE and REFUNDS == ["4711"]
 
 
+async def keyed_turn(http: httpx.AsyncClient, thread: str, text: str, key: str) -> tuple[int, list[dict[str, Any]]]:
+    """A turn under `key` over `/turns`, its events read until it ends or asks a person."""
+    async with http.stream("POST", f"/threads/{thread}/turns", json={"text": text},
+                           headers={"Idempotency-Key": key}) as response:
+        if response.status_code != 200:
+            await response.aread()
+            return response.status_code, [response.json()]
+        events = []
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                events.append(json.loads(line[5:]))
+                if events[-1]["type"] == "question":
+                    break  # the turn waits for a person: the client leaves
+        return response.status_code, events
+
+
 async def test_a_retried_turn_streams_its_waiting_question_again_and_other_text_is_a_409(
         client: Client, task_queue: str) -> None:
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
             running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
         thread = (await http.post("/threads", json={"team": "desk"})).json()["thread_id"]
 
-        async def turn(text: str, key: str) -> tuple[int, list[dict[str, Any]]]:
-            async with http.stream("POST", f"/threads/{thread}/turns", json={"text": text},
-                                   headers={"Idempotency-Key": key}) as response:
-                if response.status_code != 200:
-                    await response.aread()
-                    return response.status_code, [response.json()]
-                events = []
-                async for line in response.aiter_lines():
-                    if line.startswith("data:"):
-                        events.append(json.loads(line[5:]))
-                        if events[-1]["type"] == "question":
-                            break  # the turn waits for a person: the client leaves
-                return response.status_code, events
-
-        first = await turn(FIRST, "t1")
-        retried = await turn(FIRST, "t1")
-        other = await turn("other text", "t1")
+        first = await keyed_turn(http, thread, FIRST, "t1")
+        retried = await keyed_turn(http, thread, FIRST, "t1")
+        other = await keyed_turn(http, thread, "other text", "t1")
         status = await client.get_workflow_handle(thread).query(TeamWorkflow.status)
         await client.get_workflow_handle(thread).terminate("test over")
     kinds = [e["type"] for e in first[1]]
