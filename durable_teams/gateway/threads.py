@@ -330,8 +330,12 @@ class Gateway(ThreadLog):
         return outcome
 
     async def turn_of(self, thread: str, turn_id: str) -> int | None:
-        """The number of the turn the thread started for `turn_id` (None: an answer's id, or unknown)."""
-        number = await self.client.get_workflow_handle(thread).query("turn_number", turn_id)
+        """The turn the thread started for the input `turn_id`, or answered with it (None: unknown)."""
+        handle = self.client.get_workflow_handle(thread)
+        try:
+            number = (await handle.query("inputs_taken", turn_id) or {}).get(turn_id)
+        except WorkflowQueryFailedError:  # a worker of an earlier release: turns only
+            number = await handle.query("turn_number", turn_id)
         return number if isinstance(number, int) else None
 
     async def reply_of(self, thread: str, number: int, latest: TurnReply) -> TurnReply:
