@@ -93,6 +93,7 @@ QUESTIONING = re.compile(r"[?¿]|\.\.\.|…")
 """A question mark, or a trailing off ("ok...", "ok…"): neither."""
 CLAUSES = re.compile(r"[.,;!:()\"«»“”\n\r\t、。，！]+")
 WORD = re.compile(r"[\w']+")
+AND = re.compile(r"\band\b")
 PUNCTUATION_OK = re.compile(r"[\w\s'\-.,;!:()\"«»“”、。，！]*")
 
 
@@ -120,7 +121,7 @@ def normalised(text: str) -> list[list[str]] | None:
         text = text.replace(emoji, f", {word},")
     if QUESTIONING.search(text) or not PUNCTUATION_OK.fullmatch(text):
         return None
-    text = text.replace("-", " ")
+    text = AND.sub(",", text.replace("-", " "))  # "go ahead and do it": two clauses, each read
     return [words for part in CLAUSES.split(text) if (words := [w.strip("'") for w in WORD.findall(part)])]
 
 
