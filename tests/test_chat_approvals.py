@@ -97,10 +97,17 @@ async def test_the_native_answer_endpoint_reads_words_as_the_chat_does(client: C
         unclear: list[Any] = [await http.post(f"/threads/{thread}/questions/{qid}", json={"text": text})
                               for text in UNCLEAR]
         still = (await http.get(f"/threads/{thread}")).json()["pending"]
-        yes = await http.post(f"/threads/{thread}/questions/{qid}", json={"text": "yes please"})
+        key = {"Idempotency-Key": "answer-1"}
+        yes = await http.post(f"/threads/{thread}/questions/{qid}", json={"text": "yes please"}, headers=key)
+        again = await http.post(f"/threads/{thread}/questions/{qid}", json={"text": "yes please"}, headers=key)
+        other = await http.post(f"/threads/{thread}/questions/{qid}", json={"approved": False}, headers=key)
+        unkeyed = await http.post(f"/threads/{thread}/questions/{qid}", json={"approved": True})
         done = await say_on(http, thread, "and now?")
     assert [r.status_code for r in unclear] == [400] * len(UNCLEAR)
     assert unclear[0].json()["error"]["message"].startswith(ask_again("refund"))
     assert [q["question_id"] for q in still] == [qid]
     assert yes.status_code == 200 and REFUNDS == ["4711"]
+    assert again.status_code == 200 and again.json() == yes.json()  # a retry: the first outcome
+    assert other.status_code == 409 and other.json()["error"]["type"] == "idempotency_key_reused"
+    assert unkeyed.status_code == 409  # answered already
     assert done.startswith("I saw")

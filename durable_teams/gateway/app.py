@@ -183,11 +183,19 @@ async def answer(request: Request) -> Response:
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
+    thread = thread_of(request)
+    key = checks.idempotency_key(request.headers.get("idempotency-key"))
+    if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
+        keyed = await keyed_input(gw.client, thread, caller_key(request, key), question, reply["text"],
+                                  repr(approved))
+        if keyed.turn is not None:
+            return JSONResponse({"question_id": question, "accepted": True})
+        reply["input_id"] = keyed.id
     if approved is None:  # an approval answered in words: read as the chat reads it
-        approved = await gw.approval_in_words(thread_of(request), question, reply["text"])
+        approved = await gw.approval_in_words(thread, question, reply["text"])
     if approved is not None:
         reply["approved"] = approved
-    qid = await gw.reply(thread_of(request), question, **reply)
+    qid = await gw.reply(thread, question, **reply)
     return JSONResponse({"question_id": qid, "accepted": True})
 
 
