@@ -38,6 +38,7 @@ from .model_errors import (
 )
 from .model_parse import BadModelResponse, decode_body, parse_completion
 from .model_stream import read_stream
+from .model_toolless import ToollessModels, tools_refusal
 from .views import ViewCache, ViewReader
 from .wire import WireCache, message_dict, stream_chat_completion
 
@@ -121,6 +122,8 @@ class OpenAIBackend:
         )
         self.wire = WireCache()
         """Each message's Chat Completions dict and JSON, made once (activities/wire.py)."""
+        self.toolless = ToollessModels()
+        """Models seen refusing tools: called as plain chat (activities/model_toolless.py)."""
 
     def params(
         self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -156,6 +159,12 @@ class OpenAIBackend:
     async def complete(
         self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
     ) -> ModelResponse:
+        """One call; without tools for a model that refuses them (activities/model_toolless.py)."""
+        return await self.toolless.complete(req.model, tools, lambda offered: self._call(req, messages, offered))
+
+    async def _call(
+        self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
+    ) -> ModelResponse:
         stream = (req.workflow_id, req.run_id, req.agent_run)  # each call extends the last view
         params = self.params(req, self.wire.messages(req.instructions, messages, stream),
                              self.wire.tools(tools, (req.workflow_id, req.run_id, req.agent)))
@@ -176,6 +185,9 @@ class OpenAIBackend:
         except BadModelResponse as err:  # a streamed body that does not add up
             raise_bad_response(err, current_attempt())
         except openai.OpenAIError as err:
+            refused = tools_refusal(err) if tools else None
+            if refused is not None:
+                raise refused from None
             raise_for_openai_error(err, req.model, timeout)
         except TimeoutError:
             raise_timeout(self.where(), timeout)

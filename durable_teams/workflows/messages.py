@@ -307,6 +307,9 @@ class ModelResponse(Reply):
     read_in_process: bool | None = None
     """Whether the view was read in the process holding the workflow (None: not reported);
     tells the workflow where to schedule its next call (workflows/placement.py)."""
+    tools_unavailable: str | None = left_out_when_unset()
+    """Set when the endpoint refused the agent's tools (a model without tool calling): the call
+    was made again without them, and this is the server's reason (activities/model_toolless.py)."""
 
 
 class ToolRequest(Wire):
