@@ -30,6 +30,7 @@ from durable_teams.workflows.messages import (
 
 from .call_facts import note, note_response, server_facts
 from .heartbeats import heartbeating
+from .model_embeddings import openai_embed
 from .model_errors import (
     raise_bad_response,
     raise_for_openai_error,
@@ -152,6 +153,10 @@ class OpenAIBackend:
         """Close the client's pooled connections (a worker's backend lives as long as its
         process; a program that ends sooner closes it, so nothing is left unclosed)."""
         await self.client.close()
+
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+        """Embeddings of `texts` (`/v1/embeddings`; activities/model_embeddings.py)."""
+        return await openai_embed(self.client, model, texts, attempt_timeout(self.timeout))
 
     def where(self) -> str:
         return mask_url(str(self.client.base_url).rstrip("/") + "/chat/completions")
