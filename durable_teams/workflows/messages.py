@@ -121,6 +121,10 @@ class Message(Wire):
     usage: Usage | None = None
     """On a model's reply: the tokens that call used (bookkeeping, never sent to the model)."""
     agent_run: int = agent_run_field(wire_name="scope", default=0)
+    reasoning: list[dict[str, Any]] | None = left_out_when_unset()
+    """On a reply through the Responses API: the model's reasoning items (encrypted), passed back
+    with the conversation's later calls (activities/model_responses.py); never sent to Chat
+    Completions."""
     kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error", "notice"] = "message"
 
 
@@ -281,6 +285,9 @@ class ModelRequest(Wire):
     temperature: float | None = None
     max_tokens: int | None = optional_cap()
     """The most tokens the reply may have (a chat client's `max_tokens` for its turn)."""
+    api: Literal["responses"] | None = left_out_when_unset()
+    """"responses": the call goes to `/v1/responses` (activities/model_responses.py); None:
+    Chat Completions. Set only for agents that declare it, so other requests read as before."""
     agent_call_index: int = 0
     """How many model calls this agent made earlier in the conversation: deterministic, so a
     scripted model replays the same reply after a retry or a worker restart."""
