@@ -27,7 +27,7 @@ def test_there_are_recorded_histories() -> None:
     assert {p.stem for p in HISTORIES} >= {
         "acme_conversation", "faang", "faang_teams", "routing_conversation",
         "faang_regular_model_calls", "nested_budget_stop", "nested_budget_stop_child", "concurrent_turns",
-        "send_message_local_calls",
+        "send_message_local_calls", "intents_conversation",
         *PARKED}
 
 
