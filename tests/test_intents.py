@@ -246,3 +246,26 @@ async def test_a_swarm_agents_own_intents_apply_while_it_is_active(client: Clien
                                        Swarm([desk, billing], name="frontdesk"))
     assert [(r.agent, r.text) for r in replies] == [("billing", "Billing here."), ("billing", "You're welcome.")]
     assert len(model.requests) == 1
+
+
+async def test_the_openai_backend_embeds_through_v1_embeddings_with_errors_mapped() -> None:
+    from temporalio.exceptions import ApplicationError
+
+    from durable_teams.activities.model import OpenAIBackend
+
+    from .fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        fake.reply({"object": "list", "model": "embedder", "usage": {"prompt_tokens": 4, "total_tokens": 4},
+                    "data": [{"object": "embedding", "index": 1, "embedding": [0.0, 1.0]},
+                             {"object": "embedding", "index": 0, "embedding": [0.123456789, 0.5]}]})
+        fake.error(401, "bad key")
+        backend = OpenAIBackend(base_url=fake.base_url, api_key="sk-test")
+        try:
+            assert await backend.embed("embedder", ["a", "b"]) == [[0.123457, 0.5], [0.0, 1.0]]
+            with pytest.raises(ApplicationError) as err:
+                await backend.embed("embedder", ["a"])
+        finally:
+            await backend.aclose()
+    assert fake.paths == ["/v1/embeddings"] * 2 and fake.requests[0]["input"] == ["a", "b"]
+    assert err.value.non_retryable and err.value.type == "ModelAuthError"
