@@ -8,8 +8,8 @@ transcript record. The turn that acts on a match is workflows/intent_turns.py.
         Intent(phrases=["order status"], tool="order_status", arguments={"verbose": False}),
     ])
 
-Matching is exact after normalizing both sides (case, accents kept, punctuation and runs of
-whitespace dropped): "When are you OPEN?!" matches "when are you open". With
+Matching is exact after normalizing both sides (case folded, punctuation and runs of
+whitespace dropped, accents kept): "When are you OPEN?!" matches "when are you open". With
 `intent_similarity` set on the team, a message no phrase matches exactly is compared by
 embeddings (cosine similarity, at least its `threshold`); the embedding call is an activity,
 the comparison happens here.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,10 +74,9 @@ _DROP = re.compile(r"[\W_]+", re.UNICODE)
 
 
 def normalize(text: str) -> str:
-    """Lowercase (casefold), compatibility-normalized, punctuation dropped, words joined by
-    single spaces: what exact matching compares."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(_DROP.sub(" ", folded).split())
+    """Lowercase (casefold), punctuation dropped, words joined by single spaces: what exact
+    matching compares."""
+    return " ".join(_DROP.sub(" ", text.casefold()).split())
 
 
 @dataclass(frozen=True)
