@@ -31,6 +31,8 @@ REFUSALS = [
     (422, "Tool calling is not supported for this model"),
     (400, "model 'phi' does not support tool use"),
     (400, "Unsupported parameter: 'tools' is not supported with this model."),
+    (400, "Tools are not supported for this model"),  # TGI-style
+    (400, "tool calling is not supported with this model"),
 ]
 
 NOT_REFUSALS = [
@@ -40,6 +42,8 @@ NOT_REFUSALS = [
     (400, "Invalid 'tools[0].function.name': string does not match pattern"),
     (401, "Incorrect API key provided"),
     (404, "model 'gemma:2b' not found, try pulling it first"),
+    (400, "parallel_tool_calls is not supported"),  # an option, not the tools: dropping them would be wrong
+    (400, "Invalid schema for function 'add': tool parameters must be an object"),
 ]
 
 
