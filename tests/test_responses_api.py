@@ -233,3 +233,17 @@ async def test_a_bad_request_on_responses_fails_at_once_readably(client: Client,
 
 def test_request_json_is_what_the_fake_received() -> None:
     assert json.loads(json.dumps(responses_input(VIEW))) == responses_input(VIEW)
+
+
+def test_the_worker_can_put_every_team_that_names_no_api_on_responses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from durable_teams import TeamError
+
+    assert faang.build().compile().spec.api is None
+    monkeypatch.setenv("DURABLE_TEAMS_MODEL_API", "responses")  # as DURABLE_TEAMS_MODEL names the model
+    assert faang.build().compile().spec.api == "responses"
+    chat = faang.build()
+    chat.api = "chat_completions"  # a team that names its API keeps it
+    assert chat.compile().spec.api == "chat_completions"
+    monkeypatch.setenv("DURABLE_TEAMS_MODEL_API", "responces")
+    with pytest.raises(TeamError, match="DURABLE_TEAMS_MODEL_API must be responses or chat_completions, not 'responces'"):
+        faang.build()
