@@ -269,3 +269,24 @@ async def test_the_openai_backend_embeds_through_v1_embeddings_with_errors_mappe
             await backend.aclose()
     assert fake.paths == ["/v1/embeddings"] * 2 and fake.requests[0]["input"] == ["a", "b"]
     assert err.value.non_retryable and err.value.type == "ModelAuthError"
+
+
+async def test_the_gateways_event_stream_shows_the_match_as_a_routing_step(client: Client, task_queue: str) -> None:
+    import httpx
+
+    from .gateway_helpers import read_sse, running_gateway
+
+    model = ScriptedModel({})
+    compiled = shop().compile()
+    async with running_worker(client, task_queue, [compiled], model), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = (await http.post("/threads", json={"team": "shop"})).json()["thread_id"]
+        async with http.stream("POST", f"/threads/{thread}/turns", json={"text": "opening hours!"}) as resp:
+            frames = await read_sse(resp)
+    assert [(name, data.get("agent"), data["text"]) for name, data in frames] == [
+        ("user_message", None, "opening hours!"),
+        ("routing", "supervisor", "Intent matched (exact): 'opening hours' -> answer"),
+        ("ai_message", "supervisor", "We are open 9 to 5, Monday to Friday."),
+        ("done", "supervisor", "We are open 9 to 5, Monday to Friday."),
+    ]
+    assert model.requests == []
