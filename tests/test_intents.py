@@ -290,3 +290,39 @@ async def test_the_gateways_event_stream_shows_the_match_as_a_routing_step(clien
         ("done", "supervisor", "We are open 9 to 5, Monday to Friday."),
     ]
     assert model.requests == []
+
+
+async def test_an_agent_an_intent_chose_resumes_after_continue_as_new_and_answers_the_turn(
+        client: Client, task_queue: str) -> None:
+    import asyncio
+
+    from durable_teams.workflows.state import HumanReply
+
+    from .conftest import pending_question
+
+    def script(req: Any, messages: list[dict[str, Any]], tools: Any) -> Message:
+        last = messages[-1]
+        if req.agent == "billing" and last["role"] == "tool":
+            return say(f"Refunded {last['content']}.")
+        if req.agent == "billing":
+            return call("ask_human", question="Which order?")
+        raise AssertionError(f"{req.agent} was asked")  # the supervisor's model never is
+
+    billing = Agent("billing", "You refund.", tools=["ask_human"], model="m")
+    team = Supervisor([billing], name="refunds", model="m",
+                      intents=[Intent(phrases=["refund my order"], agent="billing")]).compile()
+    team.spec.continue_as_new_after_events = 10  # passed by the time billing asks: the run continues as new
+    async with running_worker(client, task_queue, [team], ScriptedModel(script)):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, single_turn=False),
+            id=f"intent-can-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        first_run = handle.result_run_id
+        asking = asyncio.ensure_future(send_turn(client, handle.id, "refund my order"))
+        latest = client.get_workflow_handle_for(TeamWorkflow.run, handle.id)
+        question = await pending_question(latest)
+        await latest.execute_update(TeamWorkflow.answer, HumanReply(question_id=question.question_id, text="A-17"))
+        reply = await asking
+        described = await latest.describe()
+        await latest.terminate("test over")
+    assert described.run_id != first_run  # the turn crossed runs
+    assert (reply.agent, reply.text, reply.status) == ("billing", "Refunded A-17.", "completed")

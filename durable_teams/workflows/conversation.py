@@ -178,7 +178,7 @@ class TeamWorkflow(Intake):
             assert loop.interrupted_at is not None
             agent, agent_run, spent = loop.interrupted_at
             self.state.in_progress = TurnProgress(
-                turn=number, agent=agent, agent_run=agent_run, direct=agent == target and agent_run != 0,
+                turn=number, agent=agent, agent_run=agent_run, direct=agent in (target, turns.intent_agent) and agent_run != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
         if outcome.kind == "budget":  # with what was answered before the stop

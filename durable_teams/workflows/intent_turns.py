@@ -85,6 +85,7 @@ async def answer_by_intent(runner: TurnRunner, target: str | None, text: str) ->
         transcript.append(result)
         return AgentOutcome("answer", owner, result.content or "")
     assert intent.agent is not None
+    runner.intent_agent = intent.agent
     return await runner.direct(intent.agent)
 
 
