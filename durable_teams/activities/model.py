@@ -35,6 +35,7 @@ from .model_errors import (
     raise_for_read_error,
     raise_timeout,
 )
+from .model_errors import refuse_empty as refuse_empty
 from .model_http import HTTP_CLIENT_ENV as HTTP_CLIENT_ENV
 from .model_http import ModelSettingError as ModelSettingError
 from .model_http import attempt_timeout, current_attempt, pooled_http_client
@@ -298,25 +299,3 @@ class ModelActivities:
                 non_retryable=True,
             )
         return response.model_copy(update={"message": message, "read_in_process": view.in_process})
-
-
-_EMPTY_WHY = {
-    "content_filter": "the endpoint's content filter withheld it",
-    "length": "it reached the output token limit before writing any text",
-}
-
-
-def refuse_empty(response: ModelResponse, req: ModelRequest, attempt: int) -> None:
-    """An answer with no text and no tool calls is never a silent "completed": it fails the
-    attempt, retried once, then fails the call for good (the turn fails with this message)."""
-    if response.message.tool_calls or (response.message.content or "").strip():
-        return
-    reason = response.finish_reason
-    why = _EMPTY_WHY.get(reason or "", "no text and no tool calls")
-    tried = " It was asked twice." if attempt > 1 else ""
-    raise ApplicationError(
-        f"The model {req.model!r} gave {req.agent} an empty answer ({why}; finish_reason "
-        f"{reason!r}).{tried}",
-        type="EmptyModelResponse",
-        non_retryable=attempt > 1,
-    )
