@@ -101,12 +101,14 @@ class AnswerAck(Reply):
 
 
 class AnswerOutcome(Reply):
-    """Whether an answer sent as a signal was taken; if not, why, and whether its question was
+    """Whether an answer sent with an `input_id` was taken; if not, why, and whether its question was
     no longer open (answered by another, or never asked)."""
 
     taken: bool
     reason: str = ""
     closed: bool = False
+    turn: int | None = left_out_when_unset()
+    """The turn that was being answered when it came (its reply is the answer's outcome)."""
 
 
 class TurnProgress(Wire):
