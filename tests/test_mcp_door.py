@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+import httpx2
 import mcp_types as types
 import pytest
 from mcp.client.client import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client
 
 from durable_teams.gateway.mcp_door import BadCall, McpDoor, call_of, parse_state, state_of
@@ -19,6 +22,7 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 
 from .conftest import running_worker
+from .gateway_helpers import running_gateway
 
 
 def shop_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
@@ -112,3 +116,37 @@ async def test_a_slow_turn_returns_working_and_a_later_call_by_thread_id_gets_it
     assert first.structured_content["status"] == "working" and not first.is_error
     assert later.structured_content == {"thread_id": thread, "status": "completed", "text": "you said 'hello'"}
     assert other_team.is_error and "no tool 'acme'" in other_team.content[0].text
+
+
+def over_http(url: str, token: str = "s3cret") -> McpClient:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    return McpClient(streamable_http_client(f"{url}/mcp", http_client=http))
+
+
+async def test_streamable_http_on_the_gateway_survives_a_gateway_restart_between_question_and_answer(
+        client: Client, task_queue: str) -> None:
+    options: dict[str, Any] = {"tokens": ["s3cret"], "teams": ["shop"], "descriptions": {"shop": "Refunds."}}
+    async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
+        async with running_gateway(client, task_queue, **options) as url:
+            async with over_http(url) as mcp:
+                tools = await mcp.list_tools()
+                asked = await mcp.session.call_tool("shop", {"message": "refund"}, allow_input_required=True)
+            async with httpx.AsyncClient() as raw:
+                no_token = await raw.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                          headers={"Accept": "application/json, text/event-stream"})
+                not_rpc = await raw.post(f"{url}/mcp", content=b'{"jsonrpc": "2.0", "id": 1',
+                                         headers={"Authorization": "Bearer s3cret", "Content-Type": "application/json",
+                                                  "Accept": "application/json, text/event-stream"})
+        assert isinstance(asked, types.InputRequiredResult)
+        (qid, form), = (asked.input_requests or {}).items()
+        async with running_gateway(client, task_queue, **options) as url:  # a new gateway process
+            async with over_http(url) as mcp:
+                done = await mcp.session.call_tool(
+                    "shop", {"message": "refund"}, allow_input_required=True, request_state=asked.request_state,
+                    input_responses={qid: types.ElicitResult(action="accept", content={"answer": "D-4"})})
+
+    assert [t.name for t in tools.tools] == ["shop"] and tools.tools[0].description == "Refunds."
+    assert form.params.message == "[shop] Which order?"
+    assert isinstance(done, types.CallToolResult) and done.content[0].text == "Refund started for order D-4."
+    assert no_token.status_code == 401
+    assert not_rpc.status_code == 400 and not_rpc.json()["error"]["code"] == -32700  # JSON-RPC parse error

@@ -9,14 +9,17 @@
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
     GET  /v1/models                     the teams, as OpenAI's model list
+    POST /mcp                           MCP over streamable HTTP: a tool per team (mcp_door.py)
     GET  /                              the web inbox
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -293,7 +296,8 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
                max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
                live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
                exposure: Exposure | None = None, limits: Limits | None = None,
-               busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0) -> Guard:
+               busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0,
+               descriptions: Mapping[str, str] | None = None) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
     else this process's, durable_teams/live/hub.py). `teams`: the team names the workers serve
@@ -301,7 +305,8 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
     `exposure`: the hosts and origins served (default: loopback names only); `limits`: per
     caller; `busy_seconds`: how long a turn waits for a thread with 10 turns in flight
     before 429; `chat_idle_seconds`: how long a chat client's thread waits for its next message
-    (durable_teams/gateway/chat_history.py)."""
+    (durable_teams/gateway/chat_history.py). `descriptions`: team -> what it does, for the MCP
+    tools at /mcp (served when the `mcp` extra is installed)."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -315,14 +320,29 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         Route("/v1/models", models),
         Route("/v1/models/{model:path}", model),
     ]
+    hub = live_hub or hub_from_env(client.data_converter.payload_codec)
+    gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None,
+                      busy_seconds, chat_idle_seconds=chat_idle_seconds)
+    lifespans = []
+    if importlib.util.find_spec("mcp") is not None:
+        from durable_teams.gateway.mcp_door import McpDoor
+
+        mcp_app, mcp_running = McpDoor(gateway, descriptions or {}).http_app()
+        routes.append(Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]))
+        lifespans.append(mcp_running)
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
                  WorkflowUpdateFailedError, TurnRejected, RPCError):
         handlers[kind] = on_temporal_error
     handlers[Exception] = on_unexpected
-    app = Starlette(routes=routes, exception_handlers=handlers)
-    hub = live_hub or hub_from_env(client.data_converter.payload_codec)
-    app.state.gateway = Gateway(client, task_queue, poll_seconds, hub,
-                                list(teams) if teams is not None else None, busy_seconds,
-                                chat_idle_seconds=chat_idle_seconds)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for running in lifespans:
+                await stack.enter_async_context(running())
+            yield
+
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
+    app.state.gateway = gateway
     return Guard(app, tokens or [], exposure=exposure, limits=limits or Limits(max_body=max_body))

@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.types import ASGIApp
 
 from durable_teams.gateway.threads import Gateway, Outcome, answering, question_text
 from durable_teams.workflows.state import Question
@@ -122,6 +125,13 @@ class McpDoor:
     wait_seconds: float = 300.0
     """How long a call waits for the turn's outcome before it returns "working"."""
 
+    def http_app(self) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
+        """Streamable HTTP, stateless and in plain JSON (no session in this process: a
+        restarted gateway serves the same clients), and what runs it (the app's lifespan).
+        The gateway's guard checks tokens, Host, Origin and sizes before it."""
+        manager = StreamableHTTPSessionManager(app=self.server(), stateless=True, json_response=True)
+        return StreamableHTTPASGIApp(manager), manager.run
+
     def server(self) -> Server[Any]:
         return Server("durable-teams", instructions="Each tool is a team of agents: send it a message; "
                       "a result's thread_id continues the conversation.",
@@ -145,11 +155,12 @@ class McpDoor:
             if params.request_state is not None:  # the repeated call of an input_required result
                 thread, question = parse_state(params.request_state)
                 return await self.answered(ctx, team, thread, question, params.input_responses or {})
-            thread = call.thread_id
-            if thread is None:
+            if call.thread_id is None:
                 thread = await self.gateway.start_thread(team)
-            elif not await self.gateway.running(thread, team):
-                raise BadCall(f"no thread {thread}")
+            elif await self.gateway.running(call.thread_id, team):
+                thread = call.thread_id
+            else:
+                raise BadCall(f"no thread {call.thread_id}")
             if call.message is None:
                 return await self.outcome(ctx, thread, None)
             status = await self.gateway.status(thread)
