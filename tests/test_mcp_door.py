@@ -4,6 +4,7 @@ an earlier revision by `elicitation/create`, a thread continued by id."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import httpx
@@ -11,6 +12,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp.client.client import Client as McpClient
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client
 
@@ -21,6 +23,7 @@ from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 
+from .cli_process import ROOT, cli_env
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 
@@ -34,7 +37,8 @@ def shop_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[d
     return say(f"you said {last['content']!r}")
 
 
-SHOP = Swarm([Agent("shop", "Help.", tools=["ask_human"])], name="shop").compile()
+SHOP_TEAM = Swarm([Agent("shop", "Help.", description="Refunds and orders.", tools=["ask_human"])], name="shop")
+SHOP = SHOP_TEAM.compile()
 
 
 def door(client: Client, task_queue: str, **options: Any) -> McpDoor:
@@ -150,3 +154,22 @@ async def test_streamable_http_on_the_gateway_survives_a_gateway_restart_between
     assert isinstance(done, types.CallToolResult) and done.content[0].text == "Refund started for order D-4."
     assert no_token.status_code == 401
     assert not_rpc.status_code == 400 and not_rpc.json()["error"]["code"] == -32700  # JSON-RPC parse error
+
+
+async def test_durable_teams_mcp_over_stdio_lists_and_calls_the_team(client: Client, task_queue: str) -> None:
+    command = StdioServerParameters(
+        command=sys.executable, cwd=str(ROOT), env=cli_env(client),
+        args=["-m", "durable_teams", "mcp", "--team", "tests.test_mcp_door:SHOP_TEAM", "--task-queue", task_queue])
+
+    async def person(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"answer": "E-5"})
+
+    async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
+        async with McpClient(command, elicitation_callback=person) as mcp:
+            tools = await mcp.list_tools()
+            done = await mcp.call_tool("shop", {"message": "refund"})
+
+    assert [t.name for t in tools.tools] == ["shop"]
+    assert tools.tools[0].description == ("The shop team, agents handing off to each other "
+                                          "(shop: Refunds and orders.). Send it a message.")
+    assert done.content[0].text == "Refund started for order E-5."

@@ -16,6 +16,7 @@
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
     durable-teams serve [--port 8000]          # HTTP gateway, OpenAI-compatible API, web inbox
+    durable-teams mcp [--team myteams:TEAMS]   # the teams as MCP tools over stdio
 
 Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRPC port
 $DURABLE_TEAMS_PORT or --port, default 7233; Web UI $DURABLE_TEAMS_UI_PORT or --ui-port,
@@ -132,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from durable_teams.encryption.codec_server import main as codec_server
 
         return codec_server(argv[1:])
+    if argv[:1] == ["mcp"]:  # the teams as MCP tools over stdio: durable_teams/cli/mcp_stdio.py
+        from durable_teams.cli.mcp_stdio import main as mcp_stdio
+
+        sys.exit(mcp_stdio(argv[1:]))
     if argv[:1] == ["serve"]:  # the HTTP gateway, its own options: durable_teams/cli/serve.py
         from durable_teams.cli.serve import main as serve
 
