@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client
 
 from durable_teams.gateway.mcp_door import BadCall, McpDoor, call_of, parse_state, state_of
+from durable_teams.gateway.team_cards import TeamCard
 from durable_teams.gateway.threads import Gateway
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
@@ -129,7 +130,7 @@ def over_http(url: str, token: str = "s3cret") -> McpClient:
 
 async def test_streamable_http_on_the_gateway_survives_a_gateway_restart_between_question_and_answer(
         client: Client, task_queue: str) -> None:
-    options: dict[str, Any] = {"tokens": ["s3cret"], "teams": ["shop"], "descriptions": {"shop": "Refunds."}}
+    options: dict[str, Any] = {"tokens": ["s3cret"], "teams": ["shop"], "cards": [TeamCard("shop", "Refunds.", ())]}
     async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
         async with running_gateway(client, task_queue, **options) as url:
             async with over_http(url) as mcp:

@@ -31,7 +31,7 @@ from durable_teams.gateway.auth import (
     tokens_from_env,
 )
 from durable_teams.gateway.exposure import ANY, Exposure
-from durable_teams.gateway.team_cards import card_of, descriptions
+from durable_teams.gateway.team_cards import card_of
 from durable_teams.live.hub import LiveHubError
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
@@ -139,7 +139,7 @@ async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
                     max_followers=args.max_followers)
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
                      exposure=exposure, limits=limits, chat_idle_seconds=args.chat_idle,
-                     descriptions=descriptions(cards))
+                     cards=cards)
     tls = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if args.tls_cert else {}
     if tls:  # a TLS handshake gets the header deadline too (asyncio's default is 60 s, and a
         # connection still in its handshake does not count against --max-connections yet)

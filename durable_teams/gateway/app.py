@@ -10,6 +10,7 @@
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
     GET  /v1/models                     the teams, as OpenAI's model list
     POST /mcp                           MCP over streamable HTTP: a tool per team (mcp_door.py)
+    POST /a2a/{team}                    A2A JSON-RPC, its card at /a2a/{team}/.well-known/agent-card.json
     GET  /                              the web inbox
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import cache
 from importlib import resources
@@ -49,6 +50,7 @@ from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.sse import sse_frame, sse_response
+from durable_teams.gateway.team_cards import TeamCard, descriptions
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub
@@ -297,7 +299,7 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
                live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
                exposure: Exposure | None = None, limits: Limits | None = None,
                busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0,
-               descriptions: Mapping[str, str] | None = None) -> Guard:
+               cards: Sequence[TeamCard] | None = None) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
     else this process's, durable_teams/live/hub.py). `teams`: the team names the workers serve
@@ -305,8 +307,9 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
     `exposure`: the hosts and origins served (default: loopback names only); `limits`: per
     caller; `busy_seconds`: how long a turn waits for a thread with 10 turns in flight
     before 429; `chat_idle_seconds`: how long a chat client's thread waits for its next message
-    (durable_teams/gateway/chat_history.py). `descriptions`: team -> what it does, for the MCP
-    tools at /mcp (served when the `mcp` extra is installed)."""
+    (durable_teams/gateway/chat_history.py). `cards`: what the teams say of themselves: the MCP
+    tools at /mcp (with the `mcp` extra) describe them, and each is an A2A agent at
+    /a2a/{team} (with the `a2a` extra)."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -327,9 +330,13 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
     if importlib.util.find_spec("mcp") is not None:
         from durable_teams.gateway.mcp_door import McpDoor
 
-        mcp_app, mcp_running = McpDoor(gateway, descriptions or {}).http_app()
+        mcp_app, mcp_running = McpDoor(gateway, descriptions(cards or [])).http_app()
         routes.append(Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]))
         lifespans.append(mcp_running)
+    if cards and importlib.util.find_spec("a2a") is not None:
+        from durable_teams.gateway.a2a_door import a2a_routes
+
+        routes += a2a_routes(gateway, cards, bearer=bool(tokens))
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
                  WorkflowUpdateFailedError, TurnRejected, RPCError):
