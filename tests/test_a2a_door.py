@@ -124,3 +124,22 @@ async def test_the_answer_is_taken_after_the_worker_is_killed_while_the_task_wai
     assert "Approve execute_refund(" in waiting.status.message.parts[0].text
     assert done.status.state == pb.TASK_STATE_COMPLETED
     assert refunds_in(transcript) == 1
+
+
+async def test_streamed_until_input_required_then_cancelled(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
+        async with running_gateway(client, task_queue, cards=CARDS) as url:
+            agent = await create_client(f"{url}/a2a/support", ClientConfig(streaming=True))
+            events = [event async for event in agent.send_message(message(support.QUESTION))]
+            first = events[0].task
+            last = events[-1].status_update.status if events[-1].HasField("status_update") else events[-1].task.status
+            cancelled = await agent.cancel_task(pb.CancelTaskRequest(id=first.id))
+            after = await agent.get_task(pb.GetTaskRequest(id=first.id))
+            with pytest.raises(Exception, match="has ended"):
+                await agent.cancel_task(pb.CancelTaskRequest(id=first.id))
+            with pytest.raises(Exception, match="has ended"):
+                await send(agent, message("Order 1", task_id=first.id, context_id=first.context_id))
+
+    assert first.id == task_id(first.context_id, 1)
+    assert last.state == pb.TASK_STATE_INPUT_REQUIRED and "order number" in last.message.parts[0].text
+    assert cancelled.status.state == after.status.state == pb.TASK_STATE_CANCELED

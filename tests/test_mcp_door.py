@@ -4,6 +4,9 @@ an earlier revision by `elicitation/create`, a thread continued by id."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import sys
 from typing import Any
 
@@ -17,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client
 
 from durable_teams.gateway.mcp_door import BadCall, McpDoor, call_of, parse_state, state_of
-from durable_teams.gateway.team_cards import TeamCard
+from durable_teams.gateway.team_cards import TeamCard, card_of
 from durable_teams.gateway.threads import Gateway
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
@@ -174,3 +177,35 @@ async def test_durable_teams_mcp_over_stdio_lists_and_calls_the_team(client: Cli
     assert tools.tools[0].description == ("The shop team, agents handing off to each other "
                                           "(shop: Refunds and orders.). Send it a message.")
     assert done.content[0].text == "Refund started for order E-5."
+
+
+INSPECTOR = os.environ.get("DURABLE_TEAMS_MCP_INSPECTOR")  # node_modules/.bin/mcp-inspector of
+# `npm install @modelcontextprotocol/inspector` (a download: not done by the test itself)
+
+
+async def inspector(*args: str, env: dict[str, str]) -> Any:
+    assert INSPECTOR is not None
+    proc = await asyncio.create_subprocess_exec(INSPECTOR, "--cli", *args, env=env, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    return json.loads(out)
+
+
+@pytest.mark.skipif(INSPECTOR is None, reason="set DURABLE_TEAMS_MCP_INSPECTOR to the MCP Inspector's binary")
+async def test_the_mcp_inspector_cli_lists_and_calls_the_team_over_stdio_and_http(client: Client, task_queue: str) -> None:
+    env = cli_env(client)
+    stdio = [sys.executable, "-m", "durable_teams", "mcp", "--team", "tests.test_mcp_door:SHOP_TEAM",
+             "--task-queue", task_queue]
+    async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
+        listed = await inspector(*stdio, "--method", "tools/list", env=env | {"PYTHONPATH": str(ROOT)})
+        called = await inspector(*stdio, "--method", "tools/call", "--tool-name", "shop",
+                                 "--tool-arg", "message=hello", env=env | {"PYTHONPATH": str(ROOT)})
+        async with running_gateway(client, task_queue, teams=["shop"], cards=[card_of(SHOP.spec)]) as url:
+            over_http = await inspector(f"{url}/mcp", "--transport", "http", "--method", "tools/call",
+                                        "--tool-name", "shop", "--tool-arg", "message=hi", env=env)
+
+    assert [t["name"] for t in listed["tools"]] == ["shop"]
+    assert called["content"][0]["text"] == "you said 'hello'"
+    assert over_http["structuredContent"]["status"] == "completed"
+    assert over_http["content"][0]["text"] == "you said 'hi'"

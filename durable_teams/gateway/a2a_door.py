@@ -90,6 +90,9 @@ class A2ADoor(RequestHandler):
 
     async def thread_of(self, thread: str) -> bool:
         """True while the thread runs, False once ended; `TaskNotFoundError` when it is not this team's."""
+        return await self.workflow_status(thread) == WorkflowExecutionStatus.RUNNING
+
+    async def workflow_status(self, thread: str) -> WorkflowExecutionStatus | None:
         try:
             described = await self.gateway.client.get_workflow_handle(thread).describe()
         except RPCError as err:
@@ -98,18 +101,20 @@ class A2ADoor(RequestHandler):
             raise
         if (await described.memo()).get("team") != self.team:
             raise TaskNotFoundError(f"no context {thread[:80]!r} for {self.team}")
-        if described.status == WorkflowExecutionStatus.CANCELED:
-            return False
-        return described.status == WorkflowExecutionStatus.RUNNING
+        return described.status
 
     async def task(self, thread: str, number: int) -> pb.Task:
-        running = await self.thread_of(thread)
+        """Turn `number` of `thread` as a task, read from the workflow now."""
+        ended = await self.workflow_status(thread)
+        running = ended == WorkflowExecutionStatus.RUNNING
+        cancelled = ended in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
         try:
             status = await self.gateway.status(thread)
         except Exception:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
             if running:
                 raise
-            return as_task(thread, number, TurnState("CANCELED", "the conversation was cancelled"))
+            return as_task(thread, number, TurnState("CANCELED" if cancelled else "FAILED",
+                                                     "the conversation has ended"))
         if number > max(status.turns, 1):
             raise TaskNotFoundError(f"no task {task_id(thread, number)}")
         last = status.last_reply
@@ -117,10 +122,8 @@ class A2ADoor(RequestHandler):
         if last is not None and last.turn >= number:
             reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
         found = turn_state(status, number, reply, running)
-        if not running and found.state == "FAILED":
-            described = await self.gateway.client.get_workflow_handle(thread).describe()
-            if described.status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED):
-                found = TurnState("CANCELED", "the conversation was cancelled")
+        if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
+            found = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
         return as_task(thread, number, found)
 
     async def accept(self, params: pb.SendMessageRequest) -> tuple[str, int, Any]:
@@ -209,7 +212,12 @@ class A2ADoor(RequestHandler):
         if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise TaskNotCancelableError(f"task {params.id} has ended")
         await self.gateway.client.get_workflow_handle(thread).cancel()
-        return as_task(thread, number, TurnState("CANCELED", "cancelled"))
+        # the workflow takes the cancellation on its next task: the state says when it has
+        for _ in range(int(self.gateway.busy_seconds / self.gateway.poll_seconds) + 1):
+            if not await self.thread_of(thread):
+                break
+            await asyncio.sleep(self.gateway.poll_seconds)
+        return await self.task(thread, number)
 
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
         """Each thread's latest task (a context's every task when `contextId` is given), newest
