@@ -58,3 +58,21 @@ def one_line_failure(outcome: Outcome) -> str:
     lines = outcome.err.strip().splitlines()
     assert len(lines) == 1, outcome
     return lines[0]
+
+
+async def cli(
+    client: Client, *args: str, stdin: str = "", task_queue: str | None = None, returncode: int = 0
+) -> str:
+    """Run `python -m durable_teams ARGS` against the test server; with `task_queue`, against a
+    worker the test hosts on that queue."""
+    env = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host}
+    if task_queue is not None:
+        env["TEMPORAL_TASK_QUEUE"] = task_queue
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "durable_teams", *args, cwd=ROOT, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=120)
+    assert proc.returncode == returncode, out.decode()
+    return out.decode()

@@ -6,6 +6,8 @@ import pytest
 
 from durable_teams.client.approvals import approval_of
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.mark.parametrize("text", ["Yes.", "yes please", "Yes, please go ahead.", "OK, go ahead", "approve",
                                   "y", "Sure", "go for it", "Yes, refund the boots", "okay!"])

@@ -24,6 +24,8 @@ from durable_teams.workflows.messages import ModelRequest, ModelResponse
 from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .conftest import running_worker
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 NOISE = ("Traceback", "unhandled exception", "Task was destroyed", "never retrieved", "Fatal Python error")
 
 

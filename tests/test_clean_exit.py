@@ -15,6 +15,7 @@ import textwrap
 import uuid
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.client import exit_guard
@@ -23,6 +24,8 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import ROOT, cli_env
 from .conftest import running_worker
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 RUNS = 20
 

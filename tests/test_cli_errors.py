@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import uuid
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -17,6 +18,8 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 async def test_failures_are_one_line(client: Client, task_queue: str) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.examples import faang
@@ -17,6 +18,8 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .conftest import running_worker
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 CLOSED = "127.0.0.1:1"
 

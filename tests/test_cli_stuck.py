@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.examples import faang
@@ -13,6 +14,8 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 async def test_status_of_a_conversation_whose_task_keeps_failing_says_why(client: Client, task_queue: str) -> None:

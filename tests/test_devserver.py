@@ -28,6 +28,8 @@ from durable_teams.worker.devserver import (
 
 from .cli_process import cli_env, one_line_failure, run_cli
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 
 def two_ports() -> tuple[int, int]:
     """Two distinct free ports (gRPC, UI)."""

@@ -38,7 +38,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import binary, pending_question, running_worker
+from .conftest import binary, running_worker
+from .waiting import pending_question
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD, NEW = (base64.b64encode(os.urandom(32)).decode() for _ in range(2))

@@ -58,6 +58,8 @@ from durable_teams.workflows.state import (
     Question,
 )
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 COUNT = 16
 STICKY_SECONDS = 1.0
 TEAM = failover_team(model_seconds=3.0, tool_seconds=2.0, worker_queue_seconds=1.0)

@@ -21,8 +21,11 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
 from .gateway_helpers import read_sse, running_gateway, sse_events
+from .waiting import pending_question
+
+pytestmark = pytest.mark.workflow
 
 
 async def test_a_turn_streams_the_faang_run_as_server_sent_events(client: Client, task_queue: str) -> None:

@@ -25,8 +25,9 @@ from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway, sse_events
-from .test_chat_clients import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
-from .test_client_robustness import GatedModel
+from .teams import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, GatedModel, desk_script
+
+pytestmark = pytest.mark.workflow
 
 ZAPPED: list[str] = []
 

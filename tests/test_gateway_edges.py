@@ -27,7 +27,9 @@ from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_chat_clients import ASKED, DESK, FIRST, desk_script
+from .teams import ASKED, DESK, FIRST, desk_script
+
+pytestmark = pytest.mark.workflow
 
 CALLS: list[str] = []
 

@@ -22,6 +22,8 @@ from durable_teams.gateway.auth import TOKENS_ENV
 from .cli_process import ROOT, cli_env, run_cli
 from .tls_proxy import make_pki
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 
 def free_port() -> int:
     with socket.socket() as s:

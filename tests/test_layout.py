@@ -10,7 +10,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 import durable_teams
+
+pytestmark = [pytest.mark.pure, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "durable_teams"

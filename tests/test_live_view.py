@@ -25,7 +25,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelCalls, ModelRequest, ModelView, TeamSpec
 from durable_teams.workflows.state import ConversationInput, ConversationState, HumanReply
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = pytest.mark.workflow
 
 
 @dataclass

@@ -34,7 +34,10 @@ from durable_teams.workflows.state import ConversationInput, UserTurn
 from . import mcp_server
 from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker
-from .test_mcp import SERVER, activity_names, http_server, tool_messages
+from .inspect_history import activity_names
+from .mcp_helpers import SERVER, http_server, tool_messages
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 NOT_RETRIED = "The tool may or may not have completed; it was not retried."
 

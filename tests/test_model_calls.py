@@ -11,6 +11,8 @@ from pydantic import ValidationError
 from durable_teams import Agent, ModelCalls, Supervisor, Swarm
 from durable_teams.workflows.model_calls import activity_options, policy_for
 
+pytestmark = pytest.mark.pure
+
 
 def test_defaults_surface_a_hung_endpoint_in_minutes_not_eighteen() -> None:
     options = activity_options(ModelCalls())

@@ -23,6 +23,8 @@ from durable_teams.workflows.state import ConversationInput
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, Raw
 
+pytestmark = pytest.mark.workflow
+
 
 class HoldingEndpoint:
     """Accepts connections, reads requests, never answers; knows which connections are open."""

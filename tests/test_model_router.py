@@ -28,6 +28,8 @@ from durable_teams.workflows.state import ConversationInput
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
 
+pytestmark = pytest.mark.workflow
+
 ADD = ToolSpec(name="add", description="Add.", parameters={"type": "object", "properties": {}})
 
 

@@ -26,6 +26,8 @@ from durable_teams.workflows.state import ConversationInput, ConversationResult,
 
 from .conftest import running_worker
 
+pytestmark = pytest.mark.workflow
+
 # ---- pure: the spec, the builder, validation ------------------------------------------------
 
 

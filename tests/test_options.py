@@ -19,6 +19,8 @@ from durable_teams.workflows.options import (
     option_values,
 )
 
+pytestmark = pytest.mark.pure
+
 SUPERVISOR = dict(
     output_mode="full_history", add_handoff_messages=False, workers_see_handoffs="all",
     handoff_tool_prefix="ask_", parallel_tool_calls=True, max_parallel_handoffs=3,

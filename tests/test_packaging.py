@@ -15,9 +15,12 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 import durable_teams
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import transient_reason
+
+pytestmark = pytest.mark.pure
 
 
 def cancelled_update() -> WorkflowUpdateRPCTimeoutOrCancelledError:

@@ -31,6 +31,8 @@ from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary, running_worker
 
+pytestmark = pytest.mark.workflow
+
 BOOL, KEYWORD, TEXT = (IndexedValueType.INDEXED_VALUE_TYPE_BOOL, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
                        IndexedValueType.INDEXED_VALUE_TYPE_TEXT)
 NAMESPACES = {

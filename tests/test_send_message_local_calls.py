@@ -9,6 +9,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
@@ -24,8 +25,10 @@ from durable_teams.workflows.options import ModelCalls
 from durable_teams.workflows.state import ConversationInput, TurnReply, UserTurn
 
 from .conftest import running_worker
-from .test_client_robustness import GatedModel
-from .test_local_model_calls import LOCAL_MARKER, event_kinds
+from .inspect_history import event_kinds
+from .teams import LOCAL_MARKER, GatedModel
+
+pytestmark = pytest.mark.workflow
 
 LOCAL_ECHO = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
                    model_calls=ModelCalls(local=True)).compile()

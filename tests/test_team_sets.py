@@ -21,6 +21,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 
+pytestmark = pytest.mark.workflow
+
 
 def test_the_identity_names_the_team_set_not_the_order() -> None:
     assert team_set(["b", "a"]) == team_set(["a", "b", "a"]) != team_set(["a"])

@@ -27,6 +27,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 
+pytestmark = pytest.mark.workflow
+
 NAMES = "1-64 characters: letters, digits, '_' and '-'"
 LONG = "a" * 60
 

@@ -25,7 +25,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = pytest.mark.workflow
 
 RUNS: Counter[str] = Counter()
 """Tool name -> times its function started."""

@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 from durable_teams.activities.tool_threads import Escaped, _Threads, in_thread
+
+pytestmark = pytest.mark.pure
 
 
 async def test_sequential_calls_reuse_one_thread() -> None:

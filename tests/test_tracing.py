@@ -30,7 +30,9 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
-from .test_usage import TOKENS, MeteredModel
+from .teams import TOKENS, MeteredModel
+
+pytestmark = pytest.mark.workflow
 
 
 def add(a: int, b: int) -> int:

@@ -25,8 +25,9 @@ from durable_teams.workflows.options import ModelCalls
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_bad_input import TEAM
-from .test_client_robustness import GatedModel
+from .teams import TEAM, GatedModel
+
+pytestmark = pytest.mark.workflow
 
 
 async def one_turn(http: httpx.AsyncClient, thread: str, n: int) -> tuple[int, str]:

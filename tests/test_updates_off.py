@@ -36,8 +36,11 @@ from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput, ConversationStatus, UserTurn
 
 from .cli_process import cli_env, run_cli
-from .conftest import binary, pending_question, running_worker
+from .conftest import binary, running_worker
 from .gateway_helpers import running_gateway
+from .waiting import pending_question
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 UPDATES_OFF = ["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=false"]
 

@@ -15,6 +15,8 @@ import pytest
 
 from durable_teams.worker.settings import GC_ENV, gc_threshold, tune_garbage_collector
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.fixture
 def restore_gc() -> Iterator[None]:
@@ -46,6 +48,7 @@ def test_tuning_freezes_what_exists_and_spaces_young_collections(restore_gc: Non
     assert (gc.get_threshold(), gc.get_freeze_count()) == ((700, 10, 10), 0)
 
 
+@pytest.mark.slow  # starts a process
 def test_a_bad_threshold_is_one_line_from_the_worker() -> None:
     env = {**os.environ, GC_ENV: "lots", "TEMPORAL_ADDRESS": "127.0.0.1:1"}
     out = subprocess.run([sys.executable, "worker.py"], cwd=Path(__file__).resolve().parent.parent,

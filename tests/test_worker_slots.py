@@ -27,6 +27,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 
 def test_the_slots_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(SLOTS_ENV, raising=False)
