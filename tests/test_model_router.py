@@ -11,9 +11,9 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from durable_teams import ModelRouter
 from durable_teams.activities.model import ModelActivities, OpenAIBackend
 from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker import ModelRouter
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import (

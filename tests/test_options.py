@@ -9,7 +9,8 @@ from dataclasses import fields
 
 import pytest
 
-from durable_teams import Agent, Budgets, ModelCalls, RoutingRule, Supervisor, Swarm
+from durable_teams import Agent, Budgets, Supervisor, Swarm
+from durable_teams.teams import ModelCalls, RoutingRule
 from durable_teams.workflows import options
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec
 from durable_teams.workflows.options import (

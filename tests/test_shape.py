@@ -83,4 +83,4 @@ def test_the_rule_sees_a_module_without_a_marker(tmp_path: Path) -> None:
     tree = ast.parse("import pytest\npytestmark = [pytest.mark.workflow, pytest.mark.slow]\n")
     assert module_marks(tree) == {"workflow", "slow"}
     assert module_marks(ast.parse("import pytest\n")) is None
-    assert STARTS_A_PROCESS.search("await run_%s('x')" % "cli") and not STARTS_A_PROCESS.search("await client.x()")
+    assert STARTS_A_PROCESS.search("await run_{}('x')".format("cli")) and not STARTS_A_PROCESS.search("await client.x()")
