@@ -39,7 +39,7 @@ async def test_failures_are_one_line(client: Client, task_queue: str) -> None:
 
 
 async def test_unknown_team_exits_cleanly_every_time(client: Client, task_queue: str) -> None:
-    """The abort at interpreter exit came now and then; five runs in a row end cleanly."""
+    """An abort at interpreter exit is intermittent: five runs in a row end cleanly."""
     env = cli_env(client, task_queue)
     async with running_worker(client, task_queue, [faang.build().compile()], ScriptedModel(faang.SCRIPT)):
         for n in range(5):

@@ -1,7 +1,6 @@
 """How CLI commands end: the SDK core's log goes through Python's logging (stderr), not into the
 stdout a script reads; and a command that talked to Temporal ends its process without finalizing
-the interpreter, which could hang at exit on the SDK's native threads (`follow` of a
-conversation whose workflow task kept failing hung in about one run in three)."""
+the interpreter, which can hang at exit on the SDK's native threads."""
 
 from __future__ import annotations
 

@@ -223,7 +223,7 @@ async def test_server_start_from_the_cli_and_reads_against_it(tmp_path: Path) ->
 async def test_an_operators_temporal_settings_do_not_reach_the_embedded_server(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """TLS, an API key or a profile meant for another cluster: the embedded server still
-    starts and is reused (its `temporal` commands used to try TLS against it, time out, and
+    starts and is reused (its `temporal` commands must not try TLS against it, time out, and
     call the server not ready, or another program)."""
     for name, value in {"TEMPORAL_TLS": "true", "TEMPORAL_API_KEY": "k", "TEMPORAL_TLS_SERVER_NAME": "x",
                         "TEMPORAL_CONFIG_FILE": str(tmp_path / "none.toml")}.items():

@@ -1,7 +1,7 @@
 """A raw `send_message` caller on a team with local model calls: while its update waits for the
 reply, the turn's model calls are regular activities. Left waiting while local activities
-resolved, 100 such updates stalled the conversation (temporalio 1.35 with the dev server: its
-workflow tasks were lost until one timed out, 30 s each time), in 3 of 3 runs."""
+resolved, many such updates stall the conversation (its workflow tasks are lost until one
+times out, 30 s each time)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class SlowEcho(GatedModel):
 
 async def send_raw(handle: WorkflowHandle, n: int) -> TurnReply:
     """The raw update, sent again while Temporal refuses it (10 already in flight) or aborts it
-    (a workflow task lost under load: seen once in CI on a machine busy with other work), as
+    (a workflow task lost under load), as
     any caller must; the turn id makes a re-send the same turn."""
     while True:
         try:
