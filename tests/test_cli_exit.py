@@ -37,7 +37,7 @@ async def probe(*args):
 
 if sys.argv[1] == "serve":
     import durable_teams.cli.serve as serve
-    serve._serve = probe
+    serve.run_gateway = probe
 else:
     import durable_teams.cli.main as cli
     cli.COMMANDS[sys.argv[1]] = probe
