@@ -31,6 +31,7 @@ async def start(client: Client, task_queue: str) -> WorkflowHandle:
         id=f"rob-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
 
 
+@pytest.mark.slow  # a hundred turns at once
 async def test_hundred_concurrent_turns_are_all_answered_in_order(client: Client, task_queue: str) -> None:
     """All 100 turns are accepted at once (each `submit_turn` update completes as it is
     accepted, so Temporal's 10 updates in flight are never reached), queue in the workflow

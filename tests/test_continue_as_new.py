@@ -26,6 +26,7 @@ async def current_run(handle: WorkflowHandle) -> str:
     return (await handle.describe()).run_id or ""
 
 
+@pytest.mark.slow  # fifty turns across several runs
 async def test_fifty_turns_cross_several_runs(client: Client, task_queue: str) -> None:
     team = team_with_threshold(100)
     model = ScriptedModel(script)

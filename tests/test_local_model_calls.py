@@ -78,6 +78,7 @@ MODEL_SECONDS = 8.0
 TASK_TIMEOUT = 4.0
 
 
+@pytest.mark.slow  # starts worker processes
 async def test_kill9_in_the_middle_of_a_local_model_call_repeats_it_once_elsewhere(
         client: Client, task_queue: str) -> None:
     """Two worker processes; the one running the conversation's model call (its workflow task

@@ -56,6 +56,7 @@ async def send_raw(handle: WorkflowHandle, n: int) -> TurnReply:
         await asyncio.sleep(0.05)
 
 
+@pytest.mark.slow  # a hundred turns at once
 async def test_hundred_raw_send_message_turns_on_local_calls_are_each_answered(
         client: Client, task_queue: str) -> None:
     model = SlowEcho()

@@ -47,6 +47,7 @@ REGULAR = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
                 model_calls=ModelCalls(local=False)).compile()
 
 
+@pytest.mark.slow  # a hundred turns at once
 @pytest.mark.parametrize("team", [TEAM, REGULAR], ids=["local", "regular"])
 async def test_hundred_concurrent_turns_are_each_accepted_or_refused_and_none_is_lost(
         client: Client, task_queue: str, team: CompiledTeam) -> None:
