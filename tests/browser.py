@@ -9,6 +9,7 @@ import urllib.request
 from typing import Any
 
 from .conftest import system_program_missing
+from .waiting import until_sync
 
 
 def chromium_or_skip() -> str:
@@ -24,14 +25,10 @@ def chromium_or_skip() -> str:
 
 
 def wait_for_http(url: str, within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5):  # noqa: S310 - loopback
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
+    def get() -> bool:
+        with urllib.request.urlopen(url, timeout=5):  # noqa: S310 - loopback
+            return True
+    until_sync(get, f"{url} answering", within=within, retry=(OSError,))
 
 
 async def text_of_all_frames(page: Any, expected: list[str], within: float = 60.0) -> str:

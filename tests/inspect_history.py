@@ -37,3 +37,15 @@ async def activity_names(handle: WorkflowHandle) -> list[str]:
     history = await handle.fetch_history()
     return [e.activity_task_scheduled_event_attributes.activity_type.name
             for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+
+
+async def task_retried(handle: WorkflowHandle) -> bool:
+    """Whether the workflow's first task failed and its next attempt is on record."""
+    return (await handle.describe()).raw_description.pending_workflow_task.attempt >= 2
+
+
+async def task_failure_messages(handle: WorkflowHandle) -> list[str]:
+    """The messages of the workflow's failed tasks, oldest first."""
+    history = await handle.fetch_history()
+    return [e.workflow_task_failed_event_attributes.failure.message for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]

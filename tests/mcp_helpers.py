@@ -11,6 +11,8 @@ from pathlib import Path
 
 from durable_teams.workflows.messages import Message
 
+from .waiting import until
+
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 
 
@@ -30,11 +32,9 @@ async def http_server(server: object) -> AsyncIterator[str]:
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
                                         timeout_graceful_shutdown=2))
     task = asyncio.create_task(web.serve(sockets=[sock]))
-    for _ in range(500):
-        if web.started:
-            break
-        await asyncio.sleep(0.01)
-    assert web.started, "the MCP test server did not start"
+    async def started() -> bool:
+        return bool(web.started)
+    await until(started, "the MCP test server started", within=30, every=0.01)
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

@@ -17,6 +17,8 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .conftest import running_worker
+from .inspect_history import task_retried
+from .waiting import until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
@@ -79,10 +81,7 @@ async def test_follow_of_a_conversation_whose_task_keeps_failing_exits_every_tim
     env = cli_env(client, task_queue)
     async with running_worker(client, task_queue, [faang.build().compile()], ScriptedModel(faang.SCRIPT)):
         handle = await client.start_workflow("NoSuchWorkflow", "x", id=wid, task_queue=task_queue)
-        for _ in range(400):  # until its first task has failed and the next attempt is on record
-            if (await handle.describe()).raw_description.pending_workflow_task.attempt >= 2:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: task_retried(handle), "its first workflow task failed and retried")
         try:
             outcomes = await asyncio.gather(*(run_cli("follow", wid, env=env, timeout=30) for _ in range(6)))
         finally:

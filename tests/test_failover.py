@@ -58,6 +58,8 @@ from durable_teams.workflows.state import (
     Question,
 )
 
+from .waiting import until
+
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 COUNT = 16
@@ -151,14 +153,10 @@ async def timed_out_on_worker_queues(handle: WorkflowHandle) -> int:
 
 async def applied_all(folder: Path, orders: set[str]) -> None:
     """Wait until each of `orders` was applied (the victim's then wait to report it)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while not orders <= set(read_effects(folder)[0]):
-        if loop.time() > deadline:
-            applied, attempts = read_effects(folder)
-            raise AssertionError(f"orders {sorted(orders - set(applied))} were not applied within {WAIT} s "
-                                 f"(attempts: {attempts})")
-        await asyncio.sleep(0.05)
+    async def missing() -> bool | tuple[list[str], object]:
+        applied, attempts = read_effects(folder)
+        return orders <= set(applied) or (sorted(orders - set(applied)), attempts)
+    await until(missing, "every order applied (last seen: the orders missing, the attempts)", WAIT)
 
 
 class Plan:

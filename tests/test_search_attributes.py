@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-from temporalio.api.enums.v1 import EventType, IndexedValueType
+from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -27,9 +27,11 @@ from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.worker.search_attributes import learn_labels
 from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationInput, HumanReply
+from durable_teams.workflows.state import ConversationInput, HumanReply, Question
 
 from .conftest import binary, running_worker
+from .inspect_history import task_failure_messages
+from .waiting import until
 
 pytestmark = pytest.mark.workflow
 
@@ -124,12 +126,9 @@ async def test_questions_are_listed_and_answered_without_awaiting_human(bare_ser
             TeamWorkflow.run, ConversationInput(team_name="support", task=support.QUESTION),
             id=f"support-{uuid.uuid4().hex[:8]}", task_queue=queue)
         for qid, reply in (("q1", {"text": "Order 4711"}), ("q2", {"approved": True})):
-            listed = []
-            for _ in range(400):  # visibility shows the memo once the workflow task is done
-                listed = [q for wid, q in await pending_questions(client) if wid == handle.id]
-                if listed:
-                    break
-                await asyncio.sleep(0.025)
+            async def listed_questions() -> list[Question]:  # visibility shows them once the task is done
+                return [q for wid, q in await pending_questions(client) if wid == handle.id]
+            listed = await until(listed_questions, f"{qid} listed")
             assert [q.question_id for q in listed] == [qid]
             inbox = [q for q in await Gateway(client, queue).pending() if q["thread_id"] == handle.id]
             assert [(q["question_id"], q["team"]) for q in inbox] == [(qid, None)]  # no memo team: raw start
@@ -157,14 +156,7 @@ async def test_a_conversation_wedged_before_the_upgrade_ends_after_it(
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team=compiled.spec, task=faang.QUESTION),
             id=f"faang-{uuid.uuid4().hex[:8]}", task_queue=queue)
-        failure = None
-        for _ in range(400):
-            failed = [e for e in (await handle.fetch_history()).events
-                      if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
-            if failed:
-                failure = failed[0].workflow_task_failed_event_attributes.failure.message
-                break
-            await asyncio.sleep(0.025)
+        failure = (await until(lambda: task_failure_messages(handle), "a workflow task failed"))[0]
     assert failure is not None and "no mapping defined for search attribute Team" in failure
     monkeypatch.undo()
     async with running_worker(client, queue, [compiled], ScriptedModel(faang.SCRIPT)):
