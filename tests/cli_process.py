@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,3 +77,11 @@ async def cli(
     out, _ = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=120)
     assert proc.returncode == returncode, out.decode()
     return out.decode()
+
+
+def worker_refusal(**env: str) -> tuple[int, str, str]:
+    """`python worker.py` with `env` set and no server to reach: its exit code, stdout and
+    stderr (a setting it refuses ends it before it connects)."""
+    done = subprocess.run([sys.executable, "worker.py"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1", **env})
+    return done.returncode, done.stdout, done.stderr.strip()
