@@ -16,6 +16,8 @@ from durable_teams.gateway import create_app
 from durable_teams.gateway.connections import DEFAULT_HEADER_TIMEOUT, server_config
 from durable_teams.worker.devserver import free_port
 
+from .waiting import until
+
 
 @asynccontextmanager
 async def running_gateway(client: Client, task_queue: str, *, header_timeout: float = DEFAULT_HEADER_TIMEOUT,
@@ -26,10 +28,10 @@ async def running_gateway(client: Client, task_queue: str, *, header_timeout: fl
     server = uvicorn.Server(server_config(app, "127.0.0.1", port, header_timeout=header_timeout,
                                           max_connections=max_connections, log_level="warning"))
     serving = asyncio.ensure_future(server.serve())
-    for _ in range(400):  # started within 20 s, or fail clearly
-        if server.started or serving.done():
-            break
-        await asyncio.sleep(0.05)
+
+    async def started() -> bool:  # or it failed
+        return server.started or serving.done()
+    await until(started, "the gateway started", within=20)
     assert server.started, "the gateway did not start"
     try:
         yield f"http://127.0.0.1:{port}"

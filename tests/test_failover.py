@@ -106,21 +106,17 @@ async def two_workers(client: Client, task_queue: str, tmp_path: Path, eager: bo
 async def approvals(handles: list[WorkflowHandle]) -> dict[str, Question]:
     """The approval each conversation waits on, once all of them wait (polled: a client gets
     no event when a question is asked)."""
-    loop = asyncio.get_running_loop()
-    deadline, found = loop.time() + WAIT, dict[str, Question]()
-    while True:
+    found: dict[str, Question] = {}
+
+    async def all_asked() -> bool | list[str]:  # else: the ids still asking nothing
         waiting = [h for h in handles if h.id not in found]
         for h, pending in zip(waiting, await asyncio.gather(
                 *(h.query(TeamWorkflow.pending_questions) for h in waiting)), strict=True):
             if pending:
                 found[h.id] = pending[0]
-        if len(found) == len(handles):
-            return found
-        if loop.time() > deadline:
-            states = [f"{h.id}: {(await h.describe()).status}" for h in handles if h.id not in found]
-            raise AssertionError(f"{len(states)} of {len(handles)} conversations asked for no approval "
-                                 f"within {WAIT} s: {states}")
-        await asyncio.sleep(0.1)
+        return len(found) == len(handles) or [h.id for h in handles if h.id not in found]
+    await until(all_asked, f"all {len(handles)} conversations asking for approval", WAIT, every=0.1)
+    return found
 
 
 async def results(handles: list[WorkflowHandle]) -> list[ConversationResult]:

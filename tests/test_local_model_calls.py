@@ -28,6 +28,7 @@ from durable_teams.workflows.state import ConversationInput
 from .conftest import running_worker
 from .inspect_history import event_kinds
 from .teams import LOCAL, LOCAL_MARKER, SlowModel
+from .waiting import until
 
 pytestmark = pytest.mark.workflow
 
@@ -94,10 +95,7 @@ async def test_kill9_in_the_middle_of_a_local_model_call_repeats_it_once_elsewhe
             TeamWorkflow.run, ConversationInput(team=spec, task="read", set_search_attributes=False),
             id=f"kill-1-{uuid.uuid4().hex[:6]}", task_queue=task_queue,
             task_timeout=timedelta(seconds=TASK_TIMEOUT))
-        deadline = asyncio.get_running_loop().time() + 60
-        while not (held := await holder(handle)):  # the first heartbeat names the worker
-            assert asyncio.get_running_loop().time() < deadline, "the workflow task never heartbeated"
-            await asyncio.sleep(0.1)
+        held = await until(lambda: holder(handle), "the first heartbeat naming the worker", 60, every=0.1)
         assert await procs.model_requests(url) == 1
         assert (await event_kinds(handle))[LOCAL_MARKER] == 0  # the call is still in flight
         victim = next(p for p in workers if p.identity == held)
