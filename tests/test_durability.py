@@ -65,12 +65,12 @@ async def test_question_survives_worker_sigkill_and_server_restart(tmp_path: Pat
         await handle.execute_update(TeamWorkflow.answer, HumanReply(question_id="q2", approved=True))
         result = await handle.result()
         full = await handle.query(TeamWorkflow.transcript, True)
-        asked = [c for m in full for c in m.tool_calls if c.name == "ask_human"]
+        asks = [c for m in full for c in m.tool_calls if c.name == "ask_human"]
     finally:
         worker.kill()
         server.stop()
     assert result.answer == support.SCRIPT["triage_agent"][2].content
-    assert len(asked) == 1  # nothing asked twice
+    assert len(asks) == 1  # nothing asked twice
     assert [m.content for m in full].count("Order 4711") == 1
 
 

@@ -58,7 +58,7 @@ from durable_teams.workflows.state import (
     Question,
 )
 
-from .waiting import until
+from .waiting import NotYet, until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
@@ -108,13 +108,15 @@ async def approvals(handles: list[WorkflowHandle]) -> dict[str, Question]:
     no event when a question is asked)."""
     found: dict[str, Question] = {}
 
-    async def all_asked() -> bool | list[str]:  # else: the ids still asking nothing
+    async def all_asked() -> bool:
         waiting = [h for h in handles if h.id not in found]
         for h, pending in zip(waiting, await asyncio.gather(
                 *(h.query(TeamWorkflow.pending_questions) for h in waiting)), strict=True):
             if pending:
                 found[h.id] = pending[0]
-        return len(found) == len(handles) or [h.id for h in handles if h.id not in found]
+        if len(found) < len(handles):
+            raise NotYet(f"asking nothing yet: {[h.id for h in handles if h.id not in found]}")
+        return True
     await until(all_asked, f"all {len(handles)} conversations asking for approval", WAIT, every=0.1)
     return found
 
@@ -149,10 +151,12 @@ async def timed_out_on_worker_queues(handle: WorkflowHandle) -> int:
 
 async def applied_all(folder: Path, orders: set[str]) -> None:
     """Wait until each of `orders` was applied (the victim's then wait to report it)."""
-    async def missing() -> bool | tuple[list[str], object]:
-        applied, attempts = read_effects(folder)
-        return orders <= set(applied) or (sorted(orders - set(applied)), attempts)
-    await until(missing, "every order applied (last seen: the orders missing, the attempts)", WAIT)
+    async def applied() -> bool:
+        done, attempts = read_effects(folder)
+        if not orders <= set(done):
+            raise NotYet(f"not applied: {sorted(orders - set(done))}, attempts: {attempts}")
+        return True
+    await until(applied, "every order applied", WAIT)
 
 
 class Plan:

@@ -19,13 +19,18 @@ from durable_teams.workflows.state import Question
 
 T = TypeVar("T")
 
+
+class NotYet(Exception):  # noqa: N818 - read as "not yet: <what was seen>"
+    """Raised by a check that does not hold yet, with what it saw (a failure shows the last)."""
+
 WITHIN = 120.0
 """Seconds any wait allows by default: far above what a loaded CI machine needs."""
 
 
 async def until(check: Callable[[], Awaitable[T]], what: str = "the condition", within: float = WITHIN,
                 every: float = 0.05) -> T:
-    """The first truthy value `check()` returns, polled every `every` seconds."""
+    """The first truthy value `check()` returns, polled every `every` seconds. A check that
+    wants the failure to say more raises `NotYet(what it saw)` instead of returning falsy."""
     deadline = asyncio.get_running_loop().time() + within
     last: object = "nothing yet"
     while True:
@@ -36,6 +41,8 @@ async def until(check: Callable[[], Awaitable[T]], what: str = "the condition", 
             last = value
         except RPCError as err:
             last = f"RPCError {err.status}: {err.message}"
+        except NotYet as seen:
+            last = seen.args[0] if seen.args else None
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"not within {within} s: {what} (last seen: {last!r})")
         await asyncio.sleep(every)
@@ -55,6 +62,8 @@ def until_sync(check: Callable[[], T], what: str = "the condition", within: floa
             last = value
         except retry as err:
             last = f"{type(err).__name__}: {err}"
+        except NotYet as seen:
+            last = seen.args[0] if seen.args else None
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {within} s: {what} (last seen: {last!r})")
         time.sleep(every)
