@@ -13,6 +13,7 @@ _EXPORTS: dict[str, str] = {
     "CompiledTeam": "durable_teams.teams.builders",
     "TeamError": "durable_teams.workflows.definition_checks",
     "RoutingRule": "durable_teams.workflows.options",
+    "Intent": "durable_teams.workflows.intents",
     "ModelCalls": "durable_teams.workflows.options",
     "MCPStdio": "durable_teams.teams.mcp_servers",
     "MCPHttp": "durable_teams.teams.mcp_servers",
@@ -30,4 +31,5 @@ if TYPE_CHECKING:
     from durable_teams.teams.mcp_servers import MCPHttp, MCPStdio
     from durable_teams.teams.tools import RetryableToolError, current_idempotency_key
     from durable_teams.workflows.definition_checks import TeamError
+    from durable_teams.workflows.intents import Intent
     from durable_teams.workflows.options import ModelCalls, RoutingRule
