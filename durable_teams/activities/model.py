@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import urllib.parse
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -70,16 +69,6 @@ def chat_messages(instructions: str, messages: list[Message]) -> list[dict[str, 
 def is_live_model_configured() -> bool:
     """True when the worker has an OpenAI-compatible endpoint configured in its environment."""
     return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
-
-
-def backend_from_env(
-    scripted_fallback: ModelBackend | Callable[[], ModelBackend],
-) -> ModelBackend:
-    """The live backend when the environment configures one, otherwise the fallback (a backend,
-    or a factory called only when needed)."""
-    if is_live_model_configured():
-        return OpenAIBackend()
-    return scripted_fallback() if callable(scripted_fallback) else scripted_fallback
 
 
 class OpenAIBackend:
@@ -268,17 +257,6 @@ def attempt_timeout(default: float) -> float:
         return default
     left = (min(deadlines) - now).total_seconds()
     return max(0.5, min(default, left - min(5.0, left * 0.1)))
-
-
-def to_model_response(completion: Any, model: str = "") -> ModelResponse:
-    """A ChatCompletion (object or dict) as our wire type. Tool-call arguments pass through
-    unchanged, even malformed JSON: the tool runner tells the model, which can then correct
-    itself."""
-    data = completion.model_dump() if hasattr(completion, "model_dump") else completion
-    try:
-        return parse_completion(data if isinstance(data, dict) else {}, model)
-    except BadModelResponse as err:
-        raise_bad_response(err, current_attempt())
 
 
 class ModelActivities:
