@@ -35,7 +35,7 @@ def flagged(finish_reason: str | None) -> Flag | None:
 
 
 class UserTurn(Wire):
-    """A user's message to the team (update `send_message` or signal `post_message`)."""
+    """A user's message to the team (update `submit_turn` or signal `post_message`)."""
 
     text: str
     sender: str | None = None
