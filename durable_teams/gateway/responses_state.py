@@ -1,0 +1,102 @@
+"""Reading a response from its thread (durable_teams/gateway/responses_view.py says what one
+is): its view, the thread's latest response, and waiting for one to end. Nothing is kept in
+the gateway: every answer is read from the workflow (queries), so any gateway process, started
+at any time, gives the same one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from temporalio.client import WorkflowQueryFailedError
+
+from durable_teams.gateway.responses_view import ResponseRef, View, view_of
+from durable_teams.gateway.threads import Gateway
+from durable_teams.workflows.messages import Message, ModelView
+from durable_teams.workflows.state import ConversationStatus, TurnReply
+
+MAX_APPROVAL_CACHE = 4096
+_approval_tools: dict[tuple[str, str], frozenset[str]] = {}
+"""(thread, agent) -> the agent's tools that wait for approval: a cache of what the team fixes
+(a thread's team does not change), so no state."""
+
+
+async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> set[str]:
+    """The tools of `agents` that wait for a person's approval, as the workflow's team says."""
+    found: set[str] = set()
+    for agent in sorted(agents):
+        key = (thread, agent)
+        if key not in _approval_tools:
+            try:
+                view = await gw.client.get_workflow_handle(thread).query(
+                    "model_view", args=[agent, 0, 0], result_type=ModelView)
+                tools = frozenset(t.name for t in view.tools if t.needs_approval)
+            except WorkflowQueryFailedError:  # not an agent of the team (a nested team's)
+                tools = frozenset()
+            if len(_approval_tools) >= MAX_APPROVAL_CACHE:
+                _approval_tools.clear()
+            _approval_tools[key] = tools
+        found |= _approval_tools[key]
+    return found
+
+
+async def read(gw: Gateway, ref: ResponseRef) -> tuple[View, ConversationStatus]:
+    """The response `ref` as its thread has it now, with the thread's status."""
+    handle = gw.client.get_workflow_handle(ref.thread)
+    status = await gw.status(ref.thread)  # before the log: a reply read here has its log complete
+    replies = await handle.query("turn_replies", args=[[ref.turn]], result_type=list[TurnReply])
+    messages: list[Message] = []
+    index = ref.start
+    while True:
+        page = await gw._page(ref.thread, index)
+        messages.extend(page.messages)
+        index += len(page.messages)
+        if index >= page.total or not page.messages:
+            break
+    agents = {m.name for m in messages if m.role == "assistant" and m.tool_calls and m.name}
+    tools = await approval_tools(gw, ref.thread, agents)
+    return view_of(ref, messages, replies[0] if replies else None, status.pending, tools), status
+
+
+def successor(view: View, status: ConversationStatus) -> ResponseRef | None:
+    """The response that came after `view` in its thread, if one did."""
+    ref = view.ref
+    if not view.ended or view.end is None:
+        return None
+    if view.stop is not None:
+        waiting = any(q.tool_call_id == view.stop.call.id for q in status.pending)
+        return None if waiting else ResponseRef(ref.thread, ref.turn, view.end, ref.step + 1)
+    if status.turns > ref.turn:
+        return ResponseRef(ref.thread, ref.turn + 1, view.end, 0)
+    return None
+
+
+async def latest(gw: Gateway, ref: ResponseRef) -> tuple[View, ConversationStatus, ResponseRef | None]:
+    """The thread's latest response, walked to from `ref`, and the one right after `ref`."""
+    view, status = await read(gw, ref)
+    first: ResponseRef | None = None
+    for _ in range(10_000):
+        after = successor(view, status)
+        if after is None:
+            break
+        first = first or after
+        view, status = await read(gw, after)
+    return view, status, first
+
+
+async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
+    """The response each time it may have changed, until it has ended (polled, like the chat
+    path's outcome: a gateway keeps no subscription between requests)."""
+    while True:
+        view, _ = await read(gw, ref)
+        yield view
+        if view.ended:
+            return
+        await asyncio.sleep(gw.poll_seconds)
+
+
+async def ended(gw: Gateway, ref: ResponseRef) -> View:
+    async for view in views(gw, ref):
+        if view.ended:
+            return view
+    raise AssertionError("unreachable")

@@ -1,0 +1,187 @@
+"""OpenAI's Responses API in front of a team (durable_teams/gateway/responses.py), tried as its
+clients use it: the openai client (plain, streamed, background), with `previous_response_id`
+across a question and an approval (one refund), a stream resumed with `starting_after` on a
+new gateway after the first one was stopped in the middle of it, and the OpenAI Agents SDK's
+default Responses model."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from temporalio.client import Client
+
+from durable_teams.gateway.responses_view import ResponseRef
+from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.teams.tools import tool
+from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, Usage
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway, sse_events
+
+REFUNDS: list[str] = []
+GATE: dict[str, asyncio.Event] = {}
+
+
+@tool(needs_approval=True)
+def refund(order: str) -> str:
+    """Refund an order (a person approves it first)."""
+    REFUNDS.append(order)
+    return "refunded"
+
+
+@tool
+async def lookup(order: str) -> str:
+    """Look an order up (waits for the test's gate)."""
+    await GATE["lookup"].wait()
+    return f"order {order}: shipped"
+
+
+def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    return ModelResponse(message=desk_reply(messages), usage=Usage(prompt_tokens=100, completion_tokens=10))
+
+
+def desk_reply(messages: list[dict[str, Any]]) -> Message:
+    last = messages[-1]
+    if last["role"] == "tool" and last["content"] == "refunded":
+        return say("Your refund is on its way.")
+    if last["role"] == "tool" and last["content"].startswith("order "):
+        return say(f"Looked up: {last['content']}")
+    if last["role"] == "tool" and "denied" in last["content"]:
+        return say("No refund, then.")
+    if last["role"] == "tool":
+        return call("refund", order=last["content"].split()[-1])
+    if last["content"].startswith("I want a refund"):
+        return call("ask_human", question="What's your order number?")
+    if last["content"].startswith("Where is"):
+        return call("lookup", order="4711")
+    return say(f"You said: {last['content']}")
+
+
+DESK = Swarm([Agent("desk", "Help.", tools=["ask_human", refund, lookup])], name="desk").compile()
+ASKED = "[desk] What's your order number?"
+DONE = "Your refund is on its way."
+
+
+async def test_three_turns_with_a_question_and_an_approval_one_refund(client: Client, task_queue: str) -> None:
+    REFUNDS.clear()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, tokens=["t1"], teams=["desk"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="t1", max_retries=0)
+        first = await ai.responses.create(model="desk", input="I want a refund")
+        assert (first.status, first.output_text) == ("completed", ASKED)
+        # streamed: the question answered; the approval comes as an mcp_approval_request item
+        events = [e async for e in await ai.responses.create(
+            model="desk", input="Order 4711", previous_response_id=first.id, stream=True)]
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        assert events[0].type == "response.created" and events[-1].type == "response.completed"
+        second = events[-1].response  # type: ignore[union-attr]
+        approval = [item for item in second.output if item.type == "mcp_approval_request"]
+        assert len(approval) == 1 and approval[0].name == "refund" and approval[0].server_label == "desk"
+        assert approval[0].arguments == '{"order": "4711"}' and REFUNDS == []
+        # an older response cannot be continued: 409 naming the latest
+        with pytest.raises(openai.ConflictError) as conflict:
+            await ai.responses.create(model="desk", input="again", previous_response_id=first.id)
+        assert second.id in conflict.value.message
+        third = await ai.responses.create(model="desk", previous_response_id=second.id, input=[
+            {"type": "mcp_approval_response", "approval_request_id": approval[0].id, "approve": True}])
+        assert (third.status, third.output_text, REFUNDS) == ("completed", DONE, ["4711"])
+        assert third.usage is not None and third.usage.total_tokens == 330  # the whole turn's 3 calls
+        # the same request again is the same response: nothing runs twice
+        again = await ai.responses.create(model="desk", previous_response_id=second.id, input=[
+            {"type": "mcp_approval_response", "approval_request_id": approval[0].id, "approve": True}])
+        assert again.id == third.id and REFUNDS == ["4711"]
+        got = await ai.responses.retrieve(first.id)
+        assert (got.id, got.output_text, got.status) == (first.id, ASKED, "completed")
+        items = await ai.responses.input_items.list(third.id)
+        assert [(i.type, getattr(i, "approve", None)) for i in items.data] == [("mcp_approval_response", True)]
+        # a plain next turn
+        fourth = await ai.responses.create(model="desk", input="thanks", previous_response_id=third.id)
+        assert fourth.output_text == "You said: thanks"
+        assert ResponseRef.parse(fourth.id).thread == ResponseRef.parse(first.id).thread
+
+
+async def test_fields_a_team_cannot_honour_are_refused_by_name(client: Client, task_queue: str) -> None:
+    async with running_gateway(client, task_queue, teams=["desk"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({"tools": [{"type": "function", "name": "f", "parameters": {}}]}, "tools"),
+            ({"instructions": "Be brief."}, "instructions"), ({"store": False}, "store"),
+            ({"metadata": {"a": "b"}}, "metadata"), ({"max_output_tokens": 0}, "max_output_tokens"),
+            ({"conversation": "conv_1"}, "conversation"),
+            ({"text": {"format": {"type": "json_object"}}}, "text"),
+        ]
+        for extra, param in cases:
+            with pytest.raises(openai.BadRequestError) as refused:
+                await ai.responses.create(model="desk", input="hi", **extra)
+            assert refused.value.param == param, extra
+        with pytest.raises(openai.NotFoundError):
+            await ai.responses.retrieve("resp_zz_1_0_0")
+        with pytest.raises(openai.NotFoundError):
+            await ai.responses.create(model="nope", input="hi")
+
+
+async def test_background_stream_resumes_on_a_new_gateway_every_event_once(client: Client, task_queue: str) -> None:
+    GATE["lookup"] = asyncio.Event()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)):
+        async with running_gateway(client, task_queue, teams=["desk"]) as url:
+            ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+            started = await ai.responses.create(model="desk", input="Where is my order?", background=True)
+            assert started.status == "in_progress" and started.background
+            first_part: list[dict[str, Any]] = []
+            async with httpx.AsyncClient(timeout=30) as http, http.stream(
+                    "GET", f"{url}/v1/responses/{started.id}", params={"stream": "true"}) as stream:
+                async for _, event in sse_events(stream):
+                    first_part.append(event)
+                    if event["type"] == "response.output_item.done":  # the lookup step: then cut
+                        break
+        # the first gateway is gone (stopped with the stream open); a new one knows nothing of it
+        async with running_gateway(client, task_queue, teams=["desk"]) as url:
+            ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+            polled = await ai.responses.retrieve(started.id)
+            assert polled.status == "in_progress"
+            last = first_part[-1]["sequence_number"]
+            resumed = await ai.responses.retrieve(started.id, stream=True, starting_after=last)
+            GATE["lookup"].set()
+            rest = [e.model_dump() async for e in resumed]
+            whole = [e.model_dump() async for e in await ai.responses.retrieve(started.id, stream=True)]
+            done = await ai.responses.retrieve(started.id)
+    numbers = [e["sequence_number"] for e in first_part + rest]
+    assert numbers == list(range(len(numbers)))  # every event once, in order
+    assert [e["type"] for e in first_part + rest] == [e["type"] for e in whole]
+    assert rest[-1]["type"] == "response.completed"
+    assert done.output_text == "Looked up: order 4711: shipped"
+    assert [i.type for i in done.output] == ["reasoning", "message"]
+
+
+async def test_the_agents_sdk_responses_model_takes_the_approval_one_refund(client: Client, task_queue: str) -> None:
+    from agents import Agent as SDKAgent
+    from agents import HostedMCPTool, OpenAIResponsesModel, Runner, set_tracing_disabled
+    from agents.items import MCPApprovalRequestItem
+
+    set_tracing_disabled(True)
+    REFUNDS.clear()
+    asked: list[str] = []
+
+    def approve(request: Any) -> dict[str, Any]:
+        asked.append(request.data.name)
+        return {"approve": True}
+
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, teams=["desk"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        team = SDKAgent(name="desk", model=OpenAIResponsesModel("desk", ai), tools=[HostedMCPTool(
+            tool_config={"type": "mcp", "server_label": "desk", "server_url": "https://unused.invalid",
+                         "require_approval": "always"},
+            on_approval_request=approve)])
+        first = await Runner.run(team, "I want a refund")
+        second = await Runner.run(team, "Order 4711", previous_response_id=first.last_response_id,
+                                  auto_previous_response_id=True)
+    assert first.final_output == ASKED
+    assert second.final_output == DONE
+    assert asked == ["refund"] and REFUNDS == ["4711"]
+    assert any(isinstance(item, MCPApprovalRequestItem) for item in second.new_items)
