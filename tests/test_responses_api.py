@@ -101,6 +101,11 @@ async def test_three_turns_with_a_question_and_an_approval_one_refund(client: Cl
         assert [(i.type, getattr(i, "approve", None)) for i in items.data] == [("mcp_approval_response", True)]
         # a plain next turn
         fourth = await ai.responses.create(model="desk", input="thanks", previous_response_id=third.id)
+        async with httpx.AsyncClient() as http:  # the gateway's guards hold on the new routes
+            assert (await http.get(f"{url}/v1/responses/{first.id}")).status_code == 401
+            form = await http.post(f"{url}/v1/responses", content=b"model=desk",
+                                   headers={"Authorization": "Bearer t1", "Content-Type": "text/plain"})
+            assert form.status_code == 415
         assert fourth.output_text == "You said: thanks"
         assert ResponseRef.parse(fourth.id).thread == ResponseRef.parse(first.id).thread
 
