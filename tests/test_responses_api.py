@@ -7,6 +7,10 @@ default Responses model."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,7 +24,7 @@ from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, Usage
 
-from .conftest import running_worker
+from .conftest import running_worker, system_program_missing
 from .gateway_helpers import running_gateway, sse_events
 
 REFUNDS: list[str] = []
@@ -114,8 +118,9 @@ async def test_fields_a_team_cannot_honour_are_refused_by_name(client: Client, t
     async with running_gateway(client, task_queue, teams=["desk"]) as url:
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
         cases: list[tuple[dict[str, Any], str]] = [
-            ({"tools": [{"type": "function", "name": "f", "parameters": {}}]}, "tools"),
-            ({"instructions": "Be brief."}, "instructions"), ({"store": False}, "store"),
+            ({"tool_choice": "required"}, "tool_choice"),
+            ({"instructions": "Be brief.", "previous_response_id": "resp_61_1_0_0"}, "instructions"),
+            ({"top_logprobs": 2}, "top_logprobs"), ({"prompt": {"id": "p"}}, "prompt"),
             ({"metadata": {"a": "b"}}, "metadata"), ({"max_output_tokens": 0}, "max_output_tokens"),
             ({"conversation": "conv_1"}, "conversation"),
             ({"text": {"format": {"type": "json_object"}}}, "text"),
@@ -190,3 +195,42 @@ async def test_the_agents_sdk_responses_model_takes_the_approval_one_refund(clie
     assert second.final_output == DONE
     assert asked == ["refund"] and REFUNDS == ["4711"]
     assert any(isinstance(item, MCPApprovalRequestItem) for item in second.new_items)
+
+
+async def test_the_codex_cli_gets_a_plain_question_answered(client: Client, task_queue: str) -> None:
+    """`codex exec` with the gateway as a custom model provider on the Responses wire API: it
+    resends the whole conversation (its instructions as developer messages, its own tools,
+    `store: false`), which opens a thread whose turn is the user's prompt."""
+    codex = os.environ.get("DURABLE_TEAMS_CODEX") or shutil.which("codex")
+    if codex is None:
+        system_program_missing("codex not found (npm install -g @openai/codex, or DURABLE_TEAMS_CODEX=path)",
+                               "DURABLE_TEAMS_REQUIRE_CODEX")
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, teams=["desk"]) as url:
+        with tempfile.TemporaryDirectory() as home:
+            write_codex_config(home, url)
+            answer = os.path.join(home, "answer.txt")
+            run = await asyncio.create_subprocess_exec(
+                codex, "exec", "--skip-git-repo-check", "--output-last-message", answer, "Hello, team",
+                env={**os.environ, "CODEX_HOME": home}, cwd=home, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await asyncio.wait_for(run.communicate(), 120)
+            assert run.returncode == 0, (out + err).decode()[-2000:]
+            assert read_text(answer).strip() == "You said: Hello, team"
+
+
+def write_codex_config(home: str, url: str) -> None:
+    """The gateway as Codex's model provider, on the Responses wire API, retries off."""
+    Path(home, "config.toml").write_text(f'''model = "desk"
+model_provider = "team"
+[model_providers.team]
+name = "durable team"
+base_url = "{url}/v1"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+''')
+
+
+def read_text(path: str) -> str:
+    return Path(path).read_text()

@@ -14,30 +14,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from durable_teams.client.approvals import approval_of
-from durable_teams.client.send import submit_turn
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
-from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, View
+from durable_teams.gateway.responses_turns import Refused, first_turn, following, refusal, resent
+from durable_teams.gateway.responses_view import ResponseRef
 from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
-from durable_teams.gateway.threads import Gateway, TeamMismatch
-
-
-def refusal(status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": kind}},
-                        status_code=status)
+from durable_teams.gateway.threads import Gateway
 
 
 async def create(request: Request) -> Response:
@@ -46,24 +38,27 @@ async def create(request: Request) -> Response:
         raise FieldError("'model' (the team's name) is required", "model")
     team: str = body["model"]
     fields.check(body)
-    given = fields.parse_input(body.get("input"))
+    previous = body.get("previous_response_id")
+    given = fields.parse_input(body.get("input"), body.get("instructions"), continued=previous is not None)
     gw: Gateway = request.app.state.gateway
     gw.check_team(team)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     stream, background = bool(body.get("stream")), bool(body.get("background"))
     if stream and not may_stream(request):  # before anything goes in
         return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
-    previous = body.get("previous_response_id")
     request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
                                             body.get("input")], sort_keys=True).encode()).hexdigest()
-    if previous is None:
+    if previous is None and given.conversation is not None:
+        ref = await resent(gw, team, given.conversation, request, body.get("max_output_tokens"))
+    elif previous is None:
         if given.text is None:
             raise FieldError("'input': an mcp_approval_response answers a response: send its "
                              "previous_response_id", "input")
         ref = await first_turn(gw, team, given.text, key, request_id, body.get("max_output_tokens"), request)
     else:
         try:
-            ref = await following(gw, team, ResponseRef.parse(previous), given, request_id,
+            ref = await following(gw, team, ResponseRef.parse(previous), given,
+                                  input_id(ResponseRef.parse(previous).thread, "responses", request_id),
                                   body.get("max_output_tokens"))
         except Refused as refused:
             return refused.response
@@ -75,92 +70,6 @@ async def create(request: Request) -> Response:
         return JSONResponse(response_object(view, team, created, background=True))
     view = await state.ended(gw, ref)
     return JSONResponse(response_object(view, team, created))
-
-
-class Refused(Exception):
-    def __init__(self, response: JSONResponse) -> None:
-        super().__init__()
-        self.response = response
-
-
-async def first_turn(gw: Gateway, team: str, text: str, key: str | None, request_id: str,
-                     max_tokens: int | None, request: Request) -> ResponseRef:
-    """A new thread and its first turn (the same thread again for the same Idempotency-Key)."""
-    keyed = hashlib.sha256(f"{getattr(request.state, 'caller', '')}\0{key}".encode()).hexdigest()[:16] if key else None
-    thread = f"{team}-resp-{keyed}" if keyed else f"{team}-resp-{uuid.uuid4().hex[:16]}"
-    try:
-        await gw.start_thread(team, thread, idempotency=keyed)
-    except WorkflowAlreadyStartedError:
-        if (await gw.memo(thread)).get("team") != team:
-            raise checks.BadRequest("this Idempotency-Key started a thread of another team: use a new key",
-                                    status=409) from None
-    accepted = await submit_turn(gw.client, thread, text, turn_id=input_id(thread, "responses", request_id),
-                                 busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
-    return ResponseRef(thread, accepted.number, 0, 0)
-
-
-async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input,
-                    request_id: str, max_tokens: int | None) -> ResponseRef:
-    """The response to a request continuing `previous`: an answer to its question, or the
-    thread's next turn. Only the thread's latest response may be continued (409 naming it); the
-    same request sent again gets the response it made the first time."""
-    thread = previous.thread
-    try:
-        if not await gw.running(thread, team):
-            raise UnknownResponse(f"no response {previous.id!r}")
-    except TeamMismatch as mismatch:
-        raise checks.BadRequest(str(mismatch)) from None
-    view, status, after = await state.latest(gw, previous)
-    turn_id = input_id(thread, "responses", request_id)
-    if after is not None:  # continued already: by this very request (a retry), or another
-        if after.step == 0 and await gw.client.get_workflow_handle(thread).query(
-                "turn_number", turn_id) == after.turn:
-            return after
-        if after.step > 0 and turn_id in (status.last_input_id, status.previous_input_id):
-            return after
-        raise Refused(refusal(409, f"{previous.id} is not the thread's latest response: continue "
-                                   f"from {view.ref.id} (forks are not supported)", "not_latest_response",
-                              "previous_response_id"))
-    if not view.ended:
-        raise Refused(refusal(409, f"{previous.id} is still {view.status}: wait for it (GET "
-                                   f"/v1/responses/{previous.id}) or cancel it", "response_in_progress",
-                              "previous_response_id"))
-    assert view.end is not None
-    if view.stop is not None:  # the question it asked waits: this request answers it
-        await answer(gw, view, status, given, turn_id)
-        return ResponseRef(thread, previous.turn, view.end, previous.step + 1)
-    if given.text is None:
-        raise FieldError(f"'input': {previous.id} asked for no approval", "input")
-    accepted = await submit_turn(gw.client, thread, given.text, turn_id=turn_id, busy_timeout=gw.busy_seconds,
-                                 max_tokens=max_tokens, after_turns=status.turns)
-    return ResponseRef(thread, accepted.number, view.end, 0)
-
-
-async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, input_id_: str) -> None:
-    """Answer the question `view` ended with. An approval takes an `mcp_approval_response`
-    naming it, or a message that is a clear yes or no (client/approvals.py); anything else is
-    a 400, and nothing is sent."""
-    stop = view.stop
-    assert stop is not None
-    question = next(q for q in status.pending if q.tool_call_id == stop.call.id)
-    reply: dict[str, Any] = {"input_id": input_id_}
-    if stop.approval:
-        if given.approval_id is not None:
-            if given.approval_id != approval_id(stop.call.id):
-                raise FieldError(f"'input': no approval {given.approval_id!r} waits; "
-                                 f"{approval_id(stop.call.id)!r} does", "input")
-            reply |= {"approved": given.approve, "text": given.reason}
-        else:
-            decided = approval_of(given.text or "")
-            if decided is None:
-                raise FieldError(f"'input': {stop.call.name} waits for approval: answer with an "
-                                 "mcp_approval_response, or a clear yes or no", "input")
-            reply |= {"approved": decided, "text": given.text or ""}
-    else:
-        if given.text is None:
-            raise FieldError("'input': the question waiting is not an approval: answer it with a message", "input")
-        reply["text"] = given.text
-    await gw.reply(view.ref.thread, question.question_id, **reply)
 
 
 async def created_at(gw: Gateway, thread: str) -> int:

@@ -14,8 +14,12 @@ TAKEN = {"model", "input", "previous_response_id", "stream", "background", "max_
          "store", "tools", "tool_choice", "text", "instructions", "metadata", "stream_options"}
 IGNORED = {"temperature", "top_p", "parallel_tool_calls", "user", "safety_identifier",
            "prompt_cache_key", "prompt_cache_retention", "service_tier", "reasoning", "include",
-           "truncation"}
-"""Sampling and caching hints: a team's agents use their own model settings."""
+           "truncation", "client_metadata"}
+"""Sampling and caching hints, and a client's own labels: a team's agents use their own model
+settings."""
+SYSTEM_ROLES = {"system", "developer"}
+SKIPPED_ITEMS = {"reasoning", "mcp_approval_request"}
+"""Items of ours a client resends with the conversation: the thread has them."""
 REFUSED = {
     "conversation": "the Conversations API is not served: continue with previous_response_id",
     "prompt": "prompt templates are not served: a team's prompts are its agents' instructions",
@@ -26,10 +30,12 @@ REFUSED = {
 
 @dataclass
 class Input:
-    """What a request sends the team: text (a new turn, or the answer to a question), or an
-    approval decision (`mcp_approval_response`)."""
+    """What a request sends the team: text (a new turn, or the answer to a question), an
+    approval decision (`mcp_approval_response`), or a whole conversation resent (`conversation`:
+    chat messages, the newest the user's), as clients that keep no response ids send it."""
 
     text: str | None = None
+    conversation: list[dict[str, str]] | None = None
     approval_id: str | None = None
     approve: bool | None = None
     reason: str = ""
@@ -47,24 +53,23 @@ def check(body: dict[str, Any]) -> None:
     for name in ("stream", "background", "store", "parallel_tool_calls"):
         if body.get(name) not in (None, True, False):
             raise FieldError(f"'{name}' must be true or false", name)
-    if body.get("store") is False:
-        raise FieldError("'store': a team's responses are its thread's durable log; they are "
-                         "always stored", "store")
-    if body.get("instructions") not in (None, ""):
-        raise FieldError("'instructions': a team's instructions are its agents', set on the team", "instructions")
+    instructions = body.get("instructions")
+    if instructions not in (None, "") and body.get("previous_response_id") is not None:
+        raise FieldError("'instructions' open a thread (as its first system message); a thread "
+                         "continued with previous_response_id keeps its own", "instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise FieldError("'instructions' must be a string", "instructions")
     if body.get("metadata") not in (None, {}):
         raise FieldError("'metadata' is not kept with a team's responses", "metadata")
     text = body.get("text")
     if text is not None and (not isinstance(text, dict) or text.get("format") not in (None, {"type": "text"})):
         raise FieldError("'text': a team answers in text; structured output is set on the team", "text")
     if body.get("tool_choice") not in (None, "auto", "none"):
-        raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
+        raise FieldError("'tool_choice': a team's agents use their own tools, never the client's: "
+                         "only 'auto' or 'none'", "tool_choice")
     tools = body.get("tools")
-    if tools is not None and (not isinstance(tools, list) or not all(
-            isinstance(t, dict) and t.get("type") == "mcp" and t.get("server_label") == body.get("model")
-            for t in tools)):
-        raise FieldError("'tools': a team's agents use their own tools; only an 'mcp' tool whose "
-                         "server_label is the team (to answer its approvals) may be declared", "tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        raise FieldError("'tools' must be a list of objects", "tools")
     value = body.get("max_output_tokens")
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1_000_000):
         raise FieldError("'max_output_tokens' must be an integer from 1 to 1000000", "max_output_tokens")
@@ -72,18 +77,21 @@ def check(body: dict[str, Any]) -> None:
         raise FieldError("'stream_options' must be an object", "stream_options")
 
 
-def parse_input(value: Any) -> Input:
-    """The request's `input`: a string, or items: user messages (their text joined) or one
-    `mcp_approval_response`."""
+def parse_input(value: Any, instructions: str | None = None, continued: bool = False) -> Input:
+    """The request's `input`: a string, or items: user messages (their text joined), one
+    `mcp_approval_response`, or (not `continued`) a whole conversation with system, developer
+    and assistant messages; `instructions` open it as a system message."""
     if isinstance(value, str):
-        return Input(text=_text(value))
+        value = [{"role": "user", "content": value}]
     if not isinstance(value, list) or not value:
         raise FieldError("'input' must be a string or a non-empty list of items", "input")
+    if not continued and (instructions or _is_conversation(value)):
+        opening = [{"role": "system", "content": instructions}] if instructions else []
+        return Input(conversation=opening + [_chat_message(item) for item in value
+                                             if item.get("type", "message") not in SKIPPED_ITEMS])
     texts: list[str] = []
     approval: Input | None = None
     for item in value:
-        if not isinstance(item, dict):
-            raise FieldError("'input' items must be objects", "input")
         kind = item.get("type", "message")
         if kind == "mcp_approval_response":
             approve = item.get("approve")
@@ -104,6 +112,30 @@ def parse_input(value: Any) -> Input:
     if approval is not None and texts:
         raise FieldError("'input': an mcp_approval_response goes alone, without a message", "input")
     return approval or Input(text=_text("\n\n".join(texts)))
+
+
+def _is_conversation(items: list[Any]) -> bool:
+    if not all(isinstance(item, dict) for item in items):
+        raise FieldError("'input' items must be objects", "input")
+    messages = [i for i in items if i.get("type", "message") == "message"]
+    return len(messages) > 1 or any(m.get("role") != "user" for m in messages)
+
+
+def _chat_message(item: dict[str, Any]) -> dict[str, str]:
+    """An item of a resent conversation as a chat message (developer: system)."""
+    role = item.get("role")
+    if item.get("type", "message") != "message" or role not in SYSTEM_ROLES | {"user", "assistant"}:
+        raise FieldError(f"'input': items of type {item.get('type')!r} (role {role!r}) are not taken in a "
+                         "resent conversation: a team's agents use their own tools", "input")
+    content = item.get("content")
+    if isinstance(content, list):  # input_text from the user, output_text from us
+        if not all(isinstance(p, dict) and p.get("type") in ("input_text", "output_text")
+                   and isinstance(p.get("text"), str) for p in content):
+            raise FieldError("'input': a message's content must be text parts", "input")
+        content = "\n".join(p["text"] for p in content)
+    if not isinstance(content, str):
+        raise FieldError("'input': a message's content must be text", "input")
+    return {"role": "system" if role in SYSTEM_ROLES else str(role), "content": content}
 
 
 def _message_text(content: Any) -> str:

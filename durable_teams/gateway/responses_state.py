@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 from temporalio.client import WorkflowQueryFailedError
 
-from durable_teams.gateway.responses_view import ResponseRef, View, view_of
+from durable_teams.gateway.responses_view import ResponseRef, View, is_turn_start, view_of
 from durable_teams.gateway.threads import Gateway
 from durable_teams.workflows.messages import Message, ModelView
 from durable_teams.workflows.state import ConversationStatus, TurnReply
@@ -100,3 +100,21 @@ async def ended(gw: Gateway, ref: ResponseRef) -> View:
         if view.ended:
             return view
     raise AssertionError("unreachable")
+
+
+async def latest_of_thread(gw: Gateway, thread: str, page_size: int = 50) -> ResponseRef | None:
+    """The thread's latest response (None before its first turn): from the message of its
+    latest turn, read back from the end of its log a page at a time."""
+    status = await gw.status(thread)
+    if status.turns == 0:
+        return None
+    end = await gw.log_total(thread)
+    while end > 0:
+        start = max(0, end - page_size)
+        page = await gw._page(thread, start, end - start)
+        for offset in range(len(page.messages) - 1, -1, -1):
+            if is_turn_start(page.messages[offset]):
+                view, _, _ = await latest(gw, ResponseRef(thread, status.turns, start + offset, 0))
+                return view.ref
+        end = start
+    return None
