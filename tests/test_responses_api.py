@@ -22,6 +22,8 @@ from durable_teams.gateway.responses_view import ResponseRef
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.workflows.cancelling import CANCELLED, NOT_RUN
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, Usage
 
 from .conftest import running_worker, system_program_missing
@@ -38,10 +40,19 @@ def refund(order: str) -> str:
     return "refunded"
 
 
+TOLD: list[str] = []
+HEARD: dict[str, asyncio.Event] = {}
+
+
 @tool
 async def lookup(order: str) -> str:
-    """Look an order up (waits for the test's gate)."""
-    await GATE["lookup"].wait()
+    """Look an order up (waits for the test's gate; notes a cancellation)."""
+    try:
+        await GATE["lookup"].wait()
+    except asyncio.CancelledError:
+        TOLD.append(order)
+        HEARD["lookup"].set()
+        raise
     return f"order {order}: shipped"
 
 
@@ -136,7 +147,7 @@ async def test_fields_a_team_cannot_honour_are_refused_by_name(client: Client, t
 
 
 async def test_background_stream_resumes_on_a_new_gateway_every_event_once(client: Client, task_queue: str) -> None:
-    GATE["lookup"] = asyncio.Event()
+    GATE["lookup"], HEARD["lookup"] = asyncio.Event(), asyncio.Event()
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)):
         async with running_gateway(client, task_queue, teams=["desk"]) as url:
             ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
@@ -172,12 +183,13 @@ async def test_the_agents_sdk_responses_model_takes_the_approval_one_refund(clie
     from agents import Agent as SDKAgent
     from agents import HostedMCPTool, OpenAIResponsesModel, Runner, set_tracing_disabled
     from agents.items import MCPApprovalRequestItem
+    from agents.tool import MCPToolApprovalFunctionResult, MCPToolApprovalRequest
 
     set_tracing_disabled(True)
     REFUNDS.clear()
     asked: list[str] = []
 
-    def approve(request: Any) -> dict[str, Any]:
+    def approve(request: MCPToolApprovalRequest) -> MCPToolApprovalFunctionResult:
         asked.append(request.data.name)
         return {"approve": True}
 
@@ -234,3 +246,56 @@ stream_max_retries = 0
 
 def read_text(path: str) -> str:
     return Path(path).read_text()
+
+
+async def test_cancel_stops_the_turn_tells_the_tool_and_the_thread_goes_on(client: Client, task_queue: str) -> None:
+    GATE["lookup"], HEARD["lookup"] = asyncio.Event(), asyncio.Event()
+    TOLD.clear()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, teams=["desk"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        started = await ai.responses.create(model="desk", input="Where is my order?", background=True)
+        async for event in await ai.responses.retrieve(started.id, stream=True):
+            if event.type == "response.output_item.done":  # the lookup runs now
+                break
+        cancelled = await ai.responses.cancel(started.id)
+        again = await ai.responses.cancel(started.id)
+        events = [e async for e in await ai.responses.retrieve(started.id, stream=True)]
+        following = await ai.responses.create(model="desk", input="thanks", previous_response_id=started.id)
+        with pytest.raises(openai.ConflictError):  # a response that ended is not cancelled
+            await ai.responses.cancel(following.id)
+        # the tool hears of it on its next heartbeat (within the worker's throttle)
+        await asyncio.wait_for(HEARD["lookup"].wait(), 30)
+    assert (cancelled.status, again.status) == ("cancelled", "cancelled")
+    assert events[-1].type == "response.failed" and events[-1].response.status == "cancelled"  # type: ignore[union-attr]
+    assert following.output_text == "You said: thanks"
+    assert TOLD == ["4711"]
+
+
+async def test_cancel_turn_withdraws_a_waiting_approval_and_answers_its_open_calls(client: Client, task_queue: str) -> None:
+    """The workflow's own cancellation while a turn waits for a person: the question goes, the
+    tool call waiting for approval is answered "Not run", the refund never runs, and the next
+    turn's model call sees a well-formed conversation."""
+    REFUNDS.clear()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, teams=["desk"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        first = await ai.responses.create(model="desk", input="I want a refund")
+        second = await ai.responses.create(model="desk", input="Order 4711", previous_response_id=first.id)
+        call_id = next(i.id for i in second.output if i.type == "mcp_approval_request").removeprefix("mcpr_")
+        handle = client.get_workflow_handle(ResponseRef.parse(first.id).thread)
+        assert await handle.execute_update("cancel_turn", 1) == 1
+        replies = await handle.query(TeamWorkflow.turn_replies, [1])
+        status = await handle.query(TeamWorkflow.status)
+        log = await handle.query(TeamWorkflow.transcript, True)
+        with pytest.raises(openai.ConflictError) as gone:  # the approval went with its turn
+            await ai.responses.create(model="desk", previous_response_id=second.id, input=[
+                {"type": "mcp_approval_response", "approval_request_id": f"mcpr_{call_id}", "approve": True}])
+        latest = gone.value.body["latest_response_id"]  # type: ignore[index]
+        ended = await ai.responses.retrieve(latest)
+        nxt = await ai.responses.create(model="desk", input="hello", previous_response_id=latest)
+    assert [r.status for r in replies] == ["cancelled"] and status.pending == []
+    answers = [m for m in log if m.role == "tool" and m.tool_call_id == call_id]
+    assert [m.content for m in answers] == [NOT_RUN]
+    assert REFUNDS == [] and nxt.output_text == "You said: hello"
+    assert (ended.status, ended.output_text) == ("cancelled", CANCELLED)

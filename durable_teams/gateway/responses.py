@@ -6,7 +6,7 @@ resuming a stream work from any gateway process, after any restart: nothing is k
     POST /v1/responses                       create (stream, background, previous_response_id)
     GET  /v1/responses/{id}                  the response; ?stream=true&starting_after=N resumes
     GET  /v1/responses/{id}/input_items      what the request sent
-    POST /v1/responses/{id}/cancel           (refused: turns are not cancellable yet)
+    POST /v1/responses/{id}/cancel           cancel its turn (the workflow's cancel_turn)
     DELETE /v1/responses/{id}                (refused: a response is part of its thread's log)
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from temporalio.client import WorkflowUpdateFailedError
 
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
@@ -141,9 +142,22 @@ async def delete(request: Request) -> Response:
 
 
 async def cancel(request: Request) -> Response:
-    """Refused: a turn cannot be cancelled by the workflow yet (no cancel_turn update); the
-    response goes on to its end, which `GET` shows."""
+    """Cancel the turn a response runs (the workflow's `cancel_turn`: its activities and tools
+    are told, nothing further starts); the response ends "cancelled". One that ended already
+    is a 409, except a cancelled one, returned again."""
     gw: Gateway = request.app.state.gateway
-    view, _ = await state.read(gw, ref_of(request))
-    return refusal(409, f"{view.ref.id} is {view.status}: this gateway cannot cancel a team's turn "
-                        "(the workflow has no turn cancellation yet)", "not_cancellable")
+    ref = ref_of(request)
+    team = (await gw.memo(ref.thread)).get("team") or ""
+    view, _ = await state.read(gw, ref)
+    if view.ended and view.status != "cancelled":
+        return refusal(409, f"{ref.id} is {view.status} already: nothing to cancel", "not_cancellable")
+    if not view.ended:
+        try:
+            await gw.client.get_workflow_handle(ref.thread).execute_update("cancel_turn", ref.turn)
+        except WorkflowUpdateFailedError as err:  # ended meanwhile, or a worker without cancel_turn
+            view, _ = await state.read(gw, ref)
+            if not view.ended:
+                return refusal(409, f"{ref.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
+                               "not_cancellable")
+    view = await state.ended(gw, ref)
+    return JSONResponse(response_object(view, team, await created_at(gw, ref.thread)))

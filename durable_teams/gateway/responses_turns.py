@@ -27,8 +27,8 @@ from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, V
 from durable_teams.gateway.threads import Gateway, TeamMismatch
 
 
-def refusal(status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": kind}},
+def refusal(status: int, message: str, kind: str, param: str | None = None, **more: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": kind, **more}},
                         status_code=status)
 
 
@@ -74,7 +74,7 @@ async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields
             return after
         raise Refused(refusal(409, f"{previous.id} is not the thread's latest response: continue "
                                    f"from {view.ref.id} (forks are not supported)", "not_latest_response",
-                              "previous_response_id"))
+                              "previous_response_id", latest_response_id=view.ref.id))
     if not view.ended:
         raise Refused(refusal(409, f"{previous.id} is still {view.status}: wait for it (GET "
                                    f"/v1/responses/{previous.id}) or cancel it", "response_in_progress",
@@ -96,7 +96,10 @@ async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, inpu
     a 400, and nothing is sent."""
     stop = view.stop
     assert stop is not None
-    question = next(q for q in status.pending if q.tool_call_id == stop.call.id)
+    question = next((q for q in status.pending if q.tool_call_id == stop.call.id), None)
+    if question is None:  # answered (or withdrawn) since it was read
+        raise Refused(refusal(409, f"{view.ref.id}'s question was answered meanwhile: read the thread's "
+                                   "latest response", "not_latest_response", "previous_response_id"))
     reply: dict[str, Any] = {"input_id": input_id_}
     if stop.approval:
         if given.approval_id is not None:

@@ -135,7 +135,7 @@ def view_of(ref: ResponseRef, messages: list[Message], reply: TurnReply | None,
         return view  # asked, not yet waiting: still in progress
     if reply is not None:
         view.reply, view.text = reply, reply.text
-        view.status = {"failed": "failed", "truncated": "incomplete", "filtered": "incomplete"}.get(
-            reply.status, "completed")
+        view.status = {"failed": "failed", "truncated": "incomplete", "filtered": "incomplete",
+                       "cancelled": "cancelled"}.get(reply.status, "completed")
         view.end = end
     return view
