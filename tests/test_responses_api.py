@@ -7,9 +7,13 @@ default Responses model."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import sys
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +25,13 @@ from temporalio.client import Client
 from durable_teams.gateway.responses_view import ResponseRef
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
+from durable_teams.worker.devserver import free_port
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.cancelling import CANCELLED, NOT_RUN
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, Usage
 
+from .cli_process import ROOT, cli_env
 from .conftest import running_worker, system_program_missing
 from .gateway_helpers import running_gateway, sse_events
 
@@ -146,22 +152,51 @@ async def test_fields_a_team_cannot_honour_are_refused_by_name(client: Client, t
             await ai.responses.create(model="nope", input="hi")
 
 
-async def test_background_stream_resumes_on_a_new_gateway_every_event_once(client: Client, task_queue: str) -> None:
+@asynccontextmanager
+async def gateway_process(client: Client, task_queue: str) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """`durable-teams serve` in its own process (its URL, and the process to kill); ended after."""
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "durable_teams", "serve", "--port", str(port), "--task-queue", task_queue,
+        "--team", "tests.test_responses_api:DESK", cwd=ROOT, env=cli_env(client),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient() as http:
+            for _ in range(600):  # ready within 60 s, or fail clearly
+                if proc.returncode is not None:
+                    raise AssertionError(f"serve exited: {(await proc.stderr.read()).decode()[-2000:]}")  # type: ignore[union-attr]
+                with contextlib.suppress(httpx.TransportError):
+                    if (await http.get(f"{url}/healthz")).status_code == 200:
+                        break
+                await asyncio.sleep(0.1)
+            else:
+                raise AssertionError("serve did not answer /healthz within 60 s")
+        yield url, proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+async def test_background_stream_resumes_after_the_gateway_is_killed_every_event_once(
+        client: Client, task_queue: str) -> None:
     GATE["lookup"], HEARD["lookup"] = asyncio.Event(), asyncio.Event()
+    first_part: list[dict[str, Any]] = []
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)):
-        async with running_gateway(client, task_queue, teams=["desk"]) as url:
+        async with gateway_process(client, task_queue) as (url, gateway):
             ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
             started = await ai.responses.create(model="desk", input="Where is my order?", background=True)
             assert started.status == "in_progress" and started.background
-            first_part: list[dict[str, Any]] = []
-            async with httpx.AsyncClient(timeout=30) as http, http.stream(
-                    "GET", f"{url}/v1/responses/{started.id}", params={"stream": "true"}) as stream:
-                async for _, event in sse_events(stream):
-                    first_part.append(event)
-                    if event["type"] == "response.output_item.done":  # the lookup step: then cut
-                        break
-        # the first gateway is gone (stopped with the stream open); a new one knows nothing of it
-        async with running_gateway(client, task_queue, teams=["desk"]) as url:
+            with pytest.raises(httpx.TransportError):  # the stream is cut by the kill
+                async with httpx.AsyncClient(timeout=30) as http, http.stream(
+                        "GET", f"{url}/v1/responses/{started.id}", params={"stream": "true"}) as stream:
+                    async for _, event in sse_events(stream):
+                        first_part.append(event)
+                        if event["type"] == "response.output_item.done":  # the lookup step: kill
+                            gateway.kill()
+        # another gateway process, started after: it knows nothing but what the workflow holds
+        async with gateway_process(client, task_queue) as (url, _):
             ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
             polled = await ai.responses.retrieve(started.id)
             assert polled.status == "in_progress"
