@@ -6,15 +6,20 @@ at any time, gives the same one."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 from temporalio.client import WorkflowQueryFailedError
 
+from durable_teams.client.reply_watch import history_growth
 from durable_teams.gateway.responses_view import ResponseRef, View, is_turn_start, view_of
+from durable_teams.gateway.thread_log import background
 from durable_teams.gateway.threads import Gateway
 from durable_teams.workflows.messages import Message, ModelView
 from durable_teams.workflows.state import ConversationStatus, TurnReply
 
+RECHECK_SECONDS = 5.0
+"""A response is read again at least this often while it runs (the long poll is the rule)."""
 MAX_APPROVAL_CACHE = 4096
 _approval_tools: dict[tuple[str, str], frozenset[str]] = {}
 """(thread, agent) -> the agent's tools that wait for approval: a cache of what the team fixes
@@ -51,8 +56,9 @@ async def read(gw: Gateway, ref: ResponseRef) -> tuple[View, ConversationStatus]
         page = await gw._page(ref.thread, index)
         messages.extend(page.messages)
         index += len(page.messages)
-        if index >= page.total or not page.messages:
-            break
+        turns = sum(map(is_turn_start, messages))
+        if index >= page.total or not page.messages or turns > (0 if ref.step else 1):
+            break  # the whole log, or as far as the next turn: this response ended before it
     agents = {m.name for m in messages if m.role == "assistant" and m.tool_calls and m.name}
     tools = await approval_tools(gw, ref.thread, agents)
     return view_of(ref, messages, replies[0] if replies else None, status.pending, tools), status
@@ -85,14 +91,31 @@ async def latest(gw: Gateway, ref: ResponseRef) -> tuple[View, ConversationStatu
 
 
 async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
-    """The response each time it may have changed, until it has ended (polled, like the chat
-    path's outcome: a gateway keeps no subscription between requests)."""
-    while True:
-        view, _ = await read(gw, ref)
-        yield view
-        if view.ended:
-            return
-        await asyncio.sleep(gw.poll_seconds)
+    """The response each time it may have changed, until it has ended: read again when the
+    thread's history grows (a long poll, as `follow` does), at least every `RECHECK_SECONDS`."""
+    grown = asyncio.Event()
+
+    async def watch() -> None:
+        try:
+            async for _ in history_growth(gw.client, ref.thread):
+                grown.set()
+        finally:
+            grown.set()
+    watcher = background(watch())
+    try:
+        while True:
+            grown.clear()
+            view, _ = await read(gw, ref)
+            yield view
+            if view.ended:
+                return
+            if watcher.done():  # the run closed, or the long poll failed: poll instead
+                await asyncio.sleep(gw.poll_seconds)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(grown.wait(), RECHECK_SECONDS)
+    finally:
+        watcher.cancel()
 
 
 async def ended(gw: Gateway, ref: ResponseRef) -> View:
