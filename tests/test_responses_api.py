@@ -20,7 +20,9 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from durable_teams.gateway.responses_view import ResponseRef
 from durable_teams.teams.builders import Agent, Swarm
@@ -301,6 +303,7 @@ async def test_cancel_stops_the_turn_tells_the_tool_and_the_thread_goes_on(clien
             await ai.responses.cancel(following.id)
         # the tool hears of it on its next heartbeat (within the worker's throttle)
         await asyncio.wait_for(HEARD["lookup"].wait(), 30)
+        await assert_replays(client.get_workflow_handle(ResponseRef.parse(started.id).thread))
     assert (cancelled.status, again.status) == ("cancelled", "cancelled")
     assert events[-1].type == "response.failed" and events[-1].response.status == "cancelled"  # type: ignore[union-attr]
     assert following.output_text == "You said: thanks"
@@ -329,8 +332,17 @@ async def test_cancel_turn_withdraws_a_waiting_approval_and_answers_its_open_cal
         latest = gone.value.body["latest_response_id"]  # type: ignore[index]
         ended = await ai.responses.retrieve(latest)
         nxt = await ai.responses.create(model="desk", input="hello", previous_response_id=latest)
+        await assert_replays(handle)
     assert [r.status for r in replies] == ["cancelled"] and status.pending == []
     answers = [m for m in log if m.role == "tool" and m.tool_call_id == call_id]
     assert [m.content for m in answers] == [NOT_RUN]
     assert REFUNDS == [] and nxt.output_text == "You said: hello"
     assert (ended.status, ended.output_text) == ("cancelled", CANCELLED)
+
+
+async def assert_replays(handle: WorkflowHandle[Any, Any]) -> None:
+    """The conversation's history replays with this code (a cancelled turn is deterministic)."""
+    history = await handle.fetch_history()
+    replayed = await Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter).replay_workflow(
+        history, raise_on_replay_failure=True)
+    assert replayed.replay_failure is None
