@@ -124,6 +124,13 @@ async def test_three_turns_with_a_question_and_an_approval_one_refund(client: Cl
         assert [(i.type, getattr(i, "approve", None)) for i in items.data] == [("mcp_approval_response", True)]
         # a plain next turn
         fourth = await ai.responses.create(model="desk", input="thanks", previous_response_id=third.id)
+        # an Idempotency-Key stands for one request: sent again, the same response; with
+        # another input, a 409
+        keyed = await ai.responses.create(model="desk", input="hi", extra_headers={"Idempotency-Key": "k1"})
+        assert (await ai.responses.create(model="desk", input="hi", extra_headers={"Idempotency-Key": "k1"})).id == keyed.id
+        with pytest.raises(openai.ConflictError) as reused:
+            await ai.responses.create(model="desk", input="hello", extra_headers={"Idempotency-Key": "k1"})
+        assert reused.value.code == "idempotency_key_reused"
         async with httpx.AsyncClient() as http:  # the gateway's guards hold on the new routes
             assert (await http.get(f"{url}/v1/responses/{first.id}")).status_code == 401
             form = await http.post(f"{url}/v1/responses", content=b"model=desk",

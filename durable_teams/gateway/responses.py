@@ -55,7 +55,10 @@ async def create(request: Request) -> Response:
         if given.text is None:
             raise FieldError("'input': an mcp_approval_response answers a response: send its "
                              "previous_response_id", "input")
-        ref = await first_turn(gw, team, given.text, key, request_id, body.get("max_output_tokens"), request)
+        try:
+            ref = await first_turn(gw, team, given.text, key, request_id, body.get("max_output_tokens"), request)
+        except Refused as refused:
+            return refused.response
     else:
         try:
             ref = await following(gw, team, ResponseRef.parse(previous), given,

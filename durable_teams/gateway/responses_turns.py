@@ -44,11 +44,11 @@ async def first_turn(gw: Gateway, team: str, text: str, key: str | None, request
     keyed = hashlib.sha256(f"{getattr(request.state, 'caller', '')}\0{key}".encode()).hexdigest()[:16] if key else None
     thread = f"{team}-resp-{keyed}" if keyed else f"{team}-resp-{uuid.uuid4().hex[:16]}"
     try:
-        await gw.start_thread(team, thread, idempotency=keyed)
-    except WorkflowAlreadyStartedError:
-        if (await gw.memo(thread)).get("team") != team:
-            raise checks.BadRequest("this Idempotency-Key started a thread of another team: use a new key",
-                                    status=409) from None
+        await gw.start_thread(team, thread, idempotency=keyed, request_digest=request_id[:16] if keyed else None)
+    except WorkflowAlreadyStartedError:  # the same key: the same request, or a key used again
+        if (await gw.memo(thread)).get("request") != request_id[:16]:
+            raise Refused(refusal(409, "this Idempotency-Key was sent with another request: use a new key",
+                                  "idempotency_key_reused")) from None
     accepted = await submit_turn(gw.client, thread, text, turn_id=input_id(thread, "responses", request_id),
                                  busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
     return ResponseRef(thread, accepted.number, 0, 0)
