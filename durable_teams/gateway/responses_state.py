@@ -15,8 +15,9 @@ from durable_teams.client.reply_watch import history_growth
 from durable_teams.gateway.responses_view import ResponseRef, View, is_turn_start, view_of
 from durable_teams.gateway.thread_log import background
 from durable_teams.gateway.threads import Gateway
-from durable_teams.workflows.messages import Message, ModelView
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus, TurnReply
+from durable_teams.workflows.transcript import LogDelta
 
 RECHECK_SECONDS = 5.0
 """A response is read again at least this often while it runs (the long poll is the rule)."""
@@ -33,9 +34,10 @@ async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> set[str]
         key = (thread, agent)
         if key not in _approval_tools:
             try:
-                view = await gw.client.get_workflow_handle(thread).query(
-                    "model_view", args=[agent, 0, 0], result_type=ModelView)
-                tools = frozenset(t.name for t in view.tools if t.needs_approval)
+                # the agent's tools, with no messages (upto 0): what its model calls are offered
+                delta = await gw.client.get_workflow_handle(thread).query(
+                    "model_view_delta", args=[agent, 0, 0, 0, 0, True], result_type=LogDelta)
+                tools = frozenset(t.name for t in delta.tools or [] if t.needs_approval)
             except WorkflowQueryFailedError:  # not an agent of the team (a nested team's)
                 tools = frozenset()
             if len(_approval_tools) >= MAX_APPROVAL_CACHE:
