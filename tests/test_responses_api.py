@@ -24,6 +24,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_teams.client.send import submit_turn
 from durable_teams.gateway.responses_view import ResponseRef
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
@@ -353,3 +354,43 @@ async def assert_replays(handle: WorkflowHandle[Any, Any]) -> None:
     replayed = await Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter).replay_workflow(
         history, raise_on_replay_failure=True)
     assert replayed.replay_failure is None
+
+
+WRITER = Swarm([Agent("writer", "Write.", model="test-model")], name="writer").compile()
+
+
+async def test_a_failed_turn_is_a_failed_response_with_the_reason(client: Client, task_queue: str) -> None:
+    from durable_teams.activities.model import OpenAIBackend
+
+    from .fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        fake.error(401, "Incorrect API key provided")
+        async with running_worker(client, task_queue, [WRITER], OpenAIBackend(base_url=fake.base_url, api_key="k")), \
+                running_gateway(client, task_queue, teams=["writer"]) as url:
+            ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+            failed = await ai.responses.create(model="writer", input="hi")
+            events = [e async for e in await ai.responses.retrieve(failed.id, stream=True)]
+    assert failed.status == "failed" and failed.error is not None and failed.output == []
+    assert "The model call for writer failed" in failed.error.message and "401" in failed.error.message
+    assert events[-1].type == "response.failed"
+
+
+async def test_a_queued_turn_cancelled_never_runs(client: Client, task_queue: str) -> None:
+    GATE["lookup"], HEARD["lookup"] = asyncio.Event(), asyncio.Event()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, teams=["desk"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        started = await ai.responses.create(model="desk", input="Where is my order?", background=True)
+        thread = ResponseRef.parse(started.id).thread
+        queued = await submit_turn(client, thread, "hello")  # behind the running turn (native path)
+        handle = client.get_workflow_handle(thread)
+        assert await handle.execute_update("cancel_turn", queued.number) == queued.number
+        second = await queued.reply()
+        GATE["lookup"].set()
+        async for _ in await ai.responses.retrieve(started.id, stream=True):  # until it ends
+            pass
+        first = await ai.responses.retrieve(started.id)
+        log = await handle.query(TeamWorkflow.transcript, True)
+    assert (second.status, first.status, first.output_text) == ("cancelled", "completed", "Looked up: order 4711: shipped")
+    assert "hello" not in [m.content for m in log if m.role == "user"]
