@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -394,3 +395,42 @@ async def test_a_queued_turn_cancelled_never_runs(client: Client, task_queue: st
         log = await handle.query(TeamWorkflow.transcript, True)
     assert (second.status, first.status, first.output_text) == ("cancelled", "completed", "Looked up: order 4711: shipped")
     assert "hello" not in [m.content for m in log if m.role == "user"]
+
+
+async def test_bad_requests_are_4xx_json_never_a_500(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [DESK, WRITER], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, teams=["desk", "writer"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        desk = await ai.responses.create(model="desk", input="hello")
+        nowhere = ResponseRef("desk-resp-nowhere", 1, 0).id
+        posts: list[tuple[Any, int]] = [
+            ([], 400), ({"model": 5, "input": "hi"}, 400), ({"model": "desk"}, 400),
+            ({"model": "desk", "input": 5}, 400), ({"model": "desk", "input": []}, 400),
+            ({"model": "desk", "input": [1]}, 400), ({"model": "desk", "input": [{"type": {}}]}, 400),
+            ({"model": "desk", "input": [1], "instructions": "x"}, 400),
+            ({"model": "desk", "input": [{"role": "user", "content": [{"type": "input_image"}]}]}, 400),
+            ({"model": "desk", "input": [{"type": "mcp_approval_response", "approval_request_id": "m",
+                                          "approve": "yes"}], "previous_response_id": desk.id}, 400),
+            ({"model": "desk", "input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, 400),
+            ({"model": "desk", "input": "\ud800"}, 400), ({"model": "desk", "input": "x" * 300_000}, 413),
+            ({"model": "desk", "input": "hi", "stream": "yes"}, 400),
+            ({"model": "desk", "input": "hi", "previous_response_id": 5}, 404),
+            ({"model": "desk", "input": "hi", "previous_response_id": nowhere}, 404),
+            ({"model": "writer", "input": "hi", "previous_response_id": desk.id}, 400),
+            ({"model": "desk", "input": [{"type": "mcp_approval_response", "approval_request_id": "m",
+                                          "approve": True}], "previous_response_id": desk.id}, 400),
+        ]
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            for body, status in posts:
+                answer = await http.post("/v1/responses", content=json.dumps(body),  # \ud800 escaped
+                                         headers={"Content-Type": "application/json"})
+                assert (answer.status_code, answer.json()["error"]["message"] != "") == (status, True), (body, answer.text)
+            gets = [(f"/v1/responses/{nowhere}", 404), ("/v1/responses/resp_x", 404),
+                    (f"/v1/responses/{desk.id}?stream=true&starting_after=-1", 400),
+                    (f"/v1/responses/{nowhere}?stream=true", 404), (f"/v1/responses/{nowhere}/input_items", 404)]
+            for path, status in gets:
+                answer = await http.get(path)
+                assert (answer.status_code, "error" in answer.json()) == (status, True), (path, answer.text)
+            assert (await http.post(f"/v1/responses/{nowhere}/cancel", json={})).status_code == 404
+        with pytest.raises(openai.ConflictError):  # a response is part of its thread's durable log
+            await ai.responses.delete(desk.id)

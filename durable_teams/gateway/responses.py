@@ -102,8 +102,10 @@ async def retrieve(request: Request) -> Response:
     team = (await gw.memo(ref.thread)).get("team") or ""
     created = await created_at(gw, ref.thread)
     if request.query_params.get("stream", "").lower() == "true":
-        after = request.query_params.get("starting_after")
-        start = checks.start_index(after) if after not in (None, "") else -1
+        after = request.query_params.get("starting_after", "")
+        if after and not (after.isascii() and after.isdigit() and len(after) <= 12):
+            raise FieldError("'starting_after' must be a sequence number, 0 or more", "starting_after")
+        start = int(after) if after else -1
         if not may_stream(request):
             return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
         return sse_response(event_stream(gw, ref, team, created, start), {}, openai_error)

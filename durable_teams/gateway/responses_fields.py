@@ -85,6 +85,9 @@ def parse_input(value: Any, instructions: str | None = None, continued: bool = F
         value = [{"role": "user", "content": value}]
     if not isinstance(value, list) or not value:
         raise FieldError("'input' must be a string or a non-empty list of items", "input")
+    for item in value:
+        if not isinstance(item, dict) or not all(isinstance(item.get(k, ""), str) for k in ("type", "role")):
+            raise FieldError("'input' items must be objects whose 'type' and 'role' are strings", "input")
     if not continued and (instructions or _is_conversation(value)):
         opening = [{"role": "system", "content": instructions}] if instructions else []
         return Input(conversation=opening + [_chat_message(item) for item in value
@@ -114,9 +117,7 @@ def parse_input(value: Any, instructions: str | None = None, continued: bool = F
     return approval or Input(text=_text("\n\n".join(texts)))
 
 
-def _is_conversation(items: list[Any]) -> bool:
-    if not all(isinstance(item, dict) for item in items):
-        raise FieldError("'input' items must be objects", "input")
+def _is_conversation(items: list[dict[str, Any]]) -> bool:
     messages = [i for i in items if i.get("type", "message") == "message"]
     return len(messages) > 1 or any(m.get("role") != "user" for m in messages)
 
