@@ -425,7 +425,11 @@ async def test_bad_requests_are_4xx_json_never_a_500(client: Client, task_queue:
                 answer = await http.post("/v1/responses", content=json.dumps(body),  # \ud800 escaped
                                          headers={"Content-Type": "application/json"})
                 assert (answer.status_code, answer.json()["error"]["message"] != "") == (status, True), (body, answer.text)
+            thread = ResponseRef.parse(desk.id).thread
             gets = [(f"/v1/responses/{nowhere}", 404), ("/v1/responses/resp_x", 404),
+                    (f"/v1/responses/{ResponseRef(thread, 9, 0).id}?stream=true", 404),  # no such turn yet
+                    (f"/v1/responses/{ResponseRef(thread, 0, 0).id}", 404),
+                    (f"/v1/responses/{ResponseRef(thread, 1, 999).id}", 404),
                     (f"/v1/responses/{desk.id}?stream=true&starting_after=-1", 400),
                     (f"/v1/responses/{nowhere}?stream=true", 404), (f"/v1/responses/{nowhere}/input_items", 404)]
             for path, status in gets:

@@ -106,6 +106,7 @@ async def retrieve(request: Request) -> Response:
         if after and not (after.isascii() and after.isdigit() and len(after) <= 12):
             raise FieldError("'starting_after' must be a sequence number, 0 or more", "starting_after")
         start = int(after) if after else -1
+        await state.read(gw, ref)  # an id that names no response: 404 before the stream starts
         if not may_stream(request):
             return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
         return sse_response(event_stream(gw, ref, team, created, start), {}, openai_error)

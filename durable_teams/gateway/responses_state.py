@@ -12,7 +12,13 @@ from collections.abc import AsyncIterator
 from temporalio.client import WorkflowQueryFailedError
 
 from durable_teams.client.reply_watch import history_growth
-from durable_teams.gateway.responses_view import ResponseRef, View, is_turn_start, view_of
+from durable_teams.gateway.responses_view import (
+    ResponseRef,
+    UnknownResponse,
+    View,
+    is_turn_start,
+    view_of,
+)
 from durable_teams.gateway.thread_log import background
 from durable_teams.gateway.threads import Gateway
 from durable_teams.workflows.messages import Message
@@ -51,11 +57,15 @@ async def read(gw: Gateway, ref: ResponseRef) -> tuple[View, ConversationStatus]
     """The response `ref` as its thread has it now, with the thread's status."""
     handle = gw.client.get_workflow_handle(ref.thread)
     status = await gw.status(ref.thread)  # before the log: a reply read here has its log complete
+    if not 1 <= ref.turn <= status.turns:  # an id no request of this thread was given
+        raise UnknownResponse(f"no response {ref.id!r}")
     replies = await handle.query("turn_replies", args=[[ref.turn]], result_type=list[TurnReply])
     messages: list[Message] = []
     index = ref.start
     while True:
         page = await gw._page(ref.thread, index)
+        if ref.start > page.total:
+            raise UnknownResponse(f"no response {ref.id!r}")
         messages.extend(page.messages)
         index += len(page.messages)
         turns = sum(map(is_turn_start, messages))
@@ -63,7 +73,19 @@ async def read(gw: Gateway, ref: ResponseRef) -> tuple[View, ConversationStatus]
             break  # the whole log, or as far as the next turn: this response ended before it
     agents = {m.name for m in messages if m.role == "assistant" and m.tool_calls and m.name}
     tools = await approval_tools(gw, ref.thread, agents)
-    return view_of(ref, messages, replies[0] if replies else None, status.pending, tools), status
+    reply = replies[0] if replies else None
+    if reply is None and status.last_reply is not None and status.last_reply.turn > ref.turn:
+        reply = forgotten_reply(ref, messages)  # turns end in order: this one ended long ago
+    return view_of(ref, messages, reply, status.pending, tools), status
+
+
+def forgotten_reply(ref: ResponseRef, messages: list[Message]) -> TurnReply:
+    """The reply of a turn the workflow no longer keeps (it keeps the latest 200): the last
+    answer of the shared conversation in the turn's stretch of the log."""
+    stretch = messages[:next((i for i, m in enumerate(messages) if i and is_turn_start(m)), len(messages))]
+    said = next((m for m in reversed(stretch) if m.role == "assistant" and m.agent_run == 0
+                 and not m.tool_calls), None)
+    return TurnReply(turn=ref.turn, text=(said.content or "") if said else "", agent=said.name or "" if said else "")
 
 
 def successor(view: View, status: ConversationStatus) -> ResponseRef | None:
