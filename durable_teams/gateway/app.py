@@ -8,6 +8,8 @@
     GET  /questions                     every question waiting for a person
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
+    POST /v1/responses                  OpenAI Responses (model = team; gateway/responses.py)
+    GET  /v1/responses/{id}             a response; ?stream=true&starting_after=N resumes it
     GET  /v1/models                     the teams, as OpenAI's model list
     GET  /                              the web inbox
 """
@@ -41,10 +43,12 @@ from durable_teams.client.refusals import (
     TurnRejected,
 )
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway import responses
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
+from durable_teams.gateway.responses_view import UnknownResponse
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
@@ -237,6 +241,10 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
                                    "code": "model_not_found"}}, status_code=404)
 
 
+async def on_unknown_response(request: Request, exc: Exception) -> Response:
+    return error(404, str(exc), "not_found")
+
+
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))
@@ -312,10 +320,16 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
         Route("/questions", questions),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/responses", responses.create, methods=["POST"]),
+        Route("/v1/responses/{response}", responses.retrieve, methods=["GET"]),
+        Route("/v1/responses/{response}", responses.delete, methods=["DELETE"]),
+        Route("/v1/responses/{response}/input_items", responses.input_items),
+        Route("/v1/responses/{response}/cancel", responses.cancel, methods=["POST"]),
         Route("/v1/models", models),
         Route("/v1/models/{model:path}", model),
     ]
-    handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team}
+    handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
+                                UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
                  WorkflowUpdateFailedError, TurnRejected, RPCError):
         handlers[kind] = on_temporal_error

@@ -20,7 +20,7 @@ from .messages import (
 from .transcript import Transcript
 from .usage import Tally, UsageLedger
 
-TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed"]
+TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed", "cancelled"]
 """How a turn ended: "completed" (an answer), "truncated" (the answer the model gave was cut
 off at its token limit: finish_reason "length"), "filtered" (the endpoint's content filter
 stopped it: finish_reason "content_filter"), "budget_exceeded" (a `Budgets` limit stopped the
