@@ -54,3 +54,33 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]
 
 async def read_sse(response: httpx.Response) -> list[tuple[str, Any]]:
     return [frame async for frame in sse_events(response)]
+
+
+def streamed_content(response: httpx.Response) -> str:
+    """The content of a streamed chat completion read whole."""
+    chunks = [json.loads(line[6:]) for line in response.text.splitlines()
+              if line.startswith("data: {")]
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+
+
+async def keyed_turn(http: httpx.AsyncClient, thread: str, text: str, key: str) -> tuple[int, list[dict[str, Any]]]:
+    """A turn under `key` over `/turns`, its events read until it ends or asks a person."""
+    async with http.stream("POST", f"/threads/{thread}/turns", json={"text": text},
+                           headers={"Idempotency-Key": key}) as response:
+        if response.status_code != 200:
+            await response.aread()
+            return response.status_code, [response.json()]
+        events = []
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                events.append(json.loads(line[5:]))
+                if events[-1]["type"] == "question":
+                    break  # the turn waits for a person: the client leaves
+        return response.status_code, events
+
+
+async def say_on(http: httpx.AsyncClient, thread: str, text: str, stream: bool = False) -> str:
+    response = await http.post("/v1/chat/completions", headers={"X-Thread-Id": thread}, json={
+        "model": "desk", "messages": [{"role": "user", "content": text}], "stream": stream})
+    assert response.status_code == 200, response.text
+    return streamed_content(response) if stream else str(response.json()["choices"][0]["message"]["content"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from durable_teams.client.approvals import ask_again
 from durable_teams.teams.builders import Agent, Swarm, handoff
 from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say
@@ -135,3 +136,11 @@ class MeteredModel(ScriptedModel):
         response = await super().complete(req, messages, tools)
         prompt, completion = TOKENS[req.agent]
         return response.model_copy(update={"usage": Usage(prompt_tokens=prompt, completion_tokens=completion)})
+
+
+UNCLEAR = ["hmm, what will that do to my account?", "Yes if it is under $20", "ok, why?", "ok wait", "right?"]
+
+
+AGAIN = f"{ask_again('refund')} {APPROVAL}"
+
+

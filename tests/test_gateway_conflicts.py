@@ -7,7 +7,6 @@ waiting (the same question again, never the approval)."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -15,6 +14,7 @@ import httpx
 import pytest
 from temporalio.client import Client
 
+from durable_teams.client.approvals import ask_again
 from durable_teams.gateway import chat_history
 from durable_teams.gateway.auth import Limits
 from durable_teams.teams.builders import Agent, Swarm
@@ -24,7 +24,7 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
-from .gateway_helpers import running_gateway, sse_events
+from .gateway_helpers import running_gateway, sse_events, streamed_content
 from .teams import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, GatedModel, desk_script
 
 pytestmark = pytest.mark.workflow
@@ -56,13 +56,6 @@ ECHO = Swarm([Agent("echo", "Echo.")], name="echo").compile()
 
 def chat(team: str, text: str, **fields: Any) -> dict[str, Any]:
     return {"model": team, "messages": [{"role": "user", "content": text}], **fields}
-
-
-def streamed_content(response: httpx.Response) -> str:
-    """The content of a streamed chat completion read whole."""
-    chunks = [json.loads(line[6:]) for line in response.text.splitlines()
-              if line.startswith("data: {")]
-    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
 
 
 def error_of(response: httpx.Response) -> tuple[int, str]:
@@ -204,6 +197,7 @@ async def test_a_message_sent_again_while_its_own_approval_waits_is_not_the_appr
 
         keyed = f"ops-keyed-{uuid.uuid4().hex[:8]}"  # a new Idempotency-Key: a new message, the approval
         by_key = [await say_(keyed, "yes, zap k8s", key=key) for key in ("k1", "k2")]
+        by_key.append(await say_(keyed, "yes", key="k3"))  # "yes, zap k8s" is no plain yes: asked again
 
         twice = f"ops-twice-{uuid.uuid4().hex[:8]}"
         yes_twice = [await say_(twice, text) for text in ("zap dev qa", "yes", "yes")]
@@ -222,7 +216,7 @@ async def test_a_message_sent_again_while_its_own_approval_waits_is_not_the_appr
     assert by_endpoint.status_code == 200 and after == "heard: and then?"
     # a second approval, answered with the words that answered the first: not the turn's
     assert yes_twice == [approve("dev"), approve("qa"), "done: zapped dev, zapped qa"]
-    assert by_key == [approve("k8s"), "done: zapped k8s"]
+    assert by_key == [approve("k8s"), f"{ask_again('zap')} {approve('k8s')}", "done: zapped k8s"]
     assert ZAPPED == ["prod", "test", "k8s", "dev", "qa"]
     assert by_answer == [ASKED, APPROVAL, APPROVAL, DONE] and REFUNDS == ["4711"]
     # a plain question is answered by whatever comes next, the turn's own words included
