@@ -18,19 +18,10 @@ from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
-from .gateway_helpers import running_gateway
-from .test_chat_clients import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
-from .test_gateway_conflicts import streamed_content
+from .gateway_helpers import running_gateway, say_on
+from .teams import AGAIN, APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, UNCLEAR, desk_script
 
-UNCLEAR = ["hmm, what will that do to my account?", "Yes if it is under $20", "ok, why?", "ok wait", "right?"]
-AGAIN = f"{ask_again('refund')} {APPROVAL}"
-
-
-async def say_on(http: httpx.AsyncClient, thread: str, text: str, stream: bool = False) -> str:
-    response = await http.post("/v1/chat/completions", headers={"X-Thread-Id": thread}, json={
-        "model": "desk", "messages": [{"role": "user", "content": text}], "stream": stream})
-    assert response.status_code == 200, response.text
-    return streamed_content(response) if stream else str(response.json()["choices"][0]["message"]["content"])
+pytestmark = pytest.mark.workflow
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])

@@ -19,51 +19,16 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.gateway import chat_history
 from durable_teams.teams.builders import Agent, Swarm
-from durable_teams.teams.tools import tool
-from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import ConversationResult
 
 from .cli_process import cli_env, run_cli
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
+from .teams import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
 
-REFUNDS: list[str] = []
-
-
-@tool(needs_approval=True)
-def refund(order: str) -> str:
-    """Refund an order (a person approves it first)."""
-    REFUNDS.append(order)
-    return "refunded"
-
-
-def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-    """`desk_reply`, each call reporting 100 prompt and 10 completion tokens."""
-    return ModelResponse(message=desk_reply(messages), usage=Usage(prompt_tokens=100, completion_tokens=10))
-
-
-def desk_reply(messages: list[dict[str, Any]]) -> Message:
-    """Asks for the order number, refunds it once approved; otherwise says what it saw."""
-    last = messages[-1]
-    if last["role"] == "tool" and last["content"] == "refunded":
-        return say("Your refund is on its way.")
-    if last["role"] == "tool" and last["content"].startswith("(No answer"):
-        return say("I'll wait for your order number.")
-    if last["role"] == "tool":
-        return call("refund", order=last["content"].split()[-1])
-    if last["content"].startswith(FIRST):
-        return call("ask_human", question="What's your order number?")
-    seen = [f"{m['role']}:{m['content']}" for m in messages if m["role"] in ("user", "assistant", "system")]
-    return say(f"I saw {seen}")
-
-
-DESK = Swarm([Agent("desk", "Help.", tools=["ask_human", refund])], name="desk").compile()
-FIRST = "I want a refund"
-ASKED = "[desk] What's your order number?"
-APPROVAL = '[desk] Approve refund({"order": "4711"})? Reply yes or no.'
-DONE = "Your refund is on its way."
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 async def openai_turns(ai: openai.AsyncOpenAI, stream: bool) -> tuple[list[str], list[str], list[Any]]:

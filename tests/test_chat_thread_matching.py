@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 import openai
+import pytest
 from temporalio.client import Client
 
 from durable_teams.client.refusals import TurnConflict
@@ -25,7 +26,9 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_chat_clients import ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
+from .teams import ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
+
+pytestmark = pytest.mark.workflow
 
 RUNS: list[list[str]] = []
 """The user messages each model call of the `echo` team saw."""

@@ -7,7 +7,6 @@ waiting (the same question again, never the approval)."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -25,9 +24,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
-from .gateway_helpers import running_gateway, sse_events
-from .test_chat_clients import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
-from .test_client_robustness import GatedModel
+from .gateway_helpers import running_gateway, sse_events, streamed_content
+from .teams import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, GatedModel, desk_script
+
+pytestmark = pytest.mark.workflow
 
 ZAPPED: list[str] = []
 
@@ -56,13 +56,6 @@ ECHO = Swarm([Agent("echo", "Echo.")], name="echo").compile()
 
 def chat(team: str, text: str, **fields: Any) -> dict[str, Any]:
     return {"model": team, "messages": [{"role": "user", "content": text}], **fields}
-
-
-def streamed_content(response: httpx.Response) -> str:
-    """The content of a streamed chat completion read whole."""
-    chunks = [json.loads(line[6:]) for line in response.text.splitlines()
-              if line.startswith("data: {")]
-    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
 
 
 def error_of(response: httpx.Response) -> tuple[int, str]:

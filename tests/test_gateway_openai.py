@@ -19,6 +19,8 @@ from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 
 def shop_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
     """Remembers the thread: counts the user's turns; asks for an order number when told

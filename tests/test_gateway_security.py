@@ -18,8 +18,9 @@ from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_bad_input import TEAM
-from .test_client_robustness import GatedModel
+from .teams import TEAM, GatedModel
+
+pytestmark = pytest.mark.workflow
 
 TEAMS = [TEAM.spec.name]
 

@@ -36,8 +36,11 @@ from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput, ConversationStatus, UserTurn
 
 from .cli_process import cli_env, run_cli
-from .conftest import binary, pending_question, running_worker
+from .conftest import binary, running_worker
 from .gateway_helpers import running_gateway
+from .waiting import pending_question
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 UPDATES_OFF = ["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=false"]
 
@@ -174,11 +177,10 @@ async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_c
     plain question approves, an unclear answer is asked again in the same thread (history
     resent or thread named) and the next "Yes." is taken, the approver gets the turn it
     answered, and a stream closed after its first chunk still left its turn in the thread."""
-    from .test_chat_approvals import AGAIN, UNCLEAR, say_on
-    from .test_chat_clients import APPROVAL, ASKED, DONE, FIRST, REFUNDS
-    from .test_chat_clients import DESK as REFUND_DESK
-    from .test_chat_clients import desk_script as refund_script
-    from .test_chat_outcomes import keyed_turn
+    from .gateway_helpers import keyed_turn, say_on
+    from .teams import AGAIN, APPROVAL, ASKED, DONE, FIRST, REFUNDS, UNCLEAR
+    from .teams import DESK as REFUND_DESK
+    from .teams import desk_script as refund_script
 
     client, queue = old_cluster, f"tq-{uuid.uuid4().hex[:8]}"
     REFUNDS.clear()

@@ -124,7 +124,8 @@ def clear_tokens_warning(host: str, tokens: list[str], cert: str | None) -> str 
     return None
 
 
-async def _serve(args: argparse.Namespace, tokens: list[str]) -> None:
+async def run_gateway(args: argparse.Namespace, tokens: list[str]) -> None:
+    """Serve the gateway with uvicorn until it is stopped."""
     import uvicorn
 
     from durable_teams.gateway.app import create_app
@@ -174,7 +175,7 @@ def main(argv: Sequence[str]) -> int:
     forward_core_log()  # the SDK core's warnings to stderr through Python's logging
     code = 0
     try:
-        asyncio.run(_serve(args, tokens))
+        asyncio.run(run_gateway(args, tokens))
     except KeyboardInterrupt:
         pass
     except (CliError, LiveHubError, TeamLoadError, NamespaceNotFound) as err:

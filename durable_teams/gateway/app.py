@@ -8,6 +8,8 @@
     GET  /questions                     every question waiting for a person
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
+    POST /v1/responses                  OpenAI Responses (model = team; gateway/responses.py)
+    GET  /v1/responses/{id}             a response; ?stream=true&starting_after=N resumes it
     GET  /v1/models                     the teams, as OpenAI's model list
     POST /mcp                           MCP over streamable HTTP: a tool per team (mcp_door.py)
     POST /a2a/{team}                    A2A JSON-RPC, its card at /a2a/{team}/.well-known/agent-card.json
@@ -45,10 +47,12 @@ from durable_teams.client.refusals import (
     TurnRejected,
 )
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway import responses
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
+from durable_teams.gateway.responses_view import UnknownResponse
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.team_cards import TeamCard, descriptions
 from durable_teams.gateway.threads import Gateway, UnknownTeam
@@ -242,6 +246,10 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
                                    "code": "model_not_found"}}, status_code=404)
 
 
+async def on_unknown_response(request: Request, exc: Exception) -> Response:
+    return error(404, str(exc), "not_found")
+
+
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))
@@ -320,6 +328,11 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
         Route("/questions", questions),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/responses", responses.create, methods=["POST"]),
+        Route("/v1/responses/{response}", responses.retrieve, methods=["GET"]),
+        Route("/v1/responses/{response}", responses.delete, methods=["DELETE"]),
+        Route("/v1/responses/{response}/input_items", responses.input_items),
+        Route("/v1/responses/{response}/cancel", responses.cancel, methods=["POST"]),
         Route("/v1/models", models),
         Route("/v1/models/{model:path}", model),
     ]
@@ -337,7 +350,8 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         from durable_teams.gateway.a2a_door import a2a_routes
 
         routes += a2a_routes(gateway, cards, bearer=bool(tokens))
-    handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team}
+    handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
+                                UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
                  WorkflowUpdateFailedError, TurnRejected, RPCError):
         handlers[kind] = on_temporal_error

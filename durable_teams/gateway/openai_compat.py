@@ -97,8 +97,8 @@ def check_fields(body: dict[str, Any]) -> None:
     if body.get("tool_choice") not in (None, "none", "auto"):
         raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
     user = body.get("user")
-    if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_NAME_CHARS):
-        raise FieldError(f"'user' must be a string of at most {checks.MAX_NAME_CHARS} characters", "user")
+    if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_ID_CHARS):
+        raise FieldError(f"'user' must be a string of at most {checks.MAX_ID_CHARS} characters", "user")
     if isinstance(user, str):
         checks.encodable(user, "user")
 
