@@ -143,3 +143,20 @@ async def test_streamed_until_input_required_then_cancelled(client: Client, task
     assert first.id == task_id(first.context_id, 1)
     assert last.state == pb.TASK_STATE_INPUT_REQUIRED and "order number" in last.message.parts[0].text
     assert cancelled.status.state == after.status.state == pb.TASK_STATE_CANCELED
+
+
+async def test_a_client_chosen_context_id_names_the_thread_and_lists_are_bounded(client: Client, task_queue: str) -> None:
+    wanted = f"support-mine-{uuid.uuid4().hex[:6]}"
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
+        async with running_gateway(client, task_queue, cards=CARDS) as url:
+            agent = await create_client(f"{url}/a2a/support", ClientConfig(streaming=False))
+            asked = await send(agent, message(support.QUESTION, context_id=wanted))
+            unknown = await agent.list_tasks(pb.ListTasksRequest(context_id="nobody-here"))
+            with pytest.raises(Exception, match="pageSize must be 1 to 100"):
+                await agent.list_tasks(pb.ListTasksRequest(page_size=101))
+            with pytest.raises(Exception, match="invalid contextId"):
+                await send(agent, message("hi", context_id="not a thread id!"))
+
+    assert asked.context_id == wanted and asked.id == task_id(wanted, 1)
+    assert asked.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    assert list(unknown.tasks) == []

@@ -15,7 +15,8 @@ survives a restart of the gateway and of the workers. Cancel ends the thread's c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import json
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +35,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from temporalio.client import WorkflowExecutionStatus
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.gateway import requests as checks
 from durable_teams.gateway.a2a_tasks import (
     NotATask,
     TurnState,
@@ -145,7 +148,7 @@ class A2ADoor(RequestHandler):
             waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
             return thread, number, waiter
         seen: ConversationStatus | None = None
-        if message.context_id:
+        if message.context_id and await self.known(message.context_id):
             thread = message.context_id
             if not await self.thread_of(thread):
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
@@ -153,12 +156,34 @@ class A2ADoor(RequestHandler):
             if seen.pending:
                 raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
-        else:
-            thread = await self.gateway.start_thread(self.team)
+        else:  # a new context: the client's id for it, when it gave one, is the thread's
+            thread = await self.new_thread(message.context_id or None)
         waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen)
         number = (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
+
+    async def known(self, thread: str) -> bool:
+        """Whether `thread` is a thread of this team's (`TaskNotFoundError` for another team's)."""
+        try:
+            await self.gateway.client.get_workflow_handle(thread).describe()
+        except RPCError as err:
+            if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+                return False
+            raise
+        await self.thread_of(thread)
+        return True
+
+    async def new_thread(self, wanted: str | None) -> str:
+        if wanted is not None:
+            try:
+                checks.thread_id(wanted, "contextId")
+            except checks.BadRequest as err:
+                raise InvalidParamsError(str(err.detail)) from None
+        try:
+            return await self.gateway.start_thread(self.team, wanted)
+        except WorkflowAlreadyStartedError:  # taken between the look and the start, or ended long ago
+            raise InvalidParamsError(f"contextId {wanted} is taken: use another") from None
 
     async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task:
         thread, number, waiter = await self.accept(params)
@@ -222,10 +247,14 @@ class A2ADoor(RequestHandler):
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
         """Each thread's latest task (a context's every task when `contextId` is given), newest
         threads first, from Temporal's visibility store."""
-        limit = min(params.page_size or 50, MAX_LISTED)
+        if params.page_size < 0 or params.page_size > MAX_LISTED:
+            raise InvalidParamsError(f"pageSize must be 1 to {MAX_LISTED}")
+        limit = params.page_size or 50
         if params.context_id:
-            status = await self.gateway.status(params.context_id) if await self.thread_of(params.context_id) else None
-            numbers = range(max(status.turns if status else 1, 1), 0, -1)
+            if not await self.known(params.context_id):
+                return pb.ListTasksResponse(page_size=limit)
+            status = await self.gateway.status(params.context_id)
+            numbers = range(max(status.turns, 1), 0, -1)
             tasks = [await self.task(params.context_id, n) for n in list(numbers)[:limit]]
         else:
             tasks = []
@@ -291,8 +320,34 @@ def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> lis
             return JSONResponse(agent_card_to_dict(agent_card(card.name, card.description, skills, url,
                                                               VERSION, bearer)))
         routes.append(Route(f"{base}/.well-known/agent-card.json", card_page))
-        routes += create_jsonrpc_routes(A2ADoor(gateway, card.name), base)
+        if len(cards) == 1:  # the one team is the host's agent: its card at the well-known root too
+            routes.append(Route(WELL_KNOWN, card_page))
+        # 0.3 clients too (message/send, tasks/get, ...: most agents still speak it)
+        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name), base, enable_v0_3_compat=True)
+        routes.append(Route(base, versioned(rpc.endpoint), methods=["POST"]))
     return routes
+
+
+def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """A 1.0 method (`SendMessage`: 0.3's are `message/send`) sent without the A2A-Version
+    header is taken as 1.0, which it can only be (the SDK reads a missing header as 0.3)."""
+    async def handle(request: Request) -> Response:
+        if "a2a-version" not in request.headers:
+            body = await request.body()
+            try:
+                method = json.loads(body).get("method")
+            except (ValueError, AttributeError):
+                method = None
+            if isinstance(method, str) and method and "/" not in method:
+                scope = dict(request.scope)
+                scope["headers"] = [*request.scope["headers"], (b"a2a-version", b"1.0")]
+                request = Request(scope, request.receive)
+                request._body = body  # read once already: the dispatcher reads it from here
+        return await endpoint(request)
+    return handle
+
+
+WELL_KNOWN = "/.well-known/agent-card.json"
 
 
 VERSION = "1.0"
