@@ -1,0 +1,167 @@
+"""Checkpoints, forks and rewinds of a conversation (durable_teams/client/time_travel.py), on
+the dev server with a counting scripted model and a counting refund tool that is not idempotent."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowHandle
+
+from durable_teams.client.send import send_turn
+from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints, rewind
+from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
+from durable_teams.teams.tools import tool
+from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message, ModelRequest
+from durable_teams.workflows.state import ConversationInput
+
+from .conftest import running_worker
+
+REFUNDS: Counter[str] = Counter()
+"""Refunds paid, by order id: the tool is not idempotent, so a second run pays twice."""
+
+
+@tool
+def execute_refund(order: str) -> str:
+    """Refund an order."""
+    REFUNDS[order] += 1
+    return f"refunded {order}"
+
+
+def support_model(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
+    """Refunds the order a user names ("refund A1"), then confirms; echoes anything else."""
+    last = messages[-1]
+    if last["role"] == "tool":
+        return say(f"done: {last['content']}")
+    text = last["content"] or ""
+    if text.startswith("refund "):
+        return call("execute_refund", order=text.removeprefix("refund "))
+    return say(f"support heard: {text}")
+
+
+def support() -> CompiledTeam:
+    return Swarm([Agent("support", "Help customers.", tools=[execute_refund])]).compile()
+
+
+@pytest.fixture(autouse=True)
+def no_refunds() -> None:
+    REFUNDS.clear()
+
+
+async def start(client: Client, task_queue: str, team: CompiledTeam) -> WorkflowHandle:
+    return await client.start_workflow(
+        TeamWorkflow.run, ConversationInput(team=team.spec, single_turn=False),
+        id=f"thread-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+
+
+async def event_count(handle: WorkflowHandle) -> int:
+    return len((await handle.fetch_history()).events)
+
+
+async def shared(client: Client, workflow_id: str) -> list[str]:
+    log = await client.get_workflow_handle(workflow_id).query(TeamWorkflow.transcript)
+    return [m.content or "" for m in log if m.role in ("user", "assistant") and m.content]
+
+
+async def test_fork_at_a_turn_end_with_an_edited_message_runs_nothing_of_the_prefix(
+        client: Client, task_queue: str) -> None:
+    team = support()
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        for text in ("refund A1", "hello", "thanks"):
+            await send_turn(client, handle.id, text)
+        points = await list_checkpoints(client, handle.id)
+        assert [p.kind for p in points] == [
+            "turn", "model", "tool", "model", "turn_end",
+            "turn", "model", "turn_end", "turn", "model", "turn_end"]
+        assert [p.turn for p in points if p.kind == "turn_end"] == [1, 2, 3]
+        assert points[2].description == "tool result (execute_refund)"
+        before, calls_before = await event_count(handle), len(model.requests)
+        end_of_1 = points[4]
+        forked = await fork(client, handle.id, at=end_of_1.id, message="refund B2")
+        reply = await send_turn(client, forked.workflow_id, "and one more thing")
+        fork_log = await shared(client, forked.workflow_id)
+        status = await client.get_workflow_handle(forked.workflow_id).query(TeamWorkflow.status)
+        fork_points = await list_checkpoints(client, forked.workflow_id)
+    assert fork_log == ["refund A1", "done: refunded A1", "refund B2", "done: refunded B2",
+                        "and one more thing", "support heard: and one more thing"]
+    assert reply.turn == 3 and reply.text == "support heard: and one more thing"
+    # the fork made only its own model calls: two for the edited turn, one for the next
+    assert len(model.requests) - calls_before == 3
+    assert REFUNDS == {"A1": 1, "B2": 1}  # the original's refund ran once, never again
+    assert await event_count(handle) == before  # the original is untouched
+    assert status.forked_from == f"{handle.id}@{end_of_1.id}"
+    # the fork lists the prefix it inherited, then its own steps
+    assert [p.id for p in fork_points[:5]] == [p.id for p in points[:5]]
+    assert [(p.kind, p.turn) for p in fork_points[5:7]] == [("turn", 2), ("turn", 3)]
+
+
+async def test_a_fork_of_a_fork(client: Client, task_queue: str) -> None:
+    team = support()
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        for text in ("refund A1", "hello"):
+            await send_turn(client, handle.id, text)
+        end_of_1 = [p for p in await list_checkpoints(client, handle.id) if p.kind == "turn_end"][0]
+        first = await fork(client, handle.id, at=end_of_1.id)
+        await send_turn(client, first.workflow_id, "refund B2")
+        own_end = [p for p in await list_checkpoints(client, first.workflow_id) if p.kind == "turn_end"][-1]
+        calls = len(model.requests)
+        second = await fork(client, first.workflow_id, at=own_end.id, message="bye")
+        await send_turn(client, second.workflow_id, "again")  # answered after "bye"
+        again = await fork(client, first.workflow_id, at=end_of_1.id)  # an inherited checkpoint
+        second_log = await shared(client, second.workflow_id)
+        second_points = await list_checkpoints(client, second.workflow_id)
+    assert second_log == ["refund A1", "done: refunded A1", "refund B2", "done: refunded B2",
+                          "bye", "support heard: bye", "again", "support heard: again"]
+    assert len(model.requests) - calls == 2 and REFUNDS == {"A1": 1, "B2": 1}
+    assert [p.turn for p in second_points if p.kind == "turn_end"] == [1, 2, 3, 4]
+    assert again.forked_from == f"{handle.id}@{end_of_1.id}"  # made where the checkpoint is
+
+
+async def test_fork_at_a_turn_start_regenerates_that_turn_with_the_edit(client: Client, task_queue: str) -> None:
+    team = support()
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        for text in ("hello", "refund A1", "bye"):
+            await send_turn(client, handle.id, text)
+        points = await list_checkpoints(client, handle.id)
+        turn_2 = next(p for p in points if p.kind == "turn" and p.turn == 2)
+        assert turn_2.text == "refund A1"
+        calls_before = len(model.requests)
+        forked = await fork(client, handle.id, at=turn_2.id, message="refund C3")
+        result = await client.get_workflow_handle(forked.workflow_id).query(TeamWorkflow.status)
+        while result.turns < 2 or result.last_reply is None or result.last_reply.turn < 2:
+            await send_turn(client, forked.workflow_id, "status?")  # waits on the fork's turn queue
+            result = await client.get_workflow_handle(forked.workflow_id).query(TeamWorkflow.status)
+        fork_log = await shared(client, forked.workflow_id)
+    assert fork_log[:4] == ["hello", "support heard: hello", "refund C3", "done: refunded C3"]
+    assert REFUNDS == {"A1": 1, "C3": 1}
+    assert len(model.requests) - calls_before == 3  # the edited turn's two calls and "status?"
+
+
+async def test_bad_checkpoints_are_refused_with_a_reason(client: Client, task_queue: str) -> None:
+    team = support()
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)):
+        one, other = await start(client, task_queue, team), await start(client, task_queue, team)
+        await send_turn(client, one.id, "refund A1")
+        await send_turn(client, other.id, "hi")
+        theirs = (await list_checkpoints(client, other.id))[-1].id
+        inside = next(p for p in await list_checkpoints(client, one.id) if p.kind == "tool")
+        with pytest.raises(CheckpointError, match="is not a checkpoint of thread"):
+            await fork(client, one.id, at=theirs)
+        own_run = inside.id.split(".")[0]
+        with pytest.raises(CheckpointError, match="has no checkpoint"):
+            await fork(client, one.id, at=f"{own_run}.99999")
+        with pytest.raises(CheckpointError, match="inside a turn"):
+            await fork(client, one.id, at=inside.id)
+        with pytest.raises(CheckpointError, match="inside a turn"):
+            await rewind(client, one.id, to=inside.id)
+    assert REFUNDS == {"A1": 1}
