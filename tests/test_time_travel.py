@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
 from durable_teams.client.send import send_turn
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints, rewind
@@ -165,3 +165,32 @@ async def test_bad_checkpoints_are_refused_with_a_reason(client: Client, task_qu
         with pytest.raises(CheckpointError, match="inside a turn"):
             await rewind(client, one.id, to=inside.id)
     assert REFUNDS == {"A1": 1}
+
+
+async def test_rewind_continues_the_thread_from_a_turn_end_and_keeps_the_abandoned_run(
+        client: Client, task_queue: str) -> None:
+    team = support()
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        for text in ("hello", "refund A1", "thanks"):
+            await send_turn(client, handle.id, text)
+        old_run = (await handle.describe()).run_id
+        abandoned = await event_count(client.get_workflow_handle(handle.id, run_id=old_run))
+        before = await list_checkpoints(client, handle.id)
+        end_of_1 = [p for p in before if p.kind == "turn_end"][0]
+        new_run = await rewind(client, handle.id, to=end_of_1.id)
+        reply = await send_turn(client, handle.id, "refund B2")
+        log = await shared(client, handle.id)
+        after = await list_checkpoints(client, handle.id)
+        old_log_count = await event_count(client.get_workflow_handle(handle.id, run_id=old_run))
+        old_status = (await client.get_workflow_handle(handle.id, run_id=old_run).describe()).status
+    assert new_run != old_run and (await handle.describe()).run_id == new_run
+    assert (reply.turn, reply.text) == (2, "done: refunded B2")
+    assert log == ["hello", "support heard: hello", "refund B2", "done: refunded B2"]
+    assert REFUNDS == {"A1": 1, "B2": 1}  # the abandoned branch's refund is not run again
+    assert old_log_count == abandoned + 1  # still there to read, ended by the reset
+    assert old_status == WorkflowExecutionStatus.TERMINATED
+    assert [p.id for p in after[:3]] == [p.id for p in before[:3]]  # the prefix keeps its ids
+    assert [(p.kind, p.turn) for p in after[3:]] == [
+        ("turn", 2), ("model", None), ("tool", None), ("model", None), ("turn_end", 2)]
