@@ -19,6 +19,7 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
+from .cli_process import cli_env, run_cli
 from .conftest import running_worker
 
 REFUNDS: Counter[str] = Counter()
@@ -195,3 +196,31 @@ async def test_rewind_continues_the_thread_from_a_turn_end_and_keeps_the_abandon
     assert [p.id for p in after[:2]] == [p.id for p in before[:2]]
     assert [(p.kind, p.turn) for p in after[2:]] == [("turn_end", 1),
         ("turn", 2), ("model", None), ("tool", None), ("model", None), ("turn_end", 2)]
+
+
+async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: Client, task_queue: str) -> None:
+    team = support()
+    model = ScriptedModel(support_model)
+    env = cli_env(client)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        for text in ("refund A1", "hello"):
+            await send_turn(client, handle.id, text)
+        listed = await run_cli("checkpoints", handle.id, env=env)
+        end_of_1 = [p for p in await list_checkpoints(client, handle.id) if p.kind == "turn_end"][0]
+        forked = await run_cli("fork", handle.id, "--at", end_of_1.id, "--message", "refund B2",
+                               "--id", f"{handle.id}-b", env=env)
+        reply = await send_turn(client, f"{handle.id}-b", "ok")
+        unknown = await run_cli("fork", handle.id, "--at", "nope.1", env=env)
+        rewound = await run_cli("rewind", handle.id, "--to", end_of_1.id, env=env)
+        status = await handle.query(TeamWorkflow.status)
+    assert listed.code == 0
+    lines = listed.out.splitlines()
+    assert len(lines) == 8 and "tool     " in lines[2] and "tool result (execute_refund)" in lines[2]
+    assert f"{end_of_1.id} " in lines[4] and "turn 1 ended (completed): done: refunded A1" in lines[4]
+    assert (forked.code, forked.out.splitlines()[0]) == (0, f"{handle.id}-b")
+    assert reply.turn == 3 and REFUNDS == {"A1": 1, "B2": 1}
+    assert unknown.code == 1 and unknown.err.strip() == (
+        f"durable-teams: 'nope.1' is not a checkpoint of thread {handle.id} "
+        f"(list them: durable-teams checkpoints {handle.id})")
+    assert rewound.code == 0 and status.turns == 1

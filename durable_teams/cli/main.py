@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from durable_teams.cli import time_commands
 from durable_teams.cli.answer_commands import cmd_answer, cmd_approve, cmd_pending
 from durable_teams.cli.commands import (
     CliError,
@@ -62,6 +63,8 @@ COMMANDS = {
     "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
     "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
     "chat": cmd_chat, "follow": cmd_follow, "graph": cmd_graph,
+    "checkpoints": time_commands.cmd_checkpoints, "fork": time_commands.cmd_fork,
+    "rewind": time_commands.cmd_rewind,
 }
 
 
@@ -120,6 +123,7 @@ def parser() -> argparse.ArgumentParser:
     graph.add_argument("team")
     graph.add_argument("--team", dest="team_module", action="append", default=[],
                        help="module:attr of extra teams")
+    time_commands.add_parsers(sub)
     return p
 
 
