@@ -18,6 +18,7 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, ResetReapplyExcludeType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowHistory
+from temporalio.common import WorkflowIDReusePolicy
 
 from durable_teams.client.checkpoints import (
     Checkpoint,
@@ -28,6 +29,9 @@ from durable_teams.client.checkpoints import (
 from durable_teams.client.replay_state import replay_history
 from durable_teams.client.start import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
+
+NOT_INHERITED = ("idempotency", "request")
+"""Memo keys of the original a fork leaves out: they name the request that started it."""
 
 __all__ = ["Checkpoint", "CheckpointError", "Forked", "fork", "list_checkpoints", "rewind"]
 
@@ -85,8 +89,10 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
     started = first.events[0].workflow_execution_started_event_attributes
     new_id = fork_id or f"{workflow_id}-fork-{uuid.uuid4().hex[:8]}"
     team = inp.team.name if inp.team else inp.team_name or ""
+    memo = await _inherited_memo(client, workflow_id)
     await start_conversation(client, team, inp, id=new_id, task_queue=started.task_queue.name,
-                             memo={"forked_from": origin})
+                             memo={**memo, "forked_from": origin},
+                             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
     return Forked(new_id, origin, message)
 
 
@@ -141,6 +147,13 @@ async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") ->
         reset_reapply_exclude_types=[ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL,
                                      ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE]))
     return str(response.run_id)
+
+
+async def _inherited_memo(client: Client, workflow_id: str) -> dict[str, object]:
+    """The original's memo a fork keeps (its team, its owner, whether a chat made it), without
+    what identified the request that started the original."""
+    memo = await (await client.get_workflow_handle(workflow_id).describe()).memo()
+    return {k: v for k, v in memo.items() if k not in NOT_INHERITED and k != "forked_from"}
 
 
 async def _origin_of(client: Client, workflow_id: str) -> str:

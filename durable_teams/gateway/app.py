@@ -7,6 +7,8 @@
     GET  /threads/{id}/events           ?start=N -> SSE until the conversation ends
     GET  /questions                     every question waiting for a person
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
+    GET  /threads/{id}/checkpoints      the thread's checkpoints (gateway/time_routes.py)
+    POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
     GET  /v1/models                     the teams, as OpenAI's model list
     GET  /                              the web inbox
@@ -41,6 +43,7 @@ from durable_teams.client.refusals import (
     TurnRejected,
 )
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway import time_routes
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.openai_compat import chat_completions
@@ -296,6 +299,8 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         Route("/threads/{thread}/transcript", transcript),
         Route("/threads/{thread}/events", thread_events),
         Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
+        Route("/threads/{thread}/checkpoints", time_routes.checkpoints),
+        Route("/threads/{thread}/fork", time_routes.fork_thread, methods=["POST"]),
         Route("/questions", questions),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/models", models),

@@ -1,0 +1,52 @@
+"""The gateway's time travel routes: GET /threads/{id}/checkpoints, POST /threads/{id}/fork."""
+
+from __future__ import annotations
+
+import httpx
+from temporalio.client import Client
+
+from durable_teams.client.send import send_turn
+from durable_teams.worker.scripted import ScriptedModel
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+from .test_time_travel import REFUNDS, no_refunds, support, support_model
+
+__all__ = ["no_refunds"]  # the fixture, used here too
+
+
+async def test_checkpoints_and_a_fork_over_http(client: Client, task_queue: str) -> None:
+    team = support()
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = (await http.post("/threads", json={"team": team.spec.name})).json()["thread_id"]
+        for text in ("refund A1", "hello"):
+            await send_turn(client, thread, text)
+        listed = await http.get(f"/threads/{thread}/checkpoints")
+        end_of_1 = next(p for p in listed.json() if p["kind"] == "turn_end")
+        body = {"at": end_of_1["id"], "message": "refund B2"}
+        headers = {"Idempotency-Key": "fork-1"}
+        first = await http.post(f"/threads/{thread}/fork", json=body, headers=headers)
+        again = await http.post(f"/threads/{thread}/fork", json=body, headers=headers)
+        fork_id = first.json()["thread_id"]
+        reply = await send_turn(client, fork_id, "ok")
+        status = (await http.get(f"/threads/{fork_id}")).json()
+        bad_at = await http.post(f"/threads/{thread}/fork", json={"at": "nope.1"})
+        inside = next(p for p in listed.json() if p["kind"] == "tool")
+        in_turn = await http.post(f"/threads/{thread}/fork", json={"at": inside["id"]})
+        unknown_field = await http.post(f"/threads/{thread}/fork", json={"at": end_of_1["id"], "edit": "x"})
+        no_thread = await http.get("/threads/no-such-thread/checkpoints")
+        no_thread_fork = await http.post("/threads/no-such-thread/fork", json={})
+    assert listed.status_code == 200 and [p["kind"] for p in listed.json()] == [
+        "turn", "model", "tool", "model", "turn_end", "turn", "model", "turn_end"]
+    assert end_of_1["description"] == "turn 1 ended (completed): done: refunded A1"
+    assert first.status_code == 201 and again.status_code == 200
+    assert again.json() == first.json() == {"thread_id": fork_id, "forked_from": f"{thread}@{end_of_1['id']}"}
+    assert reply.turn == 3 and REFUNDS == {"A1": 1, "B2": 1}  # one fork, the edited turn ran once
+    assert (status["forked_from"], status["team"]) == (f"{thread}@{end_of_1['id']}", team.spec.name)
+    assert bad_at.status_code == 400 and bad_at.json()["error"]["type"] == "invalid_checkpoint"
+    assert "is not a checkpoint of thread" in bad_at.json()["error"]["message"]
+    assert in_turn.status_code == 400 and "inside a turn" in in_turn.json()["error"]["message"]
+    assert unknown_field.status_code == 400 and "edit" in unknown_field.json()["error"]["message"]
+    assert no_thread.status_code == 404 and no_thread_fork.status_code == 404
