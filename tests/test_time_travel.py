@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
 
+from durable_teams.client.checkpoints import run_checkpoints
+from durable_teams.client.replay_state import replay_history
 from durable_teams.client.send import send_turn
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints, rewind
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
@@ -21,6 +24,7 @@ from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
 from .conftest import running_worker
+from .test_replay import HISTORIES, WORKFLOW_IDS
 
 REFUNDS: Counter[str] = Counter()
 """Refunds paid, by order id: the tool is not idempotent, so a second run pays twice."""
@@ -224,3 +228,17 @@ async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: C
         f"durable-teams: 'nope.1' is not a checkpoint of thread {handle.id} "
         f"(list them: durable-teams checkpoints {handle.id})")
     assert rewound.code == 0 and status.turns == 1
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_checkpoints_of_conversations_recorded_by_the_previous_release(client: Client, path: Path) -> None:
+    history = WorkflowHistory.from_json(WORKFLOW_IDS.get(path.stem, path.stem), path.read_text())  # noqa: ASYNC240 - a small file
+    points, forked_from = await run_checkpoints(client, history)
+    replayed = await replay_history(client, history)
+    ends = [p.turn for p in points if p.kind == "turn_end"]
+    assert forked_from is None
+    assert ends == sorted(replayed.state.replies)  # one turn end per reply, in order
+    assert [p.turn for p in points if p.kind == "turn"] == list(range(1, replayed.state.turns_started + 1))
+    assert len({p.id for p in points}) == len(points)
+    if path.stem in ("acme_conversation", "local_model_calls", "faang"):
+        assert any(p.kind == "model" for p in points)  # regular or local model calls

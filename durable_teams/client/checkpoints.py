@@ -2,7 +2,8 @@
 
 Why from history: Temporal already records every step a conversation took: each turn taken,
 each model reply and tool result (activity completions), each answer. A checkpoint's id is the
-history event that made it, prefixed with its run (`<run tag>.<event id>`), so it is stable,
+history event that made it, prefixed with its run (`<run tag>.<event id>`; a turn's start or
+end adds `t<n>` or `e<n>`: several turns can be taken in one workflow task), so it is stable,
 and a checkpoint of another thread is told apart. Turn starts and ends are read by replaying the
 history in this process (as `replay_state` does: no worker, no model, no tool run), watching
 the workflow's own turn queue and replies as each workflow task replays.
@@ -113,10 +114,11 @@ def run_tag(run_id: str) -> str:
 
 
 def _turn_points(run_id: str, turns: _Turns) -> list[Checkpoint]:
-    points = [Checkpoint(_cid(run_id, event), "turn", run_id, event, n, agent,
+    # several turns may be taken (or end) in one workflow task: the turn number tells them apart
+    points = [Checkpoint(f"{_cid(run_id, event)}t{n}", "turn", run_id, event, n, agent,
                          f"turn {n} taken: {_short(turn.text)}", text=turn.text)
               for n, event, turn, agent in turns.taken]
-    points += [Checkpoint(_cid(run_id, event) + "e", "turn_end", run_id, event, n, reply.agent,
+    points += [Checkpoint(f"{_cid(run_id, event)}e{n}", "turn_end", run_id, event, n, reply.agent,
                           f"turn {n} ended ({reply.status}): {_short(reply.text)}")
                for n, event, reply, _ in turns.ended]
     return points
