@@ -3,6 +3,7 @@ the dev server with a counting scripted model and a counting refund tool that is
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
+from temporalio.worker import Replayer
 
 from durable_teams.client.checkpoints import run_checkpoints
 from durable_teams.client.replay_state import replay_history
@@ -19,11 +21,12 @@ from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.definition_checks import TeamError
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
-from .conftest import running_worker
+from .conftest import pending_question, running_worker
 from .test_replay import HISTORIES, WORKFLOW_IDS
 
 REFUNDS: Counter[str] = Counter()
@@ -242,3 +245,38 @@ async def test_checkpoints_of_conversations_recorded_by_the_previous_release(cli
     assert len({p.id for p in points}) == len(points)
     if path.stem in ("acme_conversation", "local_model_calls", "faang"):
         assert any(p.kind == "model" for p in points)  # regular or local model calls
+
+
+async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_through_the_cli(
+        client: Client, task_queue: str) -> None:
+    team = Swarm([Agent("support", "Help customers.", tools=[execute_refund])],
+                 interrupt_before=["execute_refund"]).compile()
+    env = cli_env(client)
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)):
+        handle = await start(client, task_queue, team)
+        turn = asyncio.ensure_future(send_turn(client, handle.id, "refund A1"))
+        question = await pending_question(handle)
+        bad = await run_cli("approve", handle.id, "--arguments", "[1]", env=env)
+        resumed = await run_cli("approve", handle.id, "--arguments", '{"order": "A2"}', env=env)
+        reply = await turn
+        stopped_turn = asyncio.ensure_future(send_turn(client, handle.id, "refund B1"))
+        await pending_question(handle)
+        stopped = await run_cli("deny", handle.id, "--reason", "wrong order", env=env)
+        stopped_reply = await stopped_turn
+        history = await handle.fetch_history()
+    assert (question.kind, question.tool, question.arguments, question.breakpoint) == (
+        "approval", "execute_refund", '{"order": "A1"}', True)
+    assert bad.code == 1 and "--arguments takes a JSON object" in bad.err
+    assert resumed.code == 0, resumed.both
+    assert reply.text == 'done: (The user changed the arguments to {"order": "A2"} before it ran.) refunded A2'
+    assert stopped.code == 0
+    assert stopped_reply.text == "done: The user stopped execute_refund at a breakpoint: wrong order. It was not run."
+    assert REFUNDS == {"A2": 1}
+    replayed = await Replayer(workflows=[TeamWorkflow], data_converter=client.data_converter).replay_workflow(
+        history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None  # a breakpoint's conversation replays
+
+
+def test_a_breakpoint_on_a_tool_the_team_lacks_is_refused_where_the_team_is_defined() -> None:
+    with pytest.raises(TeamError, match=r"interrupt_before names no tool of team 'swarm': execute_refnd \(its tools: execute_refund"):
+        Swarm([Agent("support", "Help.", tools=[execute_refund])], interrupt_before=["execute_refnd"])

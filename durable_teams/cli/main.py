@@ -119,6 +119,8 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("workflow_id")
         cmd.add_argument("--question", help="the question id (needed when several are pending)")
         cmd.add_argument("--reason", default="", help="a note the agent sees")
+        if name == "approve":
+            cmd.add_argument("--arguments", help="a breakpoint's tool call: run it with these arguments (JSON object)")
     graph = sub.add_parser("graph", help="print a team as a Mermaid diagram")
     graph.add_argument("team")
     graph.add_argument("--team", dest="team_module", action="append", default=[],

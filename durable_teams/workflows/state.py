@@ -82,6 +82,8 @@ class Question(Wire):
     tool_call_id: str | None = None
     """The model's call this question answers: a turn resumed after continue-as-new re-attaches
     to the question instead of asking again."""
+    breakpoint: bool = Field(default=False, exclude_if=lambda value: not value)
+    """An approval asked by a breakpoint (`interrupt_before`): its answer may edit the arguments."""
 
 
 class HumanReply(Wire):
@@ -93,6 +95,8 @@ class HumanReply(Wire):
     approved: bool | None = None
     input_id: str | None = left_out_when_unset(max_length=256)
     """The client's id of the request this answer came from (`ConversationStatus.last_input_id`)."""
+    arguments: str | None = left_out_when_unset(max_length=65_536)
+    """A breakpoint's approval only: the tool call's arguments (a JSON object) to run it with."""
 
 
 class AnswerAck(Reply):
