@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 from temporalio.client import Client
 
 from durable_teams.client.send import send_turn
+from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 
-from .conftest import running_worker
+from .conftest import pending_question, running_worker
 from .gateway_helpers import running_gateway
-from .test_time_travel import REFUNDS, no_refunds, support, support_model
+from .test_time_travel import REFUNDS, execute_refund, no_refunds, support, support_model
 
 __all__ = ["no_refunds"]  # the fixture, used here too
 
@@ -50,3 +53,22 @@ async def test_checkpoints_and_a_fork_over_http(client: Client, task_queue: str)
     assert in_turn.status_code == 400 and "inside a turn" in in_turn.json()["error"]["message"]
     assert unknown_field.status_code == 400 and "edit" in unknown_field.json()["error"]["message"]
     assert no_thread.status_code == 404 and no_thread_fork.status_code == 404
+
+
+async def test_a_breakpoint_is_resumed_with_edited_arguments_over_http(client: Client, task_queue: str) -> None:
+    team = Swarm([Agent("support", "Help customers.", tools=[execute_refund])],
+                 interrupt_before=["tools"]).compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = (await http.post("/threads", json={"team": team.spec.name})).json()["thread_id"]
+        turn = asyncio.ensure_future(send_turn(client, thread, "refund A1"))
+        question = await pending_question(client.get_workflow_handle(thread))
+        listed = (await http.get("/questions")).json()
+        path = f"/threads/{thread}/questions/{question.question_id}"
+        not_object = await http.post(path, json={"approved": True, "arguments": "[1]"})
+        resumed = await http.post(path, json={"approved": True, "arguments": {"order": "A9"}})
+        reply = await turn
+    assert [(q["thread_id"], q["tool"], q["breakpoint"]) for q in listed] == [(thread, "execute_refund", True)]
+    assert not_object.status_code == 400
+    assert resumed.status_code == 200 and REFUNDS == {"A9": 1}
+    assert reply.text.endswith("before it ran.) refunded A9")

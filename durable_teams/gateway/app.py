@@ -6,7 +6,8 @@
     GET  /threads/{id}/transcript       ?full=true for every agent's private steps
     GET  /threads/{id}/events           ?start=N -> SSE until the conversation ends
     GET  /questions                     every question waiting for a person
-    POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
+    POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason,
+                                        "arguments"?: {...} (a breakpoint's call, edited)}
     GET  /threads/{id}/checkpoints      the thread's checkpoints (gateway/time_routes.py)
     POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
@@ -17,6 +18,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from functools import cache
@@ -182,6 +184,10 @@ async def answer(request: Request) -> Response:
                                                        max_bytes=checks.MAX_TURN_BYTES) or ""}
     if approved is not None:
         reply["approved"] = approved
+    if body.get("arguments") is not None:  # a breakpoint's tool call, resumed with new arguments
+        if not isinstance(body["arguments"], dict) or approved is not True:
+            raise checks.BadRequest("'arguments' must be a JSON object, sent with approved=true")
+        reply["arguments"] = json.dumps(body["arguments"])
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
