@@ -66,6 +66,14 @@ async def start(client: Client, task_queue: str, team: CompiledTeam) -> Workflow
         id=f"thread-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
 
 
+async def replays(client: Client, history: WorkflowHistory) -> bool:
+    """True when `history` replays with this code (no nondeterminism)."""
+    replayer = Replayer(workflows=[TeamWorkflow], data_converter=client.data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure
+    return True
+
+
 async def event_count(handle: WorkflowHandle) -> int:
     return len((await handle.fetch_history()).events)
 
@@ -96,6 +104,7 @@ async def test_fork_at_a_turn_end_with_an_edited_message_runs_nothing_of_the_pre
         fork_log = await shared(client, forked.workflow_id)
         status = await client.get_workflow_handle(forked.workflow_id).query(TeamWorkflow.status)
         fork_points = await list_checkpoints(client, forked.workflow_id)
+        fork_history = await client.get_workflow_handle(forked.workflow_id).fetch_history()
     assert fork_log == ["refund A1", "done: refunded A1", "refund B2", "done: refunded B2",
                         "and one more thing", "support heard: and one more thing"]
     assert reply.turn == 3 and reply.text == "support heard: and one more thing"
@@ -107,6 +116,7 @@ async def test_fork_at_a_turn_end_with_an_edited_message_runs_nothing_of_the_pre
     # the fork lists the prefix it inherited, then its own steps
     assert [p.id for p in fork_points[:5]] == [p.id for p in points[:5]]
     assert [(p.kind, p.turn) for p in fork_points[5:7]] == [("turn", 2), ("turn", 3)]
+    assert await replays(client, fork_history)  # a fork's run replays as it ran
 
 
 async def test_a_fork_of_a_fork(client: Client, task_queue: str) -> None:
@@ -191,6 +201,7 @@ async def test_rewind_continues_the_thread_from_a_turn_end_and_keeps_the_abandon
         reply = await send_turn(client, handle.id, "refund B2")
         log = await shared(client, handle.id)
         after = await list_checkpoints(client, handle.id)
+        rewound_history = await handle.fetch_history()
         old_log_count = await event_count(client.get_workflow_handle(handle.id, run_id=old_run))
         old_status = (await client.get_workflow_handle(handle.id, run_id=old_run).describe()).status
     assert new_run != old_run and (await handle.describe()).run_id == new_run
@@ -201,6 +212,7 @@ async def test_rewind_continues_the_thread_from_a_turn_end_and_keeps_the_abandon
     assert old_status == WorkflowExecutionStatus.TERMINATED
     # the prefix keeps its ids; the step rewound to ran again (a reset re-runs it), with a new id
     assert [p.id for p in after[:2]] == [p.id for p in before[:2]]
+    assert await replays(client, rewound_history)  # a rewound run replays as it ran
     assert [(p.kind, p.turn) for p in after[2:]] == [("turn_end", 1),
         ("turn", 2), ("model", None), ("tool", None), ("model", None), ("turn_end", 2)]
 
@@ -272,9 +284,7 @@ async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_thro
     assert stopped.code == 0
     assert stopped_reply.text == "done: The user stopped execute_refund at a breakpoint: wrong order. It was not run."
     assert REFUNDS == {"A2": 1}
-    replayed = await Replayer(workflows=[TeamWorkflow], data_converter=client.data_converter).replay_workflow(
-        history, raise_on_replay_failure=False)
-    assert replayed.replay_failure is None  # a breakpoint's conversation replays
+    assert await replays(client, history)  # a breakpoint's conversation replays
 
 
 def test_a_breakpoint_on_a_tool_the_team_lacks_is_refused_where_the_team_is_defined() -> None:
