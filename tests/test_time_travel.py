@@ -290,3 +290,27 @@ async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_thro
 def test_a_breakpoint_on_a_tool_the_team_lacks_is_refused_where_the_team_is_defined() -> None:
     with pytest.raises(TeamError, match=r"interrupt_before names no tool of team 'swarm': execute_refnd \(its tools: execute_refund"):
         Swarm([Agent("support", "Help.", tools=[execute_refund])], interrupt_before=["execute_refnd"])
+
+
+async def test_checkpoints_before_a_continue_as_new_are_listed_and_forkable(client: Client, task_queue: str) -> None:
+    team = support()
+    team.spec.continue_as_new_after_events = 20  # passed by the end of the first turn
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        for text in ("refund A1", "hello", "thanks"):
+            await send_turn(client, handle.id, text)
+        status = await handle.query(TeamWorkflow.status)
+        points = await list_checkpoints(client, handle.id)
+        end_of_1 = [p for p in points if p.kind == "turn_end"][0]
+        calls = len(model.requests)
+        forked = await fork(client, handle.id, at=end_of_1.id, message="refund B2")
+        reply = await send_turn(client, forked.workflow_id, "ok")
+        fork_log = await shared(client, forked.workflow_id)
+    runs = {p.run_id for p in points}
+    assert len(runs) >= 2 and end_of_1.run_id == points[0].run_id  # turn 1 was in the first run
+    assert [p.turn for p in points if p.kind == "turn_end"] == [1, 2, 3] == [
+        p.turn for p in points if p.kind == "turn"]
+    assert status.turns == 3
+    assert fork_log == ["refund A1", "done: refunded A1", "refund B2", "done: refunded B2", "ok", "support heard: ok"]
+    assert reply.turn == 3 and len(model.requests) - calls == 3 and REFUNDS == {"A1": 1, "B2": 1}
