@@ -15,7 +15,7 @@ from temporalio.worker import Replayer
 
 from durable_teams.client.checkpoints import run_checkpoints
 from durable_teams.client.replay_state import replay_history
-from durable_teams.client.send import send_turn
+from durable_teams.client.send import send_reply, send_turn
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints, rewind
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.teams.tools import tool
@@ -314,3 +314,29 @@ async def test_checkpoints_before_a_continue_as_new_are_listed_and_forkable(clie
     assert status.turns == 3
     assert fork_log == ["refund A1", "done: refunded A1", "refund B2", "done: refunded B2", "ok", "support heard: ok"]
     assert reply.turn == 3 and len(model.requests) - calls == 3 and REFUNDS == {"A1": 1, "B2": 1}
+
+
+async def test_a_fork_while_a_question_is_open_asks_it_again_in_the_fork(client: Client, task_queue: str) -> None:
+    team = Swarm([Agent("support", "Help customers.", tools=[execute_refund])],
+                 interrupt_before=["execute_refund"]).compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)):
+        handle = await start(client, task_queue, team)
+        await send_turn(client, handle.id, "hello")
+        turn = asyncio.ensure_future(send_turn(client, handle.id, "refund A1"))
+        asked = await pending_question(handle)
+        points = await list_checkpoints(client, handle.id)
+        open_turn = next(p for p in points if p.kind == "turn" and p.turn == 2)
+        inside = points[-1]
+        again = await fork(client, handle.id, at=open_turn.id)  # the open turn, from its start
+        asked_again = await pending_question(client.get_workflow_handle(again.workflow_id))
+        latest = await fork(client, handle.id)  # default: the latest turn end, before the open turn
+        latest_status = await client.get_workflow_handle(latest.workflow_id).query(TeamWorkflow.status)
+        with pytest.raises(CheckpointError, match="inside a turn"):
+            await fork(client, handle.id, at=inside.id)
+        original = await handle.query(TeamWorkflow.pending_questions)
+        await send_reply(client, handle.id, asked.question_id, approved=True)
+        await turn
+    assert (asked_again.tool, asked_again.arguments) == (asked.tool, asked.arguments)
+    assert [q.question_id for q in original] == [asked.question_id]  # still open in the original
+    assert (latest_status.turns, latest_status.pending) == (1, [])
+    assert REFUNDS == {"A1": 1}  # the fork's question is unanswered: its refund has not run
