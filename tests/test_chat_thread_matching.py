@@ -134,7 +134,8 @@ async def test_questions_of_chats_that_opened_alike_go_to_their_own_threads(
             running_gateway(client, task_queue) as url:
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
         opened = await asyncio.gather(*(ask(ai, [user(first)], "desk") for _ in range(2)))
-        chats = [[user(first), assistant(said), user(f"Order {n}")] for (said, _), n in zip(opened, ("1111", "2222"))]
+        chats = [[user(first), assistant(said), user(f"Order {n}")]
+                 for (said, _), n in zip(opened, ("1111", "2222"), strict=True)]
         approvals = await asyncio.gather(*(ask(ai, chat, "desk") for chat in chats))
         for chat, (answer, _) in zip(chats, approvals, strict=True):
             chat += [assistant(answer), user("yes")]

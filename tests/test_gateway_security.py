@@ -79,7 +79,7 @@ BAD_REQUESTS = [
     ("POST", "/threads/{thread}/turns", b'{"text": 12}', 400, "'text'"),
     ("GET", "/threads/{thread}/events?start=abc", b"", 400, "'start'"),
     ("GET", "/threads/{thread}/events?start=-1", b"", 400, "'start'"),
-    ("GET", "/threads/no-such-thread/events", b"", 404, "not found"),
+    ("GET", "/threads/no-such-thread/events", b"", 404, "no thread no-such-thread"),
     ("GET", "/threads/" + "y" * 1100, b"", 400, "thread id"),
     ("POST", "/v1/chat/completions", b'{"model": "echo", "messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}', 400, "text"),
     ("POST", "/v1/chat/completions", b'{"model": "echo", "messages": []}', 400, "messages"),
