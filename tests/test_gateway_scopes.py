@@ -121,6 +121,7 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
                                               ).chat.completions.with_raw_response.create(
                 model="desk", messages=[{"role": "user", "content": FIRST}])
             chat_thread, said = opened.headers["x-thread-id"], opened.parse().choices[0].message.content or ""
+            native = (await http.post("/threads", json={"team": "desk"}, headers=bearer("tok-a"))).json()["thread_id"]
             await start_conversation(client, "desk", ConversationInput(team_name="desk", single_turn=False),
                                      id=cli_thread, task_queue=task_queue)
         memo = await (await client.get_workflow_handle(mine).describe()).memo()
@@ -133,7 +134,10 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
                 return [await http.request(method, path, json=body, headers={**bearer(token), **headers})
                         for method, path, body, headers in hidden_requests(thread, qid)]
             never = f"desk-never-{uuid.uuid4().hex[:8]}"
-            hidden = {thread: await ask("tok-b", thread) for thread in (mine, chat_thread, cli_thread)}
+            hidden = {thread: await ask("tok-b", thread) for thread in (mine, chat_thread, cli_thread, native)}
+            with pytest.raises(openai.NotFoundError, match=f"no thread {mine}"):
+                await openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="tok-b", max_retries=0).chat.completions.create(
+                    model="desk", messages=[{"role": "user", "content": "yes"}], extra_headers={"X-Thread-Id": mine})
             hidden_from_a = await ask("tok-a", cli_thread)
             missing = await ask("tok-b", never)
             inbox = {token: (await http.get("/questions", headers=bearer(token))).json()
@@ -141,8 +145,8 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
             resent = await http.post("/v1/chat/completions", headers=bearer("tok-b"), json={"model": "desk", "messages": [
                 {"role": "user", "content": FIRST}, {"role": "assistant", "content": said},
                 {"role": "user", "content": "Order 6"}]})
-            seen = {token: (await http.get(f"/threads/{mine}", headers=bearer(token))).status_code
-                    for token in ("tok-a", "tok-op")}
+            seen = {(token, thread): (await http.get(f"/threads/{thread}", headers=bearer(token))).status_code
+                    for token in ("tok-a", "tok-op") for thread in (mine, native, chat_thread)}
             cli_seen = (await http.get(f"/threads/{cli_thread}/transcript", headers=bearer("tok-op"))).status_code
             approved = await http.post(f"/threads/{mine}/questions/{question}", json={"approved": True},
                                        headers=bearer("tok-op"))
@@ -162,6 +166,6 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
     # tokB resending tokA's chat (with its mark) gets a thread of its own, never tokA's
     assert resent.status_code == 200 and resent.headers["x-thread-id"] != chat_thread
     assert without_marks(resent.json()["choices"][0]["message"]["content"]).startswith("I saw")
-    assert seen == {"tok-a": 200, "tok-op": 200} and cli_seen == 200
+    assert set(seen.values()) == {200} and cli_seen == 200
     assert approved.status_code == 200 and done == DONE and REFUNDS == ["5"]  # tokB's approvals did nothing
     assert without_marks(said) == ASKED
