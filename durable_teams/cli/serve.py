@@ -34,6 +34,7 @@ from durable_teams.gateway.auth import (
 )
 from durable_teams.gateway.exposure import ANY, Exposure
 from durable_teams.gateway.scopes import (
+    SCOPED_TOKENS_ENV,
     Token,
     TokenError,
     check_tokens,
@@ -105,7 +106,7 @@ def check_exposure(host: str, tokens: Sequence[object], allowed_hosts: list[str]
     """Why the gateway must not start, or None."""
     if not tokens and not is_loopback(host):
         return (f"refusing to serve on {host} without tokens: set {TOKENS_ENV} "
-                "(comma-separated bearer tokens) or bind to 127.0.0.1")
+                f"(comma-separated bearer tokens), {SCOPED_TOKENS_ENV} or --tokens-file, or bind to 127.0.0.1")
     if not tokens and ANY in (allowed_hosts or []):
         return "--allowed-host '*' needs tokens: without them any web page could reach the gateway"
     return None
