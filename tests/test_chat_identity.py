@@ -75,6 +75,24 @@ def test_a_chat_key_holds_the_system_prompts_the_user_and_the_caller() -> None:
     assert prefix() == family(chat_history.ChatKey("token:a", "desk"), FIRST)  # as before keys had setups
 
 
+def test_participant_names_and_the_safety_identifier_are_part_of_the_key() -> None:
+    from durable_teams.gateway.openai_compat import end_user
+
+    def prefix(name: object = None, **body: object) -> str:
+        message: dict[str, object] = {"role": "user", "content": FIRST}
+        if name is not None:
+            message["name"] = name
+        history = chat_history.chat_history([message])
+        return family(chat_key("token:a", "desk", history, end_user(body)), FIRST)
+
+    assert len({prefix(), prefix("alice"), prefix("bob"), prefix(safety_identifier="u-1"), prefix(user="u-1")}) == 4
+    assert prefix(safety_identifier="u-1") == prefix(user="u-1")  # OpenAI's newer name for it
+    assert prefix(user="u-1", safety_identifier="s-1") not in (prefix(user="u-1"), prefix(user="s-1"))
+    assert prefix("") == prefix(safety_identifier=" ") == prefix()  # empty is absent
+    with pytest.raises(chat_history.FieldError, match=r"messages\[0\]\.name must be a string"):
+        prefix(7)
+
+
 # -- through the gateway ------------------------------------------------------------------------
 
 def openai_sender(ai: openai.AsyncOpenAI, **options: Any) -> Send:

@@ -65,6 +65,8 @@ class ChatHistory:
 
     earlier: list[Message]
     text: str
+    names: tuple[str, ...] = ()
+    """The messages' `name`s (OpenAI's participant names), as `role:name`, in order."""
 
     @property
     def first_user_text(self) -> str:
@@ -126,7 +128,22 @@ def chat_history(messages: Any) -> ChatHistory:
     if len(text.encode("utf-8")) > checks.MAX_TURN_BYTES:
         raise FieldError(f"{at} is over {checks.MAX_TURN_BYTES:,} bytes", at)
     earlier = [earlier_message(m, f"messages[{i}]") for i, m in enumerate(messages[:-1])]
-    return ChatHistory(earlier, text)
+    return ChatHistory(earlier, text, tuple(participant_names(messages)))
+
+
+def participant_names(messages: list[Any]) -> list[str]:
+    """Each message's `name` (OpenAI's way to tell participants of one role apart), checked:
+    part of the chat's key, as the system prompt is."""
+    names = []
+    for i, message in enumerate(messages):
+        name = message.get("name") if isinstance(message, dict) else None
+        if name is None or name == "":
+            continue
+        at = f"messages[{i}].name"
+        if not isinstance(name, str) or len(name) > checks.MAX_NAME_CHARS:
+            raise FieldError(f"{at} must be a string of at most {checks.MAX_NAME_CHARS} characters", at)
+        names.append(f"{message.get('role')}:{checks.encodable(name, at)}")
+    return names
 
 
 @dataclass(frozen=True)
@@ -134,7 +151,8 @@ class ChatKey:
     """Whose chat a request is, from everything it sends that tells one conversation from
     another besides its messages: the caller's scope (`scope`: its token's digest, or its
     scope name for a scoped token), the team, and `setup`: the system and developer messages
-    and OpenAI's `user` (an empty one is absent), "" when there are none (so threads of
+    and participant `name`s, and OpenAI's `user` or `safety_identifier` (an empty one is
+    absent), "" when there are none (so threads of
     earlier releases, which had no setup, keep their ids). `tenant`: the scope whose threads
     the caller sees (None: an operator, durable_teams/gateway/scopes.py)."""
 
@@ -152,7 +170,10 @@ def chat_key(scope: str, team: str, history: ChatHistory, user: str | None = Non
              tenant: str | None = None) -> ChatKey:
     systems = [flat(m.content or "") for m in history.earlier if m.role == "system"]
     systems = [text for text in systems if text]
-    setup = json.dumps({"system": systems, "user": user or None}) if systems or user else ""
+    parts: dict[str, Any] = {"system": systems, "user": user or None}
+    if history.names:  # only when sent: keys of chats without names stay as they were
+        parts["names"] = list(history.names)
+    setup = json.dumps(parts) if systems or user or history.names else ""
     return ChatKey(scope, team, setup, tenant)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 import time
 import uuid
@@ -76,18 +77,23 @@ def check_fields(body: dict[str, Any]) -> None:
                          "stream_options")
     if body.get("tool_choice") not in (None, "none", "auto"):
         raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
-    user = body.get("user")
-    if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_NAME_CHARS):
-        raise FieldError(f"'user' must be a string of at most {checks.MAX_NAME_CHARS} characters", "user")
-    if isinstance(user, str):
-        checks.encodable(user, "user")
+    for field in ("user", "safety_identifier"):
+        user = body.get(field)
+        if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_NAME_CHARS):
+            raise FieldError(f"'{field}' must be a string of at most {checks.MAX_NAME_CHARS} characters", field)
+        if isinstance(user, str):
+            checks.encodable(user, field)
 
 
 def end_user(body: dict[str, Any]) -> str | None:
-    """OpenAI's `user` (checked by `check_fields`): None when absent, empty or blank, which
-    all mean the same (no end user named), for the thread's memo and its chat key alike."""
-    user = body.get("user")
-    return user if isinstance(user, str) and user.strip() else None
+    """OpenAI's `user`, or its newer `safety_identifier` (checked by `check_fields`): None when
+    absent, empty or blank, which all mean the same (no end user named), for the thread's memo
+    and its chat key alike. Both sent: both, as one id."""
+    ids = [value for field in ("user", "safety_identifier")
+           if isinstance(value := body.get(field), str) and value.strip()]
+    if len(ids) == 2:
+        return json.dumps(ids)
+    return ids[0] if ids else None
 
 
 MATCH_ATTEMPTS = 3
