@@ -292,3 +292,19 @@ async def test_an_empty_user_is_no_user(cluster: Client, user: str) -> None:
 def test_marks_are_html_comments_a_markdown_ui_hides() -> None:
     line = mark_line("desk-chat-" + "0" * 24 + "-0123456789ab")
     assert re.fullmatch(r"\n\n<!-- thread: [0-9a-f]{12} -->", line)
+
+
+async def test_without_marks_a_chat_keeps_its_thread_by_its_words(client: Client, task_queue: str) -> None:
+    """`serve --no-chat-marks`: answers carry no mark, and a chat whose thread is the only one
+    that fits still keeps it (a refund runs once)."""
+    REFUNDS.clear()
+    first = f"{FIRST} ({uuid.uuid4().hex[:6]})"
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, chat_marks=False) as url:
+        send = openai_sender(openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0))
+        chat: Chat = []
+        said = [await converse(send, chat, text) for text in (first, "Order 12", "yes")]
+
+    assert [m["content"] for m in chat if m["role"] == "assistant"] == [ASKED, approval("12"), DONE]
+    assert [answer for answer, _ in said] == [ASKED, approval("12"), DONE]
+    assert len({thread for _, thread in said}) == 1 and REFUNDS == ["12"]
