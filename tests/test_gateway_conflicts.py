@@ -115,7 +115,8 @@ async def test_a_chat_whose_thread_ended_after_it_was_found_goes_on_in_a_new_one
     assert answered.status_code == 200, answered.text
     assert answered.headers["x-thread-id"] not in (thread, None)
     assert answered.json()["choices"][0]["message"]["content"] == (
-        f"I saw {['system:Help.', f'user:{first}', f'assistant:{ASKED}', 'user:Order 4711']}")
+        f"I saw {['system:Help.', f'user:{first}', f'assistant:{ASKED}', 'user:Order 4711']}"
+        + mark_line(answered.headers["x-thread-id"]))  # a new thread: its first answer
 
 
 async def test_a_reused_idempotency_key_naming_another_team_is_a_409(client: Client, task_queue: str) -> None:
