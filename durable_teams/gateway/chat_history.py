@@ -285,7 +285,7 @@ async def find_thread(gw: Gateway, key: ChatKey, history: ChatHistory, *, retry:
 async def _fits(gw: Gateway, thread: str, key: ChatKey, said: Message | None, keys: RequestKeys,
                 user_messages: int) -> Match | None:
     try:
-        if not sees(key.tenant, await gw.memo(thread)):
+        if key.tenant is not None and not sees(key.tenant, await gw.memo(thread)):
             return None  # not the caller's (its id is in the caller's family: never so, unless forged)
         status = await gw.status(thread)
     except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
