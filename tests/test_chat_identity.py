@@ -160,7 +160,7 @@ async def test_two_customers_of_one_front_end_keep_their_threads(cluster: Client
     assert sorted(REFUNDS) == ["1001", "4402"]
 
 
-async def test_a_retried_first_request_is_a_retry_never_another_customers(client: Client, task_queue: str) -> None:
+async def test_a_retried_first_request_is_a_retry_never_another_customers(cluster: Client) -> None:
     """Carol's first request retried by her SDK (`x-stainless-retry-count`): the same thread and
     answer as the request it retries, never Alice's thread with the same words; a retry of a
     request that never arrived opens Carol's own thread."""
@@ -168,6 +168,7 @@ async def test_a_retried_first_request_is_a_retry_never_another_customers(client
     alice_chat: Chat = [{"role": "system", "content": "Customer: Alice"}, {"role": "user", "content": first}]
     carol_chat: Chat = [{"role": "system", "content": "Customer: Carol"}, {"role": "user", "content": first}]
     retry = {"x-stainless-retry-count": "1"}
+    client, task_queue = cluster, f"tq-{uuid.uuid4().hex[:8]}"
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
             running_gateway(client, task_queue, tokens=["front-end"]) as url, \
             httpx.AsyncClient(base_url=url, timeout=60, headers={"Authorization": "Bearer front-end"}) as http:
