@@ -121,9 +121,10 @@ async def converse(send: Send, chat: Chat, text: str) -> tuple[str, str]:
     return without_marks(answer), thread
 
 
-@pytest.fixture(params=["updates-on", "updates-off"])
-def cluster(request: pytest.FixtureRequest) -> Client:
-    """The session's dev server, or one with workflow updates off (turns go in as signals)."""
+@pytest.fixture(params=["updates-on", pytest.param("updates-off", marks=pytest.mark.slow)])
+def cluster(request: pytest.FixtureRequest, env: object) -> Client:
+    """The session's dev server, or one with workflow updates off (turns go in as signals:
+    a server of its own, so `slow`). Asks for `env`: these tests are `workflow` tests."""
     name = "client" if request.param == "updates-on" else "old_cluster"
     return request.getfixturevalue(name)  # type: ignore[no-any-return]
 
