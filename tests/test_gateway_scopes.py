@@ -169,3 +169,18 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
     assert set(seen.values()) == {200} and cli_seen == 200
     assert approved.status_code == 200 and done == DONE and REFUNDS == ["5"]  # tokB's approvals did nothing
     assert without_marks(said) == ASKED
+
+
+def test_serve_reads_tokens_from_the_environment_and_the_file_together(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "tokens"
+    path.write_text("scoped crm c1\noperator op-2\n")
+    monkeypatch.setenv("DURABLE_TEAMS_GATEWAY_TOKENS", "op-1")
+    monkeypatch.setenv("DURABLE_TEAMS_GATEWAY_SCOPED_TOKENS", "shop:s1")
+    assert serve.all_tokens(str(path)) == [Token("op-1"), Token("s1", "shop"), Token("c1", "crm"), Token("op-2")]
+    monkeypatch.setenv("DURABLE_TEAMS_GATEWAY_SCOPED_TOKENS", "shop:op-1")
+    with pytest.raises(TokenError, match="declared with two scopes"):
+        serve.all_tokens(None)
+    # scoped tokens alone are tokens: serve starts off loopback with them
+    assert serve.check_exposure("0.0.0.0", [Token("s1", "shop")]) is None
+    assert "DURABLE_TEAMS_GATEWAY_SCOPED_TOKENS" in (serve.check_exposure("0.0.0.0", []) or "")
