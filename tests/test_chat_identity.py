@@ -310,3 +310,32 @@ async def test_without_marks_a_chat_keeps_its_thread_by_its_words(client: Client
     assert [m["content"] for m in chat if m["role"] == "assistant"] == [ASKED, approval("12"), DONE]
     assert [answer for answer, _ in said] == [ASKED, approval("12"), DONE]
     assert len({thread for _, thread in said}) == 1 and REFUNDS == ["12"]
+
+
+async def test_litellm_keeps_the_mark_and_its_thread(client: Client, task_queue: str) -> None:
+    """litellm (`openai/<team>` at the gateway): two identical chats of one key, sent
+    alternately, each keep their own thread through the mark litellm resends."""
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of its price list
+    import litellm  # a test extra
+    REFUNDS.clear()
+    first = f"{FIRST} ({uuid.uuid4().hex[:6]})"
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url:
+        async def send(chat: Chat) -> tuple[str, str]:
+            response = await litellm.acompletion(model="openai/desk", api_base=f"{url}/v1", api_key="unused",
+                                                 messages=chat, num_retries=0)
+            threads = [response._hidden_params.get("additional_headers", {}).get(name)
+                       for name in ("llm_provider-x-thread-id", "x-thread-id")]
+            return response.choices[0].message.content or "", next((t for t in threads if t), "")
+        chats: list[Chat] = [[], []]
+        said: list[list[tuple[str, str]]] = [[], []]
+        for text in (first, "Order 9", "yes"):
+            for n in (0, 1):
+                said[n].append(await converse(send, chats[n], text))
+
+    for n in (0, 1):
+        assert [answer for answer, _ in said[n]] == [ASKED, approval("9"), DONE]
+    assert REFUNDS == ["9", "9"]
+    assert MARK.search(chats[0][1]["content"]) and chats[0][1]["content"] != chats[1][1]["content"]
