@@ -150,11 +150,11 @@ def participant_names(messages: list[Any]) -> list[str]:
 class ChatKey:
     """Whose chat a request is, from everything it sends that tells one conversation from
     another besides its messages: the caller's scope (`scope`: its token's digest, or its
-    scope name for a scoped token), the team, and `setup`: the system and developer messages
-    and participant `name`s, and OpenAI's `user` or `safety_identifier` (an empty one is
-    absent), "" when there are none (so threads of
-    earlier releases, which had no setup, keep their ids). `tenant`: the scope whose threads
-    the caller sees (None: an operator, durable_teams/gateway/scopes.py)."""
+    scope name for a scoped token), the team, and `setup`: the system and developer messages,
+    participant `name`s and OpenAI's `user` or `safety_identifier` (an empty one is absent);
+    "" when there are none, so threads of earlier releases, which had no setup, keep their
+    ids. `tenant`: the scope whose threads the caller sees (None: an operator,
+    durable_teams/gateway/scopes.py)."""
 
     scope: str
     team: str
