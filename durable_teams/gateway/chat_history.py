@@ -36,6 +36,7 @@ from typing import Any
 from temporalio.client import WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError
 
+from durable_teams.client.approvals import ASK_AGAIN
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_marks import MARK_CHARS, latest_mark, without_marks
 from durable_teams.gateway.scopes import sees
@@ -140,10 +141,24 @@ def participant_names(messages: list[Any]) -> list[str]:
         if name is None or name == "":
             continue
         at = f"messages[{i}].name"
-        if not isinstance(name, str) or len(name) > checks.MAX_NAME_CHARS:
-            raise FieldError(f"{at} must be a string of at most {checks.MAX_NAME_CHARS} characters", at)
+        if not isinstance(name, str) or len(name) > checks.MAX_ID_CHARS:
+            raise FieldError(f"{at} must be a string of at most {checks.MAX_ID_CHARS} characters", at)
         names.append(f"{message.get('role')}:{checks.encodable(name, at)}")
     return names
+
+
+def without_asked_again(history: ChatHistory) -> ChatHistory:
+    """The history without the exchanges the thread never took: an unclear answer to an
+    approval and the gateway's "Please answer yes or no" after it (the approval stays open,
+    so the next clear answer continues the same thread)."""
+    earlier: list[Message] = []
+    for message in history.earlier:
+        asked_again = message.role == "assistant" and (message.content or "").startswith(ASK_AGAIN)
+        if asked_again and earlier and earlier[-1].role == "user":
+            earlier.pop()  # the unclear answer it asked again after
+        elif not asked_again:
+            earlier.append(message)
+    return history if len(earlier) == len(history.earlier) else ChatHistory(earlier, history.text, history.names)
 
 
 @dataclass(frozen=True)
