@@ -174,6 +174,8 @@ async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_c
     plain question approves, an unclear answer is asked again in the same thread (history
     resent or thread named) and the next "Yes." is taken, the approver gets the turn it
     answered, and a stream closed after its first chunk still left its turn in the thread."""
+    from durable_teams.gateway.chat_marks import mark_line
+
     from .test_chat_approvals import AGAIN, UNCLEAR, say_on
     from .test_chat_clients import APPROVAL, ASKED, DONE, FIRST, REFUNDS
     from .test_chat_clients import DESK as REFUND_DESK
@@ -219,7 +221,8 @@ async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_c
         status = await client.get_workflow_handle(cut).query("status", result_type=ConversationStatus)
     assert said == [ASKED, APPROVAL.replace("4711", "yes"), DONE]
     assert unclear == [ASKED, APPROVAL, *[AGAIN] * len(UNCLEAR), DONE]
-    assert answers == [ASKED, APPROVAL.replace("4711", "4712"), AGAIN.replace("4711", "4712"), DONE]
+    assert answers == [ASKED + mark_line(threads[0]), APPROVAL.replace("4711", "4712"),
+                       AGAIN.replace("4711", "4712"), DONE]
     assert len(set(threads)) == 1
     assert [r.status_code for r in by_key] == [200, 409, 200, 200, 200, 200, 200, 200, 200]
     assert [r.json()["choices"][0]["message"]["content"] for i, r in enumerate(by_key) if i != 1] == [
