@@ -72,6 +72,20 @@ async def close_model_clients() -> AsyncIterator[None]:
             await backend.aclose()
 
 
+@pytest_asyncio.fixture(scope="module")
+async def old_cluster() -> AsyncIterator[Client]:
+    """A dev server of the module's own with workflow updates off
+    (`frontend.enableUpdateWorkflowExecution` false), as a cluster set up before they were on
+    by default: turns go in as signals (tests/test_updates_off.py)."""
+    async with await WorkflowEnvironment.start_local(
+            data_converter=pydantic_data_converter, dev_server_existing_path=binary("temporal"),
+            search_attributes=[AWAITING_HUMAN, TEAM, TASK], dev_server_extra_args=UPDATES_OFF) as env:
+        yield env.client
+
+
+UPDATES_OFF = ["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=false"]
+
+
 @pytest.fixture
 def client(env: WorkflowEnvironment) -> Client:
     return env.client
