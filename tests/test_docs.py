@@ -12,7 +12,11 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from .doc_pages import PAGES, ROOT, anchors, blocks, commands, links
+
+pytestmark = [pytest.mark.pure, pytest.mark.slow]
 
 DOCS = ROOT / "docs"
 

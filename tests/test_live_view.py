@@ -32,7 +32,10 @@ from durable_teams.workflows.messages import (
 )
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = pytest.mark.workflow
 
 
 def request(wid: str, agent_run: int, length: int, agent: str = "supervisor") -> ModelRequest:

@@ -44,6 +44,8 @@ from durable_teams.workflows.transcript import LogDelta, Transcript
 
 from .fake_openai import FakeOpenAI, completion, fake_openai_fixture  # noqa: F401 - fixture
 
+pytestmark = pytest.mark.workflow
+
 SECRET = "sk-test-secret-do-not-log-7f3a"
 ADD = ToolSpec(name="add", description="Add two numbers.", parameters={
     "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})

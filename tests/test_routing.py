@@ -38,6 +38,8 @@ from durable_teams.workflows.routing import (
     routing_record,
 )
 
+pytestmark = pytest.mark.pure
+
 AGENTS = ["general", "billing", "tech"]
 RULES = [
     RoutingRule(target="billing", keywords=["refund", "invoice"]),
@@ -353,6 +355,7 @@ def test_model_free_strategies_take_no_model(fn) -> None:  # noqa: ANN001
         assert "Model" not in str(param.annotation) and "Backend" not in str(param.annotation), name
 
 
+@pytest.mark.slow  # starts a process
 def test_the_routing_module_imports_nothing_that_could_reach_a_model() -> None:
     tree = ast.parse(Path(routing.__file__).read_text())
     imported = {"." * n.level + (n.module or "") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

@@ -5,6 +5,7 @@ GenAI client metrics, and never a duplicate span on replay."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -31,7 +32,9 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
-from .test_usage import TOKENS, MeteredModel
+from .teams import TOKENS, MeteredModel
+
+pytestmark = pytest.mark.workflow
 
 
 def add(a: int, b: int) -> int:
@@ -56,13 +59,11 @@ def metered_client(client: Client) -> tuple[Client, InMemorySpanExporter, InMemo
     return Client(**{**client.config(), "interceptors": interceptors}), exporter, reader
 
 
-def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
-    """Spans as a nested list of names, children in start order."""
+def nested(spans: Iterable[ReadableSpan], parent_of: Callable[[ReadableSpan], int | None]) -> list[Any]:
+    """`spans` as a nested list of names under `parent_of` each, children in start order."""
     by_parent: dict[int | None, list[ReadableSpan]] = {}
-    ids = {s.context.span_id for s in spans}
     for s in sorted(spans, key=lambda s: s.start_time or 0):
-        parent = s.parent.span_id if s.parent and s.parent.span_id in ids else None
-        by_parent.setdefault(parent, []).append(s)
+        by_parent.setdefault(parent_of(s), []).append(s)
 
     def build(parent: int | None) -> list[Any]:
         out: list[Any] = []
@@ -72,6 +73,12 @@ def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
         return out
 
     return build(None)
+
+
+def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
+    """Spans as a nested list of names, children in start order."""
+    ids = {s.context.span_id for s in spans}
+    return nested(spans, lambda s: s.parent.span_id if s.parent and s.parent.span_id in ids else None)
 
 
 GENAI = ("invoke_agent ", "chat ", "execute_tool ", "handoff")
@@ -89,20 +96,7 @@ def genai_tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
             parent = grand.span_id if grand else None
         return parent if parent in by_id else None
 
-    kept = tuple(s for s in spans if s.name.startswith(GENAI))
-    relinked = {s.context.span_id: genai_parent(s) for s in kept}
-    by_parent: dict[int | None, list[ReadableSpan]] = {}
-    for s in sorted(kept, key=lambda s: s.start_time or 0):
-        by_parent.setdefault(relinked[s.context.span_id], []).append(s)
-
-    def build(parent: int | None) -> list[Any]:
-        out: list[Any] = []
-        for s in by_parent.get(parent, []):
-            children = build(s.context.span_id)
-            out.append([s.name, children] if children else s.name)
-        return out
-
-    return build(None)
+    return nested((s for s in spans if s.name.startswith(GENAI)), genai_parent)
 
 
 def histograms(reader: InMemoryMetricReader) -> dict[str, list[HistogramDataPoint]]:

@@ -129,6 +129,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def commands(p: argparse.ArgumentParser) -> dict[str, tuple[argparse.ArgumentParser, str | None]]:
+    """Each command of `p` (a `parser()`): its own parser and its line in `--help`."""
+    (sub,) = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    helps = {a.dest: a.help for a in sub._choices_actions}
+    return {name: (command, helps.get(name)) for name, command in sub.choices.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run a command. One that talks to Temporal ends the process when done (`exit_now`: no
     interpreter teardown, which could hang or abort on the SDK's native threads); `--help`, a
