@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
@@ -18,41 +16,22 @@ from durable_teams.client.replay_state import replay_history
 from durable_teams.client.send import send_reply, send_turn
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints, rewind
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
-from durable_teams.teams.tools import tool
-from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.definition_checks import TeamError
-from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
-from .conftest import pending_question, running_worker
-from .test_replay import HISTORIES, WORKFLOW_IDS
+from .conftest import running_worker
+from .time_travel_team import REFUNDS, execute_refund, support, support_model
+from .waiting import pending_question
 
-REFUNDS: Counter[str] = Counter()
-"""Refunds paid, by order id: the tool is not idempotent, so a second run pays twice."""
+pytestmark = pytest.mark.workflow
 
-
-@tool
-def execute_refund(order: str) -> str:
-    """Refund an order."""
-    REFUNDS[order] += 1
-    return f"refunded {order}"
-
-
-def support_model(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
-    """Refunds the order a user names ("refund A1"), then confirms; echoes anything else."""
-    last = messages[-1]
-    if last["role"] == "tool":
-        return say(f"done: {last['content']}")
-    text = last["content"] or ""
-    if text.startswith("refund "):
-        return call("execute_refund", order=text.removeprefix("refund "))
-    return say(f"support heard: {text}")
-
-
-def support() -> CompiledTeam:
-    return Swarm([Agent("support", "Help customers.", tools=[execute_refund])]).compile()
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+"""The recorded histories tests/test_replay.py replays (0.1.0's and later ones)."""
+WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1",
+                "nested_budget_stop_child": "nested_budget_stop/research_team-1"}
 
 
 @pytest.fixture(autouse=True)
@@ -217,6 +196,7 @@ async def test_rewind_continues_the_thread_from_a_turn_end_and_keeps_the_abandon
         ("turn", 2), ("model", None), ("tool", None), ("model", None), ("turn_end", 2)]
 
 
+@pytest.mark.slow
 async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: Client, task_queue: str) -> None:
     team = support()
     model = ScriptedModel(support_model)
@@ -259,6 +239,7 @@ async def test_checkpoints_of_conversations_recorded_by_the_previous_release(cli
         assert any(p.kind == "model" for p in points)  # regular or local model calls
 
 
+@pytest.mark.slow
 async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_through_the_cli(
         client: Client, task_queue: str) -> None:
     team = Swarm([Agent("support", "Help customers.", tools=[execute_refund])],
@@ -336,6 +317,7 @@ async def test_a_fork_while_a_question_is_open_asks_it_again_in_the_fork(client:
         original = await handle.query(TeamWorkflow.pending_questions)
         await send_reply(client, handle.id, asked.question_id, approved=True)
         await turn
+        await client.get_workflow_handle(again.workflow_id).terminate("test over")  # leaves no question open
     assert (asked_again.tool, asked_again.arguments) == (asked.tool, asked.arguments)
     assert [q.question_id for q in original] == [asked.question_id]  # still open in the original
     assert (latest_status.turns, latest_status.pending) == (1, [])

@@ -5,17 +5,25 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 from temporalio.client import Client
 
 from durable_teams.client.send import send_turn
+from durable_teams.gateway.scopes import Token
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_time_travel import REFUNDS, execute_refund, no_refunds, support, support_model
+from .time_travel_team import REFUNDS, execute_refund, support, support_model
+from .waiting import pending_question
 
-__all__ = ["no_refunds"]  # the fixture, used here too
+pytestmark = pytest.mark.workflow
+
+
+@pytest.fixture(autouse=True)
+def no_refunds() -> None:
+    REFUNDS.clear()
 
 
 async def test_checkpoints_and_a_fork_over_http(client: Client, task_queue: str) -> None:
@@ -68,7 +76,28 @@ async def test_a_breakpoint_is_resumed_with_edited_arguments_over_http(client: C
         not_object = await http.post(path, json={"approved": True, "arguments": "[1]"})
         resumed = await http.post(path, json={"approved": True, "arguments": {"order": "A9"}})
         reply = await turn
-    assert [(q["thread_id"], q["tool"], q["breakpoint"]) for q in listed] == [(thread, "execute_refund", True)]
+    # (other tests' threads on the shared server may wait too)
+    assert [(q["tool"], q["breakpoint"]) for q in listed if q["thread_id"] == thread] == [("execute_refund", True)]
     assert not_object.status_code == 400
     assert resumed.status_code == 200 and REFUNDS == {"A9": 1}
     assert reply.text.endswith("before it ran.) refunded A9")
+
+
+async def test_a_scoped_token_forks_only_its_own_threads_and_keeps_the_fork(client: Client, task_queue: str) -> None:
+    team = support()
+    tokens = [Token("tok-a", "shop"), Token("tok-b", "crm")]
+    mine, theirs = {"Authorization": "Bearer tok-a"}, {"Authorization": "Bearer tok-b"}
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)), \
+            running_gateway(client, task_queue, tokens=tokens) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = (await http.post("/threads", json={"team": team.spec.name}, headers=mine)).json()["thread_id"]
+        await send_turn(client, thread, "hello")
+        seen_by_other = await http.get(f"/threads/{thread}/checkpoints", headers=theirs)
+        forked_by_other = await http.post(f"/threads/{thread}/fork", json={}, headers=theirs)
+        forked = await http.post(f"/threads/{thread}/fork", json={}, headers=mine)
+        fork_id = forked.json()["thread_id"]
+        fork_seen = await http.get(f"/threads/{fork_id}", headers=mine)
+        fork_hidden = await http.get(f"/threads/{fork_id}", headers=theirs)
+    assert seen_by_other.status_code == 404 and forked_by_other.status_code == 404  # as for no thread
+    assert forked.status_code == 201 and fork_seen.status_code == 200
+    assert fork_hidden.status_code == 404  # the fork keeps the original's scope

@@ -19,6 +19,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.replay_state import ReplayFailed
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.threads import Gateway
 
 MAX_CHECKPOINT_CHARS = 64
@@ -27,6 +28,7 @@ MAX_CHECKPOINT_CHARS = 64
 async def checkpoints(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     thread = checks.thread_id(request.path_params["thread"])
+    await gw.visible(thread, scope_of(request))  # no such thread, or another scope's: 404
     try:
         points = await list_checkpoints(gw.client, thread)
     except ReplayFailed as err:
@@ -53,7 +55,8 @@ async def fork_thread(request: Request) -> Response:
         caller = getattr(request.state, "caller", "") or ""
         digest = hashlib.sha256(f"{caller}\0{key}\0{thread}\0{at}\0{message}".encode()).hexdigest()
         wanted = f"{thread}-fork-{digest[:12]}"
-    await gw.client.get_workflow_handle(thread).describe()  # no such thread: 404
+    await gw.visible(thread, scope_of(request))  # no such thread, or another scope's: 404
+    # the fork keeps the original's memo, its scope with it: the same callers see it
     try:
         forked = await fork(gw.client, thread, at=at, message=message, fork_id=wanted)
     except CheckpointError as err:
