@@ -28,7 +28,6 @@ from durable_teams.client.checkpoints import (
 )
 from durable_teams.client.replay_state import replay_history
 from durable_teams.client.start import start_conversation
-from durable_teams.workflows.conversation import TeamWorkflow
 
 NOT_INHERITED = ("idempotency", "request")
 """Memo keys of the original a fork leaves out: they name the request that started it."""
@@ -174,6 +173,3 @@ def _cut(history: WorkflowHistory, event_id: int) -> WorkflowHistory:
         if event.event_id > event_id and event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             return WorkflowHistory(history.workflow_id, history.events[: n + 1])
     raise CheckpointError(f"event {event_id} of {history.workflow_id} has no completed step after it yet")
-
-
-_ = TeamWorkflow  # the workflow whose histories these are
