@@ -19,6 +19,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_teams.activities.resolve_team import NoteOnUnknown, no_note
+from durable_teams.teams.team_tools import ToolsByTeam
 from durable_teams.teams.tool_schema import ToolArgumentsError, validate_arguments
 from durable_teams.teams.tools import IDEMPOTENCY_KEY, RetryableToolError, ToolRegistry
 from durable_teams.workflows.messages import ToolRequest, ToolResult
@@ -87,20 +88,19 @@ def _failure(err: BaseException) -> ToolResult:
 
 
 class ToolActivities:
-    """The tool activities, bound to the worker's registry."""
+    """The tool activities, bound to the worker's tools: each team's (`ToolsByTeam`), or one
+    registry that answers every team."""
 
-    def __init__(self, registry: ToolRegistry, note_on_unknown: NoteOnUnknown = no_note):
-        self.registry = registry
+    def __init__(self, registry: ToolRegistry | ToolsByTeam, note_on_unknown: NoteOnUnknown = no_note):
+        self.tools = registry if isinstance(registry, ToolsByTeam) else ToolsByTeam.single(registry)
         self.note_on_unknown = note_on_unknown
 
     async def _run(self, req: ToolRequest) -> ToolResult:
-        if req.tool not in self.registry:  # the team has it (the workflow checked): a worker that lacks it
-            available = ", ".join(self.registry.names()) or "none"
+        t = self.tools.find(req.team, req.tool)
+        if isinstance(t, str):  # the team has it (the workflow checked): a worker that lacks it
             note = await self.note_on_unknown()
-            activity.logger.warning("tool %s is not on this worker.%s", req.tool, note)
-            return ToolResult(is_error=True, content=(
-                f"Error: unknown tool {req.tool!r} on the worker that took this call. Available: {available}.{note}"))
-        t = self.registry.get(req.tool)
+            activity.logger.warning("tool %s (team %s) is not on this worker.%s", req.tool, req.team, note)
+            return ToolResult(is_error=True, content=f"Error: {t}{note}")
         try:
             kwargs = validate_arguments(t.fn, req.arguments, tool_name=req.tool)
         except ToolArgumentsError as err:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from durable_teams.teams.builders import CompiledTeam
-from durable_teams.worker.scripted import Step
+from durable_teams.worker.scripted import AgentScript, Step
 
 
 def example_teams() -> list[CompiledTeam]:
@@ -18,3 +18,17 @@ def example_script() -> dict[str, list[Step]]:
     from durable_teams.examples import acme, faang, faang_teams, support
 
     return {**faang.SCRIPT, **support.SCRIPT, **acme.SCRIPT, **faang_teams.SCRIPT}
+
+
+def example_scripts() -> dict[str, AgentScript]:
+    """The same responses by team (nested teams under their own names too), so a worker's
+    scripted model answers an example team only, never a team of yours with an agent of the
+    same name."""
+    from durable_teams.examples import acme, faang, faang_teams, support
+    from durable_teams.teams.team_tools import team_names
+
+    scripts: dict[str, AgentScript] = {}
+    for module in (faang, support, acme, faang_teams):
+        for name in team_names(module.build().compile().spec):
+            scripts[name] = module.SCRIPT
+    return scripts

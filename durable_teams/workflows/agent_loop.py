@@ -187,6 +187,7 @@ class AgentLoop:
             temperature=spec.temperature,
             max_tokens=self.max_tokens,
             agent_call_index=calls_so_far,
+            team=self.team.name,
         )
         # What the model receives: the system message and this agent's view (not the log).
         received = len(self.views.view(self.transcript, agent_run, length, len(self.transcript.shared),
