@@ -39,7 +39,7 @@ from .next_release import PATCH_ID, Guarded, Unguarded
 from .record_histories import parked
 
 ROOT = Path(__file__).resolve().parent.parent
-ANSWER = support.SCRIPT["triage_agent"][-1].content
+ANSWER = support.ANSWER
 
 
 @contextmanager

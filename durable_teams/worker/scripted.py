@@ -66,14 +66,16 @@ def calls(*tool_calls: tuple[str, dict[str, Any]], text: str = "") -> Step:
 class When:
     """A step chosen by what the agent was told since its previous step: `then` when `seen`
     occurs in one of those messages (a tool's result, a person's denial, another agent's
-    reply), else `otherwise`. Deterministic: the same view gives the same step on a retry."""
+    reply; ignoring case), else `otherwise`. Deterministic: the same view gives the same step
+    on a retry."""
 
     seen: str
     then: Step
     otherwise: Step
 
     def choose(self, agent: str, messages: list[dict[str, Any]]) -> Step:
-        return self.then if self.seen in "\n".join(news(agent, messages)) else self.otherwise
+        told = "\n".join(news(agent, messages)).casefold()
+        return self.then if self.seen.casefold() in told else self.otherwise
 
 
 def when(seen: str, then: Step, otherwise: Step) -> When:
