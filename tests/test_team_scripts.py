@@ -17,7 +17,12 @@ from durable_teams.client.server_state import root_cause
 from durable_teams.examples import example_scripts, example_teams, faang
 from durable_teams.teams.builders import Agent, Supervisor
 from durable_teams.teams.team_tools import ToolsByTeam
-from durable_teams.worker.script_files import ScriptError, load_script_spec, parse_script, scripts_for
+from durable_teams.worker.script_files import (
+    ScriptError,
+    load_script_spec,
+    parse_script,
+    scripts_for,
+)
 from durable_teams.worker.scripted import ScriptedModel, call, say, when
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ToolRequest

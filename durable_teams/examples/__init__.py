@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from durable_teams.teams.builders import CompiledTeam
-from durable_teams.worker.scripted import AgentScript, Step
+from durable_teams.worker.scripted import AgentScript, ScriptStep
 
 
 def example_teams() -> list[CompiledTeam]:
@@ -13,7 +15,7 @@ def example_teams() -> list[CompiledTeam]:
             faang_teams.build().compile()]
 
 
-def example_script() -> dict[str, list[Step]]:
+def example_script() -> dict[str, Sequence[ScriptStep]]:
     """The recorded responses of every example team, keyed by agent (names are unique)."""
     from durable_teams.examples import acme, faang, faang_teams, support
 

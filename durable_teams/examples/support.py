@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from durable_teams.teams.builders import Agent, Supervisor
 from durable_teams.teams.tools import tool
-from durable_teams.worker.scripted import call, say, when
+from durable_teams.worker.scripted import ScriptStep, call, say, when
 
 QUESTION = "My boots fell apart after a week. I want my money back."
 
@@ -78,7 +78,7 @@ ANSWER = "Your refund is on its way. Anything else I can help with?"
 DENIED_ANSWER = "Sorry, your refund was not approved, so nothing was refunded. Anything else I can help with?"
 
 # Each last step follows what happened: a denied refund is never reported as done.
-SCRIPT = {
+SCRIPT: dict[str, list[ScriptStep]] = {
     "triage_agent": [
         call("ask_human", question="Sorry to hear that! What's your order number?",
              suggestions=["I don't have it"]),
