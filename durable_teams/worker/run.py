@@ -179,7 +179,8 @@ async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = 
                           **(slot_options() if slots is None else slots))
     stop_on_signals(worker)
     tune_garbage_collector(gc_threshold() if gc_every is None else gc_every)
-    print(f"Worker: polling task queue {task_queue!r}; teams: {', '.join(t.spec.name for t in teams)}")
+    print(f"Worker: polling task queue {task_queue!r}; teams: {', '.join(t.spec.name for t in teams)}",
+          flush=True)  # a log read through a pipe (docker, systemd) sees it start
     await worker.run()
     print("Worker: stopped.")
 

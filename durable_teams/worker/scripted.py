@@ -85,11 +85,12 @@ def when(seen: str, then: Step, otherwise: Step) -> When:
 
 
 def news(agent: str, messages: list[dict[str, Any]]) -> list[str]:
-    """The text of the messages after `agent`'s own last message (all of them before its first)."""
+    """The text of the messages after `agent`'s own last message (all of them before its first),
+    the system prompt left out (it names every agent and tool, whatever happened)."""
     own = wire_name(agent)
     last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant" and m.get("name") == own),
                default=-1)
-    return [str(m.get("content") or "") for m in messages[last + 1:]]
+    return [str(m.get("content") or "") for m in messages[last + 1:] if m.get("role") != "system"]
 
 
 ScriptStep = Step | When
