@@ -26,6 +26,8 @@ from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.state import Question
 
+pytest_plugins = ["tests.progress"]  # with -q: a line per test file as it finishes
+
 BIN_DIR = os.path.dirname(sys.executable)
 
 

@@ -47,6 +47,7 @@ from durable_teams.encryption.redact import mask_url
 from durable_teams.examples import example_script, example_teams
 from durable_teams.live.hub import LiveHubError
 from durable_teams.teams.builders import CompiledTeam, Supervisor, Swarm
+from durable_teams.worker.attempt_log import one_line_attempt_failures
 from durable_teams.worker.build import TeamWorker, build_worker
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.devserver import DevServer, PortTaken
@@ -215,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ModelSettingError as err:
         raise SystemExit(f"durable-teams worker: {err}") from None
     forward_core_log()  # the core's warnings to stderr, not to a stdout pipe nobody may read
+    one_line_attempt_failures()  # a failed model call or tool attempt: one line, not a traceback
     problem = None
     try:
         asyncio.run(run_worker(args.team, sticky, gc_every, args.examples, slots, graceful,
