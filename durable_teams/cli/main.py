@@ -3,6 +3,7 @@
     durable-teams demo [faang|support]         # a demo team on the embedded server
     durable-teams server-start [--codec-server]  # the embedded Temporal server (and Web UI)
     durable-teams worker                       # a worker (same as python worker.py)
+    durable-teams worker --team myteams:TEAMS [--examples] [--script myscript.json] [--task-queue mine]
     durable-teams chat acme [--thread ID]      # talk to a team, turn by turn
     durable-teams run faang "what's the combined headcount of the FAANG companies in 2024?"
     id=$(durable-teams run faang "..." --no-wait)   # --no-wait prints only the workflow id
@@ -21,8 +22,10 @@ Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRP
 $DURABLE_TEAMS_PORT or --port, default 7233; Web UI $DURABLE_TEAMS_UI_PORT or --ui-port,
 default gRPC port + 1000; database $DURABLE_TEAMS_DB). The other commands use $TEMPORAL_ADDRESS,
 else that embedded server, and say so at once when there is none. With no model configured on
-the worker (OPENAI_API_KEY / OPENAI_BASE_URL), teams run on a recorded, scripted model: the
-FAANG team answers its recorded question whatever you ask.
+the worker (OPENAI_API_KEY / OPENAI_BASE_URL), teams run on scripts: the FAANG team answers its
+recorded question whatever you ask, and your team answers from its own script (--script, or
+SCRIPT beside TEAMS) or says it has none. `--team myteams:TEAMS` is found from the working
+directory (or give a file: path/to/myteams.py:TEAMS).
 """
 
 from __future__ import annotations
