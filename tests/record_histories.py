@@ -9,9 +9,10 @@ histories, so replaying them pins that logic too. Parked conversations (`PARKED`
 mid-wait, as a rolling upgrade meets them: still running, waiting for a person's answer or
 approval (a supervisor, a swarm after a handoff, a nested team's child and its parent).
 
-Never re-record a committed history to make a test pass: each is the proof that conversations
-started with that release still replay under the new code (docs/deployment.md, "Upgrading workers").
-Record new ones under new names instead.
+The committed histories were recorded by 0.1.0, the baseline. Never re-record one to make a
+test pass: each is the proof that conversations started with that release still replay under
+the new code (docs/deployment.md, "Upgrading workers"). A later release records new ones under
+new names, beside them.
 """
 
 from __future__ import annotations
@@ -42,12 +43,9 @@ from durable_teams.workflows.state import ConversationInput, HumanReply
 from .conftest import binary, pending_question, running_worker
 
 HERE = Path(__file__).parent / "histories"
-EXAMPLES: dict[str, ModuleType] = {"faang": faang, "faang_teams": faang_teams,
-                                   "faang_regular_model_calls": faang}
+EXAMPLES: dict[str, ModuleType] = {"faang": faang, "faang_teams": faang_teams}
 """History name -> example module (`build()`, `SCRIPT`, `QUESTION`). `faang_teams` is the
-parent of a two-level team: its history holds the child workflow commands.
-`faang_regular_model_calls` was recorded before model calls became local activities: its model
-calls are regular activities (with the placement patch's marker)."""
+parent of a two-level team: its history holds the child workflow commands."""
 
 
 async def acme_conversation(client: Client, name: str) -> None:
@@ -226,12 +224,10 @@ async def concurrent_turns(client: Client, name: str) -> None:
         await handle.result()
 
 
-async def send_message_local_calls(client: Client, name: str) -> None:
-    """Three turns sent one after another with the raw `send_message` update, each waiting for
-    its reply while the turn's local model call runs; recorded by the release before
-    START_MARKER, whose calls were local activities then (now regular while one waits)."""
+async def local_model_calls(client: Client, name: str) -> None:
+    """Three turns of a team whose model calls are local activities (`ModelCalls(local=True)`:
+    markers in history where a regular call has three activity events), then closed."""
     from durable_teams.workflows.options import ModelCalls
-    from durable_teams.workflows.state import UserTurn
 
     echo = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
                  model_calls=ModelCalls(local=True)).compile()
@@ -239,7 +235,7 @@ async def send_message_local_calls(client: Client, name: str) -> None:
         handle = await start_conversation(client, "echo", ConversationInput(
             team=echo.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
         for n in range(3):
-            await handle.execute_update(TeamWorkflow.send_message, UserTurn(text=f"message {n}", turn_id=f"t{n}"))
+            await send_turn(client, name, f"message {n}", turn_id=f"t{n}")
         await handle.signal(TeamWorkflow.close)
         await handle.result()
 
@@ -250,19 +246,10 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "support_waiting_approval": support_waiting_approval,
     "swarm_waiting_approval": swarm_waiting_approval,
     "nested_waiting": nested_waiting,
-    # recorded before model calls became local activities (regular activity events)
-    "support_waiting_approval_regular_model_calls": support_waiting_approval,
-    # recorded once conversations asked the worker which search attributes exist (labels.py)
-    "support_waiting_approval_labels_asked": support_waiting_approval,
     "support_labelled_waiting_question": support_labelled_waiting_question,
-    # recorded once nested teams spent what was left of their parent's token budgets
     "nested_budget_stop": nested_budget_stop,
-    # 40 turns accepted by concurrent updates (issue: an update-handling nondeterminism)
     "concurrent_turns": concurrent_turns,
-    # recorded once a new conversation recorded its start patches as one marker
-    "support_labelled_waiting_question_one_marker": support_labelled_waiting_question,
-    # recorded by the release before START_MARKER: local model calls under a waiting update
-    "send_message_local_calls": send_message_local_calls,
+    "local_model_calls": local_model_calls,
 }
 
 

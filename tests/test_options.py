@@ -7,8 +7,6 @@ import ast
 import inspect
 from dataclasses import fields
 
-import pytest
-
 from durable_teams import Agent, Budgets, ModelCalls, RoutingRule, Supervisor, Swarm
 from durable_teams.workflows import options
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec
@@ -105,11 +103,3 @@ def test_a_builder_has_one_name_the_teams() -> None:
     named = Supervisor([Agent("a")], name="company", supervisor_name="boss").compile().spec
     assert (named.name, named.supervisor.name if named.supervisor else None) == ("company", "boss")
     assert Swarm([Agent("a")], name="desk").compile().spec.name == "desk"
-
-
-def test_the_old_team_name_spelling_still_works_and_says_it_is_deprecated() -> None:
-    with pytest.warns(DeprecationWarning, match="name= is the team's name"):
-        old = Supervisor([Agent("a")], name="boss", team_name="company").compile().spec
-    assert (old.name, old.supervisor.name if old.supervisor else None) == ("company", "boss")
-    with pytest.warns(DeprecationWarning, match="use name="):
-        assert Swarm([Agent("a")], team_name="desk").compile().spec.name == "desk"

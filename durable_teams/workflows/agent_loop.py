@@ -8,7 +8,6 @@ built-in tools, activities) is workflows/answering.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import timedelta
@@ -37,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
         local_activity_options,
         policy_for,
     )
-    from .placement import PATCH, ModelPlacement, is_not_started
+    from .placement import ModelPlacement, is_not_started
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
     from .view_builder import ViewBuilder
@@ -51,7 +50,8 @@ class AgentLoop:
     """Runs agents of one team against the conversation state."""
 
     def __init__(self, team: TeamSpec, state: ConversationState, desk: HumanDesk,
-                 placement: ModelPlacement | None = None, views: ViewBuilder | None = None):
+                 placement: ModelPlacement | None = None, views: ViewBuilder | None = None,
+                 max_tokens: int | None = None):
         self.team = team
         self.placement = placement or ModelPlacement()
         """Where model calls run (the run's, shared by its turns: workflows/placement.py)."""
@@ -66,17 +66,9 @@ class AgentLoop:
         self.children: dict[int, str] = {}
         """Agent run id -> id of the child workflow running it now (workflows/children.py)."""
         self.interrupted_at: tuple[str, int, Budget] | None = None
-        self.local_calls: Callable[[], bool] = lambda: False
-        """Whether a model call may be a local activity now (`TeamWorkflow.local_calls_allowed`:
-        never in a run recorded before local calls, nor while a `send_message` update waits)."""
-        self.max_tokens: int | None = None
-        """The turn's cap on each model call's reply (a chat client's `max_tokens`)."""
-        self.placed_calls: bool | None = None
-        """Placement's patch as asked at the run's start; None: ask it at the first call."""
-        self.nested_budgets = False
-        """Nested teams spend what is left of this turn's token budgets (`TeamWorkflow` asks
-        NESTED_BUDGETS at the run's start: a run recorded before gives them their own)."""
         """(agent, agent_run, budget before the batch) of the run a continue-as-new cut off."""
+        self.max_tokens = max_tokens
+        """The turn's cap on each model call's reply (a chat client's `max_tokens`)."""
 
     @property
     def transcript(self):  # noqa: ANN201 - short alias
@@ -214,8 +206,8 @@ class AgentLoop:
 
     async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
         """Run `call_model`: a local activity (this worker, the view read in process) when the
-        policy asks for one and the run allows it now (`local_calls`), else a regular one."""
-        if policy.local and self.local_calls():
+        policy asks for one, else a regular one."""
+        if policy.local:
             return await workflow.execute_local_activity(
                 "call_model", request, result_type=ModelResponse, summary=summary,
                 **local_activity_options(policy))
@@ -225,8 +217,7 @@ class AgentLoop:
         """Run `call_model` as a regular activity, on the worker holding this workflow when
         there is one to ask for (workflows/placement.py); on the shared queue if that worker
         never takes it."""
-        placed = self.placed_calls if self.placed_calls is not None else workflow.patched(PATCH)
-        queue = await self.placement.next_queue() if placed else None
+        queue = await self.placement.next_queue()
         options = activity_options(policy)
         response: ModelResponse
         if queue is not None:
@@ -243,8 +234,7 @@ class AgentLoop:
                 self.placement.lost(queue)  # never started there: nothing is repeated here
         response = await workflow.execute_activity(
             "call_model", request, result_type=ModelResponse, summary=summary, **options)
-        if placed:
-            self.placement.observe(None, response.read_in_process)
+        self.placement.observe(None, response.read_in_process)
         return response
 
     async def answer_calls(

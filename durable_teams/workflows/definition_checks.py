@@ -79,8 +79,7 @@ def _numbers(team: TeamSpec) -> list[str | None]:
     found = [at_least("budgets", "max_model_calls", b.max_model_calls, 1),
              at_least("budgets", "max_handoffs", b.max_handoffs, 0),
              at_least("budgets", "max_tool_calls", b.max_tool_calls, 0),
-             positive(f"team {team.name!r}", "ask_human_timeout_seconds", team.ask_human_timeout_seconds),
-             positive(f"team {team.name!r}", "model_timeout_seconds", team.model_timeout_seconds)]
+             positive(f"team {team.name!r}", "ask_human_timeout_seconds", team.ask_human_timeout_seconds)]
     if team.supervisor is not None:
         found.append(at_least(f"supervisor {team.supervisor.name!r}", "max_parallel_handoffs",
                               team.supervisor.max_parallel_handoffs, 1))

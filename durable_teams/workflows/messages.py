@@ -246,9 +246,6 @@ class TeamSpec(TeamOptions):
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     start_agent: str | None = None
     """For a swarm: the agent that takes the first turn."""
-    model_timeout_seconds: float | None = None
-    """Superseded by `model_calls`; kept so recorded conversations still read. When set, it is
-    the per-attempt timeout."""
 
 
 rebuild_dataclass(AgentSpec)  # type: ignore[arg-type]  # `team: TeamSpec` is a forward reference

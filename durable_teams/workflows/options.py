@@ -51,9 +51,7 @@ class ModelCalls(BaseModel):
     tools, 2.4x the floor's calls per second at 500 conversations, docs/performance.md). While
     a local call runs, the conversation's workflow task stays open (start conversations with
     `start_conversation`: its 30 s task timeout leaves a busy worker room to heartbeat it):
-    queries and updates wait for it (the gateway's step events too), so it is opt-in. While a
-    raw `send_message` update waits for its reply, the turn's calls are regular activities (an
-    update left waiting across local calls stalled the conversation). False: a regular
+    queries and updates wait for it (the gateway's step events too), so it is opt-in. False: a regular
     activity, placed on the worker's own queue (workflows/placement.py). See
     docs/deployment.md, "Model calls as local activities"."""
     worker_queue_seconds: float = Field(default=10.0, gt=0)
