@@ -4,6 +4,7 @@ or at a path (`path/to/myteams.py:TEAMS`); a module that is not there says where
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -69,3 +70,15 @@ def test_a_module_that_is_not_there_says_where_it_looked(folder: Path, monkeypat
 ])
 def test_a_spec_splits_into_module_and_attribute(spec: str, parts: tuple[str, str]) -> None:
     assert split_spec(spec) == parts
+
+
+def test_the_help_lists_serve_and_every_queue_flag() -> None:
+    from durable_teams.cli.main import parser
+
+    top = parser().format_help()
+    assert re.search(r"^\s+serve\s+the HTTP gateway", top, re.M), top
+    commands = {name: sub for action in parser()._subparsers._group_actions  # type: ignore[union-attr]
+                for name, sub in getattr(action, "choices", {}).items()}
+    for name in ("worker", "run", "chat"):
+        assert "--task-queue NAME" in commands[name].format_help(), name
+    assert "--script FILE" in commands["worker"].format_help()

@@ -167,6 +167,8 @@ async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = 
                      task_queue: str = TASK_QUEUE, script: str | None = None) -> None:
     teams = load_teams(team_specs, examples)  # a module that does not load: before any server starts
     scripts = None if is_live_model_configured() else worker_scripts(team_specs, teams, examples, script)
+    if script and scripts is None:
+        print(f"Model: --script {script} is not used: a model is configured (OPENAI_API_KEY / OPENAI_BASE_URL)")
     address, server = embedded_or_remote()
     client = await connect(address)
     if server is None:  # a configured cluster: say how it is reached (never the key itself)
