@@ -82,3 +82,21 @@ def test_the_help_lists_serve_and_every_queue_flag() -> None:
     for name in ("worker", "run", "chat"):
         assert "--task-queue NAME" in commands[name].format_help(), name
     assert "--script FILE" in commands["worker"].format_help()
+
+
+def test_a_script_beside_teams_is_found_and_a_file_adds_to_it(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from durable_teams.worker.script_files import ScriptError, worker_scripts
+    from durable_teams.worker.scripted import say
+
+    (folder / "myteams_cwd.py").write_text(TEAM_FILE.format(name="cwd-team")
+                                           + '\nSCRIPT = {"cwd-team": {"supervisor": ["Hi."]}}\n')
+    (folder / "more.json").write_text('{"cwd-team": {"echo": [{"say": "Echo."}]}, "faang": {"supervisor": ["x"]}}')
+    (folder / "typo.json").write_text('{"cwd-tem": {"echo": ["x"]}}')
+    monkeypatch.chdir(folder)
+    teams = load_teams(["myteams_cwd"], examples=True)
+    found = worker_scripts(["myteams_cwd"], teams, examples=True)
+    assert found["cwd-team"] == {"supervisor": [say("Hi.")]} and "support" in found
+    assert worker_scripts(["myteams_cwd"], teams, True, "more.json")["faang"] == {"supervisor": [say("x")]}
+    assert "support" not in worker_scripts(["myteams_cwd"], load_teams(["myteams_cwd"]), False)
+    with pytest.raises(ScriptError, match="the script names team 'cwd-tem', which this worker does not serve"):
+        worker_scripts(["myteams_cwd"], teams, True, "typo.json")
