@@ -37,7 +37,7 @@ from durable_teams.worker.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
-from durable_teams.workflows.messages import Budgets, ModelRequest, ModelResponse, Usage
+from durable_teams.workflows.messages import Budgets, Message, ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary, pending_question, running_worker
@@ -240,6 +240,37 @@ async def local_model_calls(client: Client, name: str) -> None:
         await handle.result()
 
 
+async def intents_conversation(client: Client, name: str) -> None:
+    """Intents (an answer, a tool, an agent) matched before any model call; an agent on the
+    Responses API whose reply carries reasoning; a model that refused tools (a notice)."""
+    from durable_teams.workflows.intents import Intent
+
+    def order_status(order: str) -> str:
+        """The status of an order."""
+        return f"Order {order}: shipped."
+
+    billing = Agent("billing", "You handle refunds.", api="responses")
+    support = Agent("support", "You help.", tools=["list_intents", order_status])
+    team = Supervisor([billing, support], name="shop", intents=[
+        Intent(phrases=["when are you open"], answer="9 to 5."),
+        Intent(phrases=["where is my order"], tool="order_status", arguments={"order": "A-17"}),
+        Intent(phrases=["refund my order"], agent="billing")]).compile()
+
+    def script(req: ModelRequest, messages: Any, tools: Any) -> Step | ModelResponse:
+        if req.agent == "billing":
+            return Message(role="assistant", content="Refunded.",
+                           reasoning=[{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}])
+        return ModelResponse(message=say("Hello."), tools_unavailable="model does not support tools")
+
+    async with running_worker(client, "record", [team], ScriptedModel(script)):
+        handle = await start_conversation(client, "shop", ConversationInput(
+            team=team.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        for text in ["When are you open?", "where is my order", "refund my order", "@support hi"]:
+            await send_turn(client, name, text)
+        await handle.signal(TeamWorkflow.close)
+        await handle.result()
+
+
 CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None]]] = {
     "acme_conversation": acme_conversation, "routing_conversation": routing_conversation,
     "support_waiting_question": support_waiting_question,
@@ -250,6 +281,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "nested_budget_stop": nested_budget_stop,
     "concurrent_turns": concurrent_turns,
     "local_model_calls": local_model_calls,
+    # after 0.1.0: intents, api="responses", a model that refused tools
+    "intents_conversation": intents_conversation,
 }
 
 

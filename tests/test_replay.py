@@ -27,6 +27,7 @@ def test_there_are_recorded_histories() -> None:
     assert {p.stem for p in HISTORIES} >= {
         "acme_conversation", "faang", "faang_teams", "routing_conversation",
         "nested_budget_stop", "nested_budget_stop_child", "concurrent_turns", "local_model_calls",
+        "intents_conversation",
         *PARKED}
 
 

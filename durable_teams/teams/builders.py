@@ -36,6 +36,7 @@ from durable_teams.workflows.definition_checks import TeamError, check_definitio
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec, TeamSpec
 from durable_teams.workflows.options import (
     AgentOptions,
+    ModelApi,
     SupervisorOptions,
     TeamOptions,
     option_values,
@@ -50,6 +51,21 @@ DEFAULT_SUPERVISOR = "supervisor"
 
 def default_model() -> str:
     return os.environ.get("DURABLE_TEAMS_MODEL", "gpt-4o-mini")
+
+
+MODEL_API_ENV = "DURABLE_TEAMS_MODEL_API"
+
+
+def default_api() -> ModelApi | None:
+    """`$DURABLE_TEAMS_MODEL_API` ("responses" or "chat_completions"): the API of teams that
+    name none, as $DURABLE_TEAMS_MODEL names their model (so the example teams can run on a
+    model served only through the Responses API). Unset: None (Chat Completions)."""
+    value = os.environ.get(MODEL_API_ENV, "").strip().lower()
+    if not value:
+        return None
+    if value not in ("responses", "chat_completions"):
+        raise TeamError(f"{MODEL_API_ENV} must be responses or chat_completions, not {value!r}")
+    return value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -192,6 +208,7 @@ class Supervisor(SupervisorOptions, TeamOptions):
             agents={_name(a): _member(a, own, within) for a in self.agents},
             tools=own.specs(),
         )
+        spec.api = spec.api or default_api()
         registry.merge(own)
         return spec
 
@@ -219,6 +236,7 @@ class Swarm(TeamOptions):
             tools={},
             start_agent=self.start_agent or self.agents[0].name,
         )
+        spec.api = spec.api or default_api()
         spec.tools = registry.specs()
         validate_team(spec)
         check_definition(spec)

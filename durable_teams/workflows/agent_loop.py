@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from .placement import ModelPlacement, is_not_started
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
+    from .tool_support import handoff_only_failure, tools_unavailable_notice
     from .view_builder import ViewBuilder
 
 
@@ -179,6 +180,7 @@ class AgentLoop:
             temperature=spec.temperature,
             max_tokens=self.max_tokens,
             agent_call_index=calls_so_far,
+            api="responses" if (spec.api or self.team.api) == "responses" else None,
             team=self.team.name,
         )
         # What the model receives: the system message and this agent's view (not the log).
@@ -193,6 +195,8 @@ class AgentLoop:
             raise TurnFailed(f"The model call for {agent} failed: {why}") from err
         turn = usage.current_turn(self.state.queue, self.state.turns_started)
         usage.record(self.state.usage, turn, agent, spec.model, response.usage)
+        if response.tools_unavailable is not None:  # only ever set in runs recorded since
+            self._tools_unavailable(agent, agent_run, spec.model, response.tools_unavailable)
         used = response.usage if response.usage != Usage() else None  # kept on the message
         message = response.message.model_copy(
             update={"name": agent, "agent_run": agent_run, "usage": used})
@@ -203,6 +207,20 @@ class AgentLoop:
             except ValueError:
                 structured = None
         return message, structured, flagged(response.finish_reason)
+
+    def _tools_unavailable(self, agent: str, agent_run: int, model: str, reason: str) -> None:
+        """The model refused tools (workflows/tool_support.py): the turn fails for an agent
+        that can only hand off; else a notice, once per agent run and turn."""
+        failure = handoff_only_failure(self.team, agent, model, reason)
+        if failure is not None:
+            raise TurnFailed(failure)
+        notice = tools_unavailable_notice(self.team, agent, model, reason, agent_run)
+        for m in reversed(self.transcript.log):
+            if m.role == "user" and m.kind == "message":
+                break
+            if m.kind == "notice" and m.content == notice.content and m.agent_run == agent_run:
+                return
+        self.transcript.append(notice)
 
     async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
         """Run `call_model`: a local activity (this worker, the view read in process) when the

@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import definition_checks, inputs, labels, live_view, roster, usage
+    from . import definition_checks, inputs, intent_turns, labels, live_view, roster, usage
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .human import HumanDesk, Interrupted
@@ -145,6 +145,7 @@ class TeamWorkflow(Intake):
     ) -> TurnReply:
         target = resume.agent if resume and resume.direct else None
         start = len(self.state.transcript.log)  # where this turn's answers begin (a stop quotes them)
+        text = ""
         if resume is None and turn.text:  # an empty turn (a nested team's) answers the history
             target, text, problem = roster.parse_mention(team, turn.text)
             self.state.transcript.append(Message(role="user", content=text, name=turn.sender))
@@ -157,7 +158,12 @@ class TeamWorkflow(Intake):
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         turns = TurnRunner(loop, budget, resume)
         try:
-            if target is not None:
+            # ABI's intents, before any model call: only in teams that declare them
+            matched = await intent_turns.answer_by_intent(turns, target, text) if (
+                text and intent_turns.declared(team)) else None
+            if matched is not None:
+                outcome = matched
+            elif target is not None:
                 outcome = await turns.direct(target)
             elif team.supervisor:
                 outcome = await turns.supervise()
@@ -172,7 +178,7 @@ class TeamWorkflow(Intake):
             assert loop.interrupted_at is not None
             agent, agent_run, spent = loop.interrupted_at
             self.state.in_progress = TurnProgress(
-                turn=number, agent=agent, agent_run=agent_run, direct=agent == target and agent_run != 0,
+                turn=number, agent=agent, agent_run=agent_run, direct=agent in (target, turns.intent_agent) and agent_run != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
         if outcome.kind == "budget":  # with what was answered before the stop
