@@ -20,7 +20,7 @@ from .messages import (
 from .transcript import Transcript
 from .usage import Tally, UsageLedger
 
-TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed"]
+TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed", "cancelled"]
 """How a turn ended: "completed" (an answer), "truncated" (the answer the model gave was cut
 off at its token limit: finish_reason "length"), "filtered" (the endpoint's content filter
 stopped it: finish_reason "content_filter"), "budget_exceeded" (a `Budgets` limit stopped the
@@ -101,12 +101,14 @@ class AnswerAck(Reply):
 
 
 class AnswerOutcome(Reply):
-    """Whether an answer sent as a signal was taken; if not, why, and whether its question was
+    """Whether an answer sent with an `input_id` was taken; if not, why, and whether its question was
     no longer open (answered by another, or never asked)."""
 
     taken: bool
     reason: str = ""
     closed: bool = False
+    turn: int | None = left_out_when_unset()
+    """The turn that was being answered when it came (its reply is the answer's outcome)."""
 
 
 class TurnProgress(Wire):
