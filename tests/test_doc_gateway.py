@@ -71,6 +71,12 @@ async def test_the_curl_examples_run_as_written(client: Client, task_queue: str)
             "bash", "-c", paced(curl_blocks()[0], gateway.replace("127.0.0.1", "localhost")),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), timeout=240)
+        # the control: the first POST without the JSON header is refused, and says what to add
+        bare = await asyncio.create_subprocess_exec(
+            "curl", "-s", "-w", "\n%{http_code}", "-H", "Authorization: Bearer tok1", f"{gateway}/threads",
+            "-d", '{"team": "faang"}', stdout=asyncio.subprocess.PIPE)
+        refused = (await asyncio.wait_for(bare.communicate(), timeout=60))[0].decode()
+    assert refused.endswith("\n415") and "Content-Type: application/json" in refused, refused
     text = out.decode()
     assert proc.returncode == 0, f"{text}\n{err.decode()}"
     assert '{"thread_id":"faang-1a2b"' in text.replace(" ", "")
