@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from durable_teams.activities.tool_activities import ToolActivities
@@ -131,6 +132,24 @@ async def test_a_tool_call_recorded_without_its_team_still_finds_its_tool() -> N
     assert await run("add", "faang", '{"a": 1, "b": 1}') == "2.0"
     assert await run("add", "faang-teams", '{"a": 1, "b": 1}') == "2.0"  # nested teams' tools too
     assert await run("add", "math_team", '{"a": 1, "b": 1}') == "2.0"
+    assert await run("add", "my-team/math_expert", '{"a": 1, "b": 1}') == "1002.0"  # an agent run as a child
     ambiguous = await run("add", None, '{"a": 1, "b": 1}')
     assert ambiguous.startswith("Error: tool 'add' is ambiguous on the worker that took this call: 2 teams")
     assert (await run("add", "other-team")).startswith("Error: unknown team 'other-team'")
+
+
+def test_an_agent_run_as_a_child_answers_from_its_teams_script() -> None:
+    from durable_teams.workflows.messages import ModelRequest
+
+    model = ScriptedModel(teams=parse_script(SCRIPT))
+
+    def request(team: str | None) -> ModelRequest:
+        return ModelRequest(workflow_id="w", run_id="r", agent="math_expert", model="m",
+                            agent_run=0, transcript_length=0, team=team)
+
+    assert model.step_for(request("my-team/math_expert"), [], []) == call("add", a=2, b=2)
+    with pytest.raises(ApplicationError, match="no replies for team 'other/math_expert'"):
+        model.step_for(request("other/math_expert"), [], [])
+    with pytest.raises(ApplicationError) as older:  # a request recorded before requests named their team
+        model.step_for(request(None), [], [])
+    assert older.value.type == "ScriptExhausted"

@@ -16,7 +16,7 @@ from durable_teams.workflows.messages import TeamSpec
 
 from .tools import Tool, ToolRegistry
 
-__all__ = ["ToolsByTeam"]
+__all__ = ["ToolsByTeam", "owners", "team_names"]
 
 
 class _Compiled(Protocol):  # builders.CompiledTeam, without importing the builders here
@@ -33,6 +33,15 @@ def team_names(spec: TeamSpec) -> Iterator[str]:
     for agent in spec.agents.values():
         if agent.team is not None:
             yield from team_names(agent.team)
+
+
+def owners(team: str) -> Iterator[str]:
+    """`team`, then the teams it runs inside: an agent marked `run_as_child` runs as a child
+    team named `<team>/<agent>` (workflows/children.py), with its parent's tools."""
+    yield team
+    while "/" in team:
+        team = team.rsplit("/", 1)[0]
+        yield team
 
 
 class ToolsByTeam:
@@ -84,7 +93,9 @@ class ToolsByTeam:
 
     def find(self, team: str | None, name: str) -> Tool | str:
         """The tool `name` of `team`, or why there is none (a sentence for the error message)."""
-        registry = self.fallback or (self.by_team.get(team) if team is not None else None)
+        registry = self.fallback
+        if registry is None and team is not None:
+            registry = next((self.by_team[t] for t in owners(team) if t in self.by_team), None)
         if registry is not None:
             if name in registry:
                 return registry.get(name)

@@ -25,6 +25,7 @@ from durable_teams.activities.call_facts import note
 from durable_teams.activities.model import ModelBackend, chat_messages
 from durable_teams.activities.wire import tool_dict
 from durable_teams.live import hub as live
+from durable_teams.teams.team_tools import owners
 from durable_teams.workflows.messages import (
     Message,
     ModelRequest,
@@ -156,8 +157,9 @@ class ScriptedModel(ModelBackend):
         assert not callable(self.script)
         if self.teams is None or req.team is None:
             return self.script or {}
-        if req.team in self.teams:
-            return self.teams[req.team]
+        for team in owners(req.team):  # an agent run as a child answers from its team's script
+            if team in self.teams:
+                return self.teams[team]
         raise ApplicationError(
             f"The scripted model has no replies for team {req.team!r} (agent {req.agent!r}): "
             "no model is configured on the worker, so agents answer from scripts, and "
