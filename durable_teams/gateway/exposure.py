@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 SERVED_METHODS = SAFE_METHODS | {"POST"}
+DELETABLE = "/v1/responses/"
+"""The one family of paths that takes DELETE (OpenAI's Responses API defines it); no body."""
 PAGES = frozenset({"/", "/inbox", "/healthz"})
 """Served to any navigation (no data in them); everything else is API."""
 ANY = "*"
@@ -101,6 +103,8 @@ class Exposure:
             return 403, "cross-site requests are not allowed", "forbidden_origin"
         elif origin == "null" and method not in SAFE_METHODS:
             return 403, "requests from an opaque origin are not allowed", "forbidden_origin"
+        if method == "DELETE" and path.startswith(DELETABLE):
+            return None
         if method not in SERVED_METHODS:  # DELETE, TRACE, PROPFIND...: no route takes them
             return (405, f"method {method[:32]!r} is not allowed: this gateway takes GET and POST",
                     "method_not_allowed")
