@@ -30,6 +30,7 @@ from durable_teams.activities.mcp_calls import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.resolve_team import TeamActivities
 from durable_teams.activities.tool_activities import ToolActivities
+from durable_teams.memory.store import Store
 from durable_teams.activities.views import ViewReader
 from durable_teams.client import exit_guard
 from durable_teams.client.connection import TASK_QUEUE, require_namespace
@@ -185,19 +186,21 @@ def build_worker(
     task_queue: str = TASK_QUEUE,
     view_reader: ViewReader | None = None,
     live_hub: LiveHub | None = None,
+    memory: Store | None = None,
     **worker_options: object,
 ) -> TeamWorker:
     """A worker serving the conversation workflow, the model call and every team's tools, on
     `task_queue` and on a queue of its own. `view_reader` replaces how a model call reads its
     view (default: `ViewCache`); `live_hub` is where streamed text deltas go (default: the one
-    DURABLE_TEAMS_LIVE_URL names, else this process's); other options go to
-    `temporalio.worker.Worker`."""
+    DURABLE_TEAMS_LIVE_URL names, else this process's); `memory` is the store tools are given
+    (default: the one DURABLE_TEAMS_MEMORY names, opened when a tool first needs it,
+    durable_teams/memory/store_config.py); other options go to `temporalio.worker.Worker`."""
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     models = ModelActivities(backend, view_reader, hub)
     registry = merged_registry(teams)
     names = [t.spec.name for t in teams]
     note = functools.partial(mixed_queue_note, names)
-    tools = ToolActivities(registry, note)
+    tools = ToolActivities(registry, note, memory)
     mcp = MCPActivities(registry.mcp_servers)
     resolver = TeamActivities({t.spec.name: t.spec for t in teams}, note)
     labels = LabelsActivity(client)
