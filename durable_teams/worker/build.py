@@ -30,12 +30,12 @@ from durable_teams.activities.mcp_calls import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.resolve_team import TeamActivities
 from durable_teams.activities.tool_activities import ToolActivities
-from durable_teams.memory.store import Store
 from durable_teams.activities.views import ViewReader
 from durable_teams.client import exit_guard
 from durable_teams.client.connection import TASK_QUEUE, require_namespace
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub
+from durable_teams.memory.store import Store
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.teams.tools import ToolRegistry
 from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
