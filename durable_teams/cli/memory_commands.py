@@ -83,10 +83,10 @@ async def run(args: argparse.Namespace, store: Store) -> int | str:
                 print(f"{'/'.join(item.namespace)}  {item.key}  {json.dumps(item.value, ensure_ascii=False)}")
         return 0
     if args.action == "get":
-        item = await store.get(namespace_arg(args.namespace), args.key)
-        if item is None:
+        got = await store.get(namespace_arg(args.namespace), args.key)
+        if got is None:
             return f"durable-teams memory: no item {args.key!r} in {args.namespace}"
-        print(json.dumps(item.value, ensure_ascii=False, indent=2))
+        print(json.dumps(got.value, ensure_ascii=False, indent=2))
         return 0
     if args.action == "put":
         await store.put(namespace_arg(args.namespace), args.key, json_object(args.value, "the value"))
