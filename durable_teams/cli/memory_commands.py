@@ -1,7 +1,7 @@
 """`durable-teams memory`: read and edit the memory store the workers use (the same
 DURABLE_TEAMS_MEMORY setting, or --store), without a Temporal server.
 
-    durable-teams memory list users/u-42 [--query "favorite color"] [--filter '{"lang": "fr"}']
+    durable-teams memory list users/u-42 [--query "favorite color"] [--filter '{"lang": "fr"}'] [--json]
     durable-teams memory get users/u-42/memories favorite_color
     durable-teams memory put users/u-42/memories favorite_color '{"text": "blue"}'
     durable-teams memory delete users/u-42/memories favorite_color
