@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 import psutil
-from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench import procs
@@ -34,7 +34,7 @@ from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import build_worker
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Budgets, Message, ModelView
+from durable_teams.workflows.messages import Budgets, Message
 from durable_teams.workflows.state import ConversationInput, HumanReply
 from durable_teams.workflows.transcript import LogDelta
 
@@ -261,16 +261,10 @@ async def run_long(client: Client, tq: str, worker: WorkerProcess, n: int) -> No
     distinct = sum(len(m.model_dump_json()) for m in log)
     events, hjson, hproto = await history_stats(client, wid)
     runs = getattr(result, "runs", 1)
-    try:  # what every model call read before the delta query: the whole view at once
-        await handle.query("model_view", args=["reader", 0, len(log)], result_type=ModelView)
-        full_view = "fits"
-    except WorkflowQueryFailedError as err:
-        full_view = f"fails: {err.message}"
     print(f"status {result.status}, {result.model_calls:,} model calls, workflow runs: {runs} "
           f"({'no continue-as-new' if runs == 1 else 'continued as new'})")
     print(f"history: {events:,} events, {hproto:,} proto bytes ({hjson:,} json); distinct message "
           f"bytes {distinct:,}; proto/distinct {hproto / distinct:.2f}")
-    print(f"the final view read whole with `model_view` (as before the delta query): {full_view}")
     print(f"wall {elapsed:.1f} s ({elapsed / n * 1000:.0f} ms per model call); worker CPU "
           f"{cpu:.1f} s ({cpu / n * 1000:.1f} ms per model call); worker RSS {rss0:.0f} -> "
           f"{worker.rss_mb():.0f} MB")

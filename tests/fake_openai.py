@@ -13,6 +13,7 @@ when nothing is queued, so a team's agents can each meet their own fault.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -23,7 +24,8 @@ from typing import Any
 
 import pytest
 
-PATHS = ("/v1/chat/completions", "/chat/completions")
+PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses",
+         "/v1/embeddings", "/embeddings")
 
 Scripted = tuple[int, dict[str, Any], dict[str, str]]
 """One scripted response: (HTTP status, JSON body, extra headers)."""
@@ -104,9 +106,12 @@ class FakeOpenAI:
     """
 
     def __init__(self, responses: Iterable[Response] = (),
-                 modes: Mapping[str, Mode] | None = None) -> None:
+                 modes: Mapping[str, Mode] | None = None,
+                 script: Callable[[str, dict[str, Any]], Response | None] | None = None) -> None:
         self.responses: list[Response] = list(responses)
         self.modes = dict(modes or {})
+        self.script = script
+        """`(path, body) -> response`, asked when nothing is queued (None: not scripted)."""
         self.stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -186,6 +191,9 @@ class FakeOpenAI:
             return (404, error_body(f"no route {path}"), {})
         if self.responses:
             return self.responses.pop(0)
+        scripted = self.script(path, body) if self.script is not None else None
+        if scripted is not None:
+            return scripted
         if model.startswith("hostile:") and model[8:] in self.modes:
             return self.modes[model[8:]](body)
         return (500, error_body("fake server: script exhausted"), {"x-should-retry": "false"})
@@ -251,3 +259,41 @@ def held_answer(first: str, rest: str) -> tuple[Raw, threading.Event]:
     resume = threading.Event()
     return Raw(content_type="text/event-stream", body="".join(frames), pause_after=len(frames[0].encode()),
                resume=resume), resume
+
+
+# ---- the Responses API (/v1/responses) -------------------------------------------------------
+
+
+def response_body(content: str | None = None, tool_calls: Sequence[tuple[str, str, str]] = (), *,
+                  reasoning: str | None = None, model: str = "test-model", status: str = "completed",
+                  incomplete_reason: str | None = None) -> dict[str, Any]:
+    """A Response object: an optional reasoning item (its `encrypted_content` the given text),
+    the text as an output message, and function calls as (call id, name, raw arguments)."""
+    output: list[dict[str, Any]] = []
+    if reasoning is not None:
+        output.append({"type": "reasoning", "id": f"rs_{len(reasoning)}", "summary": [],
+                       "encrypted_content": reasoning})
+    if content is not None:
+        output.append({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": content, "annotations": []}]})
+    for call_id, name, arguments in tool_calls:
+        output.append({"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name,
+                       "arguments": arguments, "status": "completed"})
+    return {"id": "resp_test", "object": "response", "created_at": 0, "model": model, "status": status,
+            "error": None, "output": output,
+            "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
+            "usage": {"input_tokens": 13, "output_tokens": 5, "total_tokens": 18}}
+
+
+def response_stream(body: dict[str, Any], pieces: Sequence[str] = ()) -> Raw:
+    """`body` streamed as the Responses API streams: `response.created`, a
+    `response.output_text.delta` per piece (default: the text word by word), then
+    `response.completed` carrying the whole object."""
+    text = "".join(p["text"] for item in body["output"] if item["type"] == "message" for p in item["content"])
+    pieces = list(pieces) or re.findall(r"\S+\s*|\s+", text)
+    events = [{"type": "response.created", "response": {**body, "status": "in_progress", "output": []}}]
+    events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                "content_index": 0, "delta": piece} for piece in pieces]
+    events.append({"type": f"response.{body['status']}", "response": body})
+    frames = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return Raw(frames, content_type="text/event-stream")

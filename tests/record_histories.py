@@ -9,9 +9,10 @@ histories, so replaying them pins that logic too. Parked conversations (`PARKED`
 mid-wait, as a rolling upgrade meets them: still running, waiting for a person's answer or
 approval (a supervisor, a swarm after a handoff, a nested team's child and its parent).
 
-Never re-record a committed history to make a test pass: each is the proof that conversations
-started with that release still replay under the new code (docs/deployment.md, "Upgrading workers").
-Record new ones under new names instead.
+The committed histories were recorded by 0.1.0, the baseline. Never re-record one to make a
+test pass: each is the proof that conversations started with that release still replay under
+the new code (docs/deployment.md, "Upgrading workers"). A later release records new ones under
+new names, beside them.
 """
 
 from __future__ import annotations
@@ -36,18 +37,15 @@ from durable_teams.worker.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
-from durable_teams.workflows.messages import Budgets, ModelRequest, ModelResponse, Usage
+from durable_teams.workflows.messages import Budgets, Message, ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary, pending_question, running_worker
 
 HERE = Path(__file__).parent / "histories"
-EXAMPLES: dict[str, ModuleType] = {"faang": faang, "faang_teams": faang_teams,
-                                   "faang_regular_model_calls": faang}
+EXAMPLES: dict[str, ModuleType] = {"faang": faang, "faang_teams": faang_teams}
 """History name -> example module (`build()`, `SCRIPT`, `QUESTION`). `faang_teams` is the
-parent of a two-level team: its history holds the child workflow commands.
-`faang_regular_model_calls` was recorded before model calls became local activities: its model
-calls are regular activities (with the placement patch's marker)."""
+parent of a two-level team: its history holds the child workflow commands."""
 
 
 async def acme_conversation(client: Client, name: str) -> None:
@@ -226,12 +224,10 @@ async def concurrent_turns(client: Client, name: str) -> None:
         await handle.result()
 
 
-async def send_message_local_calls(client: Client, name: str) -> None:
-    """Three turns sent one after another with the raw `send_message` update, each waiting for
-    its reply while the turn's local model call runs; recorded by the release before
-    START_MARKER, whose calls were local activities then (now regular while one waits)."""
+async def local_model_calls(client: Client, name: str) -> None:
+    """Three turns of a team whose model calls are local activities (`ModelCalls(local=True)`:
+    markers in history where a regular call has three activity events), then closed."""
     from durable_teams.workflows.options import ModelCalls
-    from durable_teams.workflows.state import UserTurn
 
     echo = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
                  model_calls=ModelCalls(local=True)).compile()
@@ -239,7 +235,38 @@ async def send_message_local_calls(client: Client, name: str) -> None:
         handle = await start_conversation(client, "echo", ConversationInput(
             team=echo.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
         for n in range(3):
-            await handle.execute_update(TeamWorkflow.send_message, UserTurn(text=f"message {n}", turn_id=f"t{n}"))
+            await send_turn(client, name, f"message {n}", turn_id=f"t{n}")
+        await handle.signal(TeamWorkflow.close)
+        await handle.result()
+
+
+async def intents_conversation(client: Client, name: str) -> None:
+    """Intents (an answer, a tool, an agent) matched before any model call; an agent on the
+    Responses API whose reply carries reasoning; a model that refused tools (a notice)."""
+    from durable_teams.workflows.intents import Intent
+
+    def order_status(order: str) -> str:
+        """The status of an order."""
+        return f"Order {order}: shipped."
+
+    billing = Agent("billing", "You handle refunds.", api="responses")
+    support = Agent("support", "You help.", tools=["list_intents", order_status])
+    team = Supervisor([billing, support], name="shop", intents=[
+        Intent(phrases=["when are you open"], answer="9 to 5."),
+        Intent(phrases=["where is my order"], tool="order_status", arguments={"order": "A-17"}),
+        Intent(phrases=["refund my order"], agent="billing")]).compile()
+
+    def script(req: ModelRequest, messages: Any, tools: Any) -> Step | ModelResponse:
+        if req.agent == "billing":
+            return Message(role="assistant", content="Refunded.",
+                           reasoning=[{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}])
+        return ModelResponse(message=say("Hello."), tools_unavailable="model does not support tools")
+
+    async with running_worker(client, "record", [team], ScriptedModel(script)):
+        handle = await start_conversation(client, "shop", ConversationInput(
+            team=team.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        for text in ["When are you open?", "where is my order", "refund my order", "@support hi"]:
+            await send_turn(client, name, text)
         await handle.signal(TeamWorkflow.close)
         await handle.result()
 
@@ -250,19 +277,12 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "support_waiting_approval": support_waiting_approval,
     "swarm_waiting_approval": swarm_waiting_approval,
     "nested_waiting": nested_waiting,
-    # recorded before model calls became local activities (regular activity events)
-    "support_waiting_approval_regular_model_calls": support_waiting_approval,
-    # recorded once conversations asked the worker which search attributes exist (labels.py)
-    "support_waiting_approval_labels_asked": support_waiting_approval,
     "support_labelled_waiting_question": support_labelled_waiting_question,
-    # recorded once nested teams spent what was left of their parent's token budgets
     "nested_budget_stop": nested_budget_stop,
-    # 40 turns accepted by concurrent updates (issue: an update-handling nondeterminism)
     "concurrent_turns": concurrent_turns,
-    # recorded once a new conversation recorded its start patches as one marker
-    "support_labelled_waiting_question_one_marker": support_labelled_waiting_question,
-    # recorded by the release before START_MARKER: local model calls under a waiting update
-    "send_message_local_calls": send_message_local_calls,
+    "local_model_calls": local_model_calls,
+    # after 0.1.0: intents, api="responses", a model that refused tools
+    "intents_conversation": intents_conversation,
 }
 
 

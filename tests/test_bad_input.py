@@ -15,17 +15,14 @@ from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RawValue
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
-from temporalio.worker import Replayer
 
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, say
-from durable_teams.workflows.conversation import MAX_TURN_BYTES, TeamWorkflow
+from durable_teams.workflows.conversation import MAX_TURN_BYTES
 from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import binary, running_worker
-from .previous_release import BeforeInputChecks
 
 TEAM = Swarm([Agent("echo", "Repeat what you hear.")], name="echo").compile()
 NO_VALUE = object()
@@ -162,37 +159,12 @@ async def test_from_the_temporal_cli(client: Client, task_queue: str, inputs: li
     assert says in error.message
 
 
-async def test_input_an_older_release_accepted_still_replays(client: Client, task_queue: str) -> None:
-    """An empty task ran under the release before these checks: its history must replay (the
-    check is behind `workflow.patched`), while a new start with it fails."""
-    old_id = f"old-{uuid.uuid4().hex[:8]}"
-    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo),
-                              workflows=[BeforeInputChecks]):
-        old = await client.execute_workflow(
-            "TeamWorkflow", {"team_name": "echo", "task": ""}, id=old_id, task_queue=task_queue)
-    history = await client.get_workflow_handle(old_id).fetch_history()
-    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
-    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert old["status"] == "completed"
-    assert replayed.replay_failure is None
-
-
-async def test_a_new_conversation_records_its_start_patches_as_one_marker(client: Client, task_queue: str) -> None:
-    """Each `workflow.patched` costs a marker and a `TemporalChangeVersion` upsert: a conversation
-    begun by this release records one for all its start patches, while a run of the release
-    before asked each one (and still replays, above)."""
-    histories = []
-    for workflows in ([TeamWorkflow], [BeforeInputChecks]):
-        async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo), workflows=workflows):
-            wid = f"patches-{uuid.uuid4().hex[:8]}"
-            await client.execute_workflow("TeamWorkflow", {"team_name": "echo", "task": "hi"},
-                                          id=wid, task_queue=task_queue)
-        histories.append(await client.get_workflow_handle(wid).fetch_history())
-    kinds = [[e.event_type for e in h.events] for h in histories]
-    markers = [k.count(EventType.EVENT_TYPE_MARKER_RECORDED) for k in kinds]
-    upserts = [k.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) for k in kinds]
-    assert markers[0] == 1 and markers[1] >= 7
-    assert upserts[1] - upserts[0] == markers[1] - 1  # one TemporalChangeVersion upsert per patch
-    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
-    for history in histories:
-        assert (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure is None
+async def test_a_new_conversation_records_no_patch_markers(client: Client, task_queue: str) -> None:
+    """0.1.0 is the baseline: a conversation asks no `workflow.patched` (each would cost a marker
+    and a `TemporalChangeVersion` upsert) until a later release adds one."""
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
+        wid = f"patches-{uuid.uuid4().hex[:8]}"
+        await client.execute_workflow("TeamWorkflow", {"team_name": "echo", "task": "hi"},
+                                      id=wid, task_queue=task_queue)
+    history = await client.get_workflow_handle(wid).fetch_history()
+    assert [e.event_type for e in history.events].count(EventType.EVENT_TYPE_MARKER_RECORDED) == 0

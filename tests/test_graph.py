@@ -142,3 +142,19 @@ def test_cli_prints_the_graph_and_refuses_unknown_teams():
     assert bad.returncode == 1
     assert bad.stderr.strip() == ("durable-teams: no team named 'nope' "
                                   "(known: acme, faang, faang-teams, support)")
+
+
+def test_intents_are_drawn_on_the_team_and_on_the_agents_that_declare_them():
+    from durable_teams.teams.builders import Swarm
+    from durable_teams.workflows.intents import Intent
+
+    billing = Agent("billing", "x", intents=[Intent(phrases=["thanks"], answer="ok")])
+    team = Supervisor([billing], name="shop", intents=[
+        Intent(phrases=["opening hours", "when are you open"], answer="9-5"), Intent(phrases=["refund"], agent="billing")])
+    drawn = team_graph(team.compile().spec)
+    assert '    billing --- billing_intents[/"intents:<br/>thanks -#gt; answer"/]\n' in drawn
+    assert ('    supervisor --- supervisor_intents[/"intents:<br/>opening hours | when are you open -#gt; answer'
+            '<br/>refund -#gt; agent billing"/]\n') in drawn
+    swarm = Swarm([Agent("desk", "x"), billing], name="frontdesk", intents=[Intent(phrases=["hi"], answer="hello")])
+    assert 'desk --- desk_intents[/"intents:<br/>hi -#gt; answer"/]' in team_graph(swarm.compile().spec)
+    assert "intents" not in team_graph(faang.build().compile().spec)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 from temporalio.client import Client
 
-from durable_teams.activities.views import ViewCache, query_view
+from durable_teams.activities.views import ViewCache
 from durable_teams.client.send import send_turn
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
@@ -92,10 +92,11 @@ class Comparing:
 
     compared: int = 0
     differences: list[tuple[ModelRequest, ModelView | None, ModelView]] = field(default_factory=list)
+    queries: ViewCache = field(default_factory=lambda: ViewCache(live=False))
 
     async def read(self, req: ModelRequest) -> ModelView:
         live = live_view.read(req)
-        queried = await query_view(req)
+        queried = await self.queries.read(req)
         self.compared += 1
         if live is None or live.model_copy(update={"in_process": False}) != queried:
             self.differences.append((req, live, queried))

@@ -24,6 +24,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_teams.client.send import send_turn
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.mcp_servers import MCPHttp, MCPStdio
 from durable_teams.worker.devserver import free_port
@@ -31,7 +32,7 @@ from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows import mcp_tools as workflow_mcp
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, TeamSpec, ToolSpec
-from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn
+from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from . import mcp_server
 from .conftest import pending_question, running_worker
@@ -188,7 +189,7 @@ async def test_http_tool_list_is_recorded_once_and_changes_are_told_to_the_model
             handle = await client.start_workflow(
                 TeamWorkflow.run, ConversationInput(team=team.spec, single_turn=False),
                 id=f"mcp-http-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
-            first = await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="order 1?"))
+            first = await send_turn(client, handle.id, "order 1?")
             server.remove_tool("lookup_order")  # the server changes while the conversation runs
 
             @server.tool()
@@ -196,7 +197,7 @@ async def test_http_tool_list_is_recorded_once_and_changes_are_told_to_the_model
                 """Appears after the conversation listed its tools."""
                 return "new"
 
-            second = await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="order 2?"))
+            second = await send_turn(client, handle.id, "order 2?")
             transcript = await handle.query(TeamWorkflow.transcript, True)
             names = await activity_names(handle)
             await handle.signal(TeamWorkflow.close)
@@ -241,9 +242,9 @@ async def test_an_unreachable_server_is_tried_within_the_bound_then_the_model_is
             handle = await client.start_workflow(
                 TeamWorkflow.run, ConversationInput(team=team.spec, single_turn=False),
                 id=f"mcp-down-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
-            await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="hi"))
+            await send_turn(client, handle.id, "hi")
     async with running_worker(client, task_queue, [team], model):  # the server has stopped
-        reply = await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="order 1?"))
+        reply = await send_turn(client, handle.id, "order 1?")
         transcript = await handle.query(TeamWorkflow.transcript, True)
         names = await activity_names(handle)
         await handle.signal(TeamWorkflow.close)

@@ -24,12 +24,13 @@ from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.activities import mcp_calls as mcp_activities
 from durable_teams.activities.mcp_calls import MCPActivities
+from durable_teams.client.send import send_turn
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.mcp_servers import MCPHttp, MCPStdio
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.mcp_tools import MCPCall
-from durable_teams.workflows.state import ConversationInput, UserTurn
+from durable_teams.workflows.state import ConversationInput
 
 from . import mcp_server
 from .cli_process import cli_env, one_line_failure, run_cli
@@ -119,10 +120,10 @@ async def test_a_server_killed_between_calls_is_started_again(client: Client, ta
                                      call("increment"), call("pid"), say("One again.")]})
     async with running_worker(client, task_queue, [swarm.compile()], model):
         handle = await start(client, task_queue, swarm)
-        await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="count"))
+        await send_turn(client, handle.id, "count")
         first = tool_messages(await handle.query(TeamWorkflow.transcript, True))
         await killed(int(first[1][1] or 0))
-        second = await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="again"))
+        second = await send_turn(client, handle.id, "again")
         later = tool_messages(await handle.query(TeamWorkflow.transcript, True))[2:]
         await handle.signal(TeamWorkflow.close)
         await handle.result()
@@ -144,10 +145,10 @@ async def test_a_kept_http_session_whose_server_stopped_says_the_call_did_not_ru
     try:
         async with running_worker(client, task_queue, [swarm.compile()], model):
             handle = await start(client, task_queue, swarm)
-            await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="order 1?"))
+            await send_turn(client, handle.id, "order 1?")
             running = False
             await server.__aexit__(None, None, None)
-            reply = await handle.execute_update(TeamWorkflow.send_message, UserTurn(text="order 2?"))
+            reply = await send_turn(client, handle.id, "order 2?")
             transcript = await handle.query(TeamWorkflow.transcript, True)
             await handle.signal(TeamWorkflow.close)
             await handle.result()

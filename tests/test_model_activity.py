@@ -28,7 +28,7 @@ from temporalio.worker import Worker
 from durable_teams.activities import model as model_module
 from durable_teams.activities.model import ModelActivities, ModelBackend, OpenAIBackend
 from durable_teams.activities.model_errors import raise_for_openai_error
-from durable_teams.activities.views import ViewReader, query_view
+from durable_teams.activities.views import ViewCache, ViewReader
 from durable_teams.activities.wire import tool_dict
 from durable_teams.worker.devserver import free_port
 from durable_teams.worker.scripted import ScriptedModel, call, calls, raw_call, say
@@ -40,6 +40,7 @@ from durable_teams.workflows.messages import (
     ToolCall,
     ToolSpec,
 )
+from durable_teams.workflows.transcript import LogDelta, Transcript
 
 from .fake_openai import FakeOpenAI, completion, fake_openai_fixture  # noqa: F401 - fixture
 
@@ -86,7 +87,8 @@ class CallModelWorkflow:
 
 @workflow.defn(sandboxed=False)
 class ViewWorkflow:
-    """Serves a `model_view` query shaped like the team workflow's, for the default reader."""
+    """Serves a `model_view_delta` query shaped like the team workflow's, for the default
+    reader: a log of five user messages, read from another process (no live view)."""
 
     @workflow.run
     async def run(self, inp: CallInput) -> ModelResponse:
@@ -96,10 +98,13 @@ class ViewWorkflow:
             ModelActivities.call_model, req,
             start_to_close_timeout=timedelta(seconds=20), retry_policy=_retry(inp))
 
-    @workflow.query(name="model_view")
-    def model_view(self, agent: str, agent_run: int, upto: int) -> ModelView:
-        return ModelView(messages=[Message(role="user", content=f"{agent}/{agent_run}/{upto}")],
-                         tools=[ADD])
+    @workflow.query(name="model_view_delta")
+    def model_view_delta(self, agent: str, agent_run: int, upto: int, log_start: int,
+                         shared_start: int, with_tools: bool) -> LogDelta:
+        transcript = Transcript()
+        for n in range(5):
+            transcript.append(Message(role="user", content=f"{agent} m{n}"))
+        return transcript.delta(log_start, shared_start, upto, tools=[ADD] if with_tools else None)
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -230,12 +235,12 @@ async def test_client_does_not_retry_temporal_does(
 
 async def test_default_reader_queries_the_running_workflow(temporal: WorkflowEnvironment) -> None:
     scripted = ScriptedModel({"calculator": [say("ok")]})
-    req = request(agent_run=2, transcript_length=5)
-    _, result, err = await run_call(temporal, scripted, req, view_reader=query_view,
+    req = request(transcript_length=4, shared_length=4)
+    _, result, err = await run_call(temporal, scripted, req, view_reader=ViewCache(live=False).read,
                                     workflow_cls=ViewWorkflow)
     assert err is None and result is not None and result.message.content == "ok"
     _, messages, tools = scripted.requests[0]
-    assert messages[1] == {"role": "user", "content": "calculator/2/5"}
+    assert messages[1:] == [{"role": "user", "content": f"calculator m{n}"} for n in range(4)]
     assert tools == [tool_dict(ADD)]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -29,8 +28,6 @@ def test_an_agent_overrides_its_team_and_a_recorded_timeout_is_kept() -> None:
     assert policy_for(team, team.agents["b"]) == ModelCalls(max_attempts=5)
     swarm = Swarm([Agent("a")]).compile().spec
     assert policy_for(swarm, swarm.agents["a"]) == ModelCalls()
-    recorded = replace(swarm, model_timeout_seconds=180.0)  # an older release's
-    assert policy_for(recorded, swarm.agents["a"]).timeout_seconds == 180.0
 
 
 @pytest.mark.parametrize("field,value", [("timeout_seconds", 0), ("max_attempts", 0),

@@ -7,10 +7,9 @@ import ast
 import inspect
 from dataclasses import fields
 
-import pytest
-
 from durable_teams import Agent, Budgets, ModelCalls, RoutingRule, Supervisor, Swarm
 from durable_teams.workflows import options
+from durable_teams.workflows.intents import Intent, IntentSimilarity
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec
 from durable_teams.workflows.options import (
     AgentOptions,
@@ -26,10 +25,12 @@ SUPERVISOR = dict(
     decision_max_retries=5, decision_max_tool_rounds=1,
 )
 AGENT = dict(description="Does a.", skills=["x"], run_as_child=True, temperature=0.2,
-             model_calls=ModelCalls(timeout_seconds=5.0))
+             model_calls=ModelCalls(timeout_seconds=5.0), intents=[Intent(phrases=["hi a"], answer="a")],
+             api="responses")
 TEAM = dict(budgets=Budgets(max_model_calls=3), ask_human_timeout_seconds=60.0, ask_human_default="no",
             model_calls=ModelCalls(max_attempts=2), continue_as_new_after_events=500,
-            continue_as_new_after_bytes=1_000_000)
+            continue_as_new_after_bytes=1_000_000, intents=[Intent(phrases=["hi"], answer="hello")],
+            intent_similarity=IntentSimilarity(threshold=0.9), api="chat_completions")
 
 
 def test_samples_cover_every_option() -> None:
@@ -87,7 +88,8 @@ def test_team_options_are_declared_once_and_reach_the_spec() -> None:
         default = option.default_factory() if option.default is MISSING else option.default  # type: ignore[misc]
         assert getattr(spec, option.name) == default, option.name
     team = Swarm([Agent("a", "Answers.")], continue_as_new_after_events=500,
-                 continue_as_new_after_bytes=1_000_000).compile()
+                 continue_as_new_after_bytes=1_000_000, intents=[Intent(phrases=["hi"], answer="hello")],
+            intent_similarity=IntentSimilarity(threshold=0.9), api="chat_completions").compile()
     assert (team.spec.continue_as_new_after_events, team.spec.continue_as_new_after_bytes) == (500, 1_000_000)
 
 
@@ -105,11 +107,3 @@ def test_a_builder_has_one_name_the_teams() -> None:
     named = Supervisor([Agent("a")], name="company", supervisor_name="boss").compile().spec
     assert (named.name, named.supervisor.name if named.supervisor else None) == ("company", "boss")
     assert Swarm([Agent("a")], name="desk").compile().spec.name == "desk"
-
-
-def test_the_old_team_name_spelling_still_works_and_says_it_is_deprecated() -> None:
-    with pytest.warns(DeprecationWarning, match="name= is the team's name"):
-        old = Supervisor([Agent("a")], name="boss", team_name="company").compile().spec
-    assert (old.name, old.supervisor.name if old.supervisor else None) == ("company", "boss")
-    with pytest.warns(DeprecationWarning, match="use name="):
-        assert Swarm([Agent("a")], team_name="desk").compile().spec.name == "desk"

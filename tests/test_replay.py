@@ -17,17 +17,17 @@ WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1",
                 "nested_budget_stop_child": "nested_budget_stop/research_team-1"}
 """File stem -> workflow id, where the id cannot be a file name (a child's id has a slash)."""
 PARKED = ["nested_waiting", "nested_waiting_child", "support_waiting_approval",
-          "support_waiting_approval_regular_model_calls",
-          "support_waiting_question", "swarm_waiting_approval"]
+          "support_waiting_question", "support_labelled_waiting_question", "swarm_waiting_approval"]
 """Recorded mid-wait: still running, waiting for a person (or, the parent, for its child)."""
 
 
 def test_there_are_recorded_histories() -> None:
-    """Histories of every release stay (docs/deployment.md, "Upgrading workers"): later ones only add."""
+    """0.1.0's histories, the baseline, stay (docs/deployment.md, "Upgrading workers"): later
+    releases only add."""
     assert {p.stem for p in HISTORIES} >= {
         "acme_conversation", "faang", "faang_teams", "routing_conversation",
-        "faang_regular_model_calls", "nested_budget_stop", "nested_budget_stop_child", "concurrent_turns",
-        "send_message_local_calls",
+        "nested_budget_stop", "nested_budget_stop_child", "concurrent_turns", "local_model_calls",
+        "intents_conversation",
         *PARKED}
 
 

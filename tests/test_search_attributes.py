@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-from temporalio.api.enums.v1 import EventType, IndexedValueType
+from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -25,7 +25,6 @@ from durable_teams.examples import faang, support
 from durable_teams.gateway.threads import Gateway
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.worker.search_attributes import learn_labels
-from durable_teams.workflows import labels
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
@@ -135,39 +134,6 @@ async def test_questions_are_listed_and_answered_without_awaiting_human(bare_ser
         result = await asyncio.wait_for(handle.result(), 30)
     assert result.answer == support.SCRIPT["triage_agent"][2].content
     assert support.REFUNDS == [("item_132612938", "fell apart after a week")]
-
-
-async def test_a_conversation_wedged_before_the_upgrade_ends_after_it(
-        bare_server: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The previous release upserted `Team` without asking: on a namespace without it, the first
-    workflow task was refused on every attempt. The upgraded worker asks first, and the same
-    conversation ends."""
-    client = await refusing_client(bare_server, "no-team")
-    compiled = faang.build().compile()
-    queue = f"tq-{uuid.uuid4().hex[:8]}"
-
-    async def previous_release(team: str, ask: bool, *_: object) -> None:
-        labels.label_if_missing(team)
-
-    monkeypatch.setattr(labels, "label_at_start", previous_release)
-    # no sticky queue: the upgraded worker takes the next attempt at once
-    async with running_worker(client, queue, [compiled], ScriptedModel(faang.SCRIPT), max_cached_workflows=0):
-        handle = await client.start_workflow(
-            TeamWorkflow.run, ConversationInput(team=compiled.spec, task=faang.QUESTION),
-            id=f"faang-{uuid.uuid4().hex[:8]}", task_queue=queue)
-        failure = None
-        for _ in range(400):
-            failed = [e for e in (await handle.fetch_history()).events
-                      if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
-            if failed:
-                failure = failed[0].workflow_task_failed_event_attributes.failure.message
-                break
-            await asyncio.sleep(0.025)
-    assert failure is not None and "no mapping defined for search attribute Team" in failure
-    monkeypatch.undo()
-    async with running_worker(client, queue, [compiled], ScriptedModel(faang.SCRIPT)):
-        result = await asyncio.wait_for(handle.result(), 30)
-    assert result.answer == faang.ANSWER
 
 
 @pytest.mark.parametrize("namespace", ["no-task", "no-team", "none"])

@@ -10,14 +10,14 @@ import uuid
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
+from temporalio.client import Client, WorkflowHandle
 
-from durable_teams.client.send import send_turn
+from durable_teams.client.send import send_turn, submit_turn
 from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.worker.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest, RoutingRule
-from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn
+from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import pending_question, running_worker
 
@@ -117,12 +117,10 @@ async def test_llm_decision_asks_the_person_before_routing(client: Client, task_
     model = scripted([call("ask_human", question="What is your order number?"), say(DECISION)])
     async with running_worker(client, task_queue, [compiled], model):
         handle = await conversation(client, task_queue, compiled)
-        turn = await handle.start_update(
-            TeamWorkflow.send_message, UserTurn(text="my order has not arrived"),
-            wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        turn = await submit_turn(client, handle.id, "my order has not arrived")
         question = await pending_question(handle)
         await handle.execute_update(TeamWorkflow.answer, HumanReply(question_id=question.question_id, text="A-123"))
-        reply = await turn.result()
+        reply = await turn.reply()
         memos = await routing_memos(handle)
 
     assert question.agent == "supervisor" and question.text == "What is your order number?"
@@ -205,8 +203,7 @@ async def test_a_decision_waiting_for_a_person_survives_continue_as_new(client: 
         queued = []
         for n in range(30):
             queued.append(f"later {n}")
-            await latest.start_update(TeamWorkflow.send_message, UserTurn(text=queued[-1], turn_id=queued[-1]),
-                                      wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+            await submit_turn(client, handle.id, queued[-1], turn_id=queued[-1])
             if (await latest.describe()).run_id != first_run:
                 break
         assert (await latest.describe()).run_id != first_run, "never continued as new"

@@ -295,3 +295,23 @@ def test_a_streamed_completion_keeps_its_id_and_model() -> None:
     with call_facts.collecting() as facts:
         call_facts.note_response(assembler.completion())
     assert facts == {"gen_ai.response.id": "chatcmpl-s", "gen_ai.response.model": "m-2024"}
+
+
+async def test_a_responses_api_call_is_traced_like_a_chat_completion(client: Client, task_queue: str) -> None:
+    """`api="responses"`: the same chat span, its response id and model, its token counts."""
+    from .fake_openai import response_body
+
+    traced, exporter, reader = metered_client(client)
+    team = Swarm([Agent("solo", model="test-model", api="responses")], name="traced-responses").compile()
+    with FakeOpenAI() as fake:
+        fake.reply(response_body("3", model="test-model-2025"))
+        async with running_worker(traced, task_queue, [team], OpenAIBackend(base_url=fake.base_url)):
+            await traced.execute_workflow(
+                TeamWorkflow.run, ConversationInput(team=team.spec, task="1+2?"),
+                id=f"traced-responses-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
+    assert fake.paths == ["/v1/responses"]
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat test-model"]
+    attributes = dict(chat.attributes or {})
+    assert (attributes["gen_ai.response.id"], attributes["gen_ai.response.model"]) == ("resp_test", "test-model-2025")
+    (tokens_in, tokens_out) = histograms(reader)["gen_ai.client.token.usage"]
+    assert (tokens_in.sum, tokens_out.sum) == (13, 5)

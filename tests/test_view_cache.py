@@ -1,5 +1,5 @@
 """The model activity's per-worker view cache: a view rebuilt from cached log prefixes plus the
-`model_view_delta` query's delta must equal the `model_view` query's full view, always."""
+`model_view_delta` query's delta must equal the full view (`Transcript.view`), always."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ class FakeWorkflows:
 
 async def test_cache_reads_deltas_and_matches_the_full_view_across_appends_and_runs() -> None:
     fake = FakeWorkflows()
-    cache = ViewCache(delta_reader=fake.delta, full_reader=fake.full)
+    cache = ViewCache(delta_reader=fake.delta)
     snaps = conversation("last_message")
     for t in snaps:
         fake.runs[("wf", "r1")] = t
@@ -169,16 +169,16 @@ async def test_a_restarted_worker_starts_from_zero() -> None:
     fake = FakeWorkflows()
     t = conversation("full_history")[-1]
     fake.runs[("wf", "r1")] = t
-    first = ViewCache(delta_reader=fake.delta, full_reader=fake.full)
+    first = ViewCache(delta_reader=fake.delta)
     await first.read(request(0, 5))
-    restarted = ViewCache(delta_reader=fake.delta, full_reader=fake.full)
+    restarted = ViewCache(delta_reader=fake.delta)
     view = await restarted.read(request(0, len(t.log)))
     assert view.messages == t.view(0, len(t.log)) and fake.delta_calls[-1][:2] == (0, 0)
 
 
 async def test_concurrent_reads_of_one_conversation_merge_in_any_order() -> None:
     fake = FakeWorkflows()
-    cache = ViewCache(delta_reader=fake.delta, full_reader=fake.full)
+    cache = ViewCache(delta_reader=fake.delta)
     snaps = conversation("last_message")
     for t in snaps:
         fake.runs[("wf", "r1")] = t
@@ -191,7 +191,7 @@ async def test_concurrent_reads_of_one_conversation_merge_in_any_order() -> None
 
 async def test_a_workflow_that_lost_its_log_resets_the_entry() -> None:
     fake = FakeWorkflows()
-    cache = ViewCache(delta_reader=fake.delta, full_reader=fake.full)
+    cache = ViewCache(delta_reader=fake.delta)
     long = conversation("last_message")[-1]
     fake.runs[("wf", "r1")] = long
     await cache.read(request(0, len(long.log)))
@@ -208,7 +208,7 @@ async def test_cache_is_bounded_least_recently_used_first() -> None:
     t = conversation("last_message")[-1]
     for i in range(5):
         fake.runs[(f"wf{i}", "r1")] = t
-    cache = ViewCache(max_conversations=3, delta_reader=fake.delta, full_reader=fake.full)
+    cache = ViewCache(max_conversations=3, delta_reader=fake.delta)
 
     def req(i: int) -> ModelRequest:
         return request(0, len(t.log)).model_copy(update={"workflow_id": f"wf{i}"})
@@ -218,26 +218,14 @@ async def test_cache_is_bounded_least_recently_used_first() -> None:
     assert len(cache) == 3
     await cache.read(req(0))  # evicted: a miss, read from 0, still right
     assert cache.misses == 6 and fake.delta_calls[-1][:2] == (0, 0)
-    by_bytes = ViewCache(max_bytes=1, delta_reader=fake.delta, full_reader=fake.full)
+    by_bytes = ViewCache(max_bytes=1, delta_reader=fake.delta)
     view = await by_bytes.read(req(1))
     assert view.messages == t.view(0, len(t.log)) and len(by_bytes) == 0 and by_bytes.bytes == 0
 
 
-async def test_a_workflow_without_the_delta_query_is_read_in_full() -> None:
-    fake = FakeWorkflows()
-    t = conversation("last_message")[-1]
-    fake.runs[("wf", "r1")] = t
-
-    async def old_worker(req: ModelRequest, a: int, b: int, c: bool) -> LogDelta:
-        raise WorkflowQueryFailedError(
-            "Query handler for 'model_view_delta' expected but not found, known queries: [...]")
-
-    cache = ViewCache(delta_reader=old_worker, full_reader=fake.full)
-    view = await cache.read(request(0, len(t.log)))
-    assert view.messages == t.view(0, len(t.log)) and fake.full_calls == 1
-
+async def test_a_failing_query_fails_the_read() -> None:
     async def failing(req: ModelRequest, a: int, b: int, c: bool) -> LogDelta:
         raise WorkflowQueryFailedError("some other failure")
 
     with pytest.raises(WorkflowQueryFailedError):
-        await ViewCache(delta_reader=failing, full_reader=fake.full).read(request(0, 1))
+        await ViewCache(delta_reader=failing).read(request(0, 1))

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import urllib.parse
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import openai
@@ -30,14 +28,22 @@ from durable_teams.workflows.messages import (
 
 from .call_facts import note, note_response, server_facts
 from .heartbeats import heartbeating
+from .model_embeddings import openai_embed
 from .model_errors import (
     raise_bad_response,
     raise_for_openai_error,
     raise_for_read_error,
     raise_timeout,
 )
+from .model_errors import refuse_empty as refuse_empty
+from .model_http import HTTP_CLIENT_ENV as HTTP_CLIENT_ENV
+from .model_http import ModelSettingError as ModelSettingError
+from .model_http import attempt_timeout, current_attempt, pooled_http_client
+from .model_http import http_client_setting as http_client_setting
 from .model_parse import BadModelResponse, decode_body, parse_completion
+from .model_responses import parse_response, read_responses_stream, responses_params
 from .model_stream import read_stream
+from .model_toolless import ToollessModels, tools_refusal
 from .views import ViewCache, ViewReader
 from .wire import WireCache, message_dict, stream_chat_completion
 
@@ -121,6 +127,8 @@ class OpenAIBackend:
         )
         self.wire = WireCache()
         """Each message's Chat Completions dict and JSON, made once (activities/wire.py)."""
+        self.toolless = ToollessModels()
+        """Models seen refusing tools: called as plain chat (activities/model_toolless.py)."""
 
     def params(
         self, req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -150,44 +158,69 @@ class OpenAIBackend:
         process; a program that ends sooner closes it, so nothing is left unclosed)."""
         await self.client.close()
 
-    def where(self) -> str:
-        return mask_url(str(self.client.base_url).rstrip("/") + "/chat/completions")
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+        """Embeddings of `texts` (`/v1/embeddings`; activities/model_embeddings.py)."""
+        return await openai_embed(self.client, model, texts, attempt_timeout(self.timeout))
+
+    def where(self, api: str | None = None) -> str:
+        path = "/responses" if api == "responses" else "/chat/completions"
+        return mask_url(str(self.client.base_url).rstrip("/") + path)
 
     async def complete(
         self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
     ) -> ModelResponse:
-        stream = (req.workflow_id, req.run_id, req.agent_run)  # each call extends the last view
-        params = self.params(req, self.wire.messages(req.instructions, messages, stream),
-                             self.wire.tools(tools, (req.workflow_id, req.run_id, req.agent)))
+        """One call; without tools for a model that refuses them (activities/model_toolless.py)."""
+        return await self.toolless.complete(req.model, tools, lambda offered: self._call(req, messages, offered))
+
+    async def _call(
+        self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
+    ) -> ModelResponse:
+        if req.api == "responses":  # activities/model_responses.py
+            params = responses_params(req, messages, tools, self.stream)
+            send: Callable[[dict[str, Any], float], Any] = self._send_responses
+            read_events, parse = read_responses_stream, parse_response
+        else:
+            stream = (req.workflow_id, req.run_id, req.agent_run)  # each call extends the last view
+            params = self.params(req, self.wire.messages(req.instructions, messages, stream),
+                                 self.wire.tools(tools, (req.workflow_id, req.run_id, req.agent)))
+            send, read_events, parse = self._send, read_stream, parse_completion
+        where = self.where(req.api)
         timeout = attempt_timeout(self.timeout)
         # for tracing (activities/call_facts.py): the openai client's own instrumentation
         # never sees this call, which goes through its low-level `post` (activities/wire.py)
         note(**{"gen_ai.provider.name": "openai", **server_facts(str(self.client.base_url))})
         try:
             async with asyncio.timeout(timeout):  # the read timeout is per chunk: bound it all
-                async with self._send(params, timeout) as resp:
+                async with send(params, timeout) as resp:
                     content_type = resp.headers.get("content-type", "")
                     # a stream is read only when asked for: unasked, it is a bad response
                     if self.stream and content_type.startswith("text/event-stream"):
-                        data = await read_stream(resp.iter_lines(), live.emit, self.max_body_bytes)
+                        data = await read_events(resp.iter_lines(), live.emit, self.max_body_bytes)
                         note_response(data)
-                        return parse_completion(data, req.model, self.secrets)
+                        return parse(data, req.model, self.secrets)
                     raw = await self._read(resp)
         except BadModelResponse as err:  # a streamed body that does not add up
             raise_bad_response(err, current_attempt())
         except openai.OpenAIError as err:
+            refused = tools_refusal(err) if tools else None
+            if refused is not None:
+                raise refused from None
             raise_for_openai_error(err, req.model, timeout)
         except TimeoutError:
-            raise_timeout(self.where(), timeout)
+            raise_timeout(where, timeout)
         except Exception as err:
-            raise_for_read_error(err, self.where())
+            raise_for_read_error(err, where)
             raise
         try:
             data = decode_body(raw, content_type, self.secrets)
             note_response(data)
-            return parse_completion(data, req.model, self.secrets)
+            return parse(data, req.model, self.secrets)
         except BadModelResponse as err:
             raise_bad_response(err, current_attempt())
+
+    def _send_responses(self, params: dict[str, Any], timeout: float) -> Any:
+        """A Responses API request, as a context manager over the unread response."""
+        return self.client.responses.with_streaming_response.create(**params, timeout=timeout)
 
     def _send(self, params: dict[str, Any], timeout: float) -> Any:
         """The request, as a context manager over the unread response (errors raise here)."""
@@ -211,63 +244,6 @@ class OpenAIBackend:
                 f"{self.max_body_bytes:,}-byte limit; it was not read.",
                 type="ModelResponseTooLarge", non_retryable=True)
         return b"".join(chunks)
-
-
-HTTP_CLIENT_ENV = "DURABLE_TEAMS_HTTP_CLIENT"
-
-
-class ModelSettingError(ValueError):
-    """A model setting in the environment that does not parse."""
-
-
-def http_client_setting() -> str:
-    """`$DURABLE_TEAMS_HTTP_CLIENT`: "aiohttp" (the default) or "httpx"."""
-    value = os.environ.get(HTTP_CLIENT_ENV, "").strip().lower() or "aiohttp"
-    if value not in ("aiohttp", "httpx"):
-        raise ModelSettingError(f"{HTTP_CLIENT_ENV} must be aiohttp or httpx, not {value!r}")
-    return value
-
-
-def pooled_http_client(base_url: str | None) -> Any:
-    """The openai client's aiohttp transport (`openai.DefaultAioHttpClient`, from the
-    `openai[aiohttp]` dependency), or None for the client's default (httpx). httpx's pool
-    checks every idle connection with two system calls each time a request takes a connection
-    or gives one back: with hundreds of model calls in flight that cost more of a worker's CPU
-    than anything else in the call (`python -m bench.scale latency --profile`). aiohttp's pool
-    takes an idle connection without scanning the rest. httpx stays for a base URL that
-    carries credentials (aiohttp refuses them beside the API key's header), and when
-    DURABLE_TEAMS_HTTP_CLIENT=httpx."""
-    if http_client_setting() == "httpx" or (base_url and "@" in urllib.parse.urlsplit(base_url).netloc):
-        return None
-    factory = getattr(openai, "DefaultAioHttpClient", None)  # in newer openai releases
-    try:
-        return factory() if factory is not None else None
-    except RuntimeError:  # this openai release's aiohttp extra is not installed
-        return None
-
-
-def current_attempt() -> int:
-    """The activity's attempt number (1 outside an activity)."""
-    return activity.info().attempt if activity.in_activity() else 1
-
-
-def attempt_timeout(default: float) -> float:
-    """Seconds this HTTP request may take: `default`, but a little under what is left of the
-    activity attempt (start-to-close and schedule-to-close), so the endpoint's silence is
-    reported by us, in words, before Temporal's own timeout cuts the attempt."""
-    if not activity.in_activity():
-        return default
-    info = activity.info()
-    now = datetime.now(UTC)
-    deadlines = []
-    if info.start_to_close_timeout:
-        deadlines.append(info.started_time + info.start_to_close_timeout)
-    if info.schedule_to_close_timeout:
-        deadlines.append(info.scheduled_time + info.schedule_to_close_timeout)
-    if not deadlines:
-        return default
-    left = (min(deadlines) - now).total_seconds()
-    return max(0.5, min(default, left - min(5.0, left * 0.1)))
 
 
 def to_model_response(completion: Any, model: str = "") -> ModelResponse:
@@ -312,9 +288,8 @@ class ModelActivities:
             c if c.id else c.model_copy(update={"id": f"call_{req.transcript_length}_{i}"})
             for i, c in enumerate(response.message.tool_calls)
         ]
-        message = Message(
-            role="assistant", content=response.message.content, name=req.agent, tool_calls=calls
-        )
+        message = Message(role="assistant", content=response.message.content, name=req.agent,
+                          tool_calls=calls, reasoning=response.message.reasoning)
         size = len(message.model_dump_json().encode())
         if size > MAX_REPLY_BYTES:
             raise ApplicationError(
@@ -324,25 +299,3 @@ class ModelActivities:
                 non_retryable=True,
             )
         return response.model_copy(update={"message": message, "read_in_process": view.in_process})
-
-
-_EMPTY_WHY = {
-    "content_filter": "the endpoint's content filter withheld it",
-    "length": "it reached the output token limit before writing any text",
-}
-
-
-def refuse_empty(response: ModelResponse, req: ModelRequest, attempt: int) -> None:
-    """An answer with no text and no tool calls is never a silent "completed": it fails the
-    attempt, retried once, then fails the call for good (the turn fails with this message)."""
-    if response.message.tool_calls or (response.message.content or "").strip():
-        return
-    reason = response.finish_reason
-    why = _EMPTY_WHY.get(reason or "", "no text and no tool calls")
-    tried = " It was asked twice." if attempt > 1 else ""
-    raise ApplicationError(
-        f"The model {req.model!r} gave {req.agent} an empty answer ({why}; finish_reason "
-        f"{reason!r}).{tried}",
-        type="EmptyModelResponse",
-        non_retryable=attempt > 1,
-    )

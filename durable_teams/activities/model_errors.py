@@ -20,6 +20,7 @@ import openai
 from temporalio.exceptions import ApplicationError
 
 from durable_teams.encryption.redact import scrub
+from durable_teams.workflows.messages import ModelRequest, ModelResponse
 
 from .model_parse import BadModelResponse
 
@@ -229,3 +230,25 @@ def raise_bad_response(err: BadModelResponse, attempt: int) -> NoReturn:
         err.retry == "status" and status_meaning(err.status)[2])
     kind = status_meaning(err.status)[0] if err.retry == "status" else err.kind
     raise ApplicationError(err.message, type=kind, non_retryable=not retryable) from None
+
+
+_EMPTY_WHY = {
+    "content_filter": "the endpoint's content filter withheld it",
+    "length": "it reached the output token limit before writing any text",
+}
+
+
+def refuse_empty(response: ModelResponse, req: ModelRequest, attempt: int) -> None:
+    """An answer with no text and no tool calls is never a silent "completed": it fails the
+    attempt, retried once, then fails the call for good (the turn fails with this message)."""
+    if response.message.tool_calls or (response.message.content or "").strip():
+        return
+    reason = response.finish_reason
+    why = _EMPTY_WHY.get(reason or "", "no text and no tool calls")
+    tried = " It was asked twice." if attempt > 1 else ""
+    raise ApplicationError(
+        f"The model {req.model!r} gave {req.agent} an empty answer ({why}; finish_reason "
+        f"{reason!r}).{tried}",
+        type="EmptyModelResponse",
+        non_retryable=attempt > 1,
+    )

@@ -2,8 +2,7 @@
 
 In order of preference: straight from the workflow instance when it is cached in this worker
 process (workflows/live_view.py), else from this worker's cache of the conversation's log plus
-the messages it lacks (`model_view_delta` query), else the whole view (`model_view`, for a
-workflow deployed before the delta query existed). Queries add nothing to history. The cache is
+the messages it lacks (`model_view_delta` query). Queries add nothing to history. The cache is
 only an optimisation: a miss (another worker served the last call, a restart, an eviction, a
 new run after continue-as-new) reads from the start.
 """
@@ -15,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from temporalio import activity
-from temporalio.client import WorkflowQueryFailedError
 
 from durable_teams.workflows import live_view
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolSpec
@@ -23,19 +21,7 @@ from durable_teams.workflows.transcript import LogDelta, Transcript, merge_delta
 from durable_teams.workflows.view_builder import ViewBuilder
 
 ViewReader = Callable[[ModelRequest], Awaitable[ModelView]]
-
-
-async def query_view(req: ModelRequest) -> ModelView:
-    """Read the agent's view from the workflow (a query: adds nothing to history).
-
-    The workflow's `model_view(agent, agent_run, upto)` query also needs the agent's name, to
-    return that agent's tools.
-    """
-    handle = activity.client().get_workflow_handle(req.workflow_id, run_id=req.run_id)
-    return await handle.query(
-        "model_view", args=[req.agent, req.agent_run, req.transcript_length], result_type=ModelView
-    )
-
+"""How `call_model` reads a view (`ViewCache.read` by default; tests pass their own)."""
 
 DeltaReader = Callable[[ModelRequest, int, int, bool], Awaitable[LogDelta]]
 """`(req, log_start, shared_start, with_tools) -> LogDelta`: the workflow's `model_view_delta`."""
@@ -77,8 +63,7 @@ class ViewCache:
     run, so a prefix read once stays true; the view is rebuilt with the workflow's own pure code
     (`workflows.transcript`) as of `transcript_length`, so a retry sees the same view. Several
     calls of one conversation may read at once (parallel workers): each merges only what extends
-    the prefix. A workflow without `model_view_delta` (an older worker deployment) is read with
-    `model_view`.
+    the prefix.
     """
 
     def __init__(
@@ -86,7 +71,6 @@ class ViewCache:
         max_bytes: int = 64 * 1024 * 1024,
         max_conversations: int = 2000,
         delta_reader: DeltaReader = query_delta,
-        full_reader: ViewReader = query_view,
         live: bool = True,
     ) -> None:
         """`live=False` always queries, as on a worker that does not hold the workflow (the
@@ -94,7 +78,6 @@ class ViewCache:
         self.max_bytes = max_bytes
         self.max_conversations = max_conversations
         self.delta_reader = delta_reader
-        self.full_reader = full_reader
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self.bytes = 0
         self.hits = 0
@@ -119,12 +102,7 @@ class ViewCache:
         else:
             self.hits += 1
         log_start, shared_start = len(entry.log), len(entry.shared)
-        try:
-            delta = await self.delta_reader(req, log_start, shared_start, req.agent not in entry.tools)
-        except WorkflowQueryFailedError as err:
-            if "model_view_delta" not in str(err):
-                raise
-            return await self.full_reader(req)
+        delta = await self.delta_reader(req, log_start, shared_start, req.agent not in entry.tools)
         if delta.log_start != log_start or delta.shared_start != shared_start:
             self._drop(key)  # the workflow no longer has what we hold: start again from 0
             entry = _Entry(tools=entry.tools)  # same run, same team: tool schemas still hold
@@ -135,8 +113,8 @@ class ViewCache:
         if delta.tools is not None:
             entry.tools[req.agent] = delta.tools
         tools = entry.tools.get(req.agent)
-        if tools is None:  # not asked for, yet gone (a concurrent reset): read in full
-            return await self.full_reader(req)
+        if tools is None:  # not asked for, yet gone (a concurrent reset): ask for them alone
+            tools = (await self.delta_reader(req, len(entry.log), len(entry.shared), True)).tools or []
         added = sum(_approx_bytes(m) for m in entry.log[had:])
         entry.size += added
         current = self._entries.get(key)

@@ -92,7 +92,7 @@ async def reply(args: argparse.Namespace, approving: bool, **fields: object) -> 
     if questions is None and not workers:
         raise CliError(f"no question of {args.workflow_id} is known without a worker: none has "
                        f"asked one so far (start a worker: durable-teams worker)")
-    if qid is None:  # no memo (an older conversation): the worker names the question
+    if qid is None:  # no question asked yet: the worker names the one it asks
         return await send_reply(client, args.workflow_id, qid, **fields), ""
     answer = HumanReply(question_id=qid, **fields)  # type: ignore[arg-type]
     why = "no worker is running"

@@ -45,7 +45,6 @@ from durable_teams.client.server_state import (
     finished_result,
     memo_questions,
     no_worker_note,
-    result_messages,
     worker_notes,
     workers_on,
 )
@@ -162,9 +161,7 @@ async def cmd_transcript(args: argparse.Namespace) -> int:
     handle = client.get_workflow_handle(args.workflow_id)
     described = await handle.describe()
     messages = None
-    if described.status == WorkflowExecutionStatus.COMPLETED:
-        messages = result_messages(await finished_result(client, args.workflow_id), args.full)
-    if messages is None and described.status != WorkflowExecutionStatus.RUNNING:
+    if described.status != WorkflowExecutionStatus.RUNNING:
         messages = await rebuilt_transcript(client, args.workflow_id, args.full)
     if described.status == WorkflowExecutionStatus.FAILED:
         for m in messages or []:

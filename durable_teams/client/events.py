@@ -22,7 +22,6 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
 from durable_teams.client.replay_state import ReplayFailed, replayed_log
 from durable_teams.client.reply_watch import history_growth
-from durable_teams.client.server_state import finished_result
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.builtins import ASK_HUMAN
 from durable_teams.workflows.messages import Message, Usage
@@ -98,8 +97,8 @@ async def follow(
     described = await handle.describe()
     if described.status not in (WorkflowExecutionStatus.RUNNING, None):
         # Closed: its log is rebuilt from its history here, so no worker has to replay it for
-        # a query (a result of an earlier release carries the log itself).
-        transcript = await closed_log(client, workflow_id, described.status)
+        # a query.
+        transcript = await closed_log(client, workflow_id)
         if transcript is not None:
             shared = set(transcript.shared)
             for index, message in enumerate(transcript.log[start:], start):
@@ -194,13 +193,9 @@ async def _until(grown: asyncio.Event, deltas: asyncio.Queue[Delta] | None) -> D
     return getting.result() if getting is not None and getting.done() and not getting.cancelled() else None
 
 
-async def closed_log(client: Client, workflow_id: str, status: WorkflowExecutionStatus) -> Transcript | None:
-    """A closed conversation's log: from its result (earlier releases), else its replayed
-    history; None when the history does not replay with this code (a query then reads it)."""
-    if status == WorkflowExecutionStatus.COMPLETED:
-        carried = (await finished_result(client, workflow_id)).transcript
-        if carried is not None:
-            return carried
+async def closed_log(client: Client, workflow_id: str) -> Transcript | None:
+    """A closed conversation's log, from its replayed history; None when the history does not
+    replay with this code (a query then reads it)."""
     try:
         return await replayed_log(client, workflow_id)
     except ReplayFailed:

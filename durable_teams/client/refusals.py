@@ -15,7 +15,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 T = TypeVar("T")
 
-CUT_BY_RUN_END = "AcceptedUpdateCompletedWorkflow"
 CLOSED = "ConversationClosed"
 CONFLICT = "TurnConflict"
 BUSY = "ConversationBusy"

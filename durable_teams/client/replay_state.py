@@ -66,6 +66,10 @@ async def replayed_log(client: Client, workflow_id: str) -> Transcript:
 
 async def _replayed(client: Client, workflow_id: str) -> TeamWorkflow:
     history = await client.get_workflow_handle(workflow_id).fetch_history()
+    # Its input decoded first: a history this client cannot read (encrypted under a key it
+    # lacks) raises the codec's own readable error, not a replay failure logged as a traceback.
+    started = history.events[0].workflow_execution_started_event_attributes
+    await client.data_converter.decode(started.input.payloads)
     capture = _Capture()
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=client.data_converter,
                         workflow_runner=UnsandboxedWorkflowRunner(), interceptors=[capture])

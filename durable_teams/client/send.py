@@ -1,13 +1,12 @@
 """Talking to a conversation from a program: send a turn and get the team's reply.
 
-A conversation continues as new when its history grows long. A `send_message` update still
-waiting at that moment ends with the run (Temporal reports `AcceptedUpdateCompletedWorkflow`),
-so `send_turn` gives every turn an id and, if the conversation is still running, sends the
-same turn to the new run: the workflow recognises the id and returns that turn's reply, never
-running it twice.
+A turn is the `submit_turn` update: it returns the turn's number as soon as the workflow has
+queued it, and the reply is read afterwards (durable_teams/client/reply_watch.py), across
+continue-as-new. Every turn carries an id, so a turn sent again is the same turn: the workflow
+answers it once.
 
 Temporal admits at most 10 updates in flight per workflow and refuses more with
-RESOURCE_EXHAUSTED; `send_turn` waits and sends again, so many clients sending at once all get
+RESOURCE_EXHAUSTED; `submit_turn` waits and sends again, so many clients sending at once all get
 their replies (the turns queue in the workflow and are answered one at a time).
 """
 
@@ -30,7 +29,6 @@ from durable_teams.client.refusals import (
     BUSY,
     CLOSED,
     CONFLICT,
-    CUT_BY_RUN_END,
     ConversationEnded,
     ConversationNotFound,
     Patience,
@@ -57,7 +55,6 @@ async def send_turn(
     *,
     sender: str | None = None,
     turn_id: str | None = None,
-    max_resends: int = 20,
     busy_timeout: float = 600.0,
 ) -> TurnReply:
     """Send `text` as a user turn and wait for the reply, across continue-as-new.
@@ -66,43 +63,9 @@ async def send_turn(
     answer, `ConversationBusy` after `busy_timeout` seconds of refusals (100 turns already
     queued, an unavailable server), and `WorkflowUpdateFailedError` when the workflow rejects
     the turn itself (an empty or oversized message: `err.cause.message` says why)."""
-    try:
-        accepted = await submit_turn(client, workflow_id, text, sender=sender, turn_id=turn_id,
-                                     busy_timeout=busy_timeout)
-    except WorkflowUpdateFailedError as err:
-        if not _unknown_update(err):
-            raise
-        # a worker of an earlier release: the update that waits for the reply
-        return await _send_waiting(client, workflow_id, UserTurn(
-            text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex), max_resends, busy_timeout)
+    accepted = await submit_turn(client, workflow_id, text, sender=sender, turn_id=turn_id,
+                                 busy_timeout=busy_timeout)
     return await accepted.reply()
-
-
-def _unknown_update(err: WorkflowUpdateFailedError) -> bool:
-    message = str(getattr(err.cause, "message", err.cause))
-    return "submit_turn" in message and "not found" in message.lower()
-
-
-async def _send_waiting(client: Client, workflow_id: str, turn: UserTurn, max_resends: int,
-                        busy_timeout: float) -> TurnReply:
-    """`send_message`, the update that waits for the reply, re-sent to the next run when a
-    continue-as-new cuts it off."""
-    for _ in range(max_resends + 1):
-        handle = client.get_workflow_handle(workflow_id)  # no run id: the current run
-        try:
-            return await _send_when_admitted(handle, turn, busy_timeout)
-        except WorkflowUpdateFailedError as err:
-            cause = err.cause
-            if isinstance(cause, ApplicationError) and cause.type == CLOSED:
-                raise ConversationEnded(f"conversation {workflow_id} is closed: {cause.message}") from err
-            if not (isinstance(cause, ApplicationError) and cause.type == CUT_BY_RUN_END):
-                raise
-            await _raise_unless_running(handle, err)
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
-                raise
-            await _raise_unless_running(handle, err)
-    raise ConversationEnded(f"turn not answered after {max_resends} re-sends to {workflow_id}")
 
 
 @dataclass
@@ -178,24 +141,8 @@ async def submit_turn(
         await patience.wait(reason)
 
 
-async def _send_when_admitted(handle: WorkflowHandle, turn: UserTurn, busy_timeout: float) -> TurnReply:
-    """The update, sent again with growing, jittered pauses while the server refuses it for
-    too many updates in flight, aborts it, or times out under load. Sending again is safe:
-    the turn's id makes the workflow answer a turn it already has, not run it twice."""
-    patience = Patience(handle.id, busy_timeout)
-    while True:
-        try:
-            return await handle.execute_update("send_message", turn, result_type=TurnReply)
-        except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateFailedError) as err:
-            reason = transient_reason(err)
-            if reason is None:
-                raise
-            await patience.wait(reason)
-
-
 async def _raise_unless_running(handle: WorkflowHandle, err: Exception | None) -> None:
-    """Raise the typed reason the conversation cannot answer; return if it is still running
-    (a continue-as-new cut the update off: the caller re-sends)."""
+    """Raise the typed reason the conversation cannot answer; return if it is still running."""
     try:
         described = await handle.describe()
     except RPCError as missing:

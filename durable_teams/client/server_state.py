@@ -31,7 +31,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import PENDING_MEMO
-from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationResult, Question
 
 SCRIPTED_IDENTITY = "(scripted model)"
@@ -108,18 +107,8 @@ async def finished_result(client: Client, workflow_id: str) -> ConversationResul
     return await handle.result()
 
 
-def result_messages(result: ConversationResult, full: bool) -> list[Message] | None:
-    """The transcript a finished conversation's result carries (None in older results)."""
-    if result.transcript is None:
-        return None
-    if full:
-        return list(result.transcript.log)
-    return result.transcript.view(0, handoffs=result.handoffs, notices=True)
-
-
 def memo_questions(memo: Mapping[str, Any]) -> list[Question] | None:
-    """The questions a running conversation's memo lists; None if it keeps none there (a
-    conversation started before the memo existed)."""
+    """The questions a running conversation's memo lists; None before it asked its first."""
     raw = memo.get(PENDING_MEMO)
     if raw is None:
         return None
@@ -127,12 +116,9 @@ def memo_questions(memo: Mapping[str, Any]) -> list[Question] | None:
 
 
 async def questions_of(handle: WorkflowHandle) -> list[Question]:
-    """A running conversation's pending questions: from its memo, else by a (bounded) query."""
+    """A running conversation's pending questions, from its memo (no worker needed)."""
     described = await handle.describe()
-    questions = memo_questions(await described.memo())
-    if questions is not None:
-        return questions
-    return await handle.query(TeamWorkflow.pending_questions, rpc_timeout=QUERY_TIMEOUT)
+    return memo_questions(await described.memo()) or []
 
 
 WAITING_QUERY = "AwaitingHuman = true AND ExecutionStatus = 'Running'"
@@ -169,9 +155,6 @@ async def waiting_conversations(
             if memo.get(CHAT_MEMO):
                 continue
             questions = memo_questions(memo)
-            if questions is None and query == WAITING_QUERY:  # started before the memo held them
-                questions = await client.get_workflow_handle(wf.id).query(
-                    TeamWorkflow.pending_questions, rpc_timeout=QUERY_TIMEOUT)
         except Exception as err:  # noqa: BLE001 - the caller asked to hear of it and go on
             if unreadable is None:
                 raise

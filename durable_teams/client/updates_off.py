@@ -80,16 +80,11 @@ async def answer_by_signal(handle: WorkflowHandle, answer: HumanReply) -> None:
     """`send_reply` where updates are off: the durable `human_reply` signal under an input id,
     then the `answer_outcome` query (answered after the signal's workflow task) says whether it
     was taken: if not, `QuestionClosed` or `ReplyRejected` with the workflow's reason, as the
-    update would. A worker without that query (an earlier release) took it unchecked."""
+    update would."""
     if answer.input_id is None:
         answer = answer.model_copy(update={"input_id": f"answer-{uuid.uuid4().hex}"})
     await handle.signal("human_reply", answer)
-    try:
-        outcome = await handle.query("answer_outcome", answer.input_id, result_type=AnswerOutcome | None)  # type: ignore[arg-type]
-    except WorkflowQueryFailedError as err:
-        if "not found" in str(err).lower():
-            return
-        raise
+    outcome = await handle.query("answer_outcome", answer.input_id, result_type=AnswerOutcome | None)  # type: ignore[arg-type]
     if outcome is not None and not outcome.taken:
         rejected = QuestionClosed if outcome.closed else ReplyRejected
         raise rejected(f"Rejected: {outcome.reason}")

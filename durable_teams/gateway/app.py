@@ -102,7 +102,7 @@ async def start_thread(request: Request) -> Response:
         if memo.get("team") != team:  # the same key, another team: not the request that started it
             return error(409, f"thread {thread} belongs to team {memo.get('team')!r}, not {team!r}",
                          "team_mismatch")
-        if memo.get("request") not in (None, digest):  # None: started by an earlier release
+        if memo.get("request") != digest:
             return error(409, f"this Idempotency-Key started thread {thread} with another task: use a new key",
                          "idempotency_key_reused")
         return JSONResponse({"thread_id": thread, "team": team}, status_code=200)

@@ -22,9 +22,8 @@ above it hands off to. The supervisor agent's own name on its messages is `super
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,6 +36,7 @@ from durable_teams.workflows.definition_checks import TeamError, check_definitio
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec, TeamSpec
 from durable_teams.workflows.options import (
     AgentOptions,
+    ModelApi,
     SupervisorOptions,
     TeamOptions,
     option_values,
@@ -51,6 +51,21 @@ DEFAULT_SUPERVISOR = "supervisor"
 
 def default_model() -> str:
     return os.environ.get("DURABLE_TEAMS_MODEL", "gpt-4o-mini")
+
+
+MODEL_API_ENV = "DURABLE_TEAMS_MODEL_API"
+
+
+def default_api() -> ModelApi | None:
+    """`$DURABLE_TEAMS_MODEL_API` ("responses" or "chat_completions"): the API of teams that
+    name none, as $DURABLE_TEAMS_MODEL names their model (so the example teams can run on a
+    model served only through the Responses API). Unset: None (Chat Completions)."""
+    value = os.environ.get(MODEL_API_ENV, "").strip().lower()
+    if not value:
+        return None
+    if value not in ("responses", "chat_completions"):
+        raise TeamError(f"{MODEL_API_ENV} must be responses or chat_completions, not {value!r}")
+    return value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -133,8 +148,6 @@ class Supervisor(SupervisorOptions, TeamOptions):
     a supervisor above it (when the team is nested) hands off to it as `transfer_to_<name>`."""
     description: str = ""
     """What this team does, for a supervisor above it (when the team is nested)."""
-    team_name: InitVar[str | None] = None
-    """Deprecated: the team's name when `name` named the supervisor agent (see `__post_init__`)."""
     model: str | None = None
     tools: Sequence[ToolLike] = ()
     add_handoff_back_messages: bool | None = None
@@ -151,13 +164,7 @@ class Supervisor(SupervisorOptions, TeamOptions):
     """How fanned-out answers become the final answer: None (the supervisor's next model call),
     "concatenate", or a function `(results: list[dict]) -> str` (each {"agent", "answer"})."""
 
-    def __post_init__(self, team_name: str | None) -> None:
-        if team_name is not None:  # the 0.x spelling: name= the supervisor agent, team_name= the team
-            warnings.warn("Supervisor(team_name=...) is deprecated: name= is the team's name, "
-                          "supervisor_name= the supervisor agent's", DeprecationWarning, stacklevel=3)
-            if self.name != "team":
-                self.supervisor_name = self.name
-            self.name = team_name
+    def __post_init__(self) -> None:
         check_members(f"team {self.name!r}", [_name(a) for a in self.agents])
         check_supervisor_options(self)
         self.compile()  # a team that cannot run fails here, where it is defined
@@ -201,6 +208,7 @@ class Supervisor(SupervisorOptions, TeamOptions):
             agents={_name(a): _member(a, own, within) for a in self.agents},
             tools=own.specs(),
         )
+        spec.api = spec.api or default_api()
         registry.merge(own)
         return spec
 
@@ -215,13 +223,7 @@ class Swarm(TeamOptions):
     """The agent that takes the first turn (default: the first agent)."""
     name: str = "swarm"
     """The team's name: a worker serves it under this name (`durable-teams run <name> ...`)."""
-    team_name: InitVar[str | None] = None
-    """Deprecated spelling of `name`."""
-
-    def __post_init__(self, team_name: str | None) -> None:
-        if team_name is not None:
-            warnings.warn("Swarm(team_name=...) is deprecated: use name=", DeprecationWarning, stacklevel=3)
-            self.name = team_name
+    def __post_init__(self) -> None:
         check_members(f"swarm {self.name!r}", [a.name for a in self.agents])
         self.compile()  # a team that cannot run fails here, where it is defined
 
@@ -234,6 +236,7 @@ class Swarm(TeamOptions):
             tools={},
             start_agent=self.start_agent or self.agents[0].name,
         )
+        spec.api = spec.api or default_api()
         spec.tools = registry.specs()
         validate_team(spec)
         check_definition(spec)

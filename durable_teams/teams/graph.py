@@ -4,7 +4,8 @@ What is drawn: the supervisor (a hexagon naming its routing strategy) with an ed
 (labelled with the handoff tool, or how the strategy picks it) and a dotted edge back; a swarm's
 start agent and peer handoffs (labelled with the tool name); each agent's tools (stadium nodes,
 `needs approval` and `return direct` noted) and MCP servers (cylinders); nested teams as subgraphs, entered through their
-supervisor (or a swarm's start agent); agents that run as a child workflow are marked so.
+supervisor (or a swarm's start agent); agents that run as a child workflow are marked so; intents
+(parallelograms) on the team's entry and on the agents that declare them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from durable_teams.workflows import handoff
+from durable_teams.workflows.intents import Intent
 from durable_teams.workflows.messages import AgentSpec, TeamSpec
 
 _RESERVED = {"end", "graph", "subgraph", "flowchart", "click", "style", "class", "default"}
@@ -63,6 +65,7 @@ def _draw_team(team: TeamSpec, ids: _Ids, lines: list[str], indent: str) -> str:
         _draw_tools(team, sup_id, sup.tools, ids, lines, indent)
     entries = {name: _draw_agent(team, agent, ids, lines, indent)
                for name, agent in team.agents.items()}
+    _draw_intents(sup_id or entries[team.start_agent or next(iter(team.agents))], team.intents, ids, lines, indent)
     if sup is None:
         for name, agent in team.agents.items():
             for tool_name, peer in _peer_handoffs(agent).items():
@@ -87,6 +90,7 @@ def _draw_agent(team: TeamSpec, agent: AgentSpec, ids: _Ids, lines: list[str], i
     text = agent.name + ("\n(child workflow)" if agent.run_as_child else "")
     lines.append(f"{indent}{node}[{_label(text)}]")
     _draw_tools(team, node, [t for t in agent.tools if not _from_mcp(team, t)], ids, lines, indent)
+    _draw_intents(node, agent.intents, ids, lines, indent)
     for server in agent.mcp:  # its tools are known only once a conversation lists them
         text = f"MCP server: {server.name}" + ("\n(needs approval)" if server.needs_approval else "")
         lines.append(f"{indent}{node} --- {ids.new(f'{node}_mcp_{server.name}')}[({_label(text)})]")
@@ -109,6 +113,13 @@ def _draw_tools(team: TeamSpec, owner: str, tools: Sequence[str], ids: _Ids, lin
             notes.append("return direct")
         text = name + (f"\n({', '.join(notes)})" if notes else "")
         lines.append(f"{indent}{owner} --- {ids.new(f'{owner}_{name}')}([{_label(text)}])")
+
+
+def _draw_intents(owner: str, intents: Sequence[Intent], ids: _Ids, lines: list[str], indent: str) -> None:
+    """One parallelogram listing the owner's intents: phrases -> what each does."""
+    if intents:
+        text = "intents:\n" + "\n".join(f"{' | '.join(i.phrases)} -> {i.action}" for i in intents)
+        lines.append(f"{indent}{owner} --- {ids.new(f'{owner}_intents')}[/{_label(text)}/]")
 
 
 def _supervisor_text(team: TeamSpec) -> str:

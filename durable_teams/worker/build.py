@@ -28,6 +28,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from durable_teams.activities import heartbeats
 from durable_teams.activities.mcp_calls import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
+from durable_teams.activities.model_embeddings import EmbeddingActivities
 from durable_teams.activities.resolve_team import TeamActivities
 from durable_teams.activities.tool_activities import ToolActivities
 from durable_teams.activities.views import ViewReader
@@ -197,6 +198,7 @@ def build_worker(
     durable_teams/memory/store_config.py); other options go to `temporalio.worker.Worker`."""
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     models = ModelActivities(backend, view_reader, hub)
+    embeddings = EmbeddingActivities(backend)
     registry = merged_registry(teams)
     names = [t.spec.name for t in teams]
     note = functools.partial(mixed_queue_note, names)
@@ -232,7 +234,7 @@ def build_worker(
         task_queue=task_queue,
         activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team,
                     mcp.list_mcp_tools, mcp.call_mcp_tool, locate_activity(own_queue),
-                    labels.available_labels],
+                    labels.available_labels, embeddings.embed_texts],
         **options,
     )
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],

@@ -124,6 +124,5 @@ class LabelsActivity:
 
     @activity.defn(name=AVAILABLE_LABELS_ACTIVITY)
     async def available_labels(self) -> list[str]:
-        """Run by a conversation before it sets a label (a regular activity in runs begun since
-        `labels-asked-by-activity`, a local one in runs recorded before)."""
+        """Run by a conversation (a regular activity) before it sets a label."""
         return sorted(await self.learn())

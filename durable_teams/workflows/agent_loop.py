@@ -8,7 +8,6 @@ built-in tools, activities) is workflows/answering.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import timedelta
@@ -37,9 +36,10 @@ with workflow.unsafe.imports_passed_through():
         local_activity_options,
         policy_for,
     )
-    from .placement import PATCH, ModelPlacement, is_not_started
+    from .placement import ModelPlacement, is_not_started
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
+    from .tool_support import handoff_only_failure, tools_unavailable_notice
     from .view_builder import ViewBuilder
 
 
@@ -51,7 +51,8 @@ class AgentLoop:
     """Runs agents of one team against the conversation state."""
 
     def __init__(self, team: TeamSpec, state: ConversationState, desk: HumanDesk,
-                 placement: ModelPlacement | None = None, views: ViewBuilder | None = None):
+                 placement: ModelPlacement | None = None, views: ViewBuilder | None = None,
+                 max_tokens: int | None = None):
         self.team = team
         self.placement = placement or ModelPlacement()
         """Where model calls run (the run's, shared by its turns: workflows/placement.py)."""
@@ -66,17 +67,9 @@ class AgentLoop:
         self.children: dict[int, str] = {}
         """Agent run id -> id of the child workflow running it now (workflows/children.py)."""
         self.interrupted_at: tuple[str, int, Budget] | None = None
-        self.local_calls: Callable[[], bool] = lambda: False
-        """Whether a model call may be a local activity now (`TeamWorkflow.local_calls_allowed`:
-        never in a run recorded before local calls, nor while a `send_message` update waits)."""
-        self.max_tokens: int | None = None
-        """The turn's cap on each model call's reply (a chat client's `max_tokens`)."""
-        self.placed_calls: bool | None = None
-        """Placement's patch as asked at the run's start; None: ask it at the first call."""
-        self.nested_budgets = False
-        """Nested teams spend what is left of this turn's token budgets (`TeamWorkflow` asks
-        NESTED_BUDGETS at the run's start: a run recorded before gives them their own)."""
         """(agent, agent_run, budget before the batch) of the run a continue-as-new cut off."""
+        self.max_tokens = max_tokens
+        """The turn's cap on each model call's reply (a chat client's `max_tokens`)."""
 
     @property
     def transcript(self):  # noqa: ANN201 - short alias
@@ -187,6 +180,7 @@ class AgentLoop:
             temperature=spec.temperature,
             max_tokens=self.max_tokens,
             agent_call_index=calls_so_far,
+            api="responses" if (spec.api or self.team.api) == "responses" else None,
         )
         # What the model receives: the system message and this agent's view (not the log).
         received = len(self.views.view(self.transcript, agent_run, length, len(self.transcript.shared),
@@ -200,6 +194,8 @@ class AgentLoop:
             raise TurnFailed(f"The model call for {agent} failed: {why}") from err
         turn = usage.current_turn(self.state.queue, self.state.turns_started)
         usage.record(self.state.usage, turn, agent, spec.model, response.usage)
+        if response.tools_unavailable is not None:  # only ever set in runs recorded since
+            self._tools_unavailable(agent, agent_run, spec.model, response.tools_unavailable)
         used = response.usage if response.usage != Usage() else None  # kept on the message
         message = response.message.model_copy(
             update={"name": agent, "agent_run": agent_run, "usage": used})
@@ -211,10 +207,24 @@ class AgentLoop:
                 structured = None
         return message, structured, flagged(response.finish_reason)
 
+    def _tools_unavailable(self, agent: str, agent_run: int, model: str, reason: str) -> None:
+        """The model refused tools (workflows/tool_support.py): the turn fails for an agent
+        that can only hand off; else a notice, once per agent run and turn."""
+        failure = handoff_only_failure(self.team, agent, model, reason)
+        if failure is not None:
+            raise TurnFailed(failure)
+        notice = tools_unavailable_notice(self.team, agent, model, reason, agent_run)
+        for m in reversed(self.transcript.log):
+            if m.role == "user" and m.kind == "message":
+                break
+            if m.kind == "notice" and m.content == notice.content and m.agent_run == agent_run:
+                return
+        self.transcript.append(notice)
+
     async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
         """Run `call_model`: a local activity (this worker, the view read in process) when the
-        policy asks for one and the run allows it now (`local_calls`), else a regular one."""
-        if policy.local and self.local_calls():
+        policy asks for one, else a regular one."""
+        if policy.local:
             return await workflow.execute_local_activity(
                 "call_model", request, result_type=ModelResponse, summary=summary,
                 **local_activity_options(policy))
@@ -224,8 +234,7 @@ class AgentLoop:
         """Run `call_model` as a regular activity, on the worker holding this workflow when
         there is one to ask for (workflows/placement.py); on the shared queue if that worker
         never takes it."""
-        placed = self.placed_calls if self.placed_calls is not None else workflow.patched(PATCH)
-        queue = await self.placement.next_queue() if placed else None
+        queue = await self.placement.next_queue()
         options = activity_options(policy)
         response: ModelResponse
         if queue is not None:
@@ -242,8 +251,7 @@ class AgentLoop:
                 self.placement.lost(queue)  # never started there: nothing is repeated here
         response = await workflow.execute_activity(
             "call_model", request, result_type=ModelResponse, summary=summary, **options)
-        if placed:
-            self.placement.observe(None, response.read_in_process)
+        self.placement.observe(None, response.read_in_process)
         return response
 
     async def answer_calls(

@@ -179,6 +179,9 @@ class _Caller:
     def shared_messages(self) -> list[Message]:
         return self.state.transcript.shared_messages()
 
+    def active_agent(self) -> str | None:
+        return self.state.active_agent
+
     def ask(self, call: ToolCall) -> Awaitable[str]:
         return self.desk.ask(self.agent, call, self.team.ask_human_default)
 

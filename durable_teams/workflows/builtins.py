@@ -2,8 +2,9 @@
 
 Built-ins are answered inside the workflow, from its own state and clock, never by an activity:
 `ask_human` waits for a person, `request_help` hands the turn back to the supervisor,
-`forward_message` returns a worker's answer verbatim, `list_tools`, `list_agents` and
-`current_datetime` answer at once. Handoff tools (`transfer_to_<agent>`) are named per team, so
+`forward_message` returns a worker's answer verbatim, `list_tools`, `list_agents`,
+`current_datetime`, and ABI's `list_intents`, `get_current_active_agent` and
+`get_supervisor_agent` answer at once. Handoff tools (`transfer_to_<agent>`) are named per team, so
 they are classified apart (workflows/handoff.py), before these.
 
 A handler gets the call and a `CallContext` (the team, the calling agent and its tools, the
@@ -29,6 +30,9 @@ FORWARD_MESSAGE = "forward_message"
 LIST_TOOLS = "list_tools"
 LIST_AGENTS = "list_agents"
 CURRENT_DATETIME = "current_datetime"
+LIST_INTENTS = "list_intents"
+GET_CURRENT_ACTIVE_AGENT = "get_current_active_agent"
+GET_SUPERVISOR_AGENT = "get_supervisor_agent"
 
 
 class CallContext(Protocol):
@@ -48,6 +52,10 @@ class CallContext(Protocol):
     def now(self) -> datetime: ...
 
     def shared_messages(self) -> list[Message]: ...
+
+    def active_agent(self) -> str | None:
+        """A swarm's active agent (None in a supervisor team, or before the first turn)."""
+        ...
 
     def ask(self, call: ToolCall) -> Awaitable[str]:
         """Put the call's question to a person and wait for the answer."""
@@ -210,6 +218,25 @@ async def _current_datetime(ctx: CallContext, call: ToolCall) -> Answer:
     return Answer(current_datetime(ctx.now(), call.arguments))
 
 
+# ---- list_intents, get_current_active_agent, get_supervisor_agent (ABI's) -----------------------
+
+
+async def _list_intents(ctx: CallContext, call: ToolCall) -> Answer:
+    """The intents the calling agent answers by: the team's, then its own."""
+    own = ctx.team.agents[ctx.agent].intents if ctx.agent in ctx.team.agents else []
+    lines = [f"{' | '.join(i.phrases)} -> {i.action}" for i in [*ctx.team.intents, *own]]
+    return Answer("\n".join(lines) or "No intents.")
+
+
+async def _current_active_agent(ctx: CallContext, call: ToolCall) -> Answer:
+    return Answer(ctx.active_agent() or ctx.agent)
+
+
+async def _supervisor_agent(ctx: CallContext, call: ToolCall) -> Answer:
+    sup = ctx.team.supervisor
+    return Answer(sup.name if sup else "This team has no supervisor: its agents hand off to each other.")
+
+
 def _plain_spec(name: str, description: str) -> Callable[[TeamSpec], ToolSpec]:
     return lambda team: ToolSpec(name=name, description=description)
 
@@ -222,5 +249,11 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in [
     Builtin(LIST_AGENTS, _plain_spec(LIST_AGENTS, "List the agents of this team and what they do."),
             _list_agents),
     Builtin(CURRENT_DATETIME, _current_datetime_spec, _current_datetime),
+    Builtin(LIST_INTENTS, _plain_spec(LIST_INTENTS, "List the intents: phrases answered without "
+                                      "a model call, and what each does."), _list_intents),
+    Builtin(GET_CURRENT_ACTIVE_AGENT, _plain_spec(GET_CURRENT_ACTIVE_AGENT, "The name of the agent "
+                                                  "handling the conversation now."), _current_active_agent),
+    Builtin(GET_SUPERVISOR_AGENT, _plain_spec(GET_SUPERVISOR_AGENT, "The name of this team's "
+                                              "supervisor."), _supervisor_agent),
 ]}
 """Every built-in tool by name: an agent may list any of these in its `tools`."""

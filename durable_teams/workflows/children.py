@@ -95,12 +95,11 @@ async def run_child(loop: AgentLoop, run: AgentRun, share: int = 1) -> AgentOutc
     cid = child_id(info.workflow_id, run.agent, run.id)
     turn = usage.current_turn(loop.state.queue, loop.state.turns_started)
     sub = child_team(team, run.agent)
-    if loop.nested_budgets:
-        over = usage.over_budget(loop.state.usage, turn, team.budgets)
-        if over is not None:  # the handoff's own call spent it: no child to start
-            return loop.stop(run.agent, run.id, over)
-        sub = replace(sub, budgets=usage.child_budgets(
-            sub.budgets, loop.state.usage, turn, team.budgets, share))
+    over = usage.over_budget(loop.state.usage, turn, team.budgets)
+    if over is not None:  # the handoff's own call spent it: no child to start
+        return loop.stop(run.agent, run.id, over)
+    sub = replace(sub, budgets=usage.child_budgets(
+        sub.budgets, loop.state.usage, turn, team.budgets, share))
     inp = ConversationInput(
         team=sub,
         history=bounded_history(transcript.view(run.id, handoffs=roster.handoff_view(team))),
@@ -132,7 +131,7 @@ async def run_child(loop: AgentLoop, run: AgentRun, share: int = 1) -> AgentOutc
             text, structured = result.answer, result.structured
             failed = result.status not in ("completed", "truncated", "filtered")
             flag = result.status if result.status in ("truncated", "filtered") else None
-            stopped = result if result.status == "budget_exceeded" and loop.nested_budgets else None
+            stopped = result if result.status == "budget_exceeded" else None
         except (ChildWorkflowError, WorkflowAlreadyStartedError) as err:
             text = f"{run.agent} could not finish: {failure_text(err)}"
         finally:

@@ -15,14 +15,12 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import definition_checks, inputs, labels, live_view, roster, usage
+    from . import definition_checks, inputs, intent_turns, labels, live_view, roster, usage
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
-    from .human import PENDING_MEMO, HumanDesk, Interrupted
-    from .intake import MAX_TURN_BYTES, NOTES_PATCH, Intake
-    from .messages import Message, ModelView, TeamSpec
-    from .model_calls import LOCAL_PATCH
-    from .placement import PATCH as PLACEMENT_PATCH
+    from .human import HumanDesk, Interrupted
+    from .intake import MAX_TURN_BYTES, Intake
+    from .messages import Message, TeamSpec
     from .placement import ModelPlacement
     from .state import (
         ConversationInput,
@@ -41,46 +39,17 @@ with workflow.unsafe.imports_passed_through():
 
 KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
-INPUT_CHECKS = "start-input-checks"
-AT_START_PATCH = "patches-asked-at-start"
-"""Runs begun by this code ask every patch at their start: a patch (or any command) first
-asked right after a local activity resolved can replay in another workflow task than it ran
-(temporalio 1.35), and the patch state machine refuses it."""
-ONE_MARKER_PATCH = "one-marker-for-the-start-patches"
-"""Runs that recorded this one marker hold every patch asked at their start (the ones below,
-the placement's, the labels' and the definition checks'): the SDK records each patch as a
-marker plus an upsert of `TemporalChangeVersion` (two events and a visibility write apiece,
-eight of them per conversation before). Runs recorded before ask each one, as they did."""
-START_MARKER = "start-patches-2"
-"""Runs begun by this code record this marker in place of ONE_MARKER_PATCH (still one marker a
-run): every start patch holds in them, and so does what came after it, which runs with
-ONE_MARKER_PATCH do not do: model calls are regular activities while a `send_message` update
-waits (`TeamWorkflow.local_calls_allowed`)."""
-START_MARKERS = (ONE_MARKER_PATCH, START_MARKER)
-"""The one-marker generations, oldest first: a run's generation is the index of its marker + 1."""
-NESTED_BUDGETS = "nested-token-budgets"
-"""Runs begun by this code give a nested team what is left of their token budgets, and a turn
-a budget stops says what was answered before the stop (workflows/usage.py)."""
 
 
-def _holds(patch_id: str) -> bool:
-    """`workflow.patched` in a run that recorded one of START_MARKERS: every start patch holds."""
-    return True
-
-
-# Upgrade policy (docs/deployment.md, "Upgrading workers"): a change in workflows/ that alters the commands
-# an old history recorded keeps the old path behind `workflow.patched("<id>")`; the histories in
-# tests/histories/ (some parked mid-wait) are from past releases and must keep replaying.
+# Upgrade policy (docs/deployment.md, "Upgrading workers"): a change in workflows/ that alters the
+# commands a recorded history issued keeps the old path behind `workflow.patched("<id>")`; the
+# histories in tests/histories/ (some parked mid-wait) are 0.1.0's and must keep replaying.
 @workflow.defn(name="TeamWorkflow")
 class TeamWorkflow(Intake):
     """Entry points take `*extra`, which makes the SDK decode their arguments as plain JSON;
     the workflow validates them itself (workflows/inputs.py), so a malformed one is refused
     with a reason instead of failing workflow tasks forever. Clients send the declared types.
     Update and signal handlers: workflows/intake.py."""
-
-    start_generation = len(START_MARKERS)
-    """The newest of START_MARKERS this code records (lower only in tests standing in for
-    releases before it; 0: each patch on its own)."""
 
     @workflow.init
     def __init__(self, inp: ConversationInput | None = None, *extra: object) -> None:
@@ -89,7 +58,7 @@ class TeamWorkflow(Intake):
             continued = workflow.info().continued_run_id is not None
             self.input_problem: str | None = None
             self.start_problem = inputs.start_problem(inp, MAX_TURN_BYTES, continued)
-        except inputs.InvalidInput as err:  # the SDK failed such input before: no history has it
+        except inputs.InvalidInput as err:  # `run` ends the workflow with the reason
             inp, self.input_problem, self.start_problem = ConversationInput(), str(err), None
         self.input = inp
         self.state = inp.state or ConversationState(context=dict(inp.context))
@@ -100,19 +69,10 @@ class TeamWorkflow(Intake):
         self.closing = False
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
         self.loop: AgentLoop | None = None
-        self.placement: ModelPlacement | None = None
-        self.local_model_calls = False
-        """Whether this run may make model calls local activities (decided at its start)."""
+        self.placement = ModelPlacement()
         """Where this run's model calls go (workflows/placement.py); kept across its turns."""
-        self.views: ViewBuilder | None = None
+        self.views = ViewBuilder()
         """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
-        self.waiters: dict[int, int] = {}
-        self.regular_while_waited = False
-        """Model calls are regular while a `send_message` update waits (decided at the run's start)."""
-        self.notes: bool | None = None
-        """NOTES_PATCH as asked at the run's start (runs begun by this code); None: when needed."""
-        self.nested_budgets = False
-        """NESTED_BUDGETS as asked at the run's start (False in runs begun before it)."""
         info = workflow.info()
         live_view.register(info.workflow_id, info.run_id, self)  # never read back here
 
@@ -120,44 +80,19 @@ class TeamWorkflow(Intake):
 
     @workflow.run
     async def run(self, inp: ConversationInput | None = None, *extra: object) -> ConversationResult:
-        # Asked first, before any local activity: a patch asked right after one resolves can be
-        # recorded in the next workflow task yet replayed in this one (a nondeterminism error).
-        generation = self._recorded_generation()
-        patched = _holds if generation else workflow.patched
-        self.regular_while_waited = generation >= 2
-        at_start = patched(AT_START_PATCH)
-        self.local_model_calls = patched(LOCAL_PATCH)
-        # Placement's patch likewise, in runs begun by this code (LOCAL_PATCH marks them): runs
-        # recorded before asked it at their first regular model call, and still do.
-        self.placed_calls = patched(PLACEMENT_PATCH) if self.local_model_calls else None
-        if at_start:  # and the patches older runs asked later, some right after a local activity
-            self.desk.pending_memo = patched(PENDING_MEMO)
-            self.notes = patched(NOTES_PATCH)
-            self.nested_budgets = patched(NESTED_BUDGETS)
-            # labels asked with a regular activity: no local activity before a question's or an
-            # update's commands (labels.BY_ACTIVITY_PATCH)
-            self.desk.labels_by_activity = patched(labels.BY_ACTIVITY_PATCH)
-        # Ends the workflow (not its task) with the reason, at once. Input an older release
-        # accepted (an empty task, say) may have a history of commands already: it replays.
-        problem = self.input_problem or (
-            self.start_problem if self.start_problem and patched(INPUT_CHECKS) else None)
-        if problem:
+        problem = self.input_problem or self.start_problem
+        if problem:  # ends the workflow (not its task) with the reason, at once
             raise ApplicationError(problem, type="InvalidInput", non_retryable=True)
         inp = self.input
-        # asked here, before anything is awaited: a patch first asked right after a local
-        # activity resolved is recorded in the next workflow task but replayed in this one
-        self.desk.ask_labels = inp.set_search_attributes and patched(labels.ASK_PATCH)
         team = self.team = self.team or await self._resolve_team(inp.team_name or "")
         try:
             definition_checks.validate_team(team)
-            # what an endpoint would refuse; a conversation started before this check replays
-            if inp.state is None and patched("team-definition-checks"):
+            if inp.state is None:  # what an endpoint would refuse
                 definition_checks.check_definition(team)
         except definition_checks.TeamError as err:
             raise ApplicationError(f"Invalid team: {err}", type="InvalidTeam", non_retryable=True) from err
         if inp.set_search_attributes and inp.state is None:
-            self.desk.labels = await labels.label_at_start(inp.team_name or team.name, self.desk.ask_labels,
-                                                           self.desk.labels_by_activity)
+            self.desk.labels = await labels.label_at_start(inp.team_name or team.name)
         await mcp.list_tools(team)  # once per conversation; recorded in the team it carries
         self.desk.timeout_seconds = min(team.ask_human_timeout_seconds, inp.idle_close_seconds or math.inf)
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(
@@ -184,26 +119,9 @@ class TeamWorkflow(Intake):
                 last = self.state.replies.get(self.state.turns_started)
                 return self._result(last, fail_on_error=False)
 
-    def _recorded_generation(self) -> int:
-        """Which of START_MARKERS this run recorded (asked newest first, so a new run records
-        only the newest): its generation, or 0 for a run that asked each patch on its own."""
-        for generation in range(self.start_generation, 0, -1):
-            if workflow.patched(START_MARKERS[generation - 1]):
-                return generation
-        return 0
-
-    def local_calls_allowed(self) -> bool:
-        """Whether a model call may be a local activity now: never in a run recorded before
-        local calls (LOCAL_PATCH), nor while a `send_message` update waits for its reply (in
-        runs of START_MARKER's generation). An update left waiting while local activities
-        resolve stalled the conversation (temporalio 1.35, dev server 1.32: its workflow tasks
-        were lost until one timed out, each time), so such a turn's calls are regular
-        activities; `submit_turn`, which our clients use, waits for nothing."""
-        return self.local_model_calls and not (self.regular_while_waited and any(self.waiters.values()))
-
     async def _wait_for_turn(self, idle_seconds: float | None) -> None:
         """Until a turn is queued or the conversation closes; `idle_seconds` without a turn
-        closes it (only inputs that set it have the timer: older histories replay as they ran)."""
+        closes it (only inputs that set it have the timer)."""
         if idle_seconds is None:
             await workflow.wait_condition(lambda: bool(self.state.queue) or self.closing)
             return
@@ -227,6 +145,7 @@ class TeamWorkflow(Intake):
     ) -> TurnReply:
         target = resume.agent if resume and resume.direct else None
         start = len(self.state.transcript.log)  # where this turn's answers begin (a stop quotes them)
+        text = ""
         if resume is None and turn.text:  # an empty turn (a nested team's) answers the history
             target, text, problem = roster.parse_mention(team, turn.text)
             self.state.transcript.append(Message(role="user", content=text, name=turn.sender))
@@ -235,17 +154,16 @@ class TeamWorkflow(Intake):
                 self.state.transcript.append(Message(role="assistant", content=problem, name=agent))
                 return TurnReply(turn=number, text=problem, agent=agent)
         self.state.in_progress = None
-        self.placement = self.placement or ModelPlacement()
-        self.views = self.views or ViewBuilder()
-        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views)
-        loop.local_calls = self.local_calls_allowed
-        loop.max_tokens = turn.max_tokens
-        loop.placed_calls = self.placed_calls
-        loop.nested_budgets = self.nested_budgets
+        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views, turn.max_tokens)
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         turns = TurnRunner(loop, budget, resume)
         try:
-            if target is not None:
+            # ABI's intents, before any model call: only in teams that declare them
+            matched = await intent_turns.answer_by_intent(turns, target, text) if (
+                text and intent_turns.declared(team)) else None
+            if matched is not None:
+                outcome = matched
+            elif target is not None:
                 outcome = await turns.direct(target)
             elif team.supervisor:
                 outcome = await turns.supervise()
@@ -260,14 +178,14 @@ class TeamWorkflow(Intake):
             assert loop.interrupted_at is not None
             agent, agent_run, spent = loop.interrupted_at
             self.state.in_progress = TurnProgress(
-                turn=number, agent=agent, agent_run=agent_run, direct=agent == target and agent_run != 0,
+                turn=number, agent=agent, agent_run=agent_run, direct=agent in (target, turns.intent_agent) and agent_run != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
-        if outcome.kind == "budget":  # with what was answered before the stop (this code's runs)
+        if outcome.kind == "budget":  # with what was answered before the stop
             log = self.state.transcript.log
             if resume is not None:  # continued as new in the middle of the turn
                 start = usage.request_index(log, bool(turn.text))
-            answered = usage.last_answer(log, start) if self.nested_budgets else None
+            answered = usage.last_answer(log, start)
             return TurnReply(turn=number, text=usage.stopped_text(outcome.text, answered),
                              agent=outcome.agent, status="budget_exceeded", before_stop=answered)
         return TurnReply(turn=number, text=outcome.text, agent=outcome.agent,
@@ -287,13 +205,9 @@ class TeamWorkflow(Intake):
     async def _continue_as_new(self) -> NoReturn:
         """Carry the whole conversation into a fresh run with the same workflow id.
 
-        Replies already made are delivered first. `send_message` calls still waiting (queued
-        turns, or the turn cut off while it waits for a person) end with the run; the client
-        re-sends them with the same `turn_id` and the next run answers them (see
-        `durable_teams.client.send.send_turn`).
+        Queued turns, and the turn cut off while it waits for a person, go with the state; the
+        next run answers them, and clients read their replies from it (`turn_replies`).
         """
-        await workflow.wait_condition(
-            lambda: not any(n in self.state.replies for n, c in self.waiters.items() if c))
         state = self.state
         state.runs += 1
         keep_from = state.turns_started - KEEP_REPLIES
@@ -352,16 +266,6 @@ class TeamWorkflow(Intake):
             refused_signal_count=self.state.refused_signal_count,
             usage=self.state.usage, last_input_id=self.state.last_input_id,
             previous_input_id=self.state.previous_input_id,
-        )
-
-    @workflow.query
-    def model_view(self, agent: str, agent_run: int, upto: int) -> ModelView:
-        """What `call_model` sends to the model: read by the activity, so the transcript never
-        enters history as activity input (each message is recorded once)."""
-        assert self.team is not None
-        return ModelView(
-            messages=self.state.transcript.view(agent_run, upto, handoffs=roster.handoff_view(self.team)),
-            tools=roster.agent_tools(self.team, agent),
         )
 
     @workflow.query

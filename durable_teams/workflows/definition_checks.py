@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from . import handoff, routing
 from .builtins import BUILTINS
+from .intents import normalize
 from .messages import TeamSpec, wire_name
 from .roster import CONCATENATE
 
@@ -79,8 +80,7 @@ def _numbers(team: TeamSpec) -> list[str | None]:
     found = [at_least("budgets", "max_model_calls", b.max_model_calls, 1),
              at_least("budgets", "max_handoffs", b.max_handoffs, 0),
              at_least("budgets", "max_tool_calls", b.max_tool_calls, 0),
-             positive(f"team {team.name!r}", "ask_human_timeout_seconds", team.ask_human_timeout_seconds),
-             positive(f"team {team.name!r}", "model_timeout_seconds", team.model_timeout_seconds)]
+             positive(f"team {team.name!r}", "ask_human_timeout_seconds", team.ask_human_timeout_seconds)]
     if team.supervisor is not None:
         found.append(at_least(f"supervisor {team.supervisor.name!r}", "max_parallel_handoffs",
                               team.supervisor.max_parallel_handoffs, 1))
@@ -144,10 +144,37 @@ def definition_problems(team: TeamSpec) -> list[str]:
                          f"name the built-in as the string {name!r}")
     found += _numbers(team)
     found += _handoff_problems(team)
+    found += _intent_problems(team)
     for name, agent in team.agents.items():
         if agent.team is not None:
             found += [f"in nested team {name!r}: {p}" for p in definition_problems(agent.team)]
     return [p for p in found if p]
+
+
+def _intent_problems(team: TeamSpec) -> list[str]:
+    """Intents naming a tool or agent that is not there, a tool that waits for a person
+    (an intent acts with no one to ask), or one phrase declared twice."""
+    found: list[str] = []
+    seen: dict[str, str] = {}
+    owners = [("the team", team.intents, set(team.tools))]
+    owners += [(f"agent {n!r}", a.intents, set(a.tools)) for n, a in team.agents.items()]
+    for owner, intents, tools in owners:
+        for intent in intents:
+            if intent.tool is not None and (intent.tool not in team.tools or intent.tool not in tools):
+                found.append(f"an intent of {owner} calls {intent.tool!r}, which is not a tool of "
+                             f"{owner} (built-ins are not called by intents)")
+            elif intent.tool is not None and team.tools[intent.tool].needs_approval:
+                found.append(f"an intent of {owner} calls {intent.tool!r}, which needs a person's "
+                             "approval: an intent acts without asking")
+            if intent.agent is not None and intent.agent not in team.agents:
+                found.append(f"an intent of {owner} hands to {intent.agent!r}, which is not an "
+                             f"agent of team {team.name!r}")
+            for phrase in intent.phrases:
+                key = normalize(phrase)
+                if key in seen:
+                    found.append(f"the intent phrase {phrase!r} is declared twice ({seen[key]}, {owner})")
+                seen.setdefault(key, owner)
+    return found
 
 
 def _normalized_clashes(team: TeamSpec) -> list[str]:

@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
 
 AWAITING_HUMAN = SearchAttributeKey.for_bool("AwaitingHuman")
 PENDING_MEMO = "pending_questions"
-"""Memo key (and patch id) holding the pending questions as JSON objects."""
+"""Memo key holding the pending questions as JSON objects."""
 
 
 QUESTION_CLOSED = "question-closed"
@@ -77,13 +77,7 @@ class HumanDesk:
         self.use_search_attribute = use_search_attribute
         self.labels: frozenset[str] | None = None
         """The labels the namespace has (asked once per run, workflows/labels.py); None: not
-        asked yet, or never in a run begun before the upgrade (which upserts as it did then)."""
-        self.ask_labels = False
-        self.labels_by_activity = False
-        """Ask which labels exist with a regular activity (runs begun by this code)."""
-        self.pending_memo: bool | None = None
-        """The PENDING_MEMO patch as asked at the run's start; None: ask it at the first question."""
-        """Whether this run asks before it sets a label (labels.ASK_PATCH, decided at its start)."""
+        asked yet."""
         self.should_interrupt: Callable[[], bool] = lambda: False
         """Set by the workflow: true when the run should continue as new at this wait."""
 
@@ -100,18 +94,17 @@ class HumanDesk:
 
     def _mark(self) -> None:
         waiting = bool(self.state.pending)
-        if self.use_search_attribute and (self.labels is None or AWAITING_HUMAN.name in self.labels):
+        if self.use_search_attribute and AWAITING_HUMAN.name in (self.labels or ()):
             workflow.upsert_search_attributes([AWAITING_HUMAN.value_set(waiting)])
         texts = "; ".join(f"{q.question_id}: {q.text}" for q in self.state.pending.values())
         workflow.set_current_details(f"Waiting for a person: {texts}" if waiting else "")
-        if self.pending_memo if self.pending_memo is not None else workflow.patched(PENDING_MEMO):
-            # Readable by any client without running workflow code (no worker needed):
-            # `durable-teams pending` lists these from the visibility store, `answer` checks them.
-            workflow.upsert_memo({PENDING_MEMO: [q.model_dump(mode="json") for q in self.state.pending.values()]})
+        # Readable by any client without running workflow code (no worker needed):
+        # `durable-teams pending` lists these from the visibility store, `answer` checks them.
+        workflow.upsert_memo({PENDING_MEMO: [q.model_dump(mode="json") for q in self.state.pending.values()]})
 
     async def _wait(self, question: Question) -> HumanReply | None:
-        if self.use_search_attribute and self.labels is None and self.ask_labels:
-            self.labels = await labels.available_labels(self.labels_by_activity)
+        if self.use_search_attribute and self.labels is None:
+            self.labels = await labels.available_labels()
         self.state.pending[question.question_id] = question
         self._mark()
         qid = question.question_id

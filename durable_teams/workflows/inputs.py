@@ -171,13 +171,12 @@ def start_problem(inp: ConversationInput, max_task_bytes: int, continued: bool) 
     return None
 
 
-def refuse(state: ConversationState, signal: str, reason: str, at: datetime, note: bool) -> None:
-    """Record a signal the workflow could not use where people look: the `status` query and,
-    with `note`, the transcript (a "notice" no model is shown)."""
+def refuse(state: ConversationState, signal: str, reason: str, at: datetime) -> None:
+    """Record a signal the workflow could not use where people look: the `status` query and
+    the transcript (a "notice" no model is shown)."""
     state.refused_signal_count += 1
     state.refused_signals.append(RefusedSignal(signal=signal, reason=reason, at=at))
     del state.refused_signals[:-KEEP_REFUSED]
-    if note:
-        text = f"Refused signal {signal}: {reason.removeprefix(f'{signal}: ')}"
-        state.transcript.append(Message(
-            role="system", name="durable-teams", kind="notice", content=text[:MAX_NOTE_CHARS]))
+    text = f"Refused signal {signal}: {reason.removeprefix(f'{signal}: ')}"
+    state.transcript.append(Message(
+        role="system", name="durable-teams", kind="notice", content=text[:MAX_NOTE_CHARS]))

@@ -29,10 +29,6 @@ MAX_ID_CHARS = 256
 SIGNALS = ("post_message", "human_reply", "close")
 KEEP_OUTCOMES = 50
 """Answers-by-signal whose outcome is kept for the `answer_outcome` query."""
-NOTES_PATCH = "refused-signal-notes"
-"""Refused signals are noted in the transcript only in runs started by code that does so: an
-older run replays without the notes, so its log (and the indices derived from it) stay as
-recorded."""
 
 
 class Intake:
@@ -41,10 +37,6 @@ class Intake:
     state: ConversationState
     desk: HumanDesk
     closing: bool
-    waiters: dict[int, int]
-    notes: bool | None
-    """NOTES_PATCH as asked at the run's start, in runs begun by this code."""
-    """Turn number -> `send_message` handlers waiting for its reply."""
 
     def _enqueue(self, turn: UserTurn) -> int:
         if turn.turn_id and turn.turn_id in self.state.turn_ids:
@@ -84,26 +76,19 @@ class Intake:
 
     def _refuse(self, signal: str, reason: str) -> None:
         workflow.logger.warning("Refused signal %s: %s", signal, reason)
-        note = self.notes if self.notes is not None else workflow.patched(NOTES_PATCH)
-        inputs.refuse(self.state, signal, reason, workflow.now(), note=note)
+        inputs.refuse(self.state, signal, reason, workflow.now())
 
-    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
-    async def send_message(self, turn: UserTurn | None = None, *extra: object) -> TurnReply:
-        """Send a user turn and wait for the team's reply to it. Turns queue in order.
+    @workflow.update
+    def submit_turn(self, turn: UserTurn | None = None, *extra: object) -> int:
+        """Queue a user turn and return its number at once; its reply is read with the
+        query `turn_replies`. The update completes in the workflow task that accepts it, so
+        its events never interleave with a turn's model calls (which may be local
+        activities). The same `turn_id` sent again returns the same number."""
+        return self._enqueue(inputs.decode(UserTurn, [turn, *extra], "submit_turn"))
 
-        A continue-as-new can end the run while this waits; the caller then re-sends the same
-        turn (same `turn_id`) to the new run and gets the reply from there."""
-        number = self._enqueue(inputs.decode(UserTurn, [turn, *extra], "send_message"))
-        self.waiters[number] = self.waiters.get(number, 0) + 1
-        try:
-            await workflow.wait_condition(lambda: number in self.state.replies)
-        finally:
-            self.waiters[number] -= 1
-        return self.state.replies[number]
-
-    @send_message.validator
-    def _validate_send_message(self, turn: UserTurn | None = None, *extra: object) -> None:
-        decoded = _decoded(UserTurn, [turn, *extra], "send_message")
+    @submit_turn.validator
+    def _validate_submit_turn(self, turn: UserTurn | None = None, *extra: object) -> None:
+        decoded = _decoded(UserTurn, [turn, *extra], "submit_turn")
         problem = self._turn_problem(decoded)
         if problem:
             kind = "ConversationClosed" if self.closing else "TurnRejected"
@@ -111,21 +96,6 @@ class Intake:
         conflict = self._turn_conflict(decoded)
         if conflict:
             raise ApplicationError(conflict, type="TurnConflict")
-
-    @workflow.update
-    def submit_turn(self, turn: UserTurn | None = None, *extra: object) -> int:
-        """Queue a user turn and return its number at once; its reply is read with the
-        query `turn_replies`. How our clients send turns: the update completes in the
-        workflow task that accepts it, so its events never interleave with a turn's model
-        calls, and they may be local activities (while a `send_message` update waits they
-        are regular: `TeamWorkflow.local_calls_allowed`). The same `turn_id` sent again
-        returns the same number."""
-        return self._enqueue(inputs.decode(UserTurn, [turn, *extra], "submit_turn"))
-
-    @submit_turn.validator
-    def _validate_submit_turn(self, turn: UserTurn | None = None, *extra: object) -> None:
-        self._validate_send_message(turn, *extra)
-        decoded = _decoded(UserTurn, [turn, *extra], "submit_turn")
         known = decoded.turn_id is not None and decoded.turn_id in self.state.turn_ids
         if not known and len(self.state.queue) >= MAX_QUEUED_TURNS:
             raise ApplicationError(f"{MAX_QUEUED_TURNS} turns are waiting to be answered on this "
@@ -146,7 +116,7 @@ class Intake:
 
     @workflow.signal
     def post_message(self, turn: UserTurn | None = None, *extra: object) -> None:
-        """Fire-and-forget form of `send_message`; a refused turn is noted (`status`,
+        """A user turn by signal (on a cluster with updates turned off); a refused turn is noted (`status`,
         transcript) since its sender gets no answer."""
         try:
             decoded = inputs.decode(UserTurn, [turn, *extra], "post_message")

@@ -10,8 +10,7 @@ never sets it.
 Not every namespace has these attributes (a managed one, or one set up by an older release), and
 a workflow task that upserts an unknown one is refused on every retry. So a conversation asks the
 worker which exist (the `available_labels` activity, durable_teams/worker/search_attributes.py)
-before it sets one, and the answer is recorded in its history. A history recorded before this
-(patch `ASK_PATCH`) replays its upserts as they were.
+before it sets one, and the answer is recorded in its history.
 """
 
 from __future__ import annotations
@@ -29,11 +28,6 @@ from temporalio.exceptions import ActivityError
 
 TEAM = SearchAttributeKey.for_keyword("Team")
 TASK = SearchAttributeKey.for_keyword("Task")
-LABELS_PATCH = "team-task-search-attributes"
-ASK_PATCH = "labels-ask-first"
-"""Asked once at the start of each run: this run asks which labels exist before it sets one
-(`Team` at the start, `AwaitingHuman` at its first question). A run begun before the upgrade
-keeps upserting as it did (the attributes it set then existed); its next run asks."""
 AVAILABLE_LABELS_ACTIVITY = "available_labels"
 TASK_WORDS = 80
 """Characters of the task kept: a list column, not the task (which can be long or private)."""
@@ -64,19 +58,14 @@ def conversation_labels(team: str, task: str | None, encrypted: bool) -> TypedSe
     return TypedSearchAttributes(label_pairs(team, None if encrypted else task))
 
 
-BY_ACTIVITY_PATCH = "labels-asked-by-activity"
-"""Runs begun by this code ask with a regular activity: a command made right after a local
-activity resolves can replay in another workflow task than it ran (temporalio 1.35), which
-the update and patch state machines refuse. Runs recorded before keep the local activity."""
-
-
-async def available_labels(by_activity: bool = False) -> frozenset[str]:
+async def available_labels() -> frozenset[str]:
     """From workflow code: the labels the worker found in the namespace, as recorded in history.
     A worker without the activity (or one failing) answers none: a missing label costs a list
-    column, an upsert of an unknown one would wedge the conversation."""
-    run = workflow.execute_activity if by_activity else workflow.execute_local_activity
+    column, an upsert of an unknown one would wedge the conversation. A regular activity, not a
+    local one: a command made right after a local activity resolves can replay in another
+    workflow task than it ran (temporalio 1.35), which the update state machine refuses."""
     try:
-        names = await run(  # type: ignore[operator]
+        names = await workflow.execute_activity(
             AVAILABLE_LABELS_ACTIVITY, result_type=list[str],
             start_to_close_timeout=timedelta(seconds=20),
             retry_policy=RetryPolicy(maximum_attempts=2), summary="available labels")
@@ -86,24 +75,12 @@ async def available_labels(by_activity: bool = False) -> frozenset[str]:
     return frozenset(names)
 
 
-async def label_at_start(team: str, ask: bool, by_activity: bool = False) -> frozenset[str] | None:
-    """Upsert `Team` when the starter did not set it and the namespace has it (`ask`: this run
-    asks, see ASK_PATCH). Returns the labels the worker named, or None when it was not asked."""
-    if ask:
-        if workflow.info().typed_search_attributes.get(TEAM) is not None:
-            return None
-        known = await available_labels(by_activity)
-        if TEAM.name in known:
-            workflow.upsert_search_attributes([TEAM.value_set(team)])
-        return known
-    label_if_missing(team)
-    return None
-
-
-def label_if_missing(team: str) -> None:
-    """From workflow code: upsert `Team` when the starter did not set it. Guarded by a patch:
-    a history recorded before this replays without the extra command."""
+async def label_at_start(team: str) -> frozenset[str] | None:
+    """Upsert `Team` when the starter did not set it and the namespace has it. Returns the
+    labels the worker named, or None when the starter had set it (nothing asked)."""
     if workflow.info().typed_search_attributes.get(TEAM) is not None:
-        return
-    if workflow.patched(LABELS_PATCH):
+        return None
+    known = await available_labels()
+    if TEAM.name in known:
         workflow.upsert_search_attributes([TEAM.value_set(team)])
+    return known

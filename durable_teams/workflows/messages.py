@@ -121,6 +121,10 @@ class Message(Wire):
     usage: Usage | None = None
     """On a model's reply: the tokens that call used (bookkeeping, never sent to the model)."""
     agent_run: int = agent_run_field(wire_name="scope", default=0)
+    reasoning: list[dict[str, Any]] | None = left_out_when_unset()
+    """On a reply through the Responses API: the model's reasoning items (encrypted), passed back
+    with the conversation's later calls (activities/model_responses.py); never sent to Chat
+    Completions."""
     kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error", "notice"] = "message"
 
 
@@ -246,9 +250,6 @@ class TeamSpec(TeamOptions):
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     start_agent: str | None = None
     """For a swarm: the agent that takes the first turn."""
-    model_timeout_seconds: float | None = None
-    """Superseded by `model_calls`; kept so recorded conversations still read. When set, it is
-    the per-attempt timeout."""
 
 
 rebuild_dataclass(AgentSpec)  # type: ignore[arg-type]  # `team: TeamSpec` is a forward reference
@@ -281,6 +282,9 @@ class ModelRequest(Wire):
     temperature: float | None = None
     max_tokens: int | None = optional_cap()
     """The most tokens the reply may have (a chat client's `max_tokens` for its turn)."""
+    api: Literal["responses"] | None = left_out_when_unset()
+    """"responses": the call goes to `/v1/responses` (activities/model_responses.py); None:
+    Chat Completions. Set only for agents that declare it, so other requests read as before."""
     agent_call_index: int = 0
     """How many model calls this agent made earlier in the conversation: deterministic, so a
     scripted model replays the same reply after a retry or a worker restart."""
@@ -307,6 +311,9 @@ class ModelResponse(Reply):
     read_in_process: bool | None = None
     """Whether the view was read in the process holding the workflow (None: not reported);
     tells the workflow where to schedule its next call (workflows/placement.py)."""
+    tools_unavailable: str | None = left_out_when_unset()
+    """Set when the endpoint refused the agent's tools (a model without tool calling): the call
+    was made again without them, and this is the server's reason (activities/model_toolless.py)."""
 
 
 class ToolRequest(Wire):

@@ -3,8 +3,7 @@
 The policy comes from the team (`TeamSpec.model_calls`) or the agent (`AgentSpec.model_calls`);
 see `ModelCalls` for the defaults. Activity options are not part of what replay compares, so
 changing them does not disturb running conversations. Whether a call is a local activity
-(`ModelCalls.local`, off by default) or a regular one is: runs recorded before local calls
-existed keep regular ones (`LOCAL_PATCH`).
+(`ModelCalls.local`, off by default) or a regular one is.
 """
 
 from __future__ import annotations
@@ -18,10 +17,6 @@ from temporalio.exceptions import TimeoutError as TimedOut
 
 from .messages import AgentSpec, ModelCalls, TeamSpec
 
-LOCAL_PATCH = "model-calls-local"
-"""`workflow.patched` id: a run that made its model calls as regular activities before this
-release keeps doing so (its history has activity events where a local call has a marker)."""
-
 LOCAL_RETRY_THRESHOLD = 60.0
 """Seconds: a local call's retry that waits longer than this waits on a durable timer in a new
 workflow task; shorter ones wait in the worker (the SDK's `local_retry_threshold`)."""
@@ -32,12 +27,8 @@ MAX_RETRY_INTERVAL = 30.0
 
 
 def policy_for(team: TeamSpec, agent: AgentSpec) -> ModelCalls:
-    """The agent's policy, else the team's (with a recorded `model_timeout_seconds` applied)."""
-    if agent.model_calls is not None:
-        return agent.model_calls
-    if team.model_timeout_seconds is not None:
-        return team.model_calls.model_copy(update={"timeout_seconds": team.model_timeout_seconds})
-    return team.model_calls
+    """The agent's policy, else the team's."""
+    return agent.model_calls if agent.model_calls is not None else team.model_calls
 
 
 def activity_options(policy: ModelCalls) -> dict[str, Any]:

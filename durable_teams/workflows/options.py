@@ -15,7 +15,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .intents import Intent, IntentSimilarity
+
 OutputMode = Literal["full_history", "last_message"]
+ModelApi = Literal["chat_completions", "responses"]
 Strategy = Literal["llm", "llm-decision", "rules", "skills", "round-robin", "load-balanced"]
 
 
@@ -51,9 +54,7 @@ class ModelCalls(BaseModel):
     tools, 2.4x the floor's calls per second at 500 conversations, docs/performance.md). While
     a local call runs, the conversation's workflow task stays open (start conversations with
     `start_conversation`: its 30 s task timeout leaves a busy worker room to heartbeat it):
-    queries and updates wait for it (the gateway's step events too), so it is opt-in. While a
-    raw `send_message` update waits for its reply, the turn's calls are regular activities (an
-    update left waiting across local calls stalled the conversation). False: a regular
+    queries and updates wait for it (the gateway's step events too), so it is opt-in. False: a regular
     activity, placed on the worker's own queue (workflows/placement.py). See
     docs/deployment.md, "Model calls as local activities"."""
     worker_queue_seconds: float = Field(default=10.0, gt=0)
@@ -76,6 +77,12 @@ class AgentOptions:
     """Sampling temperature for this agent's model calls (None: the model's default)."""
     model_calls: ModelCalls | None = None
     """This agent's model-call timeouts and retries (None: the team's)."""
+    intents: Annotated[list[Intent], Field(exclude_if=lambda v: not v)] = field(default_factory=list)
+    """ABI's intents: phrases answered without a model call (workflows/intents.py), matched
+    when the person's message would reach this agent first (docs/intents.md)."""
+    api: Annotated[ModelApi | None, Field(exclude_if=lambda v: v is None)] = None
+    """Which OpenAI API this agent's model calls use: "chat_completions" (None: the team's,
+    else Chat Completions) or "responses" (`/v1/responses`, for models served only there)."""
 
 
 @dataclass(kw_only=True)
@@ -151,6 +158,14 @@ class TeamOptions:
     it), between turns or while waiting for a person; the conversation goes on unnoticed."""
     continue_as_new_after_bytes: int = 10 * 1024 * 1024
     """Likewise once the run's history has this many bytes (Temporal's limit is 50 MB)."""
+    intents: Annotated[list[Intent], Field(exclude_if=lambda v: not v)] = field(default_factory=list)
+    """ABI's intents for the whole team: phrases mapped to an answer, a tool call or an agent,
+    matched against the person's message before any model call (docs/intents.md)."""
+    intent_similarity: Annotated[IntentSimilarity | None, Field(exclude_if=lambda v: v is None)] = None
+    """Match intents by meaning too, through an embeddings endpoint (None: exact matches only)."""
+    api: Annotated[ModelApi | None, Field(exclude_if=lambda v: v is None)] = None
+    """Which OpenAI API the team's model calls use (an agent may say otherwise): None or
+    "chat_completions" (`/v1/chat/completions`), or "responses" (`/v1/responses`)."""
 
 
 def option_values(options: object, of: type) -> dict[str, Any]:

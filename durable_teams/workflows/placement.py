@@ -34,8 +34,6 @@ from temporalio.exceptions import ActivityError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 LOCATE_ACTIVITY = "worker_task_queue"
-PATCH = "model-calls-on-the-workflows-worker"
-"""`workflow.patched` id: runs recorded before this module existed schedule as they did."""
 
 
 class ModelPlacement:

@@ -7,7 +7,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .handoff import HandoffView
 from .messages import (
     Message,
     Reply,
@@ -223,12 +222,6 @@ class ConversationResult(Reply):
     """Tokens used by the whole conversation (a nested team's flow into its parent's)."""
     before_stop: Message | None = None
     """As `TurnReply.before_stop`: what a nested team had answered when a budget stopped it."""
-    transcript: Transcript | None = None
-    """Set only by an earlier release, which carried the log here. The log is in the history
-    once already (a second copy in the result doubled small conversations' histories), so
-    readers rebuild a finished conversation's log from its history (durable_teams/client/replay_state.py)."""
-    handoffs: HandoffView = "own"
-    """With `transcript` (an earlier release): what its shared view shows of handoffs."""
 
 
 class ConversationStatus(Reply):

@@ -41,6 +41,9 @@ class TurnRunner:
         self.team = loop.team
         self.state = loop.state
         self.transcript = loop.state.transcript
+        self.intent_agent: str | None = None
+        """The agent an intent gave the turn to (workflows/intent_turns.py): its run is resumed
+        as an `@mention`'s is, its answer the turn's."""
 
     def _take_resume(self) -> TurnProgress | None:
         """The progress to resume from, handed out once: later agent runs start fresh."""
