@@ -128,3 +128,20 @@ async def test_a_cached_tool_runs_once_for_two_conversations(client: Client, tas
     tool_messages = [[m.content for m in t if m.role == "tool"] for t in transcripts]
     assert tool_messages[0] == ["ACME: 101.5"]
     assert tool_messages[1][0].startswith("ACME: 101.5\n\n[cached result from ")
+
+
+async def test_without_a_user_the_memory_tools_keep_to_the_teams_namespace(
+        client: Client, task_queue: str, tmp_path: Path) -> None:
+    team_name = f"desk-{uuid.uuid4().hex[:6]}"
+    team = Swarm([Agent("assistant", tools=QUICK)], name=team_name).compile()
+    store = SQLiteStore(tmp_path / "memory.sqlite3")
+    try:
+        async with running_worker(client, task_queue, [team], ScriptedModel(assistant_script), memory=store):
+            result = await client.execute_workflow(
+                TeamWorkflow.run, ConversationInput(team=team.spec, task="Please remember: blue."),
+                id=f"memory-team-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        items = await store.search(())
+    finally:
+        await store.close()
+    assert result.answer == "Noted."
+    assert [(i.namespace, i.key) for i in items] == [(("teams", team_name, "memories"), "favorite_color")]
