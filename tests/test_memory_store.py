@@ -161,3 +161,24 @@ async def test_a_store_that_fails_is_retried_for_the_memory_tools() -> None:
     with pytest.raises(Exception) as raised:
         await run(activities, request("remember", {"text": "t"}, context={"user_id": "u"}))
     assert "RetryableToolError" in repr(raised.value) or "memory store failed" in str(raised.value)
+
+
+async def test_the_workers_store_opens_on_first_use_and_only_its_own_is_closed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from durable_teams.memory.store_config import LazyStore
+
+    path = tmp_path / "lazy.sqlite3"
+    monkeypatch.setenv("DURABLE_TEAMS_MEMORY", f"sqlite://{path}")
+    lazy = LazyStore()
+    assert not path.exists()  # a worker whose tools never use memory makes no file
+    opened = await lazy.get()
+    assert await lazy.get() is opened
+    await opened.put(("a",), "k", {"v": 1})
+    assert path.exists()
+    await lazy.close()
+    assert isinstance(opened, SQLiteStore) and opened._conn is None
+    handed = SQLiteStore(tmp_path / "handed.sqlite3")
+    await handed.put(("a",), "k", {"v": 1})
+    await LazyStore(handed).close()
+    assert handed._conn is not None  # its owner closes it
+    await handed.close()

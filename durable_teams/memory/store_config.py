@@ -70,6 +70,8 @@ class LazyStore:
         self._store = store
         self._url = url
         self._lock = asyncio.Lock()
+        self._opens = store is None
+        """Whether it opens (so closes) the store itself; a store handed in is its owner's."""
 
     async def get(self) -> Store:
         if self._store is None:
@@ -79,5 +81,7 @@ class LazyStore:
         return self._store
 
     async def close(self) -> None:
-        if self._store is not None:
+        """Close the store if this opened it (the worker does when it stops)."""
+        if self._opens and self._store is not None:
             await self._store.close()
+            self._store = None

@@ -37,6 +37,7 @@ from durable_teams.client.connection import TASK_QUEUE, require_namespace
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub
 from durable_teams.memory.store import Store
+from durable_teams.memory.store_config import LazyStore
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.teams.tools import ToolRegistry
 from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
@@ -68,7 +69,8 @@ class TeamWorker:
 
     def __init__(self, shared: Worker, own: Worker, worker_queue: str,
                  models: ModelActivities | None = None, labels: LabelsActivity | None = None,
-                 mcp: MCPActivities | None = None, team_names: Sequence[str] = ()) -> None:
+                 mcp: MCPActivities | None = None, team_names: Sequence[str] = (),
+                 memory: LazyStore | None = None) -> None:
         self.shared = shared
         self.own = own
         self.worker_queue = worker_queue
@@ -80,6 +82,8 @@ class TeamWorker:
         """The MCP activities: their persistent sessions close when the workers have stopped."""
         self.team_names = tuple(team_names)
         """The teams this worker serves (their digest is in its identity: worker/team_sets.py)."""
+        self.memory = memory
+        """The memory store the tools use: closed when the workers have stopped, if it opened it."""
 
     async def _before_start(self) -> None:
         await require_namespace(self.shared.client)
@@ -101,8 +105,12 @@ class TeamWorker:
         return self.shared.task_queue
 
     async def _close_sessions(self) -> None:
-        if self.mcp is not None:
-            await self.mcp.close()
+        try:
+            if self.mcp is not None:
+                await self.mcp.close()
+        finally:
+            if self.memory is not None:
+                await self.memory.close()
 
     async def run(self) -> None:
         await self._before_start()
@@ -240,7 +248,7 @@ def build_worker(
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],
                  **{"max_concurrent_activities": MAX_ACTIVITIES,
                     **{k: v for k, v in options.items() if k in ACTIVITY_OPTIONS}})
-    return TeamWorker(shared, own, own_queue, models, labels, mcp, names)
+    return TeamWorker(shared, own, own_queue, models, labels, mcp, names, tools.store)
 
 
 async def ensure_search_attributes(client: Client) -> frozenset[str]:
