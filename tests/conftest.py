@@ -48,7 +48,7 @@ SLOW_MODULES = {
     "test_bad_input", "test_clean_exit", "test_cli", "test_cli_errors", "test_cli_flags",
     "test_cli_offline", "test_cli_stuck", "test_gateway_tls", "test_updates_off", "test_server_config", "test_compose", "test_devserver", "test_durability", "test_encryption",
     "test_failover", "test_gateway_openai", "test_graph", "test_http_client", "test_inbox_browser",
-    "test_live_redis", "test_memory_postgres", "test_mcp", "test_mcp_sessions", "test_packaging", "test_upgrades", "test_web_ui",
+    "test_live_redis", "test_memory_postgres", "test_mcp", "test_mcp_sessions", "test_packaging", "test_gateway_responses", "test_upgrades", "test_web_ui",
     "test_worker_gc",
 }
 """Modules whose tests start processes (the CLI, workers, servers, MCP servers) or a browser."""

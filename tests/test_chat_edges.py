@@ -17,12 +17,14 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.client.approvals import ask_again
 from durable_teams.examples import acme
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.messages import ModelRequest, ModelResponse
 
 from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .conftest import running_worker
+from .test_chat_clients import DESK, DONE, FIRST, REFUNDS, desk_script
 
 NOISE = ("Traceback", "unhandled exception", "Task was destroyed", "never retrieved", "Fatal Python error")
 
@@ -139,3 +141,15 @@ def test_ctrl_c_always_ends_a_command_even_when_its_cleanup_hangs() -> None:
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert (done.returncode, done.stdout, done.stderr) == (130, "swallowed\n", "")
+
+
+async def test_chat_asks_again_until_an_approval_is_a_plain_yes_or_no(client: Client, task_queue: str) -> None:
+    """`durable-teams chat` reads approvals with the gateway's reader: a conditional or
+    questioning answer is asked again, and the refund runs only on the plain yes after it."""
+    REFUNDS.clear()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)):
+        outcome = await run_cli("chat", "desk", env=cli_env(client, task_queue), timeout=60,
+                                stdin=f"{FIRST}\nOrder 4711\nYes if it is under $20\nok, why?\nYes.\n/quit\n")
+    assert outcome.code == 0, outcome
+    assert outcome.out.count(ask_again("refund")) == 2, outcome.out
+    assert DONE in outcome.out and REFUNDS == ["4711"]

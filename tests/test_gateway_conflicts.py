@@ -15,6 +15,7 @@ import httpx
 import pytest
 from temporalio.client import Client
 
+from durable_teams.client.approvals import ask_again
 from durable_teams.gateway import chat_history
 from durable_teams.gateway.auth import Limits
 from durable_teams.teams.builders import Agent, Swarm
@@ -203,6 +204,7 @@ async def test_a_message_sent_again_while_its_own_approval_waits_is_not_the_appr
 
         keyed = f"ops-keyed-{uuid.uuid4().hex[:8]}"  # a new Idempotency-Key: a new message, the approval
         by_key = [await say_(keyed, "yes, zap k8s", key=key) for key in ("k1", "k2")]
+        by_key.append(await say_(keyed, "yes", key="k3"))  # "yes, zap k8s" is no plain yes: asked again
 
         twice = f"ops-twice-{uuid.uuid4().hex[:8]}"
         yes_twice = [await say_(twice, text) for text in ("zap dev qa", "yes", "yes")]
@@ -221,7 +223,7 @@ async def test_a_message_sent_again_while_its_own_approval_waits_is_not_the_appr
     assert by_endpoint.status_code == 200 and after == "heard: and then?"
     # a second approval, answered with the words that answered the first: not the turn's
     assert yes_twice == [approve("dev"), approve("qa"), "done: zapped dev, zapped qa"]
-    assert by_key == [approve("k8s"), "done: zapped k8s"]
+    assert by_key == [approve("k8s"), f"{ask_again('zap')} {approve('k8s')}", "done: zapped k8s"]
     assert ZAPPED == ["prod", "test", "k8s", "dev", "qa"]
     assert by_answer == [ASKED, APPROVAL, APPROVAL, DONE] and REFUNDS == ["4711"]
     # a plain question is answered by whatever comes next, the turn's own words included

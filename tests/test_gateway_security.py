@@ -44,7 +44,7 @@ async def test_other_hosts_plain_bodies_and_other_origins_are_refused(client: Cl
     assert rebinding.status_code == 421 and "attacker.example" in rebinding.json()["error"]["message"]
     assert "thread" not in rebinding.text
     assert (plain.status_code, form.status_code) == (415, 415)
-    assert plain.json()["error"]["message"] == "send the body as Content-Type: application/json"
+    assert plain.json()["error"]["message"] == "the body must be JSON: add the header 'Content-Type: application/json'"
     assert (foreign.status_code, cross.status_code) == (403, 403)
     assert "access-control-allow-origin" not in foreign.headers
     assert listed.status_code == 201 and listed.headers["access-control-allow-origin"] == "https://app.example"

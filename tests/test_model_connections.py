@@ -110,3 +110,20 @@ async def test_a_reply_with_a_lone_surrogate_is_repaired_and_used(client: Client
         await backend.aclose()
     assert (result.status, result.answer) == ("completed", "caf? ok")
     assert len(fake.requests) == 1  # used at once, not retried
+
+
+@pytest.mark.parametrize("local", [True, False])
+async def test_every_attempt_of_a_timed_out_call_closes_its_connection(client: Client, task_queue: str,
+                                                                       local: bool) -> None:
+    """Three attempts, each timed out: none of their connections is open once the turn failed."""
+    calls = ModelCalls(timeout_seconds=2.0, total_timeout_seconds=6.0, max_attempts=3, local=local)
+    compiled = Swarm([Agent("writer", "Writes.", model="m", model_calls=calls)]).compile()
+    async with holding_endpoint() as (endpoint, url):
+        backend = OpenAIBackend(base_url=url, api_key="sk-test")
+        async with running_worker(client, task_queue, [compiled], backend):
+            handle = await start(client, task_queue, compiled)
+            with pytest.raises(WorkflowFailureError):
+                await asyncio.wait_for(handle.result(), 40)
+            open_at_failure = endpoint.open
+        await backend.aclose()
+    assert open_at_failure == 0

@@ -213,7 +213,10 @@ async def test_a_nested_team_waiting_for_a_person_continues_as_new_under_its_par
     compiled = asking_team()
     sub = compiled.spec.agents["research_team"].team
     assert sub is not None
-    sub.continue_as_new_after_events = 8  # passed by the time it asks; not after the new run
+    # passed by the time it asks; not by the new run, which re-attaches to the question without
+    # asking the namespace's labels again (ConversationState.labels; asking made every new run
+    # continue as new again, in a loop)
+    sub.continue_as_new_after_events = 8
     async with running_worker(client, task_queue, [compiled], ScriptedModel(ASKING)):
         handle = await start(client, task_queue, compiled, faang.QUESTION)
         cid = f"{handle.id}/research_team-1"

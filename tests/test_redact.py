@@ -24,6 +24,10 @@ from durable_teams.worker import run as worker
     ("token is Bearer tok_live_12345, retry", "tok_live_12345", "token is Bearer ***, retry"),
     ("see https://bob:hunter22@proxy.local/v1", "hunter22", "https://bob:***@proxy.local/v1"),
     ("GET /v1/models?key=AIzaSecret123&alt=json", "AIzaSecret123", "?key=***&alt=json"),
+    ("http://h:1/v1?token=tok-secret-9&page=2 refused", "tok-secret-9", "?token=***&page=2 refused"),
+    ("https://h/o?X-Amz-Signature=sig-secret-7&ok=1", "sig-secret-7", "?X-Amz-Signature=***&ok=1"),
+    ("https://h/v1?session_id=sess-secret-3#top", "sess-secret-3", "?session_id=***#top"),
+    ("https://h/v1?page=2&sort=name", "", "https://h/v1?page=2&sort=name"),
     ("The model's maximum context is 8192 tokens.", "", "The model's maximum context is 8192 tokens."),
 ])
 def test_scrub_hides_credentials_and_keeps_the_rest(text: str, secret: str, kept: str) -> None:

@@ -80,6 +80,8 @@ def test_a_profile_file_names_the_server_and_variables_win(tmp_path: Path) -> No
     ({"TEMPORAL_ADDRESS": "::1:7233"}, "Temporal address '::1:7233' needs a port"),
     ({"TEMPORAL_ADDRESS": "ftp://h:7233"}, "Temporal address 'ftp://h:7233': give host:port (no ftp://)"),
     ({"TEMPORAL_ADDRESS": "http://u:SECRET@h:7233"}, "the Temporal address holds credentials (user@host)"),
+    ({"TEMPORAL_ADDRESS": "h:7233?token=SECRET"}, "the Temporal address holds a query string"),
+    ({"TEMPORAL_ADDRESS": "https://h:7233/?api_key=SECRET&x=1"}, "the Temporal address holds a query string"),
     ({"TEMPORAL_ADDRESS": "127.0.0.1:¹⁷"}, "Temporal address '127.0.0.1:¹⁷': the port must be 1-65535"),
     ({"TEMPORAL_ADDRESS": "[127.0.0.1]:7233"}, "Temporal address '[127.0.0.1]:7233': brackets are for IPv6"),
     ({"TEMPORAL_TLS_CLIENT_CERT_PATH": "{file}"}, "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go"),

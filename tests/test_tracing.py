@@ -21,6 +21,7 @@ from temporalio.worker import Replayer
 from durable_teams.activities import call_facts
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.activities.model_stream import StreamAssembler
+from durable_teams.activities.views import ViewCache
 from durable_teams.examples import faang_teams
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.tracing.interceptors import tracing_interceptors
@@ -112,14 +113,19 @@ def histograms(reader: InMemoryMetricReader) -> dict[str, list[HistogramDataPoin
             for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
 
 
+QUERY = ["QueryWorkflow:model_view_delta", ["HandleQuery:model_view_delta"]]
+
+
 async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client, task_queue: str) -> None:
     traced, exporter = traced_client(client)
     team = Swarm([Agent("solo", tools=[add], model="m")], name="traced").compile()
     model = MeteredModel({"solo": [call("add", a=2, b=3), say("5")]})
     # No workflow cache: every workflow task replays the history so far, so a span made on
-    # replay would show up here as a duplicate.
+    # replay would show up here as a duplicate. Views read by query, every time (whether an
+    # evicted instance's view is still offered when the call starts is a race).
     result_id = f"traced-{uuid.uuid4().hex[:6]}"
-    async with running_worker(traced, task_queue, [team], model, max_cached_workflows=0):
+    async with running_worker(traced, task_queue, [team], model, max_cached_workflows=0,
+                              view_reader=ViewCache(live=False).read):
         result = await traced.execute_workflow(
             TeamWorkflow.run, ConversationInput(team=team.spec, task="2+3?"),
             id=result_id, task_queue=task_queue)
@@ -134,9 +140,11 @@ async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client,
             # the conversation asks which search attributes the namespace has
             ["StartActivity:available_labels", ["RunActivity:available_labels"]],
             ["invoke_agent solo", [
-                ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+                ["StartActivity:call_model", [["RunActivity:call_model", [["chat m", [QUERY]]]]]],
                 ["StartActivity:run_tool", [["RunActivity:run_tool", ["execute_tool add"]]]],
-                ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+                # read elsewhere than in process: the next call goes to the worker's own queue
+                ["StartActivity:worker_task_queue", ["RunActivity:worker_task_queue"]],
+                ["StartActivity:call_model", [["RunActivity:call_model", [["chat m", [QUERY]]]]]],
             ]],
             "CompleteWorkflow:TeamWorkflow",
         ]],

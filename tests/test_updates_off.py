@@ -167,3 +167,66 @@ async def test_workers_without_turn_numbers_get_no_turn_they_could_not_confirm()
         await updates_off.submit_by_signal(handle, UserTurn(text="hi", turn_id="t1"),  # type: ignore[arg-type]
                                            Patience("c1", 1.0))
     assert handle.signals == []
+
+
+async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_cluster: Client) -> None:
+    """The chat path where answers go in as `human_reply` signals: a "yes" after a "yes" to a
+    plain question approves, an unclear answer is asked again in the same thread (history
+    resent or thread named) and the next "Yes." is taken, the approver gets the turn it
+    answered, and a stream closed after its first chunk still left its turn in the thread."""
+    from .test_chat_approvals import AGAIN, UNCLEAR, say_on
+    from .test_chat_clients import APPROVAL, ASKED, DONE, FIRST, REFUNDS
+    from .test_chat_clients import DESK as REFUND_DESK
+    from .test_chat_clients import desk_script as refund_script
+    from .test_chat_outcomes import keyed_turn
+
+    client, queue = old_cluster, f"tq-{uuid.uuid4().hex[:8]}"
+    REFUNDS.clear()
+    async with running_worker(client, queue, [REFUND_DESK], ScriptedModel(refund_script)), \
+            running_gateway(client, queue, teams=["desk"]) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        yes_twice = f"desk-yes-{uuid.uuid4().hex[:8]}"
+        said = [await say_on(http, yes_twice, text) for text in (FIRST, "yes", "yes")]
+        named = f"desk-unclear-{uuid.uuid4().hex[:8]}"
+        unclear = [await say_on(http, named, text) for text in (FIRST, "Order 4711", *UNCLEAR, "Yes.")]
+
+        history: list[dict[str, str]] = []
+        answers, threads = [], []
+        for text in (FIRST, "Order 4712", UNCLEAR[0], "Yes."):
+            history.append({"role": "user", "content": text})
+            response = await http.post("/v1/chat/completions", json={"model": "desk", "messages": history})
+            answers.append(response.json()["choices"][0]["message"]["content"])
+            threads.append(response.headers["x-thread-id"])
+            history.append({"role": "assistant", "content": answers[-1]})
+
+        keyed = f"desk-keyed-{uuid.uuid4().hex[:8]}"
+
+        async def keyed_say(text: str, key: str) -> httpx.Response:
+            return await http.post("/v1/chat/completions", headers={"X-Thread-Id": keyed, "Idempotency-Key": key},
+                                   json={"model": "desk", "messages": [{"role": "user", "content": text}]})
+        by_key = [await keyed_say(text, key) for text, key in (
+            (FIRST, "k1"), ("other text", "k1"), (FIRST, "k1"), ("Order 4713", "k2"), ("yes", "k3"),
+            ("Order 4713", "k2"), (FIRST, "k4"), ("Order 5", "k5"), ("yes", "k3"))]
+        keyed_status = await client.get_workflow_handle(keyed).query("status", result_type=ConversationStatus)
+
+        native = (await http.post("/threads", json={"team": "desk"})).json()["thread_id"]
+        turns = [await keyed_turn(http, native, text, "t1") for text in (FIRST, FIRST, "other text")]
+
+        cut = f"desk-cut-{uuid.uuid4().hex[:8]}"
+        async with http.stream("POST", "/v1/chat/completions", headers={"X-Thread-Id": cut}, json={
+                "model": "desk", "stream": True, "messages": [{"role": "user", "content": "cut short"}]}) as r:
+            async for _ in r.aiter_bytes():
+                break  # the client leaves after the first chunk
+        status = await client.get_workflow_handle(cut).query("status", result_type=ConversationStatus)
+    assert said == [ASKED, APPROVAL.replace("4711", "yes"), DONE]
+    assert unclear == [ASKED, APPROVAL, *[AGAIN] * len(UNCLEAR), DONE]
+    assert answers == [ASKED, APPROVAL.replace("4711", "4712"), AGAIN.replace("4711", "4712"), DONE]
+    assert len(set(threads)) == 1
+    assert [r.status_code for r in by_key] == [200, 409, 200, 200, 200, 200, 200, 200, 200]
+    assert [r.json()["choices"][0]["message"]["content"] for i, r in enumerate(by_key) if i != 1] == [
+        ASKED, ASKED, APPROVAL.replace("4711", "4713"), DONE, DONE, ASKED, APPROVAL.replace("4711", "5"), DONE]
+    assert [q.kind for q in keyed_status.pending] == ["approval"]  # the late "yes" approved nothing
+    assert REFUNDS == ["yes", "4711", "4712", "4713"]
+    assert [code for code, _ in turns] == [200, 200, 409]
+    assert [e["type"] for e in turns[1][1]] == [e["type"] for e in turns[0][1]]  # streamed again
+    assert turns[0][1][-1]["type"] == "question"
+    assert status.turns == 1  # accepted before the first byte went out

@@ -32,6 +32,7 @@ from durable_teams.teams.tools import IDEMPOTENCY_KEY, RetryableToolError, Tool,
 from durable_teams.workflows.messages import ToolRequest, ToolResult
 from durable_teams.workflows.tool_calls import TOOL_TIMEOUT
 
+from .heartbeats import heartbeating
 from .tool_results import ResultError, to_result, unsendable
 from .tool_threads import Escaped, in_thread
 
@@ -174,8 +175,9 @@ class ToolActivities:
 
     @activity.defn(name="run_tool")
     async def run_tool(self, req: ToolRequest) -> ToolResult:
-        """Run one tool call (a regular activity: own retries, timeout, task queue)."""
-        return await self._run(req)
+        """Run one tool call (a regular activity: own retries, timeout, task queue),
+        heartbeating, so a cancelled turn (workflows/cancelling.py) cancels the tool too."""
+        return await heartbeating(self._run(req))
 
     @activity.defn(name="run_local_tool")
     async def run_local_tool(self, req: ToolRequest) -> ToolResult:

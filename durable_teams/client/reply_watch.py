@@ -15,12 +15,10 @@ from collections.abc import AsyncIterator
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
+from durable_teams.client.refusals import TRANSIENT
 from durable_teams.workflows.state import TurnReply
-
-TRANSIENT = {RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.UNAVAILABLE,
-             RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
 
 
 class ConversationStopped(Exception):

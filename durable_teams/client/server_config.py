@@ -86,6 +86,9 @@ def _address(raw: str) -> tuple[str, bool]:
     asked for TLS (`https://`)."""
     text = raw.strip().rstrip("/")
     scheme, sep, rest = text.partition("://")
+    if "?" in text or "#" in text:  # ?token=...: never echoed (it may be a secret)
+        raise ServerConfigError("the Temporal address holds a query string (?...): give host:port, "
+                                "and a key as TEMPORAL_API_KEY")
     if "@" in (rest if sep else text):  # user:password@host: never echoed (it may be a secret)
         raise ServerConfigError("the Temporal address holds credentials (user@host): give host:port, "
                                 "and the key as TEMPORAL_API_KEY")

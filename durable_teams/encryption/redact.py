@@ -31,7 +31,9 @@ _BEARER = re.compile(r"\b(bearer|basic)\s+[^\s\"',;]+", re.IGNORECASE)
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 _USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)(?P<user>[^/@\s:]*):[^/@\s]*@",
                        re.IGNORECASE)
-_QUERY = re.compile(r"(?P<key>[?&](?:key|token|sig|signature)=)[^&\s\"']+", re.IGNORECASE)
+_QUERY = re.compile(r"(?P<key>[?&;][\w.\-]*(?:key|token|sig|secret|auth|pass|pwd|session|credential|jwt)"
+                    r"[\w.\-]*=)[^&;#\s\"']+", re.IGNORECASE)
+"""A query parameter whose name says it holds a secret (`?token=`, `&api_key=`, `?X-Amz-Signature=`)."""
 
 
 def _header_value(match: re.Match[str]) -> str:

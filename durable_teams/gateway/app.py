@@ -8,6 +8,8 @@
     GET  /questions                     every question waiting for a person
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
+    POST /v1/responses                  OpenAI Responses (model = team; gateway/responses.py)
+    GET  /v1/responses/{id}             a response; ?stream=true&starting_after=N resumes it
     GET  /v1/models                     the teams, as OpenAI's model list
     GET  /                              the web inbox
 """
@@ -41,9 +43,12 @@ from durable_teams.client.refusals import (
     TurnRejected,
 )
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway import responses
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
+from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
+from durable_teams.gateway.responses_view import UnknownResponse
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
@@ -119,11 +124,13 @@ async def send_turn_sse(request: Request) -> Response:
     patience = Patience(thread, gw.busy_seconds)  # for the checks before the turn goes in
     if not await gw.patiently(lambda: gw.running(thread), patience):
         return error(404, f"no thread {thread}", "not_found")
+    # the key stands for this turn alone: a retry streams it again, other text is a 409
+    keyed = await keyed_input(gw.client, thread, caller_key(request, key), text, sender or "") if key else None
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
     # Subscribed to its live deltas first, so a fast model's first words are not missed.
     (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: gw.accept_turn(
-        thread, text, sender, caller_key(request, key) if key else None, patience))
+        thread, text, sender, keyed.id if keyed else None, patience, keyed.turn if keyed else None))
 
     async def frames() -> AsyncIterator[str]:
         try:
@@ -177,12 +184,22 @@ async def answer(request: Request) -> Response:
         raise HTTPException(400, "'approved' must be true or false")
     reply: dict[str, Any] = {"text": checks.text_field(body, "text", required=approved is None,
                                                        max_bytes=checks.MAX_TURN_BYTES) or ""}
-    if approved is not None:
-        reply["approved"] = approved
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
-    qid = await gw.reply(thread_of(request), question, **reply)
+    thread = thread_of(request)
+    key = checks.idempotency_key(request.headers.get("idempotency-key"))
+    if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
+        keyed = await keyed_input(gw.client, thread, caller_key(request, key), question, reply["text"],
+                                  repr(approved))
+        if keyed.turn is not None:
+            return JSONResponse({"question_id": question, "accepted": True})
+        reply["input_id"] = keyed.id
+    if approved is None:  # an approval answered in words: read as the chat reads it
+        approved = await gw.approval_in_words(thread, question, reply["text"])
+    if approved is not None:
+        reply["approved"] = approved
+    qid = await gw.reply(thread, question, **reply)
     return JSONResponse({"question_id": qid, "accepted": True})
 
 
@@ -224,9 +241,14 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
                                    "code": "model_not_found"}}, status_code=404)
 
 
+async def on_unknown_response(request: Request, exc: Exception) -> Response:
+    return error(404, str(exc), "not_found")
+
+
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    response = error(exc.status_code, exc.detail)
+    response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))
+    response.headers.update(exc.headers or {})
     param = getattr(exc, "param", None)
     if param is not None:  # OpenAI's shape: the field the error is about
         response = JSONResponse({"error": {"message": exc.detail, "type": "invalid_request_error",
@@ -298,10 +320,16 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
         Route("/questions", questions),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/responses", responses.create, methods=["POST"]),
+        Route("/v1/responses/{response}", responses.retrieve, methods=["GET"]),
+        Route("/v1/responses/{response}", responses.delete, methods=["DELETE"]),
+        Route("/v1/responses/{response}/input_items", responses.input_items),
+        Route("/v1/responses/{response}/cancel", responses.cancel, methods=["POST"]),
         Route("/v1/models", models),
         Route("/v1/models/{model:path}", model),
     ]
-    handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team}
+    handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
+                                UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
                  WorkflowUpdateFailedError, TurnRejected, RPCError):
         handlers[kind] = on_temporal_error

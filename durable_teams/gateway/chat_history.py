@@ -31,6 +31,7 @@ from typing import Any
 from temporalio.client import WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError
 
+from durable_teams.client.approvals import ASK_AGAIN
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.threads import Gateway, question_text
 from durable_teams.workflows.messages import Message
@@ -120,6 +121,20 @@ def chat_history(messages: Any) -> ChatHistory:
         raise FieldError(f"{at} is over {checks.MAX_TURN_BYTES:,} bytes", at)
     earlier = [earlier_message(m, f"messages[{i}]") for i, m in enumerate(messages[:-1])]
     return ChatHistory(earlier, text)
+
+
+def without_asked_again(history: ChatHistory) -> ChatHistory:
+    """The history without the exchanges the thread never took: an unclear answer to an
+    approval and the gateway's "Please answer yes or no" after it (the approval stays open,
+    so the next clear answer continues the same thread)."""
+    earlier: list[Message] = []
+    for message in history.earlier:
+        asked_again = message.role == "assistant" and (message.content or "").startswith(ASK_AGAIN)
+        if asked_again and earlier and earlier[-1].role == "user":
+            earlier.pop()  # the unclear answer it asked again after
+        elif not asked_again:
+            earlier.append(message)
+    return history if len(earlier) == len(history.earlier) else ChatHistory(earlier, history.text)
 
 
 def family(scope: str, team: str, first_user_text: str) -> str:

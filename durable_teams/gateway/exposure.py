@@ -27,6 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SERVED_METHODS = SAFE_METHODS | {"POST"}
+DELETABLE = "/v1/responses/"
+"""The one family of paths that takes DELETE (OpenAI's Responses API defines it); no body."""
 PAGES = frozenset({"/", "/inbox", "/healthz"})
 """Served to any navigation (no data in them); everything else is API."""
 ANY = "*"
@@ -100,8 +103,13 @@ class Exposure:
             return 403, "cross-site requests are not allowed", "forbidden_origin"
         elif origin == "null" and method not in SAFE_METHODS:
             return 403, "requests from an opaque origin are not allowed", "forbidden_origin"
+        if method == "DELETE" and path.startswith(DELETABLE):
+            return None
+        if method not in SERVED_METHODS:  # DELETE, TRACE, PROPFIND...: no route takes them
+            return (405, f"method {method[:32]!r} is not allowed: this gateway takes GET and POST",
+                    "method_not_allowed")
         if method not in SAFE_METHODS and not is_json(_text(headers.get(b"content-type"))):
-            return (415, "send the body as Content-Type: application/json",
+            return (415, "the body must be JSON: add the header 'Content-Type: application/json'",
                     "unsupported_media_type")
         return None
 

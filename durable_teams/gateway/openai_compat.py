@@ -27,30 +27,53 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from durable_teams.client.approvals import approval_of
 from durable_teams.client.refusals import ConversationEnded, TurnConflict
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
+from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_stream import chunk_stream, usage_of
 from durable_teams.gateway.sse import openai_error, sse_response
 from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.state import ConversationStatus
 
-UNSUPPORTED = {
-    "tools": "a team's agents use their own tools; tools from the client are not supported",
-    "functions": "a team's agents use their own tools; functions from the client are not supported",
-    "logprobs": "log probabilities are not available from a team",
-    "top_logprobs": "log probabilities are not available from a team",
-    "audio": "audio output is not supported",
+TOOLS = "a team's agents use their own tools; tools from the client are not supported"
+UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
+    # field: (the values that ask for nothing, why any other is refused)
+    "tools": (([],), TOOLS),
+    "functions": (([],), TOOLS.replace("tools from", "functions from")),
+    "function_call": (("none", "auto"), TOOLS),
+    "parallel_tool_calls": ((), TOOLS),
+    "logprobs": ((False,), "log probabilities are not available from a team"),
+    "top_logprobs": ((), "log probabilities are not available from a team"),
+    "audio": ((), "audio output is not supported"),
+    "modalities": ((["text"],), "a team answers in text only"),
+    "prediction": ((), "predicted outputs are not supported (a team's answer is several model calls)"),
+    "web_search_options": ((), "web search is a tool of an agent's, not of a request"),
+}
+NUMBERS: dict[str, tuple[float, float, bool]] = {
+    # field: (lowest, highest, whole numbers only); checked, then ignored (the agents' own apply)
+    "temperature": (0, 2, False), "top_p": (0, 1, False), "presence_penalty": (-2, 2, False),
+    "frequency_penalty": (-2, 2, False), "seed": (-2**63, 2**63 - 1, True),
 }
 
 
 def check_fields(body: dict[str, Any]) -> None:
-    """Fields a team cannot honour are refused by name, never silently ignored."""
-    for name, why in UNSUPPORTED.items():
-        if body.get(name) not in (None, False, [], {}):
+    """Fields a team cannot honour are refused by name, never silently ignored; numbers it
+    ignores are still checked (a garbage value is a 400, as OpenAI's)."""
+    for name, (harmless, why) in UNSUPPORTED.items():
+        value = body.get(name)
+        if value is not None and not any(type(value) is type(h) and value == h for h in harmless):
             raise FieldError(f"'{name}': {why}", name)
+    for name, (low, high, whole) in NUMBERS.items():
+        value = body.get(name)
+        kinds = (int,) if whole else (int, float)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)
+                                  or not low <= value <= high):
+            what = "an integer" if whole else f"a number from {low:g} to {high:g}"
+            raise FieldError(f"'{name}' must be {what}", name)
     n = body.get("n")
     if n is not None and (type(n) is not int or n != 1):
         raise FieldError("'n': a team gives one answer per message (n must be 1)", "n")
@@ -74,8 +97,8 @@ def check_fields(body: dict[str, Any]) -> None:
     if body.get("tool_choice") not in (None, "none", "auto"):
         raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
     user = body.get("user")
-    if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_NAME_CHARS):
-        raise FieldError(f"'user' must be a string of at most {checks.MAX_NAME_CHARS} characters", "user")
+    if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_ID_CHARS):
+        raise FieldError(f"'user' must be a string of at most {checks.MAX_ID_CHARS} characters", "user")
     if isinstance(user, str):
         checks.encodable(user, "user")
 
@@ -123,11 +146,8 @@ def named_input(thread: str, status: ConversationStatus, text: str, request: Req
     A client that sends only its newest message can repeat it ("another one"): the same text is
     a new input, unless the request is a retry (`says_retry`), the same text the thread
     took last is still being answered, or the message that led to the approval now waiting
-    (`asked_by`, see `resends_what_asked`). `Idempotency-Key` decides alone when sent."""
-    key = request.headers.get("idempotency-key")
-    if key:
-        named = input_id(thread, "idempotency", key)
-        return named, status.last_input_id == named
+    (`asked_by`, see `resends_what_asked`). A request with an `Idempotency-Key` is not
+    judged here (durable_teams/gateway/keyed.py)."""
     again = input_id(thread, status.previous_input_id or "", text)
     busy = not status.pending and (status.last_reply is None or status.last_reply.turn < status.turns)
     if status.last_input_id == again and (busy or says_retry(request)):
@@ -163,7 +183,9 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     """The exchange on the thread `X-Thread-Id` names, started when there is none yet."""
     thread = checks.thread_id(header, "X-Thread-Id")
     try:
-        if not await gw.running(thread, team):
+        exists = await gw.running(thread, team)
+        await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
+        if not exists:
             try:
                 await gw.start_thread(team, thread, user=body.get("user"))
             except WorkflowAlreadyStartedError:  # another request started it a moment ago
@@ -171,7 +193,16 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
     status = await gw.status(thread)
-    asked_by = await gw.latest_said(thread) if approval_waits(status, request) else None
+    key = request.headers.get("idempotency-key")
+    if key:  # stands for this request alone: a retry reads its first outcome, other text is a 409
+        keyed = await keyed_input(gw.client, thread, input_id(thread, "idempotency", key), text)
+        return await exchange_on(gw, thread, bool(body.get("stream")), partial(
+            gw.begin_exchange, thread, text, keyed.id, max_tokens(body), again=keyed.turn is not None,
+            turn=keyed.turn))
+    # a plain yes or no is an answer even if the person said it before ("yes" to a question,
+    # then "yes" to the approval): only other words can be a client sending its turn again
+    resend_possible = approval_waits(status, request) and approval_of(text) is None
+    asked_by = await gw.latest_said(thread) if resend_possible else None
     key, again = named_input(thread, status, text, request, asked_by)
     return await exchange_on(gw, thread, bool(body.get("stream")), partial(
         gw.begin_exchange, thread, text, key, max_tokens(body), again=again))
@@ -185,6 +216,8 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     in first (two chats that said the same words, sent at once), or the thread ended since it
     was found, the next thread that fits, or a new one."""
     scope, user, stream = caller_scope(request), body.get("user"), bool(body.get("stream"))
+    await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
+    history = chats.without_asked_again(history)  # an unclear answer: the thread never took it
     keys = chats.request_keys(scope, team, history)
     retry = says_retry(request)
     for _ in range(MATCH_ATTEMPTS):
@@ -220,14 +253,15 @@ def caller_scope(request: Request) -> str:
 
 def max_tokens(body: dict[str, Any]) -> int | None:
     """`max_completion_tokens` (or the older `max_tokens`): a positive integer, or None."""
-    for name in ("max_completion_tokens", "max_tokens"):
+    found: list[int] = []
+    for name in ("max_completion_tokens", "max_tokens"):  # both checked: neither hides the other
         value = body.get(name)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1_000_000:
             raise FieldError(f"'{name}' must be an integer from 1 to 1000000", name)
-        return value
-    return None
+        found.append(value)
+    return found[0] if found else None
 
 
 async def chat_completions(request: Request) -> Response:

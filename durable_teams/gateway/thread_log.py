@@ -46,6 +46,21 @@ class ThreadLog:
             end = start
         return None
 
+    async def turn_start(self, thread: str, number: int, latest: int, page_size: int = 50) -> int | None:
+        """The log index of turn `number`'s message (its events start there), counted back from
+        turn `latest`'s, the newest begun; None when the log does not hold it."""
+        back, end = latest - number, await self.log_total(thread)
+        while end > 0 and back >= 0:
+            start = max(0, end - page_size)
+            page = await self._page(thread, start, end - start)
+            for offset, message in zip(range(len(page.messages) - 1, -1, -1), reversed(page.messages), strict=True):
+                if message.role == "user" and message.kind == "message" and message.agent_run == 0:
+                    if back == 0:
+                        return start + offset
+                    back -= 1
+            end = start
+        return None
+
     async def _page(self, thread: str, start: int, limit: int = 200) -> LogPage:
         handle = self.client.get_workflow_handle(thread)
         return await handle.query("log_page", args=[start, limit], result_type=LogPage)

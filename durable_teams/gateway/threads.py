@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
+from starlette.exceptions import HTTPException
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDReusePolicy
@@ -34,8 +37,15 @@ from durable_teams.client.refusals import (
     TurnConflict,
 )
 from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
-from durable_teams.client.server_state import CHAT_MEMO, waiting_conversations, why_it_failed
+from durable_teams.client.server_state import (
+    CHAT_MEMO,
+    questions_of,
+    waiting_conversations,
+    why_it_failed,
+    workers_on,
+)
 from durable_teams.client.start import start_conversation
+from durable_teams.gateway.requests import BadRequest
 from durable_teams.gateway.thread_log import ThreadLog, background
 from durable_teams.live.hub import LIVE, Delta, LiveHub
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -49,6 +59,7 @@ from durable_teams.workflows.state import (
 from durable_teams.workflows.usage import Tally
 
 T = TypeVar("T")
+WORKER_SEEN_SECONDS = 5.0
 log = logging.getLogger(__name__)
 
 
@@ -67,6 +78,16 @@ class Outcome(NamedTuple):
     def of(cls, reply: TurnReply) -> Outcome:
         finish = {"truncated": "length", "filtered": "content_filter"}.get(reply.status, "stop")
         return cls("failed" if reply.status == "failed" else "reply", reply.text, reply.usage, finish)
+
+
+class NoWorker(HTTPException):
+    """503: no worker polls the gateway's task queue, so a chat would wait without an answer."""
+
+    kind = "no_worker"
+
+    def __init__(self, task_queue: str) -> None:
+        super().__init__(503, f"no worker is polling task queue {task_queue!r}: start one "
+                              "(durable-teams worker), then send this again", {"Retry-After": "5"})
 
 
 class TeamMismatch(ValueError):
@@ -94,6 +115,17 @@ class Gateway(ThreadLog):
     """A chat's thread (no `X-Thread-Id`) closes after this long without a message."""
     chat_lookup_seconds: float = 1.0
     """How long a resent history waits for the visibility store to list its thread."""
+    worker_seen_at: float = float("-inf")
+
+    async def require_worker(self) -> None:
+        """`NoWorker` (503) unless a worker polled the task queue lately (a seen worker is
+        trusted for `WORKER_SEEN_SECONDS`: one lookup per few seconds, not per request)."""
+        now = time.monotonic()
+        if now - self.worker_seen_at < WORKER_SEEN_SECONDS:
+            return
+        if not await workers_on(self.client, self.task_queue):
+            raise NoWorker(self.task_queue)
+        self.worker_seen_at = now
 
     def check_team(self, team: str) -> None:
         """Raises `UnknownTeam` for a team the workers do not serve (when that is known)."""
@@ -148,11 +180,16 @@ class Gateway(ThreadLog):
         return await described.memo()
 
     async def accept_turn(self, thread: str, text: str, sender: str | None, turn_id: str | None,
-                          patience: Patience | None = None) -> tuple[int, AcceptedTurn]:
+                          patience: Patience | None = None, again: int | None = None) -> tuple[int, AcceptedTurn]:
         """Send a turn and return once the workflow has accepted it, with the log index its
-        events start from (a `turn_id` sent again is the same turn)."""
+        events start from (a `turn_id` sent again is the same turn: `again`, its number, when
+        known, and its events from its start, the question it waits on included)."""
         patience = patience or Patience(thread, self.busy_seconds)  # one budget for the whole request
-        index = await self.patiently(lambda: self.log_total(thread), patience)
+        index = None
+        if again is not None:
+            index = await self.turn_start(thread, again, answering(await self.status(thread)))
+        if index is None:
+            index = await self.patiently(lambda: self.log_total(thread), patience)
         accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
                                      patience=patience)
         return index, accepted
@@ -222,6 +259,23 @@ class Gateway(ThreadLog):
                 await self.raise_unless_running(thread)
             raise
 
+    async def approval_in_words(self, thread: str, question_id: str, text: str) -> bool | None:
+        """The `approved` a typed answer gives when `question_id` is an approval (`approval_of`,
+        strictly); None for another question. An answer that is not a plain yes or no is a
+        `BadRequest` (400) that asks again: the approval stays open."""
+        try:  # from the memo (no worker needed: without one, the answer is a 429 as before)
+            questions = await questions_of(self.client.get_workflow_handle(thread))
+        except (RPCError, WorkflowQueryFailedError):
+            return None  # the reply says what is wrong with the thread
+        asked = next((q for q in questions if q.question_id == question_id), None)
+        if asked is None or asked.kind != "approval":
+            return None
+        approved = approval_of(text)
+        if approved is None:
+            raise BadRequest(f"{ask_again(asked.tool or 'the tool')} ({text[:80]!r} is not a plain yes or "
+                             'no; or send "approved": true or false)')
+        return approved
+
     async def raise_unless_running(self, thread: str) -> None:
         """`ConversationEnded` (409) for a thread that has ended, `ConversationNotFound` (404)
         for no such thread; returns when it runs. For a write the server refused as NOT_FOUND,
@@ -231,7 +285,7 @@ class Gateway(ThreadLog):
 
     async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
                              max_tokens: int | None = None, *, seen: ConversationStatus | None = None,
-                             again: bool = False) -> Callable[[], Awaitable[Outcome]]:
+                             again: bool = False, turn: int | None = None) -> Callable[[], Awaitable[Outcome]]:
         """One OpenAI-style exchange, started: `text` answers the thread's open question, or
         is sent as a turn (accepted by the workflow before this returns, so the caller may
         acknowledge it), under the input id `turn_id`. Returns what waits for the outcome:
@@ -239,10 +293,12 @@ class Gateway(ThreadLog):
 
         `seen`: the thread as the caller found it; the text then goes in only if the thread is
         still there (its question open, no other turn since), else `TurnConflict`. `again`: the
-        thread took this very input already (a retry): nothing is sent, its outcome is awaited."""
+        thread took this very input already (a retry): nothing is sent, its outcome (that of
+        `turn` when known) is awaited."""
         status = seen or await self.status(thread)
-        if again:
-            return lambda: self._outcome(thread, set(), target_turn=status.turns, turn=None)
+        if again:  # the turn it started, or the turn whose question it answered
+            number = turn or (await self.turn_of(thread, turn_id) if turn_id else None)
+            return lambda: self._outcome(thread, set(), target_turn=number or answering(status), turn=None)
         ids = "last_input_id" in status.model_fields_set  # a worker that records input ids
         seen_ids = {q.question_id for q in status.pending}
         if status.pending:
@@ -260,7 +316,7 @@ class Gateway(ThreadLog):
                 if seen is not None:  # another request answered it since the caller looked
                     raise TurnConflict(f"{thread}: {closed}") from None
                 raise
-            return lambda: self._outcome(thread, seen_ids, target_turn=status.turns, turn=None)
+            return lambda: self._outcome(thread, seen_ids, target_turn=answering(status), turn=None)
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
                                      busy_timeout=self.busy_seconds, max_tokens=max_tokens,
                                      after_turns=status.turns if seen is not None and ids else None)
@@ -273,6 +329,21 @@ class Gateway(ThreadLog):
                 turn.cancel()  # a question came back: the turn goes on in the workflow
         return outcome
 
+    async def turn_of(self, thread: str, turn_id: str) -> int | None:
+        """The turn the thread started for the input `turn_id`, or answered with it (None: unknown)."""
+        handle = self.client.get_workflow_handle(thread)
+        try:
+            number = (await handle.query("inputs_taken", turn_id) or {}).get(turn_id)
+        except WorkflowQueryFailedError:  # a worker of an earlier release: turns only
+            number = await handle.query("turn_number", turn_id)
+        return number if isinstance(number, int) else None
+
+    async def reply_of(self, thread: str, number: int, latest: TurnReply) -> TurnReply:
+        """Turn `number`'s reply (the workflow keeps the latest 200); `latest` if gone."""
+        replies = await self.client.get_workflow_handle(thread).query(
+            "turn_replies", [number], result_type=list[TurnReply])
+        return replies[0] if replies else latest
+
     async def converse(self, thread: str, text: str, turn_id: str | None = None) -> Outcome:
         """`begin_exchange`, then its outcome."""
         return await (await self.begin_exchange(thread, text, turn_id))()
@@ -284,16 +355,23 @@ class Gateway(ThreadLog):
                 reply = turn.result()
                 return Outcome.of(reply)
             status = await self.status(thread)
-            fresh = [q for q in status.pending if q.question_id not in seen]
-            if fresh:
-                return Outcome("question", question_text(fresh[0]))
             last = status.last_reply
-            if target_turn is not None and last is not None and last.turn >= target_turn and not status.pending:
-                return Outcome.of(last)
+            if target_turn is not None and last is not None and last.turn >= target_turn:
+                # that turn's own reply, never a later turn's (a message sent right after it)
+                return Outcome.of(last if last.turn == target_turn else await self.reply_of(thread, target_turn, last))
+            fresh = [q for q in status.pending if q.question_id not in seen]
+            if fresh:  # asked before the turn ended: the same turn's question
+                return Outcome("question", question_text(fresh[0]))
             if turn is not None:
                 await asyncio.wait([turn], timeout=self.poll_seconds)
             else:
                 await asyncio.sleep(self.poll_seconds)
+
+
+def answering(status: ConversationStatus) -> int:
+    """The number of the turn the thread works on (the first queued; its questions are the
+    pending ones), or the latest when none is queued."""
+    return status.turns - status.queued_turns + 1 if status.queued_turns else status.turns
 
 
 async def _now(value: Outcome) -> Outcome:

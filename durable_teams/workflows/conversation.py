@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from . import definition_checks, inputs, intent_turns, labels, live_view, roster, usage
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
+    from .cancelling import TurnCancel
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
     from .messages import Message, TeamSpec
@@ -45,7 +46,7 @@ KEEP_REPLIES = 200
 # commands a recorded history issued keeps the old path behind `workflow.patched("<id>")`; the
 # histories in tests/histories/ (some parked mid-wait) are 0.1.0's and must keep replaying.
 @workflow.defn(name="TeamWorkflow")
-class TeamWorkflow(Intake):
+class TeamWorkflow(Intake, TurnCancel):
     """Entry points take `*extra`, which makes the SDK decode their arguments as plain JSON;
     the workflow validates them itself (workflows/inputs.py), so a malformed one is refused
     with a reason instead of failing workflow tasks forever. Clients send the declared types.
@@ -74,7 +75,9 @@ class TeamWorkflow(Intake):
         self.views = ViewBuilder()
         """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
         info = workflow.info()
-        live_view.register(info.workflow_id, info.run_id, self)  # never read back here
+        self.offered = live_view.register(info.workflow_id, info.run_id)
+        """The views of this run's model calls in flight, for an activity in this process
+        (workflows/live_view.py); never read back here."""
 
     # ---- the routing loop -------------------------------------------------------------------
 
@@ -104,7 +107,7 @@ class TeamWorkflow(Intake):
             if self.state.queue:
                 number, turn = self.state.queue[0]
                 try:
-                    reply = await self._run_turn(team, number, turn, self.state.in_progress)
+                    reply = await self._cancellable(number, self._run_turn(team, number, turn, self.state.in_progress))
                 except Interrupted:  # long history, and an agent waits for a person
                     await self._continue_as_new()
                 self.state.queue.pop(0)
@@ -154,8 +157,10 @@ class TeamWorkflow(Intake):
                 self.state.transcript.append(Message(role="assistant", content=problem, name=agent))
                 return TurnReply(turn=number, text=problem, agent=agent)
         self.state.in_progress = None
-        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views, turn.max_tokens)
+        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views, self.offered,
+                                     turn.max_tokens)
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
+        self.turn_budget = budget  # what cancel_turn spends (workflows/cancelling.py)
         turns = TurnRunner(loop, budget, resume)
         try:
             # ABI's intents, before any model call: only in teams that declare them

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from . import inputs
     from .human import QUESTION_CLOSED, HumanDesk, question_closed, reply_problem
     from .state import AnswerAck, AnswerOutcome, ConversationState, HumanReply, TurnReply, UserTurn
+    from .usage import current_turn
 
 MAX_TURN_BYTES = 256 * 1024
 MAX_QUEUED_TURNS = 100
@@ -155,17 +156,32 @@ class Intake:
             self._refuse("human_reply", problem)
         else:
             self._took(decoded.input_id)
-        if decoded.input_id:  # state only: the client's `answer_outcome` query reads it
-            outcomes = self.state.answer_outcomes
-            outcomes[decoded.input_id] = AnswerOutcome(taken=problem is None, reason=problem or "",
-                                                       closed=problem is not None and closed)
-            for stale in list(outcomes)[:-KEEP_OUTCOMES]:
-                del outcomes[stale]
+        self._note_answer(decoded.input_id, problem, problem is not None and closed)
+
+    def _note_answer(self, input_id: str | None, problem: str | None, closed: bool = False) -> None:
+        """State only (no command: replays unchanged): what became of an answer with an
+        `input_id`, for the `answer_outcome` and `inputs_taken` queries."""
+        if not input_id:
+            return
+        outcomes = self.state.answer_outcomes
+        outcomes[input_id] = AnswerOutcome(taken=problem is None, reason=problem or "", closed=closed,
+                                           turn=current_turn(self.state.queue, self.state.turns_started))
+        for stale in list(outcomes)[:-KEEP_OUTCOMES]:
+            del outcomes[stale]
 
     @workflow.query
     def answer_outcome(self, input_id: str) -> AnswerOutcome | None:
         """What became of the answer sent as `human_reply` with `input_id` (None: not seen)."""
         return self.state.answer_outcomes.get(input_id)
+
+    @workflow.query
+    def inputs_taken(self, prefix: str) -> dict[str, int]:
+        """The input ids starting with `prefix` this conversation took (the turns it keeps and
+        the latest answers), each with its turn: an Idempotency-Key's request is found again
+        however late, and another request under the same key is told apart (the gateway)."""
+        taken = {i: n for i, n in self.state.turn_ids.items() if prefix and i.startswith(prefix)}
+        return taken | {i: o.turn for i, o in self.state.answer_outcomes.items()
+                        if prefix and i.startswith(prefix) and o.taken and o.turn is not None}
 
     @workflow.update
     def answer(self, reply: HumanReply | None = None, *extra: object) -> AnswerAck:
@@ -173,6 +189,7 @@ class Intake:
         decoded = inputs.decode(HumanReply, [reply, *extra], "answer")
         if self.desk.receive(decoded) is None:
             self._took(decoded.input_id)
+            self._note_answer(decoded.input_id, None)
         return AnswerAck(question_id=decoded.question_id)
 
     @answer.validator

@@ -20,7 +20,7 @@ from .messages import (
 from .transcript import Transcript
 from .usage import Tally, UsageLedger
 
-TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed"]
+TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed", "cancelled"]
 """How a turn ended: "completed" (an answer), "truncated" (the answer the model gave was cut
 off at its token limit: finish_reason "length"), "filtered" (the endpoint's content filter
 stopped it: finish_reason "content_filter"), "budget_exceeded" (a `Budgets` limit stopped the
@@ -35,7 +35,7 @@ def flagged(finish_reason: str | None) -> Flag | None:
 
 
 class UserTurn(Wire):
-    """A user's message to the team (update `send_message` or signal `post_message`)."""
+    """A user's message to the team (update `submit_turn` or signal `post_message`)."""
 
     text: str
     sender: str | None = None
@@ -101,12 +101,14 @@ class AnswerAck(Reply):
 
 
 class AnswerOutcome(Reply):
-    """Whether an answer sent as a signal was taken; if not, why, and whether its question was
+    """Whether an answer sent with an `input_id` was taken; if not, why, and whether its question was
     no longer open (answered by another, or never asked)."""
 
     taken: bool
     reason: str = ""
     closed: bool = False
+    turn: int | None = left_out_when_unset()
+    """The turn that was being answered when it came (its reply is the answer's outcome)."""
 
 
 class TurnProgress(Wire):
@@ -151,6 +153,11 @@ class ConversationState(Wire):
     total_model_calls: int = 0
     turn_ids: dict[str, int] = Field(default_factory=dict)
     """Client turn ids -> turn numbers, for idempotent sends."""
+    labels: list[str] | None = left_out_when_unset()
+    """The search attributes the namespace has, once asked (workflows/labels.py): carried, so a
+    run resumed after continue-as-new does not ask again before it re-attaches to a question
+    (asking made each such run as long as the one before, in a team that continues as new
+    after a few events: a loop of runs)."""
     last_input_id: str | None = left_out_when_unset()
     """The id of the latest input taken (a new turn's `turn_id`, an answer's `input_id`)."""
     previous_input_id: str | None = left_out_when_unset()

@@ -1,0 +1,169 @@
+"""OpenAI's Responses API in front of durable teams (docs/responses.md). `model` names the
+team; a response is a stretch of a thread's log (durable_teams/gateway/responses_view.py), its
+id names the thread, turn and log index, so `previous_response_id`, `GET`, polling and
+resuming a stream work from any gateway process, after any restart: nothing is kept here.
+
+    POST /v1/responses                       create (stream, background, previous_response_id)
+    GET  /v1/responses/{id}                  the response; ?stream=true&starting_after=N resumes
+    GET  /v1/responses/{id}/input_items      what the request sent
+    POST /v1/responses/{id}/cancel           cancel its turn (the workflow's cancel_turn)
+    DELETE /v1/responses/{id}                (refused: a response is part of its thread's log)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from temporalio.client import WorkflowUpdateFailedError
+
+from durable_teams.gateway import requests as checks
+from durable_teams.gateway import responses_fields as fields
+from durable_teams.gateway import responses_state as state
+from durable_teams.gateway.chat_history import FieldError
+from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
+from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
+from durable_teams.gateway.responses_turns import Refused, first_turn, following, refusal, resent
+from durable_teams.gateway.responses_view import ResponseRef
+from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
+from durable_teams.gateway.threads import Gateway
+
+
+async def create(request: Request) -> Response:
+    body = checks.parse_body(await request.body())
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise FieldError("'model' (the team's name) is required", "model")
+    team: str = body["model"]
+    fields.check(body)
+    previous = body.get("previous_response_id")
+    given = fields.parse_input(body.get("input"), body.get("instructions"), continued=previous is not None)
+    gw: Gateway = request.app.state.gateway
+    gw.check_team(team)
+    key = checks.idempotency_key(request.headers.get("idempotency-key"))
+    stream, background = bool(body.get("stream")), bool(body.get("background"))
+    if stream and not may_stream(request):  # before anything goes in
+        return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
+    request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
+                                            body.get("input")], sort_keys=True).encode()).hexdigest()
+    if previous is None and given.conversation is not None:
+        ref = await resent(gw, team, given.conversation, request, body.get("max_output_tokens"))
+    elif previous is None:
+        if given.text is None:
+            raise FieldError("'input': an mcp_approval_response answers a response: send its "
+                             "previous_response_id", "input")
+        try:
+            ref = await first_turn(gw, team, given.text, key, request_id, body.get("max_output_tokens"), request)
+        except Refused as refused:
+            return refused.response
+    else:
+        try:
+            ref = await following(gw, team, ResponseRef.parse(previous), given,
+                                  input_id(ResponseRef.parse(previous).thread, "responses", request_id),
+                                  body.get("max_output_tokens"))
+        except Refused as refused:
+            return refused.response
+    created = await created_at(gw, ref.thread)
+    if stream:
+        return sse_response(event_stream(gw, ref, team, created, -1, background), {}, openai_error)
+    if background:
+        view, _ = await state.read(gw, ref)
+        return JSONResponse(response_object(view, team, created, background=True))
+    view = await state.ended(gw, ref)
+    return JSONResponse(response_object(view, team, created))
+
+
+async def created_at(gw: Gateway, thread: str) -> int:
+    """When the response's thread started (a response's own time is not kept durably)."""
+    described = await gw.client.get_workflow_handle(thread).describe()
+    return int(described.start_time.timestamp()) if described.start_time else 0
+
+
+async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, after: int,
+                       background: bool = False) -> AsyncIterator[str]:
+    """The response's events numbered from durable state, from `after + 1` until it ends."""
+    sent = after
+    async for view in state.views(gw, ref):
+        for event in numbered(events(view, team, created, background), sent):
+            yield sse_frame(event["type"], event)
+            sent = event["sequence_number"]
+
+
+def ref_of(request: Request) -> ResponseRef:
+    return ResponseRef.parse(request.path_params["response"])
+
+
+async def retrieve(request: Request) -> Response:
+    gw: Gateway = request.app.state.gateway
+    ref = ref_of(request)
+    team = (await gw.memo(ref.thread)).get("team") or ""
+    created = await created_at(gw, ref.thread)
+    if request.query_params.get("stream", "").lower() == "true":
+        after = request.query_params.get("starting_after", "")
+        if after and not (after.isascii() and after.isdigit() and len(after) <= 12):
+            raise FieldError("'starting_after' must be a sequence number, 0 or more", "starting_after")
+        start = int(after) if after else -1
+        await state.read(gw, ref)  # an id that names no response: 404 before the stream starts
+        if not may_stream(request):
+            return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
+        return sse_response(event_stream(gw, ref, team, created, start), {}, openai_error)
+    view, _ = await state.read(gw, ref)
+    return JSONResponse(response_object(view, team, created))
+
+
+async def input_items(request: Request) -> Response:
+    """What the request that made the response sent, as the log holds it."""
+    gw: Gateway = request.app.state.gateway
+    ref = ref_of(request)
+    page = await gw._page(ref.thread, ref.start, 20)
+    items: list[dict[str, Any]] = []
+    for message in page.messages:
+        if ref.step == 0 and message.role == "user" and message.agent_run == 0 and message.kind == "message":
+            items.append(user_item(ref, message.content or ""))
+            break
+        if ref.step > 0 and message.role == "tool":
+            if message.kind == "human":
+                items.append(user_item(ref, message.content or ""))
+            else:
+                items.append({"type": "mcp_approval_response", "id": f"mcpa_{ref.turn}_{ref.start}",
+                              "approval_request_id": approval_id(message.tool_call_id or ""),
+                              "approve": not (message.content or "").startswith(("The user denied", "Not run:"))})
+            break
+    return JSONResponse({"object": "list", "data": items, "first_id": items[0]["id"] if items else None,
+                         "last_id": items[-1]["id"] if items else None, "has_more": False})
+
+
+def user_item(ref: ResponseRef, text: str) -> dict[str, Any]:
+    return {"type": "message", "id": f"msgin_{ref.turn}_{ref.start}", "role": "user", "status": "completed",
+            "content": [{"type": "input_text", "text": text}]}
+
+
+async def delete(request: Request) -> Response:
+    ref_of(request)
+    return refusal(409, "a team's responses are its thread's durable log and cannot be deleted one "
+                        "by one (they go with the thread, at the namespace's retention)", "not_deletable")
+
+
+async def cancel(request: Request) -> Response:
+    """Cancel the turn a response runs (the workflow's `cancel_turn`: its activities and tools
+    are told, nothing further starts); the response ends "cancelled". One that ended already
+    is a 409, except a cancelled one, returned again."""
+    gw: Gateway = request.app.state.gateway
+    ref = ref_of(request)
+    team = (await gw.memo(ref.thread)).get("team") or ""
+    view, _ = await state.read(gw, ref)
+    if view.ended and view.status != "cancelled":
+        return refusal(409, f"{ref.id} is {view.status} already: nothing to cancel", "not_cancellable")
+    if not view.ended:
+        try:
+            await gw.client.get_workflow_handle(ref.thread).execute_update("cancel_turn", ref.turn)
+        except WorkflowUpdateFailedError as err:  # ended meanwhile, or a worker without cancel_turn
+            view, _ = await state.read(gw, ref)
+            if not view.ended:
+                return refusal(409, f"{ref.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
+                               "not_cancellable")
+    view = await state.ended(gw, ref)
+    return JSONResponse(response_object(view, team, await created_at(gw, ref.thread)))

@@ -1,0 +1,141 @@
+"""A Responses API response as a function of durable state (pure: no Temporal, no HTTP).
+
+A response is one stretch of a thread's log: from where its input went in (`ResponseRef`,
+encoded in its id) to where the team stopped: the turn's reply, or a question to a person (an
+`ask_human` call, or a tool call waiting for approval). Everything here is computed from the
+log, the turn's reply and the questions waiting, so any gateway process gives the same answer
+for the same id, and the event list of a response still running is a prefix of its final one
+(`responses_events.events`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from durable_teams.workflows.builtins import ASK_HUMAN
+from durable_teams.workflows.messages import Message, ToolCall
+from durable_teams.workflows.state import Question, TurnReply
+from durable_teams.workflows.usage import Tally
+
+PREFIX = "resp_"
+
+
+class UnknownResponse(LookupError):
+    """An id this gateway never gave (404)."""
+
+
+@dataclass(frozen=True)
+class ResponseRef:
+    """Where a response lives: its thread, turn, the log index its input went in at, and
+    `step`: 0 for the response that opened the turn, k for the k-th answer within it."""
+
+    thread: str
+    turn: int
+    start: int
+    step: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{PREFIX}{self.thread.encode().hex()}_{self.turn}_{self.start}_{self.step}"
+
+    @classmethod
+    def parse(cls, value: object) -> ResponseRef:
+        """The ref an id stands for, or `UnknownResponse`."""
+        if not isinstance(value, str) or not value.startswith(PREFIX) or len(value) > 600:
+            raise UnknownResponse(f"no response {str(value)[:80]!r}")
+        parts = value[len(PREFIX):].split("_")
+        try:
+            thread = bytes.fromhex(parts[0]).decode()
+            turn, start, step = (int(p) for p in parts[1:])
+        except (ValueError, IndexError):
+            raise UnknownResponse(f"no response {value[:80]!r}") from None
+        if not thread or min(turn, start, step) < 0 or any(not p.isdigit() for p in parts[1:]):
+            raise UnknownResponse(f"no response {value[:80]!r}")
+        return cls(thread, turn, start, step)
+
+
+@dataclass
+class Stop:
+    """A question that ended a response: the call that asked it, by whom, at which index."""
+
+    index: int
+    agent: str
+    call: ToolCall
+    approval: bool
+
+    @property
+    def text(self) -> str:
+        if self.approval:
+            return f"[{self.agent}] Approve {self.call.name}({self.call.arguments})? Reply yes or no."
+        try:
+            args = json.loads(self.call.arguments or "{}")
+            hint = " | ".join(str(s) for s in args.get("suggestions") or [])
+            return f"[{self.agent}] {args['question']}" + (f" (options: {hint})" if hint else "")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return f"[{self.agent}] {self.call.arguments}"
+
+
+@dataclass
+class View:
+    """What a response holds now. `steps`: the team's steps before the end (reasoning items:
+    one per tool-calling message); `status`: in_progress, completed, incomplete, failed."""
+
+    ref: ResponseRef
+    status: str = "in_progress"
+    steps: list[tuple[int, str]] = field(default_factory=list)
+    text: str | None = None
+    stop: Stop | None = None
+    reply: TurnReply | None = None
+    end: int | None = None
+    """The log index the next response of the thread starts at (once this one ended)."""
+
+    @property
+    def ended(self) -> bool:
+        return self.status != "in_progress"
+
+    @property
+    def usage(self) -> Tally:
+        return (self.reply.usage if self.reply else None) or Tally()
+
+
+def is_turn_start(message: Message) -> bool:
+    return message.role == "user" and message.kind == "message" and message.agent_run == 0
+
+
+def view_of(ref: ResponseRef, messages: list[Message], reply: TurnReply | None,
+            pending: list[Question], approval_tools: set[str]) -> View:
+    """The response `ref` given the log from `ref.start` (as far as it goes), the reply of its
+    turn (None while it runs), the questions waiting now, and which tools wait for approval."""
+    view = View(ref)
+    seen_start = ref.step > 0  # an answer's response opens on no new turn
+    end = ref.start + len(messages)
+    for offset, message in enumerate(messages):
+        at = ref.start + offset
+        if is_turn_start(message):
+            if seen_start:  # the next turn: this one ended before it
+                end = at
+                break
+            seen_start = True
+            continue
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        stops = [c for c in message.tool_calls if c.name == ASK_HUMAN or c.name in approval_tools]
+        if not stops:
+            calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
+            said = f"{message.content.strip()} " if message.content and message.content.strip() else ""
+            view.steps.append((at, f"{message.name or 'agent'}: {said}-> {calls}"))
+            continue
+        stop = Stop(at, message.name or "agent", stops[0], stops[0].name != ASK_HUMAN)
+        answered = any(m.role == "tool" and m.tool_call_id == stop.call.id for m in messages[offset + 1:])
+        waiting = any(q.tool_call_id == stop.call.id for q in pending)
+        if waiting or answered or reply is not None:
+            view.status, view.stop, view.text, view.end = "completed", stop, stop.text, at + 1
+            return view
+        return view  # asked, not yet waiting: still in progress
+    if reply is not None:
+        view.reply, view.text = reply, reply.text
+        view.status = {"failed": "failed", "truncated": "incomplete", "filtered": "incomplete",
+                       "cancelled": "cancelled"}.get(reply.status, "completed")
+        view.end = end
+    return view
