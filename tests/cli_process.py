@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,3 +59,29 @@ def one_line_failure(outcome: Outcome) -> str:
     lines = outcome.err.strip().splitlines()
     assert len(lines) == 1, outcome
     return lines[0]
+
+
+async def cli(
+    client: Client, *args: str, stdin: str = "", task_queue: str | None = None, returncode: int = 0
+) -> str:
+    """Run `python -m durable_teams ARGS` against the test server; with `task_queue`, against a
+    worker the test hosts on that queue."""
+    env = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host}
+    if task_queue is not None:
+        env["TEMPORAL_TASK_QUEUE"] = task_queue
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "durable_teams", *args, cwd=ROOT, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=120)
+    assert proc.returncode == returncode, out.decode()
+    return out.decode()
+
+
+def worker_refusal(**env: str) -> tuple[int, str, str]:
+    """`python worker.py` with `env` set and no server to reach: its exit code, stdout and
+    stderr (a setting it refuses ends it before it connects)."""
+    done = subprocess.run([sys.executable, "worker.py"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1", **env})
+    return done.returncode, done.stdout, done.stderr.strip()

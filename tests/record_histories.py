@@ -40,7 +40,8 @@ from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.messages import Budgets, Message, ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import binary, pending_question, running_worker
+from .conftest import binary, running_worker
+from .waiting import pending_question
 
 HERE = Path(__file__).parent / "histories"
 EXAMPLES: dict[str, ModuleType] = {"faang": faang, "faang_teams": faang_teams}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from durable_teams.worker.devserver import free_port
 
 from .conftest import system_program_missing
+from .waiting import until_sync
 
 
 def redis_binary() -> str:
@@ -34,15 +34,11 @@ def redis_url_fixture() -> Iterator[str]:
     proc = subprocess.Popen([redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                              "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, f"redis-server exited with {proc.returncode}"
-                assert time.monotonic() < deadline, "redis-server did not listen within 30 s"
-                time.sleep(0.05)
+        def listening() -> bool:
+            assert proc.poll() is None, f"redis-server exited with {proc.returncode}"
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        until_sync(listening, f"redis-server listening on {port}", within=30, retry=(OSError,))
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         proc.terminate()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams import Agent, Swarm, handoff
@@ -16,6 +17,8 @@ from durable_teams.workflows.roster import agent_tools
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
+
+pytestmark = pytest.mark.workflow
 
 
 def described(team: Swarm, agent: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ from durable_teams.cli.commands import CliError
 pytestmark = pytest.mark.pure
 
 
+
 @pytest.mark.parametrize("raw", ["abc", "inf", "-1", "0", "nan", ""])
 def test_a_bad_answer_wait_is_one_line(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     monkeypatch.setenv("DURABLE_TEAMS_ANSWER_WAIT", raw)
@@ -31,6 +32,7 @@ def test_an_answer_wait_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     assert answer_wait() == timedelta(seconds=10)
 
 
+@pytest.mark.slow  # starts a process
 def test_other_commands_do_not_read_it() -> None:
     done = subprocess.run([sys.executable, "-m", "durable_teams", "--help"], capture_output=True, text=True,
                           env={"DURABLE_TEAMS_ANSWER_WAIT": "abc", "PATH": ""}, check=False)

@@ -10,6 +10,9 @@ from durable_teams.client.approvals import approval_of
 
 from .approval_phrases import TAKEN, documented, rows, table
 
+pytestmark = pytest.mark.pure
+
+
 ROWS = rows()
 
 

@@ -11,31 +11,21 @@ import uuid
 from typing import Any
 
 import pytest
-from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from durable_teams.teams.builders import Agent, Swarm
-from durable_teams.worker.scripted import ScriptedModel, say
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import MAX_TURN_BYTES
-from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import binary, running_worker
+from .inspect_history import raw, task_failures
+from .teams import TEAM, echo
 
-TEAM = Swarm([Agent("echo", "Repeat what you hear.")], name="echo").compile()
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 NO_VALUE = object()
 """Start the workflow with no input at all."""
-
-
-def raw(data: bytes, encoding: bytes = b"json/plain") -> RawValue:
-    """A payload as a hand-built client (or `temporal --input-meta encoding=...`) sends it."""
-    return RawValue(Payload(metadata={"encoding": encoding}, data=data))
-
-
-def echo(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
-    return say(f"heard: {messages[-1]['content']}")
 
 
 BAD_INPUTS = [
@@ -90,11 +80,6 @@ BAD_INPUTS = [
     ("unknown-team", [{"team_name": "nope", "task": "hi"}], "UnknownTeam",
      "No team named 'nope' on this worker (known: echo)."),
 ]
-
-
-async def task_failures(handle: WorkflowHandle) -> int:
-    history = await handle.fetch_history()
-    return sum(1 for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)
 
 
 async def failure_of(handle: WorkflowHandle) -> ApplicationError:

@@ -18,7 +18,10 @@ from durable_teams.workflows.conversation import MAX_TURN_BYTES, TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
-from .test_bad_input import TEAM, echo, raw, task_failures
+from .inspect_history import raw, task_failures
+from .teams import TEAM, echo
+
+pytestmark = pytest.mark.workflow
 
 BIG = "x" * (MAX_TURN_BYTES + 1)
 

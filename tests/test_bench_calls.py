@@ -7,6 +7,8 @@ import pytest
 
 from bench.calls import CALLS, ceiling
 
+pytestmark = pytest.mark.pure
+
 
 def test_the_ceiling_is_set_by_the_slowest_of_the_conversations() -> None:
     one = ceiling(1, 1.0)

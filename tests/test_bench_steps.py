@@ -10,6 +10,8 @@ from temporalio.client import Client
 
 from bench.step_latency import measure, team
 
+pytestmark = pytest.mark.workflow
+
 
 @pytest.mark.parametrize(("local_calls", "local_tool"), [(False, False), (True, True)])
 async def test_each_step_is_read_once_after_its_model_call(client: Client, local_calls: bool, local_tool: bool) -> None:

@@ -15,6 +15,8 @@ from durable_teams.workflows.builtins import BUILTINS, Answer
 from durable_teams.workflows.messages import Message, TeamSpec, ToolCall, ToolSpec
 from durable_teams.workflows.roster import agent_tools
 
+pytestmark = pytest.mark.pure
+
 NOW = datetime(2026, 11, 23, 15, 30, tzinfo=UTC)
 
 

@@ -14,23 +14,15 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.client.approvals import ask_again
+from durable_teams.gateway.chat_marks import mark_line
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
-from .gateway_helpers import running_gateway
-from .test_chat_clients import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
-from .test_gateway_conflicts import streamed_content
+from .gateway_helpers import running_gateway, say_on
+from .teams import AGAIN, APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, UNCLEAR, desk_script
 
-UNCLEAR = ["hmm, what will that do to my account?", "Yes if it is under $20", "ok, why?", "ok wait", "right?"]
-AGAIN = f"{ask_again('refund')} {APPROVAL}"
-
-
-async def say_on(http: httpx.AsyncClient, thread: str, text: str, stream: bool = False) -> str:
-    response = await http.post("/v1/chat/completions", headers={"X-Thread-Id": thread}, json={
-        "model": "desk", "messages": [{"role": "user", "content": text}], "stream": stream})
-    assert response.status_code == 200, response.text
-    return streamed_content(response) if stream else str(response.json()["choices"][0]["message"]["content"])
+pytestmark = pytest.mark.workflow
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
@@ -82,7 +74,8 @@ async def test_a_chat_resending_its_history_stays_in_its_thread_after_an_unclear
             history.append({"role": "assistant", "content": answer})
         await client.get_workflow_handle(threads[0]).terminate("test over")
     # then a "yes" to a plain question and a "yes" to the approval after it, in the same chat
-    assert answers == [ASKED, APPROVAL, AGAIN, AGAIN, DONE, ASKED, APPROVAL.replace("4711", "yes"), DONE]
+    assert answers == [ASKED + mark_line(threads[0]), APPROVAL, AGAIN, AGAIN, DONE, ASKED,
+                       APPROVAL.replace("4711", "yes"), DONE]
     assert len(set(threads)) == 1, threads
     assert REFUNDS == ["4711", "yes"]
 

@@ -4,10 +4,8 @@ answered, never with a turn sent after it (which may have failed, or said someth
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from functools import partial
-from typing import Any
 
 import httpx
 import openai
@@ -19,10 +17,11 @@ from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
-from .gateway_helpers import running_gateway
-from .test_chat_approvals import say_on
-from .test_chat_clients import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
-from .test_client_robustness import until
+from .gateway_helpers import keyed_turn, running_gateway, say_on
+from .teams import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
+from .waiting import until
+
+pytestmark = pytest.mark.workflow
 
 
 async def test_the_approver_gets_the_turn_it_answered_not_a_later_one(client: Client, task_queue: str) -> None:
@@ -91,22 +90,6 @@ async def test_an_idempotency_key_stands_for_one_chat_request_however_late(clien
     assert [q.kind for q in status.pending] == ["approval"] and status.turns == 2
     assert by_client.value.status_code == 409
     assert denied != DONE and REFUNDS == ["4711"]
-
-
-async def keyed_turn(http: httpx.AsyncClient, thread: str, text: str, key: str) -> tuple[int, list[dict[str, Any]]]:
-    """A turn under `key` over `/turns`, its events read until it ends or asks a person."""
-    async with http.stream("POST", f"/threads/{thread}/turns", json={"text": text},
-                           headers={"Idempotency-Key": key}) as response:
-        if response.status_code != 200:
-            await response.aread()
-            return response.status_code, [response.json()]
-        events = []
-        async for line in response.aiter_lines():
-            if line.startswith("data:"):
-                events.append(json.loads(line[5:]))
-                if events[-1]["type"] == "question":
-                    break  # the turn waits for a person: the client leaves
-        return response.status_code, events
 
 
 async def test_a_retried_turn_streams_its_waiting_question_again_and_other_text_is_a_409(

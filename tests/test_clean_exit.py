@@ -1,9 +1,9 @@
 """A user's script that follows the docs and ends with a plain `asyncio.run(...)` exits 0.
 
-It used to abort at interpreter exit now and then ("Fatal Python error: PyGILState_Release",
-exit 134): the Temporal SDK's native threads were still releasing the GIL after handing over
-the last result while the interpreter finalized. `connect()` now makes the exit wait for them
-(durable_teams/client/exit_guard.py). Before that fix this example aborted in about a third of runs.
+Without a guard it can abort at interpreter exit ("Fatal Python error: PyGILState_Release",
+exit 134): the Temporal SDK's native threads may still be releasing the GIL after handing over
+the last result while the interpreter finalizes. `connect()` makes the exit wait for them
+(durable_teams/client/exit_guard.py).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.client import exit_guard
@@ -22,6 +23,8 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import ROOT, cli_env
 from .conftest import running_worker
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 RUNS = 20
 

@@ -19,28 +19,13 @@ from durable_teams.worker.scripted import ScriptedModel, Step, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 
+from .cli_process import cli
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-async def cli(
-    client: Client, *args: str, stdin: str = "", task_queue: str | None = None, returncode: int = 0
-) -> str:
-    """Run `python -m durable_teams ARGS` against the test server; with `task_queue`, against a
-    worker the test hosts on that queue."""
-    env = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host}
-    if task_queue is not None:
-        env["TEMPORAL_TASK_QUEUE"] = task_queue
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("OPENAI_BASE_URL", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "durable_teams", *args, cwd=ROOT, env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    out, _ = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=120)
-    assert proc.returncode == returncode, out.decode()
-    return out.decode()
 
 
 async def test_faang_demo_prints_the_answer_and_workflow_id(client: Client) -> None:

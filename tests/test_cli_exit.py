@@ -1,7 +1,6 @@
 """How CLI commands end: the SDK core's log goes through Python's logging (stderr), not into the
 stdout a script reads; and a command that talked to Temporal ends its process without finalizing
-the interpreter, which could hang at exit on the SDK's native threads (`follow` of a
-conversation whose workflow task kept failing hung in about one run in three)."""
+the interpreter, which can hang at exit on the SDK's native threads."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import subprocess
 import sys
 import uuid
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.examples import faang
@@ -17,6 +17,10 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .conftest import running_worker
+from .inspect_history import task_retried
+from .waiting import until
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 CLOSED = "127.0.0.1:1"
 
@@ -35,7 +39,7 @@ async def probe(*args):
 
 if sys.argv[1] == "serve":
     import durable_teams.cli.serve as serve
-    serve._serve = probe
+    serve.run_gateway = probe
 else:
     import durable_teams.cli.main as cli
     cli.COMMANDS[sys.argv[1]] = probe
@@ -77,10 +81,7 @@ async def test_follow_of_a_conversation_whose_task_keeps_failing_exits_every_tim
     env = cli_env(client, task_queue)
     async with running_worker(client, task_queue, [faang.build().compile()], ScriptedModel(faang.SCRIPT)):
         handle = await client.start_workflow("NoSuchWorkflow", "x", id=wid, task_queue=task_queue)
-        for _ in range(400):  # until its first task has failed and the next attempt is on record
-            if (await handle.describe()).raw_description.pending_workflow_task.attempt >= 2:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: task_retried(handle), "its first workflow task failed and retried")
         try:
             outcomes = await asyncio.gather(*(run_cli("follow", wid, env=env, timeout=30) for _ in range(6)))
         finally:

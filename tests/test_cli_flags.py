@@ -27,8 +27,9 @@ from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
 from .conftest import running_worker
-from .test_bad_input import TEAM, echo
-from .test_flagged_answers import finishing
+from .teams import TEAM, echo, finishing
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 @pytest.mark.parametrize(("finish_reason", "status", "code"), [

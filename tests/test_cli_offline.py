@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.client.server_address import port_open
@@ -21,7 +22,10 @@ from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import ROOT, Outcome, cli_env, one_line_failure, run_cli
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:

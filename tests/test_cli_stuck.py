@@ -3,9 +3,9 @@ the query's transport error ("h2 protocol error") was all a person saw."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.examples import faang
@@ -13,17 +13,17 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker
+from .inspect_history import task_retried
+from .waiting import until
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 async def test_status_of_a_conversation_whose_task_keeps_failing_says_why(client: Client, task_queue: str) -> None:
     wid = f"stuck-{uuid.uuid4().hex[:6]}"
     async with running_worker(client, task_queue, [faang.build().compile()], ScriptedModel(faang.SCRIPT)):
         handle = await client.start_workflow("NoSuchWorkflow", "x", id=wid, task_queue=task_queue)
-        for _ in range(400):  # until its first task has failed and the next attempt is on record
-            raw = (await handle.describe()).raw_description
-            if raw.pending_workflow_task.attempt >= 2:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: task_retried(handle), "its first workflow task failed and retried")
         outcome = await run_cli("status", wid, env=cli_env(client, task_queue))
         transcript = await run_cli("transcript", wid, env=cli_env(client, task_queue))
         await handle.terminate()

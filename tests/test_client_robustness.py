@@ -5,36 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowHandle
-from temporalio.service import RPCError
 
 from durable_teams.client.refusals import ConversationEnded, ConversationNotFound
 from durable_teams.client.send import send_turn
 from durable_teams.client.start import start_conversation
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import ModelRequest, ModelResponse
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
-from .test_bad_input import TEAM, echo
+from .teams import TEAM, GatedModel, echo
+from .waiting import until
 
-
-class GatedModel(ScriptedModel):
-    """The echo model, holding every call until `gate` opens."""
-
-    def __init__(self) -> None:
-        super().__init__(echo)
-        self.gate = asyncio.Event()
-
-    async def complete(self, req: ModelRequest, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]]) -> ModelResponse:
-        await self.gate.wait()
-        return await super().complete(req, messages, tools)
+pytestmark = pytest.mark.workflow
 
 
 async def start(client: Client, task_queue: str) -> WorkflowHandle:
@@ -45,23 +31,7 @@ async def start(client: Client, task_queue: str) -> WorkflowHandle:
         id=f"rob-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
 
 
-async def until(check: Callable[[], Awaitable[bool]], what: str, within: float = 120.0) -> None:
-    """Poll `check` (a query: a client gets no event) until it holds; a query that times out
-    on a loaded machine is asked again. The failure says what was seen last."""
-    deadline = asyncio.get_running_loop().time() + within
-    last: object = "nothing yet"
-    while True:
-        try:
-            if await check():
-                return
-            last = "the check did not hold"
-        except RPCError as err:
-            last = f"RPCError {err.status}: {err.message}"
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {within} s: {what} (last: {last})")
-        await asyncio.sleep(0.05)
-
-
+@pytest.mark.slow  # a hundred turns at once
 async def test_hundred_concurrent_turns_are_all_answered_in_order(client: Client, task_queue: str) -> None:
     """All 100 turns are accepted at once (each `submit_turn` update completes as it is
     accepted, so Temporal's 10 updates in flight are never reached), queue in the workflow

@@ -22,6 +22,8 @@ from durable_teams.encryption.codec import (
     parse_keys,
 )
 
+pytestmark = pytest.mark.pure
+
 
 def new_key() -> str:
     return base64.b64encode(os.urandom(32)).decode()

@@ -25,8 +25,10 @@ from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 
+from .browser import chromium_or_skip, text_of_all_frames, wait_for_http
 from .conftest import running_worker
-from .test_web_ui import chromium_or_skip, text_of_all_frames, wait_for_http
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 def test_the_codec_server_allows_the_ui_on_its_configured_port(monkeypatch: pytest.MonkeyPatch) -> None:

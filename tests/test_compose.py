@@ -23,6 +23,8 @@ from temporalio.client import Client
 
 from durable_teams.worker.settings import SLOTS_ENV, slot_options
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_TEXT = (ROOT / "docker-compose.yml").read_text()
 COMPOSE: dict[str, Any] = yaml.safe_load(COMPOSE_TEXT)

@@ -29,6 +29,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 
+pytestmark = pytest.mark.workflow
+
 
 class ContextRecordingCodec(PayloadCodec, WithSerializationContext):
     """A codec that changes no byte and records the contexts it was given."""

@@ -6,44 +6,27 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
 
+import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.client.send import send_turn
-from durable_teams.teams.builders import Agent, Swarm, handoff
-from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .teams import script, team_with_threshold
+from .waiting import pending_question
 
-
-def script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
-    last = messages[-1]
-    if req.agent == "triage":
-        return call("transfer_to_sales")
-    if last["role"] == "tool" and last["content"].startswith("order"):
-        return say(f"sales got: {last['content']}")
-    if last["role"] == "user" and last["content"] == "need help":
-        return call("ask_human", question="Which order?")
-    user = next(m for m in reversed(messages) if m["role"] == "user")
-    return say(f"sales: {user['content']}")
-
-
-def team_with_threshold(events: int) -> Any:
-    sales = Agent("sales", "Sell.", tools=["ask_human"])
-    triage = Agent("triage", "Route.", handoffs=[handoff(sales, "transfer_to_sales")])
-    compiled = Swarm([triage, sales], name="long").compile()
-    compiled.spec.continue_as_new_after_events = events
-    return compiled
+pytestmark = pytest.mark.workflow
 
 
 async def current_run(handle: WorkflowHandle) -> str:
     return (await handle.describe()).run_id or ""
 
 
+@pytest.mark.slow  # fifty turns across several runs
 async def test_fifty_turns_cross_several_runs(client: Client, task_queue: str) -> None:
     team = team_with_threshold(100)
     model = ScriptedModel(script)

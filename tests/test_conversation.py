@@ -8,6 +8,7 @@ import json
 import uuid
 from typing import Any
 
+import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.activities.tool_results import Result
@@ -20,7 +21,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply, UserTurn
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = pytest.mark.workflow
 
 
 async def start(client: Client, task_queue: str, team: CompiledTeam, **inp: Any) -> WorkflowHandle:

@@ -18,7 +18,9 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
-from .test_local_model_calls import LOCAL, SlowModel
+from .teams import LOCAL, SlowModel
+
+pytestmark = pytest.mark.workflow
 
 
 def record(message: str, level: int = logging.WARNING) -> logging.LogRecord:

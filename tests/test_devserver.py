@@ -6,7 +6,6 @@ import os
 import socket
 import sys
 import sysconfig
-import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -27,6 +26,9 @@ from durable_teams.worker.devserver import (
 )
 
 from .cli_process import cli_env, one_line_failure, run_cli
+from .waiting import until_sync
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 def two_ports() -> tuple[int, int]:
@@ -41,15 +43,11 @@ def two_ports() -> tuple[int, int]:
 def http_status(url: str, timeout: float = 30.0) -> int:
     """GET `url` (loopback only) until it answers; its HTTP status."""
     assert url.startswith("http://127.0.0.1:")
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback
-                return int(response.status)
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+
+    def get() -> int:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback
+            return int(response.status)
+    return until_sync(get, f"{url} answering", within=timeout, retry=(OSError,), every=0.2)
 
 
 def test_binaries_come_from_the_installed_wheels() -> None:
@@ -163,10 +161,7 @@ def test_detached_server_outlives_its_object_and_stop_detached_ends_it(tmp_path:
         assert port_open("127.0.0.1", port)
     finally:
         assert DevServer(port=port, db_file=tmp_path / "t.db").stop_detached()
-    deadline = time.monotonic() + 20
-    while port_open("127.0.0.1", port) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not port_open("127.0.0.1", port)
+    until_sync(lambda: not port_open("127.0.0.1", port), f"port {port} closed", within=20, every=0.1)
     assert not devserver.DevServer(db_file=tmp_path / "t.db").stop_detached()
 
 
@@ -221,7 +216,7 @@ async def test_server_start_from_the_cli_and_reads_against_it(tmp_path: Path) ->
 async def test_an_operators_temporal_settings_do_not_reach_the_embedded_server(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """TLS, an API key or a profile meant for another cluster: the embedded server still
-    starts and is reused (its `temporal` commands used to try TLS against it, time out, and
+    starts and is reused (its `temporal` commands must not try TLS against it, time out, and
     call the server not ready, or another program)."""
     for name, value in {"TEMPORAL_TLS": "true", "TEMPORAL_API_KEY": "k", "TEMPORAL_TLS_SERVER_NAME": "x",
                         "TEMPORAL_CONFIG_FILE": str(tmp_path / "none.toml")}.items():

@@ -19,6 +19,8 @@ import pytest
 
 from .doc_pages import CHECKED, PAGES, ROOT, SHELL, Block, all_blocks, blocks, commands
 
+pytestmark = [pytest.mark.pure, pytest.mark.slow]
+
 BLOCKS = all_blocks()
 PYTHON_RUN = [b for b in BLOCKS if b.lang == "python" and b.not_run is None]
 PYTHON_MARKED = [b for b in BLOCKS if b.lang == "python" and b.not_run is not None]

@@ -10,6 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.client.connection import connect
@@ -19,7 +20,9 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary
-from .test_human import _has, until
+from .waiting import asked, until
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,7 +50,7 @@ async def test_question_survives_worker_sigkill_and_server_restart(tmp_path: Pat
         handle = await client.start_workflow(
             TeamWorkflow.run, ConversationInput(team_name="support", task=support.QUESTION),
             id=f"durable-{uuid.uuid4().hex[:6]}", task_queue=task_queue)
-        await until(lambda: _has(handle, "q1"))
+        await until(lambda: asked(handle, "q1"))
         worker.send_signal(signal.SIGKILL)
         worker.wait()
         # the server goes down too, and comes back on the same database file
@@ -56,18 +59,18 @@ async def test_question_survives_worker_sigkill_and_server_restart(tmp_path: Pat
         worker = spawn_worker(server.address, task_queue)
         client = await connect(server.address)
         handle = client.get_workflow_handle_for(TeamWorkflow.run, handle.id)
-        await until(lambda: _has(handle, "q1"))
+        await until(lambda: asked(handle, "q1"))
         await handle.execute_update(TeamWorkflow.answer, HumanReply(question_id="q1", text="Order 4711"))
-        await until(lambda: _has(handle, "q2"))
+        await until(lambda: asked(handle, "q2"))
         await handle.execute_update(TeamWorkflow.answer, HumanReply(question_id="q2", approved=True))
         result = await handle.result()
         full = await handle.query(TeamWorkflow.transcript, True)
-        asked = [c for m in full for c in m.tool_calls if c.name == "ask_human"]
+        asks = [c for m in full for c in m.tool_calls if c.name == "ask_human"]
     finally:
         worker.kill()
         server.stop()
     assert result.answer == support.ANSWER
-    assert len(asked) == 1  # nothing asked twice
+    assert len(asks) == 1  # nothing asked twice
     assert [m.content for m in full].count("Order 4711") == 1
 
 
@@ -80,13 +83,13 @@ async def test_temporal_cli_starts_signals_and_queries(client: Client, task_queu
                      "--workflow-id", workflow_id,
                      "--input", json.dumps({"team_name": "support", "task": support.QUESTION}))
         handle = client.get_workflow_handle_for(TeamWorkflow.run, workflow_id)
-        await until(lambda: _has(handle, "q1"))
+        await until(lambda: asked(handle, "q1"))
         pending = json.loads(temporal_cli(address, "workflow", "query", "--workflow-id", workflow_id,
                                           "--name", "pending_questions"))
         assert pending["queryResult"][0][0]["question_id"] == "q1"
         temporal_cli(address, "workflow", "signal", "--workflow-id", workflow_id, "--name", "human_reply",
                      "--input", json.dumps({"question_id": "q1", "text": "Order 4711"}))
-        await until(lambda: _has(handle, "q2"))
+        await until(lambda: asked(handle, "q2"))
         temporal_cli(address, "workflow", "signal", "--workflow-id", workflow_id, "--name", "human_reply",
                      "--input", json.dumps({"question_id": "q2", "approved": True}))
         result = await handle.result()

@@ -38,7 +38,11 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import binary, pending_question, running_worker
+from .conftest import binary, running_worker
+from .inspect_history import task_failure_messages
+from .waiting import pending_question, until
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD, NEW = (base64.b64encode(os.urandom(32)).decode() for _ in range(2))
@@ -281,13 +285,8 @@ async def test_a_worker_without_the_key_says_why_it_cannot_run_the_conversation(
         TeamWorkflow.run, ConversationInput(team=team().spec, task=TASK),
         id=f"parcels-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
     async with running_worker(keyless, task_queue, [team()], ScriptedModel(script)):
-        for _ in range(400):
-            failed = [e.workflow_task_failed_event_attributes.failure.message
-                      for e in (await env.client.get_workflow_handle(handle.id).fetch_history()).events
-                      if e.HasField("workflow_task_failed_event_attributes")]
-            if failed:
-                break
-            await asyncio.sleep(0.05)
+        failed = await until(lambda: task_failure_messages(env.client.get_workflow_handle(handle.id)),
+                             "a workflow task failed")
     await handle.terminate("test over")
     assert failed and "encrypted (key id 'new') and no key is configured" in failed[0]
 

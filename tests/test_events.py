@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.client.events import Event, events_of, follow
@@ -14,8 +15,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ToolCall
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
+from .cli_process import cli
 from .conftest import running_worker
-from .test_cli import cli
+
+pytestmark = pytest.mark.workflow
 
 
 def test_each_message_kind_maps_to_its_event() -> None:
@@ -59,6 +62,7 @@ def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[d
     return call("lookup", order=last["content"])
 
 
+@pytest.mark.slow  # starts a process
 async def test_follow_streams_steps_while_the_conversation_runs(client: Client, task_queue: str) -> None:
     team = Swarm([Agent("desk", "Help.", tools=["ask_human", lookup])], name="desk").compile()
     wid = f"follow-{uuid.uuid4().hex[:8]}"

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -18,6 +19,8 @@ from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
+
+pytestmark = pytest.mark.workflow
 
 
 async def run_faang(client: Client, task_queue: str, **team_options: object):

@@ -58,6 +58,10 @@ from durable_teams.workflows.state import (
     Question,
 )
 
+from .waiting import NotYet, until
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 COUNT = 16
 STICKY_SECONDS = 1.0
 TEAM = failover_team(model_seconds=3.0, tool_seconds=2.0, worker_queue_seconds=1.0)
@@ -102,21 +106,19 @@ async def two_workers(client: Client, task_queue: str, tmp_path: Path, eager: bo
 async def approvals(handles: list[WorkflowHandle]) -> dict[str, Question]:
     """The approval each conversation waits on, once all of them wait (polled: a client gets
     no event when a question is asked)."""
-    loop = asyncio.get_running_loop()
-    deadline, found = loop.time() + WAIT, dict[str, Question]()
-    while True:
+    found: dict[str, Question] = {}
+
+    async def all_asked() -> bool:
         waiting = [h for h in handles if h.id not in found]
         for h, pending in zip(waiting, await asyncio.gather(
                 *(h.query(TeamWorkflow.pending_questions) for h in waiting)), strict=True):
             if pending:
                 found[h.id] = pending[0]
-        if len(found) == len(handles):
-            return found
-        if loop.time() > deadline:
-            states = [f"{h.id}: {(await h.describe()).status}" for h in handles if h.id not in found]
-            raise AssertionError(f"{len(states)} of {len(handles)} conversations asked for no approval "
-                                 f"within {WAIT} s: {states}")
-        await asyncio.sleep(0.1)
+        if len(found) < len(handles):
+            raise NotYet(f"asking nothing yet: {[h.id for h in handles if h.id not in found]}")
+        return True
+    await until(all_asked, f"all {len(handles)} conversations asking for approval", WAIT, every=0.1)
+    return found
 
 
 async def results(handles: list[WorkflowHandle]) -> list[ConversationResult]:
@@ -149,14 +151,12 @@ async def timed_out_on_worker_queues(handle: WorkflowHandle) -> int:
 
 async def applied_all(folder: Path, orders: set[str]) -> None:
     """Wait until each of `orders` was applied (the victim's then wait to report it)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while not orders <= set(read_effects(folder)[0]):
-        if loop.time() > deadline:
-            applied, attempts = read_effects(folder)
-            raise AssertionError(f"orders {sorted(orders - set(applied))} were not applied within {WAIT} s "
-                                 f"(attempts: {attempts})")
-        await asyncio.sleep(0.05)
+    async def applied() -> bool:
+        done, attempts = read_effects(folder)
+        if not orders <= set(done):
+            raise NotYet(f"not applied: {sorted(orders - set(done))}, attempts: {attempts}")
+        return True
+    await until(applied, "every order applied", WAIT)
 
 
 class Plan:

@@ -26,6 +26,8 @@ from durable_teams.workflows.state import ConversationInput, ConversationResult
 
 from .conftest import running_worker
 
+pytestmark = pytest.mark.workflow
+
 
 async def slow_lookup(topic: str, seconds: float) -> str:
     """Look a topic up in a slow back-end (the latency is the tool's own)."""

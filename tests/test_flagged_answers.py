@@ -16,17 +16,13 @@ from durable_teams.client.send import send_turn
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse
+from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
-from .test_bad_input import TEAM
+from .teams import TEAM, finishing
 
-
-def finishing(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
-    """Answers "partial answer" with the finish reason the user's message names."""
-    reason = messages[-1]["content"]
-    return ModelResponse(message=say("partial answer"), finish_reason=reason)
+pytestmark = pytest.mark.workflow
 
 
 @pytest.mark.parametrize(("finish_reason", "status"), [

@@ -21,8 +21,11 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
 from .gateway_helpers import read_sse, running_gateway, sse_events
+from .waiting import pending_question, until
+
+pytestmark = pytest.mark.workflow
 
 
 async def test_a_turn_streams_the_faang_run_as_server_sent_events(client: Client, task_queue: str) -> None:
@@ -117,12 +120,9 @@ async def test_the_inbox_lists_a_question_while_no_worker_runs(client: Client, t
 
 async def wait_for_question(http: httpx.AsyncClient, thread: str) -> dict[str, Any]:
     """The thread's question in GET /questions (the search attribute is set with it)."""
-    for _ in range(600):
-        mine = [q for q in (await http.get("/questions")).json() if q["thread_id"] == thread]
-        if mine:
-            return mine[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no question listed for {thread}")
+    async def mine() -> list[dict[str, Any]]:
+        return [q for q in (await http.get("/questions")).json() if q["thread_id"] == thread]
+    return (await until(mine, f"a question listed for {thread}"))[0]
 
 
 async def test_tokens_are_required_and_big_bodies_refused(client: Client, task_queue: str) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import json
 import uuid
 
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
@@ -21,9 +22,12 @@ from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 
-from .conftest import pending_question, running_worker
+from .browser import chromium_or_skip
+from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_web_ui import chromium_or_skip
+from .waiting import pending_question
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ATTACK = """<!doctype html><html><body>
 <form id="f" method="POST" enctype="text/plain" action="{gateway}/threads/{thread}/questions/{question}">

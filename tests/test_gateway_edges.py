@@ -27,7 +27,9 @@ from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_chat_clients import ASKED, DESK, FIRST, desk_script
+from .teams import ASKED, DESK, FIRST, desk_script
+
+pytestmark = pytest.mark.workflow
 
 CALLS: list[str] = []
 
@@ -150,8 +152,10 @@ async def test_a_retried_request_whose_turn_asked_a_question_gets_the_question(c
 
 
 async def test_a_client_that_leaves_a_stream_leaves_no_task_behind() -> None:
-    """`until_done` and `Gateway._until_news` wait for a delta beside the turn; cancelled (the
-    client left), they cancel that wait too ("Task was destroyed but it is pending!" otherwise)."""
+    """`until_done` and `Gateway.until_news` wait for a delta beside the turn; cancelled (the
+    client left), they cancel that wait too ("Task was destroyed but it is pending!" otherwise).
+    The reader is cancelled only once its wait for a delta is a task of its own, so the test
+    cannot pass without reaching the path it checks."""
     deltas: asyncio.Queue[Delta] = asyncio.Queue()
     never: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     gw = Gateway(client=None, task_queue="q", poll_seconds=60)  # type: ignore[arg-type]
@@ -160,14 +164,19 @@ async def test_a_client_that_leaves_a_stream_leaves_no_task_behind() -> None:
     async def read_stream() -> None:
         async for _ in until_done(never, deltas):
             pass
-    for reader in (read_stream, lambda: gw._until_news(never, deltas)):
+    for reader in (read_stream, lambda: gw.until_news(never, deltas)):
         waiting = asyncio.ensure_future(reader())
-        await asyncio.sleep(0)  # let it start waiting
-        await asyncio.sleep(0)
+        for _ in range(100):  # each step lets the reader run on to its next await
+            inner = asyncio.all_tasks() - before - {waiting, asyncio.current_task()}
+            if inner:
+                break
+            await asyncio.sleep(0)
+        assert len(inner) == 1, "the reader never started waiting for a delta"
         waiting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await waiting
         await asyncio.sleep(0)
+        assert (inner.pop()).cancelled()
         assert asyncio.all_tasks() - before == set()
     never.cancel()
 

@@ -14,6 +14,8 @@ from temporalio.client import Client
 
 from .gateway_helpers import running_gateway
 
+pytestmark = pytest.mark.workflow
+
 REFUSED: list[tuple[str, Any]] = [
     ("tools", {}), ("tools", [{"type": "function", "function": {"name": "f"}}]), ("functions", {}),
     ("functions", [{"name": "f"}]), ("function_call", {"name": "f"}), ("function_call", "f"),

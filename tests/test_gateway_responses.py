@@ -39,6 +39,8 @@ from .cli_process import ROOT, cli_env
 from .conftest import running_worker, system_program_missing
 from .gateway_helpers import running_gateway, sse_events
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 REFUNDS: list[str] = []
 GATE: dict[str, asyncio.Event] = {}
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import urlsplit
 
+import pytest
 from temporalio.client import Client
 
 from .gateway_helpers import running_gateway
+
+pytestmark = pytest.mark.workflow
 
 HEADER_TIMEOUT = 0.5
 

@@ -21,6 +21,9 @@ from durable_teams.gateway.auth import TOKENS_ENV
 
 from .cli_process import ROOT, cli_env, run_cli
 from .tls_proxy import make_pki
+from .waiting import until
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 def free_port() -> int:
@@ -38,10 +41,9 @@ async def test_the_gateway_serves_https_with_a_certificate(client: Client, tmp_p
         cwd=ROOT, env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     try:
-        for _ in range(600):  # until it listens (bounded): the process may also have died
-            if port_open("127.0.0.1", port) or proc.returncode is not None:
-                break
-            await asyncio.sleep(0.05)
+        async def listening() -> bool:  # or died
+            return port_open("127.0.0.1", port) or proc.returncode is not None
+        await until(listening, f"the gateway listening on {port}")
         assert proc.returncode is None, await proc.stderr.read() if proc.stderr else b""
         async with httpx.AsyncClient(base_url=f"https://127.0.0.1:{port}", verify=ssl.create_default_context(cafile=str(pki.ca_cert))) as https:
             health = await https.get("/healthz")

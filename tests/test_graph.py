@@ -5,10 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.teams.builders import Agent, Supervisor, tool
 from durable_teams.teams.graph import team_graph
 from durable_teams.workflows.messages import RoutingRule
+
+pytestmark = pytest.mark.pure
 
 FAANG = """\
 flowchart TD
@@ -133,6 +137,7 @@ flowchart TD
 """
 
 
+@pytest.mark.slow  # starts a process
 def test_cli_prints_the_graph_and_refuses_unknown_teams():
     ok = subprocess.run([sys.executable, "-m", "durable_teams", "graph", "faang"],
                         capture_output=True, text=True, timeout=60)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.examples import faang
@@ -14,6 +15,8 @@ from durable_teams.workflows.messages import Budgets, Message
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
+
+pytestmark = pytest.mark.workflow
 
 SIDE_EFFECTS: list[str] = []
 

@@ -23,6 +23,8 @@ from durable_teams.workflows.messages import Message, ModelRequest, ModelRespons
 from .fake_openai import FakeOpenAI
 from .hostile_openai import ECHOED, HOSTILE, OWN_KEY
 
+pytestmark = pytest.mark.pure
+
 TIMEOUT = 1.0
 """Seconds a request to the hang and drip modes may take (they wait it out)."""
 SLOW = ("hang", "drip")

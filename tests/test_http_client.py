@@ -21,6 +21,8 @@ from durable_teams.activities.model import (
     pooled_http_client,
 )
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 
 import pytest
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
@@ -16,22 +14,12 @@ from durable_teams.client.server_state import pending_questions
 from durable_teams.examples import support
 from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationInput, HumanReply, Question
+from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary, running_worker
+from .waiting import asked, questions, until
 
-
-async def until(check: Callable[[], Awaitable[bool]], attempts: int = 400) -> None:
-    """Poll a query until it holds (the question appears once the workflow task has run)."""
-    for _ in range(attempts):
-        if await check():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError("condition never held")
-
-
-async def questions(handle: WorkflowHandle) -> list[Question]:
-    return await handle.query(TeamWorkflow.pending_questions)
+pytestmark = pytest.mark.workflow
 
 
 async def start(client: Client, task_queue: str, **input_options: object) -> WorkflowHandle:
@@ -49,7 +37,7 @@ async def test_question_then_approval_then_answer(client: Client, task_queue: st
     support.REFUNDS.clear()
     async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
         handle = await start(client, task_queue)
-        await until(lambda: _has(handle, "q1"))
+        await until(lambda: asked(handle, "q1"))
         (q,) = await questions(handle)
         assert q.text == "Sorry to hear that! What's your order number?"
         assert q.agent == "triage_agent" and q.suggestions == ["I don't have it"]
@@ -70,7 +58,7 @@ async def test_question_then_approval_then_answer(client: Client, task_queue: st
         assert "already answered" in str(caught.value.cause)
         await handle.signal(TeamWorkflow.human_reply, HumanReply(question_id="q1", text="stale"))
         # next: the refund waits for approval, and has not run
-        await until(lambda: _has(handle, "q2"))
+        await until(lambda: asked(handle, "q2"))
         (approval,) = await questions(handle)
         assert approval.kind == "approval" and approval.tool == "execute_refund"
         assert support.REFUNDS == []
@@ -85,17 +73,13 @@ async def test_question_then_approval_then_answer(client: Client, task_queue: st
     assert [m.content for m in transcript].count("Order 4711") == 1
 
 
-async def _has(handle: WorkflowHandle, qid: str) -> bool:
-    return qid in [q.question_id for q in await questions(handle)]
-
-
 async def test_denied_tool_never_runs_and_the_model_hears_why(client: Client, task_queue: str) -> None:
     support.REFUNDS.clear()
     async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
         handle = await start(client, task_queue)
-        await until(lambda: _has(handle, "q1"))
+        await until(lambda: asked(handle, "q1"))
         await handle.signal(TeamWorkflow.human_reply, HumanReply(question_id="q1", text="4711"))
-        await until(lambda: _has(handle, "q2"))
+        await until(lambda: asked(handle, "q2"))
         await answer(handle, question_id="q2", approved=False, text="store credit instead")
         result = await handle.result()
         transcript = await handle.query(TeamWorkflow.transcript, True)
@@ -149,8 +133,8 @@ async def test_a_day_long_timeout_resolves_on_the_time_skipping_server() -> None
 async def test_pending_lists_questions_from_several_conversations(client: Client, task_queue: str) -> None:
     async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
         first, second = await start(client, task_queue), await start(client, task_queue)
-        await until(lambda: _has(first, "q1"))
-        await until(lambda: _has(second, "q1"))
+        await until(lambda: asked(first, "q1"))
+        await until(lambda: asked(second, "q1"))
         listed = {wid for wid, _ in await pending_questions(client)}
         assert {first.id, second.id} <= listed
         for handle in (first, second):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from temporalio.client import Client
 
 from durable_teams.activities.model import OpenAIBackend
@@ -19,10 +20,12 @@ from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.state import ConversationResult
 
+from .browser import chromium_or_skip
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, held_answer
 from .gateway_helpers import running_gateway
-from .test_web_ui import chromium_or_skip
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 # The gateway docs' image: DURABLE_TEAMS_SCREENSHOT=docs/inbox.png python -m pytest tests/test_inbox_browser.py
 SCREENSHOT = os.environ.get("DURABLE_TEAMS_SCREENSHOT")

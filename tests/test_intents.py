@@ -31,6 +31,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 
+pytestmark = pytest.mark.workflow
+
 # ---- pure ----------------------------------------------------------------------------------
 
 
@@ -298,7 +300,7 @@ async def test_an_agent_an_intent_chose_resumes_after_continue_as_new_and_answer
 
     from durable_teams.workflows.state import HumanReply
 
-    from .conftest import pending_question
+    from .waiting import pending_question
 
     def script(req: Any, messages: list[dict[str, Any]], tools: Any) -> Message:
         last = messages[-1]

@@ -4,13 +4,18 @@ one import path per file, one table for the public API."""
 from __future__ import annotations
 
 import ast
+import importlib
 import shutil
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 import durable_teams
+
+pytestmark = [pytest.mark.pure, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "durable_teams"
@@ -18,14 +23,17 @@ PACKAGE = ROOT / "durable_teams"
 ALLOWED: dict[str, set[str]] = {
     # layer (a folder) -> the layers its modules may import (besides its own)
     "workflows": set(),  # deterministic: nothing of ours from outside itself
-    "activities": {"workflows", "teams", "live", "encryption"},
-    "teams": {"workflows"},
+    "activities": {"workflows", "teams", "live", "encryption", "memory"},
+    # tools declare the store's type (memory/store.py, pure) to have it injected
+    "teams": {"workflows", "memory"},
+    # the store and its backends; its built-in tools are @tool functions
+    "memory": {"workflows", "teams"},
     "client": {"workflows", "encryption", "live", "tracing"},
     "gateway": {"workflows", "client", "live"},
     "live": {"encryption"},
     "encryption": {"client"},  # the dev server's address, for the codec server's origins
     "tracing": {"workflows", "activities"},
-    "worker": {"workflows", "activities", "teams", "client", "live", "encryption", "examples"},
+    "worker": {"workflows", "activities", "teams", "client", "live", "encryption", "examples", "memory"},
     "examples": {"teams", "worker"},
 }
 """The CLI and the package's `__init__` may import anything."""
@@ -119,14 +127,36 @@ def test_no_two_modules_share_a_file_name() -> None:
     assert [name for name, count in names.items() if count > 1] == []
 
 
-def test_the_public_api_is_one_table() -> None:
-    """`__all__` is the table's keys, and what type checkers see (the TYPE_CHECKING imports)
-    names the same objects from the same modules."""
-    assert durable_teams.__all__ == sorted(durable_teams._EXPORTS)
-    tree = ast.parse((PACKAGE / "__init__.py").read_text("utf-8"))
+FACADES = ["durable_teams", "durable_teams.teams", "durable_teams.client", "durable_teams.worker",
+           "durable_teams.encryption"]
+"""The package and its documented submodules: each names its public API in one table."""
+
+
+@pytest.mark.parametrize("name", FACADES)
+def test_the_public_api_is_one_table(name: str) -> None:
+    """`__all__` is the table's keys, what type checkers see (the TYPE_CHECKING imports)
+    names the same objects from the same modules, and every name resolves."""
+    facade = importlib.import_module(name)
+    assert facade.__all__ == sorted(facade._EXPORTS)
+    init = PACKAGE.joinpath(*name.split(".")[1:], "__init__.py")
+    tree = ast.parse(init.read_text("utf-8"))
     (block,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
     typed = {a.name: n.module for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert typed == durable_teams._EXPORTS
+    assert typed == facade._EXPORTS
+    for public in facade.__all__:
+        assert getattr(facade, public) is getattr(importlib.import_module(facade._EXPORTS[public]), public)
+
+
+def test_one_name_per_concept() -> None:
+    """A name means one object wherever it is exported (`connect` at the package and in
+    `durable_teams.client` is the same function), and the package's own API stays small:
+    what a team author and a client need (docs/architecture.md lists the rest)."""
+    homes: dict[str, set[str]] = {}
+    for name in FACADES:
+        for public, module in importlib.import_module(name)._EXPORTS.items():
+            homes.setdefault(public, set()).add(module)
+    assert {public: modules for public, modules in homes.items() if len(modules) > 1} == {}
+    assert len(durable_teams.__all__) <= 12
 
 
 def test_ruff_bans_the_root_folders_by_their_root_names() -> None:

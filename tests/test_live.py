@@ -24,6 +24,8 @@ from .conftest import running_worker
 from .fake_openai import FakeOpenAI, Raw
 from .gateway_helpers import read_sse, running_gateway
 
+pytestmark = pytest.mark.workflow
+
 
 async def test_a_retried_call_resets_and_deltas_reach_only_their_conversation() -> None:
     hub = LocalHub()

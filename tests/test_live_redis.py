@@ -35,6 +35,8 @@ from .fake_openai import FakeOpenAI, held_answer
 from .gateway_helpers import running_gateway, sse_events
 from .redis_server import redis_url_fixture  # noqa: F401 - the fixture
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 WITHIN = 60.0
 """Every wait for a delta is bounded by this (the endpoint holds its rest for longer)."""
 

@@ -1,5 +1,5 @@
-"""A model call reads its view straight from the workflow when both run in one process; the
-view is exactly what the query returns, and anything not yet there falls back to the query.
+"""A model call takes the view its workflow built when both run in one process; that view is
+exactly what the query returns, and a call the workflow offers nothing for reads by query.
 
 The equivalence is checked on every view read of real conversations: both handoff views and
 hidden handoff messages, both output modes, parallel nested teams, an llm-decision supervisor
@@ -22,53 +22,43 @@ from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows import live_view
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Message, ModelCalls, ModelRequest, ModelView, TeamSpec
-from durable_teams.workflows.state import ConversationInput, ConversationState, HumanReply
+from durable_teams.workflows.messages import (
+    Message,
+    ModelCalls,
+    ModelRequest,
+    ModelView,
+    TeamSpec,
+    ToolSpec,
+)
+from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = pytest.mark.workflow
 
 
-@dataclass
-class FakeConversation:
-    team: TeamSpec | None
-    state: ConversationState = field(default_factory=ConversationState)
-
-
-def request(wid: str, agent_run: int, length: int, shared: int | None, agent: str = "supervisor") -> ModelRequest:
+def request(wid: str, agent_run: int, length: int, agent: str = "supervisor") -> ModelRequest:
     return ModelRequest(workflow_id=wid, run_id="r1", agent=agent, model="m", agent_run=agent_run,
-                        transcript_length=length, shared_length=shared)
+                        transcript_length=length)
 
 
-def test_views_are_exact_prefixes_and_missing_state_falls_back() -> None:
-    team = faang.build().compile().spec
-    conversation = FakeConversation(team)
-    transcript = conversation.state.transcript
-    transcript.append(Message(role="user", content="q"))
-    transcript.append(Message(role="assistant", name="supervisor", content="thinking"))
-    run = transcript.start_run("math_expert", None)
-    transcript.append(Message(role="assistant", name="math_expert", content="4", agent_run=run.id))
+def test_a_call_reads_the_view_its_workflow_offers_while_it_is_in_flight() -> None:
     wid = f"fake-{uuid.uuid4().hex[:6]}"
-    live_view.register(wid, "r1", conversation)
-
-    shared_view = live_view.read(request(wid, 0, 2, 2))
-    assert shared_view is not None
-    assert [m.content for m in shared_view.messages] == ["q", "thinking"]
-    assert [t.name for t in shared_view.tools] == ["transfer_to_research_expert", "transfer_to_math_expert"]
-    worker_view = live_view.read(request(wid, run.id, 3, 2, agent="math_expert"))
-    assert worker_view is not None
-    assert worker_view.messages == transcript.view(run.id, 3)
-    # Scheduled before later messages arrived: they are not in the view.
-    transcript.append(Message(role="user", content="later"))
-    assert [m.content for m in live_view.read(request(wid, 0, 2, 2)).messages] == ["q", "thinking"]  # type: ignore[union-attr]
-
-    assert live_view.read(request(wid, 0, 9, 2)) is None  # the instance lacks the log so far
-    assert live_view.read(request(wid, 0, 2, 9)) is None  # ... or the shared index
-    assert live_view.read(request(wid, 7, 3, 2)) is None  # ... or the agent run
-    assert live_view.read(request(wid, 0, 2, None)) is None  # a request from an older workflow
-    assert live_view.read(request("elsewhere", 0, 2, 2)) is None  # not in this process
-    del conversation
+    offered = live_view.register(wid, "r1")
+    view, tools = [Message(role="user", content="q")], [ToolSpec(name="add")]
+    offered.offer(0, 1, view, tools)
+    read = live_view.read(request(wid, 0, 1))
+    assert read is not None and read.messages is view and read.tools == tools and read.in_process
+    assert live_view.read(request(wid, 0, 2)) is None  # another call (scheduled later)
+    assert live_view.read(request(wid, 3, 1)) is None  # another agent run's
+    assert live_view.read(request("elsewhere", 0, 1)) is None  # not in this process
+    offered.withdraw(0, 1)
+    assert live_view.read(request(wid, 0, 1)) is None and len(offered) == 0  # the call returned
+    offered.offer(0, 1, view, tools)
+    del offered
     gc.collect()
-    assert live_view.read(request(wid, 0, 2, 2)) is None  # registered weakly: nothing kept alive
+    assert live_view.read(request(wid, 0, 1)) is None  # registered weakly: gone with the instance
 
 
 def faang_with(**options: object) -> CompiledTeam:

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+import pytest
+from temporalio.client import Client
 
 from bench import procs
 from bench.failover import holder
@@ -24,42 +22,15 @@ from bench.teams import http_team
 from durable_teams.teams.builders import Agent, Supervisor, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import ModelCalls, ModelRequest, ModelResponse
+from durable_teams.workflows.messages import ModelCalls
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
+from .inspect_history import event_kinds
+from .teams import LOCAL, LOCAL_MARKER, SlowModel
+from .waiting import until
 
-LOCAL_MARKER = "core_local_activity"
-
-
-class SlowModel(ScriptedModel):
-    """The scripted model, answering each call `seconds` late; counts the calls it began."""
-
-    def __init__(self, script: dict, seconds: float) -> None:
-        super().__init__(script)
-        self.seconds = seconds
-        self.began = 0
-
-    async def complete(self, req: ModelRequest, messages: Any, tools: Any) -> ModelResponse:
-        self.began += 1
-        await asyncio.sleep(self.seconds)
-        return await super().complete(req, messages, tools)
-
-
-async def event_kinds(handle: WorkflowHandle) -> Counter[str]:
-    kinds: Counter[str] = Counter()
-    async for e in handle.fetch_history_events():
-        name = EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
-        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            name = e.marker_recorded_event_attributes.marker_name
-        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            name = e.activity_task_scheduled_event_attributes.activity_type.name
-        kinds[name] += 1
-    return kinds
-
-
-LOCAL = ModelCalls(local=True)
-"""Local model calls are opt-in (workflows/options.py ModelCalls.local)."""
+pytestmark = pytest.mark.workflow
 
 
 async def test_a_model_call_longer_than_the_workflow_task_timeout_completes_once(
@@ -108,6 +79,7 @@ MODEL_SECONDS = 8.0
 TASK_TIMEOUT = 4.0
 
 
+@pytest.mark.slow  # starts worker processes
 async def test_kill9_in_the_middle_of_a_local_model_call_repeats_it_once_elsewhere(
         client: Client, task_queue: str) -> None:
     """Two worker processes; the one running the conversation's model call (its workflow task
@@ -123,10 +95,7 @@ async def test_kill9_in_the_middle_of_a_local_model_call_repeats_it_once_elsewhe
             TeamWorkflow.run, ConversationInput(team=spec, task="read", set_search_attributes=False),
             id=f"kill-1-{uuid.uuid4().hex[:6]}", task_queue=task_queue,
             task_timeout=timedelta(seconds=TASK_TIMEOUT))
-        deadline = asyncio.get_running_loop().time() + 60
-        while not (held := await holder(handle)):  # the first heartbeat names the worker
-            assert asyncio.get_running_loop().time() < deadline, "the workflow task never heartbeated"
-            await asyncio.sleep(0.1)
+        held = await until(lambda: holder(handle), "the first heartbeat naming the worker", 60, every=0.1)
         assert await procs.model_requests(url) == 1
         assert (await event_kinds(handle))[LOCAL_MARKER] == 0  # the call is still in flight
         victim = next(p for p in workers if p.identity == held)

@@ -7,12 +7,8 @@ tool the server dropped later is answered with the server's error; replay needs 
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import sys
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -20,7 +16,7 @@ from pydantic import TypeAdapter
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (it needs Python 3.11+)")
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -31,13 +27,17 @@ from durable_teams.worker.devserver import free_port
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows import mcp_tools as workflow_mcp
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Message, TeamSpec, ToolSpec
+from durable_teams.workflows.messages import TeamSpec, ToolSpec
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from . import mcp_server
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .inspect_history import activity_names
+from .mcp_helpers import SERVER, http_server, tool_messages
+from .waiting import pending_question
 
-SERVER = str(Path(__file__).with_name("mcp_server.py"))
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 TOOLS = ["broken", "crash", "increment", "lookup_order", "pid", "refund", "slow"]
 """What the test server lists."""
 
@@ -45,41 +45,6 @@ TOOLS = ["broken", "crash", "increment", "lookup_order", "pid", "refund", "slow"
 def clerk(*servers: object) -> Swarm:
     agent = Agent("clerk", "You look after orders.", mcp=list(servers))  # type: ignore[arg-type]
     return Swarm([agent], name=f"mcp-{uuid.uuid4().hex[:6]}")
-
-
-def tool_messages(transcript: list[Message]) -> list[tuple[str | None, str | None, str]]:
-    return [(m.name, m.content, m.kind) for m in transcript if m.role == "tool"]
-
-
-async def activity_names(handle: WorkflowHandle) -> list[str]:
-    history = await handle.fetch_history()
-    return [e.activity_task_scheduled_event_attributes.activity_type.name
-            for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
-
-
-@asynccontextmanager
-async def http_server(server: object) -> AsyncIterator[str]:
-    """Serve an MCPServer over streamable HTTP on 127.0.0.1, on a free port, in this loop."""
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    app = server.streamable_http_app()  # type: ignore[attr-defined]
-    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
-                                        timeout_graceful_shutdown=2))
-    task = asyncio.create_task(web.serve(sockets=[sock]))
-    for _ in range(500):
-        if web.started:
-            break
-        await asyncio.sleep(0.01)
-    assert web.started, "the MCP test server did not start"
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        web.should_exit = True
-        await asyncio.wait_for(task, 30)
-        sock.close()
 
 
 # ---- pure: what a recorded list becomes ------------------------------------------------------

@@ -35,7 +35,11 @@ from durable_teams.workflows.state import ConversationInput
 from . import mcp_server
 from .cli_process import cli_env, one_line_failure, run_cli
 from .conftest import running_worker
-from .test_mcp import SERVER, activity_names, http_server, tool_messages
+from .inspect_history import activity_names
+from .mcp_helpers import SERVER, http_server, tool_messages
+from .waiting import until
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 NOT_RETRIED = "The tool may or may not have completed; it was not retried."
 
@@ -67,11 +71,9 @@ def alive(pid: int) -> bool:
 async def killed(pid: int) -> None:
     """Kill a server process and wait until it is gone (no event tells this process so)."""
     os.kill(pid, signal.SIGKILL)
-    for _ in range(500):
-        if not alive(pid):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"MCP server process {pid} did not die")
+    async def dead() -> bool:
+        return not alive(pid)
+    await until(dead, f"MCP server process {pid} gone", every=0.01)
 
 
 async def test_a_persistent_session_keeps_its_state_and_a_per_call_one_starts_fresh(

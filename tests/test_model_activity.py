@@ -44,6 +44,8 @@ from durable_teams.workflows.transcript import LogDelta, Transcript
 
 from .fake_openai import FakeOpenAI, completion, fake_openai_fixture  # noqa: F401 - fixture
 
+pytestmark = pytest.mark.workflow
+
 SECRET = "sk-test-secret-do-not-log-7f3a"
 ADD = ToolSpec(name="add", description="Add two numbers.", parameters={
     "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
@@ -235,7 +237,7 @@ async def test_client_does_not_retry_temporal_does(
 
 async def test_default_reader_queries_the_running_workflow(temporal: WorkflowEnvironment) -> None:
     scripted = ScriptedModel({"calculator": [say("ok")]})
-    req = request(transcript_length=4, shared_length=4)
+    req = request(transcript_length=4)
     _, result, err = await run_call(temporal, scripted, req, view_reader=ViewCache(live=False).read,
                                     workflow_cls=ViewWorkflow)
     assert err is None and result is not None and result.message.content == "ok"
@@ -267,13 +269,12 @@ def test_backend_configuration_from_env(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     assert not model_module.is_live_model_configured()
-    fallback = ScriptedModel({})
-    assert model_module.backend_from_env(lambda: fallback) is fallback
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         OpenAIBackend()
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
-    backend = model_module.backend_from_env(fallback)
-    assert isinstance(backend, OpenAIBackend) and backend.client.api_key == "not-needed"
+    assert model_module.is_live_model_configured()
+    backend = OpenAIBackend()
+    assert backend.client.api_key == "not-needed"
     assert backend.client.max_retries == 0
 
 

@@ -7,8 +7,11 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from durable_teams import Agent, ModelCalls, Supervisor, Swarm
+from durable_teams import Agent, Supervisor, Swarm
+from durable_teams.teams import ModelCalls
 from durable_teams.workflows.model_calls import activity_options, policy_for
+
+pytestmark = pytest.mark.pure
 
 
 def test_defaults_surface_a_hung_endpoint_in_minutes_not_eighteen() -> None:

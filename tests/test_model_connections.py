@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from durable_teams.activities.heartbeats import THROTTLE
 from durable_teams.activities.model import OpenAIBackend
@@ -22,6 +22,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, Raw
+
+pytestmark = pytest.mark.workflow
 
 
 class HoldingEndpoint:
@@ -65,37 +67,38 @@ def start(client: Client, task_queue: str, compiled):  # noqa: ANN001, ANN201
         id=f"held-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
 
 
-@pytest.mark.parametrize("local", [True, False])
-async def test_a_timed_out_call_closes_its_connection(client: Client, task_queue: str, local: bool) -> None:
-    compiled = team(2.0, local)
+@asynccontextmanager
+async def a_held_call(client: Client, task_queue: str, call_seconds: float,
+                      local: bool) -> AsyncIterator[tuple[HoldingEndpoint, WorkflowHandle]]:
+    """A conversation whose one model call the endpoint holds open (its connection counted)."""
+    compiled = team(call_seconds, local)
     async with holding_endpoint() as (endpoint, url):
         backend = OpenAIBackend(base_url=url, api_key="sk-test")
         async with running_worker(client, task_queue, [compiled], backend):
             handle = await start(client, task_queue, compiled)
             await asyncio.wait_for(endpoint.requests.wait(), 10)
             assert endpoint.open == 1
-            with pytest.raises(WorkflowFailureError):
-                await asyncio.wait_for(handle.result(), 20)
-            await asyncio.wait_for(endpoint.closed.wait(), 1.0)  # right after the failure
-            assert endpoint.open == 0
+            yield endpoint, handle
         await backend.aclose()
+
+
+@pytest.mark.parametrize("local", [True, False])
+async def test_a_timed_out_call_closes_its_connection(client: Client, task_queue: str, local: bool) -> None:
+    async with a_held_call(client, task_queue, 2.0, local) as (endpoint, handle):
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), 20)
+        await asyncio.wait_for(endpoint.closed.wait(), 1.0)  # right after the failure
+        assert endpoint.open == 0
 
 
 @pytest.mark.parametrize("local", [True, False])
 async def test_a_cancelled_call_closes_its_connection(client: Client, task_queue: str, local: bool) -> None:
-    compiled = team(60.0, local)
-    async with holding_endpoint() as (endpoint, url):
-        backend = OpenAIBackend(base_url=url, api_key="sk-test")
-        async with running_worker(client, task_queue, [compiled], backend):
-            handle = await start(client, task_queue, compiled)
-            await asyncio.wait_for(endpoint.requests.wait(), 10)
-            assert endpoint.open == 1
-            await handle.cancel()
-            # a local call hears of it at its workflow task's next heartbeat (within 80% of the
-            # 10 s task timeout); a regular one at its next heartbeat's answer (THROTTLE)
-            await asyncio.wait_for(endpoint.closed.wait(), 10.0 if local else THROTTLE.total_seconds() + 3)
-            assert endpoint.open == 0
-        await backend.aclose()
+    async with a_held_call(client, task_queue, 60.0, local) as (endpoint, handle):
+        await handle.cancel()
+        # a local call hears of it at its workflow task's next heartbeat (within 80% of the
+        # 10 s task timeout); a regular one at its next heartbeat's answer (THROTTLE)
+        await asyncio.wait_for(endpoint.closed.wait(), 10.0 if local else THROTTLE.total_seconds() + 3)
+        assert endpoint.open == 0
 
 
 async def test_a_reply_with_a_lone_surrogate_is_repaired_and_used(client: Client, task_queue: str) -> None:

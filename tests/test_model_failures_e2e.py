@@ -26,6 +26,8 @@ from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
 from .hostile_openai import ECHOED, HOSTILE, OWN_KEY
 
+pytestmark = pytest.mark.workflow
+
 RUNS: list[str] = []
 FAILED = "The model call for calc failed: "
 

@@ -16,6 +16,8 @@ from durable_teams.workflows.state import ConversationInput
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
 
+pytestmark = pytest.mark.workflow
+
 SECRET = "sk-test-secret-do-not-log"
 
 

@@ -11,9 +11,9 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from durable_teams import ModelRouter
 from durable_teams.activities.model import ModelActivities, OpenAIBackend
 from durable_teams.teams.builders import Agent, Swarm
+from durable_teams.worker import ModelRouter
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import (
@@ -27,6 +27,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
+
+pytestmark = pytest.mark.workflow
 
 ADD = ToolSpec(name="add", description="Add.", parameters={"type": "object", "properties": {}})
 

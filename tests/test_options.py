@@ -7,7 +7,10 @@ import ast
 import inspect
 from dataclasses import fields
 
-from durable_teams import Agent, Budgets, ModelCalls, RoutingRule, Supervisor, Swarm
+import pytest
+
+from durable_teams import Agent, Budgets, Supervisor, Swarm
+from durable_teams.teams import ModelCalls, RoutingRule
 from durable_teams.workflows import options
 from durable_teams.workflows.intents import Intent, IntentSimilarity
 from durable_teams.workflows.messages import AgentSpec, SupervisorSpec
@@ -17,6 +20,8 @@ from durable_teams.workflows.options import (
     TeamOptions,
     option_values,
 )
+
+pytestmark = pytest.mark.pure
 
 SUPERVISOR = dict(
     output_mode="full_history", add_handoff_messages=False, workers_see_handoffs="all",

@@ -15,9 +15,12 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 import durable_teams
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,12 +49,10 @@ def test_a_fresh_environment_with_the_wheel_has_only_the_durable_teams_package(t
     assert not {"workflows", "activities", "worker.py"} & installed
 
 
-def test_every_public_name_imports_from_durable_teams() -> None:
-    for name in durable_teams.__all__:
-        assert getattr(durable_teams, name) is not None, name
-    assert set(durable_teams.__all__) >= {
-        "Agent", "Supervisor", "Swarm", "handoff", "tool", "Result", "RoutingRule", "Budgets",
-        "TeamWorkflow", "ConversationInput", "UserTurn", "send_turn", "connect", "build_worker"}
+def test_what_a_team_author_and_a_client_need_imports_from_durable_teams() -> None:
+    assert set(durable_teams.__all__) == {
+        "Agent", "Supervisor", "Swarm", "handoff", "tool", "Result", "Budgets",
+        "connect", "start_conversation", "send_turn", "build_worker"}
 
 
 def test_importing_the_package_loads_no_workflow_activity_or_temporal_code() -> None:
@@ -61,7 +62,17 @@ def test_importing_the_package_loads_no_workflow_activity_or_temporal_code() -> 
     assert out.stdout.strip() == "[]"
 
 
-def test_the_docs_examples_import_only_from_durable_teams() -> None:
+DOCUMENTED = ("durable_teams", "durable_teams.teams", "durable_teams.client", "durable_teams.worker",
+              "durable_teams.encryption", "durable_teams.workflows.state", "durable_teams.workflows.messages",
+              "durable_teams.workflows.conversation", "durable_teams.workflows.intents", "durable_teams.examples")
+"""Where the docs may import from: the package, its documented submodules (each with a public
+table, docs/architecture.md) and the wire types."""
+DEMONSTRATED = ("durable_teams.activities.model_toolless",)
+"""Internal modules a page imports to show a rule at work (docs/models.md: which refusals mean
+"no tools"), named one by one so the list cannot grow unseen."""
+
+
+def test_the_docs_examples_import_only_the_documented_modules() -> None:
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         imports = [line.strip() for line in page.read_text().splitlines()
                    if line.strip().startswith(("from ", "import ")) and "durable_teams" in line
@@ -69,10 +80,9 @@ def test_the_docs_examples_import_only_from_durable_teams() -> None:
         if page.name == "README.md":
             assert imports, "the README shows imports"
         for line in imports:
-            assert (line.startswith("from durable_teams import")
-                    or line.startswith("from durable_teams.examples")
-                    # the scripted model's helpers (say, call, when): a documented submodule
-                    or line.startswith("from durable_teams.worker.scripted import")), f"{page.name}: {line}"
+            module = line.split()[1]
+            assert line.startswith("from ") and (module in DOCUMENTED + DEMONSTRATED or module.startswith(
+                "durable_teams.examples.")), f"{page.name}: {line}"
 
 
 def tracked_copy(destination: Path) -> Path:

@@ -9,6 +9,7 @@ import os
 import uuid
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 
 from durable_teams.client.connection import connect
@@ -22,7 +23,10 @@ from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import pytest
 from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
@@ -20,7 +21,9 @@ from durable_teams.workflows.messages import ModelCalls, ModelRequest, ModelView
 from durable_teams.workflows.placement import LOCATE_ACTIVITY
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import pending_question
+from .waiting import pending_question
+
+pytestmark = pytest.mark.workflow
 
 RUNS: list[str] = []
 

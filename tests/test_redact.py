@@ -9,6 +9,8 @@ import pytest
 from durable_teams.encryption.redact import mask_url, scrub
 from durable_teams.worker import run as worker
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.mark.parametrize("text,secret,kept", [
     ("Authorization: Bearer abc.def-123", "abc.def-123", "Authorization: ***"),

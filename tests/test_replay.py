@@ -12,6 +12,8 @@ from temporalio.worker import Replayer
 
 from durable_teams.workflows.conversation import TeamWorkflow
 
+pytestmark = pytest.mark.pure
+
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1",
                 "nested_budget_stop_child": "nested_budget_stop/research_team-1"}

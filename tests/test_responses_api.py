@@ -32,6 +32,8 @@ from durable_teams.workflows.state import ConversationInput
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, Raw, error_body, response_body, response_stream
 
+pytestmark = pytest.mark.workflow
+
 # ---- pure: the transcript as input items, and back ------------------------------------------
 
 VIEW = [
@@ -236,7 +238,7 @@ def test_request_json_is_what_the_fake_received() -> None:
 
 
 def test_the_worker_can_put_every_team_that_names_no_api_on_responses(monkeypatch: pytest.MonkeyPatch) -> None:
-    from durable_teams import TeamError
+    from durable_teams.teams import TeamError
 
     assert faang.build().compile().spec.api is None
     monkeypatch.setenv("DURABLE_TEAMS_MODEL_API", "responses")  # as DURABLE_TEAMS_MODEL names the model

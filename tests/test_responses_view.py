@@ -10,6 +10,8 @@ from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, v
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.state import TurnReply
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.mark.parametrize("thread", ["desk-resp-1", "a.b:c@d=e+f-g_h", "x" * 200])
 def test_an_id_names_its_thread_turn_and_place(thread: str) -> None:

@@ -17,6 +17,8 @@ from durable_teams.teams.tool_schema import (
     validate_arguments,
 )
 
+pytestmark = pytest.mark.pure
+
 
 class Color(enum.Enum):
     RED = "red"

@@ -26,9 +26,12 @@ from durable_teams.gateway.threads import Gateway
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.worker.search_attributes import learn_labels
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationInput, HumanReply
+from durable_teams.workflows.state import ConversationInput, HumanReply, Question
 
 from .conftest import binary, running_worker
+from .waiting import until
+
+pytestmark = pytest.mark.workflow
 
 BOOL, KEYWORD, TEXT = (IndexedValueType.INDEXED_VALUE_TYPE_BOOL, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
                        IndexedValueType.INDEXED_VALUE_TYPE_TEXT)
@@ -121,12 +124,9 @@ async def test_questions_are_listed_and_answered_without_awaiting_human(bare_ser
             TeamWorkflow.run, ConversationInput(team_name="support", task=support.QUESTION),
             id=f"support-{uuid.uuid4().hex[:8]}", task_queue=queue)
         for qid, reply in (("q1", {"text": "Order 4711"}), ("q2", {"approved": True})):
-            listed = []
-            for _ in range(400):  # visibility shows the memo once the workflow task is done
-                listed = [q for wid, q in await pending_questions(client) if wid == handle.id]
-                if listed:
-                    break
-                await asyncio.sleep(0.025)
+            async def listed_questions() -> list[Question]:  # visibility shows them once the task is done
+                return [q for wid, q in await pending_questions(client) if wid == handle.id]
+            listed = await until(listed_questions, f"{qid} listed")
             assert [q.question_id for q in listed] == [qid]
             inbox = [q for q in await Gateway(client, queue).pending() if q["thread_id"] == handle.id]
             assert [(q["question_id"], q["team"]) for q in inbox] == [(qid, None)]  # no memo team: raw start

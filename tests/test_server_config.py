@@ -24,6 +24,8 @@ from .cli_process import ROOT, cli_env, one_line_failure, run_cli
 from .conftest import running_worker
 from .tls_proxy import make_pki, tls_front
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 TEMPORAL_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS",
                       "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE")
 

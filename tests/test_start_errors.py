@@ -18,6 +18,8 @@ from durable_teams.cli.serve import parser as serve_parser
 from durable_teams.worker.run import TeamLoadError, load_teams
 from durable_teams.worker.settings import GRACEFUL_ENV, graceful_timeout
 
+pytestmark = [pytest.mark.pure, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 CLOSED = "127.0.0.1:1"
 """Nothing listens there: a worker that got as far as connecting would say so instead."""

@@ -9,6 +9,7 @@ import json
 import uuid
 from typing import Any
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
@@ -19,7 +20,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest, RoutingRule
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = pytest.mark.workflow
 
 
 def team(strategy: str, **options: Any) -> CompiledTeam:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.client.send import send_turn
@@ -18,7 +19,9 @@ from durable_teams.workflows.messages import ModelCalls
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
-from .test_continue_as_new import script, team_with_threshold
+from .teams import script, team_with_threshold
+
+pytestmark = pytest.mark.workflow
 
 
 async def task_timeout(handle: WorkflowHandle) -> timedelta:

@@ -4,7 +4,6 @@ worker to start on the queue warns, and the failure itself says the cause."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 
@@ -20,6 +19,9 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
+from .waiting import until
+
+pytestmark = pytest.mark.workflow
 
 
 def test_the_identity_names_the_team_set_not_the_order() -> None:
@@ -31,11 +33,9 @@ def test_the_identity_names_the_team_set_not_the_order() -> None:
 
 async def polled_by(client: Client, task_queue: str, digest: str) -> None:
     """Until a worker with team set `digest` shows among the queue's pollers (bounded)."""
-    for _ in range(200):
-        if any(team_set_in(w) == digest for w in await workers_on(client, task_queue)):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no poller with team set {digest} on {task_queue}")
+    async def polling() -> bool:
+        return any(team_set_in(w) == digest for w in await workers_on(client, task_queue))
+    await until(polling, f"a poller with team set {digest} on {task_queue}")
 
 
 async def test_a_worker_joining_a_queue_with_other_teams_warns_and_the_failure_says_why(

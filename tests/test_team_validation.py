@@ -13,10 +13,10 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.testing import ActivityEnvironment
 
-from durable_teams import TeamError
 from durable_teams.activities.tool_activities import ToolActivities
 from durable_teams.activities.wire import message_dict
 from durable_teams.examples import acme, faang, faang_teams, support
+from durable_teams.teams import TeamError
 from durable_teams.teams.builders import Agent, Supervisor, Swarm
 from durable_teams.teams.tools import ToolRegistry, tool
 from durable_teams.worker.scripted import ScriptedModel
@@ -26,6 +26,8 @@ from durable_teams.workflows.messages import AgentSpec, Budgets, Message, TeamSp
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
+
+pytestmark = pytest.mark.workflow
 
 NAMES = "1-64 characters: letters, digits, '_' and '-'"
 LONG = "a" * 60

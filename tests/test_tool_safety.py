@@ -25,7 +25,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import pending_question, running_worker
+from .conftest import running_worker
+from .waiting import pending_question, until
+
+pytestmark = pytest.mark.workflow
 
 RUNS: Counter[str] = Counter()
 """Tool name -> times its function started."""
@@ -289,10 +292,9 @@ async def test_a_late_result_of_a_blocking_tool_is_discarded(client: Client, tas
     answer, full = await converse(client, task_queue, [call("blocking_write", note="x"), say("done")])
     assert tool_messages(full) == [f"Error: blocking_write did not finish within 0.3s. {NOT_RETRIED}"]
     RELEASE.set()
-    for _ in range(200):  # the thread finishes its side effect once, after the model was told
-        if FINISHED["blocking_write"]:
-            break
-        await asyncio.sleep(0.01)
+    async def finished() -> int:  # the thread finishes its side effect once, after the model was told
+        return FINISHED["blocking_write"]
+    await until(finished, "the blocking tool's thread finished", every=0.01)
     assert (RUNS["blocking_write"], FINISHED["blocking_write"]) == (1, 1)
 
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from durable_teams.activities.tool_threads import Escaped, _Threads, in_thread
+import pytest
+
+from durable_teams.activities.tool_threads import Escaped, ToolThreads, in_thread
+
+pytestmark = pytest.mark.pure
 
 
 async def test_sequential_calls_reuse_one_thread() -> None:
-    pool = _Threads()
+    pool = ToolThreads()
     names = []
     for _ in range(5):
         done = asyncio.get_running_loop().create_future()
@@ -29,7 +33,7 @@ async def test_a_stuck_tool_keeps_its_thread_and_others_still_run() -> None:
 
 
 async def test_idle_threads_beyond_the_limit_exit() -> None:
-    pool = _Threads(max_idle=1)
+    pool = ToolThreads(max_idle=1)
     gate = threading.Barrier(3, timeout=10)
     finished = [asyncio.get_running_loop().create_future() for _ in range(3)]
     for f in finished:
@@ -37,7 +41,7 @@ async def test_idle_threads_beyond_the_limit_exit() -> None:
                                  lambda: f.get_loop().call_soon_threadsafe(f.set_result, None))[1])
     await asyncio.wait_for(asyncio.gather(*finished), 10)
     # each thread handed its outcome back after settling: one stays idle, the others exit
-    assert (pool.started, pool._idle) == (3, 1)
+    assert (pool.started, pool.idle) == (3, 1)
 
 
 async def test_what_a_tool_raises_comes_back_to_the_caller() -> None:

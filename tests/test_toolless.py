@@ -20,6 +20,8 @@ from durable_teams.workflows.state import ConversationInput
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion, error_body
 
+pytestmark = pytest.mark.workflow
+
 OLLAMA = "registry.ollama.ai/library/gemma:2b does not support tools"
 
 REFUSALS = [

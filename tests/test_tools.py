@@ -26,6 +26,8 @@ from durable_teams.teams.tools import (
 )
 from durable_teams.workflows.messages import ToolRequest, ToolResult
 
+pytestmark = pytest.mark.pure
+
 
 def request(name: str, arguments: str = "{}", **extra: Any) -> ToolRequest:
     fields: dict[str, Any] = {"tool_call_id": "call_1", "idempotency_key": "wf-1/call_1",

@@ -5,6 +5,7 @@ GenAI client metrics, and never a duplicate span on replay."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from temporalio.worker import Replayer
 from durable_teams.activities import call_facts
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.activities.model_stream import StreamAssembler
+from durable_teams.activities.views import ViewCache
 from durable_teams.examples import faang_teams
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.tracing.interceptors import tracing_interceptors
@@ -30,7 +32,9 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .fake_openai import FakeOpenAI, completion
-from .test_usage import TOKENS, MeteredModel
+from .teams import TOKENS, MeteredModel
+
+pytestmark = pytest.mark.workflow
 
 
 def add(a: int, b: int) -> int:
@@ -55,13 +59,11 @@ def metered_client(client: Client) -> tuple[Client, InMemorySpanExporter, InMemo
     return Client(**{**client.config(), "interceptors": interceptors}), exporter, reader
 
 
-def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
-    """Spans as a nested list of names, children in start order."""
+def nested(spans: Iterable[ReadableSpan], parent_of: Callable[[ReadableSpan], int | None]) -> list[Any]:
+    """`spans` as a nested list of names under `parent_of` each, children in start order."""
     by_parent: dict[int | None, list[ReadableSpan]] = {}
-    ids = {s.context.span_id for s in spans}
     for s in sorted(spans, key=lambda s: s.start_time or 0):
-        parent = s.parent.span_id if s.parent and s.parent.span_id in ids else None
-        by_parent.setdefault(parent, []).append(s)
+        by_parent.setdefault(parent_of(s), []).append(s)
 
     def build(parent: int | None) -> list[Any]:
         out: list[Any] = []
@@ -71,6 +73,12 @@ def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
         return out
 
     return build(None)
+
+
+def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
+    """Spans as a nested list of names, children in start order."""
+    ids = {s.context.span_id for s in spans}
+    return nested(spans, lambda s: s.parent.span_id if s.parent and s.parent.span_id in ids else None)
 
 
 GENAI = ("invoke_agent ", "chat ", "execute_tool ", "handoff")
@@ -88,20 +96,7 @@ def genai_tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
             parent = grand.span_id if grand else None
         return parent if parent in by_id else None
 
-    kept = tuple(s for s in spans if s.name.startswith(GENAI))
-    relinked = {s.context.span_id: genai_parent(s) for s in kept}
-    by_parent: dict[int | None, list[ReadableSpan]] = {}
-    for s in sorted(kept, key=lambda s: s.start_time or 0):
-        by_parent.setdefault(relinked[s.context.span_id], []).append(s)
-
-    def build(parent: int | None) -> list[Any]:
-        out: list[Any] = []
-        for s in by_parent.get(parent, []):
-            children = build(s.context.span_id)
-            out.append([s.name, children] if children else s.name)
-        return out
-
-    return build(None)
+    return nested((s for s in spans if s.name.startswith(GENAI)), genai_parent)
 
 
 def histograms(reader: InMemoryMetricReader) -> dict[str, list[HistogramDataPoint]]:
@@ -112,14 +107,19 @@ def histograms(reader: InMemoryMetricReader) -> dict[str, list[HistogramDataPoin
             for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
 
 
+QUERY = ["QueryWorkflow:model_view_delta", ["HandleQuery:model_view_delta"]]
+
+
 async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client, task_queue: str) -> None:
     traced, exporter = traced_client(client)
     team = Swarm([Agent("solo", tools=[add], model="m")], name="traced").compile()
     model = MeteredModel({"solo": [call("add", a=2, b=3), say("5")]})
     # No workflow cache: every workflow task replays the history so far, so a span made on
-    # replay would show up here as a duplicate.
+    # replay would show up here as a duplicate. Views read by query, every time (whether an
+    # evicted instance's view is still offered when the call starts is a race).
     result_id = f"traced-{uuid.uuid4().hex[:6]}"
-    async with running_worker(traced, task_queue, [team], model, max_cached_workflows=0):
+    async with running_worker(traced, task_queue, [team], model, max_cached_workflows=0,
+                              view_reader=ViewCache(live=False).read):
         result = await traced.execute_workflow(
             TeamWorkflow.run, ConversationInput(team=team.spec, task="2+3?"),
             id=result_id, task_queue=task_queue)
@@ -134,9 +134,11 @@ async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client,
             # the conversation asks which search attributes the namespace has
             ["StartActivity:available_labels", ["RunActivity:available_labels"]],
             ["invoke_agent solo", [
-                ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+                ["StartActivity:call_model", [["RunActivity:call_model", [["chat m", [QUERY]]]]]],
                 ["StartActivity:run_tool", [["RunActivity:run_tool", ["execute_tool add"]]]],
-                ["StartActivity:call_model", [["RunActivity:call_model", ["chat m"]]]],
+                # read elsewhere than in process: the next call goes to the worker's own queue
+                ["StartActivity:worker_task_queue", ["RunActivity:worker_task_queue"]],
+                ["StartActivity:call_model", [["RunActivity:call_model", [["chat m", [QUERY]]]]]],
             ]],
             "CompleteWorkflow:TeamWorkflow",
         ]],

@@ -16,6 +16,8 @@ from durable_teams.workflows.handoff import (
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.transcript import Transcript
 
+pytestmark = pytest.mark.pure
+
 
 def ai(name: str, content: str = "", calls: list[ToolCall] | None = None, agent_run: int = 0) -> Message:
     return Message(role="assistant", name=name, content=content, tool_calls=calls or [], agent_run=agent_run)

@@ -25,8 +25,10 @@ from durable_teams.workflows.options import ModelCalls
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_bad_input import TEAM
-from .test_client_robustness import GatedModel
+from .teams import TEAM, GatedModel
+from .waiting import until
+
+pytestmark = pytest.mark.workflow
 
 
 async def one_turn(http: httpx.AsyncClient, thread: str, n: int) -> tuple[int, str]:
@@ -46,6 +48,7 @@ REGULAR = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
                 model_calls=ModelCalls(local=False)).compile()
 
 
+@pytest.mark.slow  # a hundred turns at once
 @pytest.mark.parametrize("team", [TEAM, REGULAR], ids=["local", "regular"])
 async def test_hundred_concurrent_turns_are_each_accepted_or_refused_and_none_is_lost(
         client: Client, task_queue: str, team: CompiledTeam) -> None:
@@ -62,12 +65,11 @@ async def test_hundred_concurrent_turns_are_each_accepted_or_refused_and_none_is
         outcomes = await asyncio.wait_for(sending, 120)
         accepted = sum(code == 200 for code, _ in outcomes)
         handle = client.get_workflow_handle(thread)
+
+        async def answered() -> bool:  # the accepted turns, clients gone or not
+            return not (await handle.query(TeamWorkflow.status)).queued_turns
+        await until(answered, "every accepted turn answered")
         status = await handle.query(TeamWorkflow.status)
-        for _ in range(600):  # the accepted turns are answered, clients gone or not
-            if not status.queued_turns:
-                break
-            await asyncio.sleep(0.1)
-            status = await handle.query(TeamWorkflow.status)
         transcript = await handle.query(TeamWorkflow.transcript)
         history = await handle.fetch_history()
     refused = [message for code, message in outcomes if code != 200]

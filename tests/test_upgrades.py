@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -34,9 +35,11 @@ from durable_teams.examples import support
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
-from .conftest import pending_question
 from .next_release import PATCH_ID, Guarded, Unguarded
 from .record_histories import parked
+from .waiting import pending_question
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSWER = support.ANSWER

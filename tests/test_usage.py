@@ -32,19 +32,9 @@ from durable_teams.workflows.state import ConversationInput, ConversationResult
 from durable_teams.workflows.usage import ModelPrice, Tally, UsageLedger
 
 from .conftest import running_worker
+from .teams import TOKENS, MeteredModel
 
-TOKENS = {"supervisor": (100, 10), "research_expert": (200, 20), "math_expert": (300, 30),
-          "top_supervisor": (10, 1), "research_team": (20, 2), "math_team": (30, 3), "solo": (60, 40)}
-
-
-class MeteredModel(ScriptedModel):
-    """The scripted model, reporting a fixed usage per agent (as a live API would)."""
-
-    async def complete(self, req: ModelRequest, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]]) -> ModelResponse:
-        response = await super().complete(req, messages, tools)
-        prompt, completion = TOKENS[req.agent]
-        return response.model_copy(update={"usage": Usage(prompt_tokens=prompt, completion_tokens=completion)})
+pytestmark = pytest.mark.workflow
 
 
 def tally(calls: int, agent: str) -> Tally:
@@ -219,9 +209,10 @@ async def test_a_conversation_token_budget_carries_across_turns_and_continue_as_
     assert result.runs > 1 and result.usage == status.usage
 
 
+@pytest.mark.slow  # starts a process
 async def test_the_cli_prints_usage_and_cost_in_status_and_tokens_in_follow(
         client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from .test_cli import cli
+    from .cli_process import cli
 
     prices = tmp_path / "prices.json"
     prices.write_text('{"m": {"input_per_million": 1000, "output_per_million": 2000}}')

@@ -13,6 +13,8 @@ from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.transcript import Transcript
 from durable_teams.workflows.view_builder import ViewBuilder
 
+pytestmark = pytest.mark.pure
+
 MODES: list[HandoffView] = ["own", "all", "none"]
 
 

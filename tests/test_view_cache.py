@@ -14,6 +14,8 @@ from durable_teams.workflows.handoff import HandoffView, handoff_back_messages, 
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolCall, ToolSpec
 from durable_teams.workflows.transcript import LogDelta, Transcript, merge_delta
 
+pytestmark = pytest.mark.pure
+
 TOOLS = {"supervisor": [ToolSpec(name="transfer_to_math")], "math": [ToolSpec(name="add")]}
 
 

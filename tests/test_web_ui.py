@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import time
-import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
+
+import pytest
 
 from durable_teams.client.connection import connect
 from durable_teams.examples import example_script, example_teams, faang, support
@@ -28,8 +26,12 @@ from durable_teams.workflows.labels import static_summary, task_words
 from durable_teams.workflows.messages import ModelCalls
 from durable_teams.workflows.state import ConversationInput
 
+from .browser import chromium_or_skip, text_of_all_frames, wait_for_http
 from .cli_process import cli_env, run_cli
-from .conftest import pending_question, running_worker, system_program_missing
+from .conftest import running_worker
+from .waiting import pending_question
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 # The columns of the workflow list, as the UI's "configure columns" drawer would save them in
 # the browser (localStorage, per namespace): the search attributes Team and Task added.
@@ -45,46 +47,6 @@ def test_the_task_column_holds_the_first_words_of_the_task() -> None:
     assert len(long) == 80 and long.endswith("...") and long.startswith("word word")
     assert static_summary("faang", "  what's\nup ") == "faang: what's up"
     assert static_summary("support", None) == "support: chat"
-
-
-def chromium_or_skip() -> str:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        browser = None
-    if browser is None:
-        system_program_missing("needs the system's chromium (apt-get install chromium) and playwright (pip)",
-                               "DURABLE_TEAMS_REQUIRE_BROWSER")
-    return browser
-
-
-def wait_for_http(url: str, within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5):  # noqa: S310 - loopback
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-
-
-async def text_of_all_frames(page: Any, expected: list[str], within: float = 60.0) -> str:
-    """The page's text with its frames' (the UI renders summaries, as markdown, in a frame),
-    once every `expected` text is there; what is there after `within` seconds otherwise."""
-    deadline = time.monotonic() + within
-    while True:
-        texts = []
-        for frame in page.frames:
-            try:
-                texts.append(await frame.inner_text("body", timeout=5_000))
-            except Exception:  # noqa: BLE001 - a frame that is gone or still empty
-                continue
-        text = "\n".join(texts).replace("\u2019", "'")  # markdown's typographic apostrophe
-        if all(e in text for e in expected) or time.monotonic() > deadline:
-            return text
-        await page.wait_for_timeout(500)
 
 
 async def test_the_workflow_list_and_a_conversation_in_the_web_ui(tmp_path: Path) -> None:

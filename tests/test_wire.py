@@ -18,6 +18,8 @@ from durable_teams.workflows.state import (
     UserTurn,
 )
 
+pytestmark = pytest.mark.pure
+
 
 def test_what_a_newer_worker_returns_is_read_by_an_older_client() -> None:
     """A field added in a later version (here `mood`) is ignored, and known fields still read."""

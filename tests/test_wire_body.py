@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import openai
+import pytest
 
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.activities.wire import (
@@ -17,6 +18,8 @@ from durable_teams.activities.wire import (
 from durable_teams.workflows.messages import Message, ModelRequest, ToolCall, ToolSpec
 
 from .fake_openai import FakeOpenAI, completion
+
+pytestmark = pytest.mark.pure
 
 LOG = [
     Message(role="user", content="Plan a trip to Zürich \u2603 \"quoted\"", name="ana"),

@@ -5,15 +5,15 @@ frozen out of collections, and a bad value refused in one line before anything s
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from durable_teams.worker.settings import GC_ENV, gc_threshold, tune_garbage_collector
+
+from .cli_process import worker_refusal
+
+pytestmark = pytest.mark.pure
 
 
 @pytest.fixture
@@ -46,10 +46,8 @@ def test_tuning_freezes_what_exists_and_spaces_young_collections(restore_gc: Non
     assert (gc.get_threshold(), gc.get_freeze_count()) == ((700, 10, 10), 0)
 
 
+@pytest.mark.slow  # starts a process
 def test_a_bad_threshold_is_one_line_from_the_worker() -> None:
-    env = {**os.environ, GC_ENV: "lots", "TEMPORAL_ADDRESS": "127.0.0.1:1"}
-    out = subprocess.run([sys.executable, "worker.py"], cwd=Path(__file__).resolve().parent.parent,
-                         env=env, capture_output=True, text=True, timeout=60)
-    assert (out.returncode, out.stdout, out.stderr.strip()) == (
+    assert worker_refusal(**{GC_ENV: "lots"}) == (
         1, "", f"durable-teams worker: {GC_ENV} must be a whole number (0 keeps Python's settings), "
         "not 'lots'")

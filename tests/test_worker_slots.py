@@ -6,11 +6,7 @@ workflow-task slot for the whole call, so the slots bound the model calls runnin
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +21,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelCalls, ModelRequest, ModelResponse
 from durable_teams.workflows.state import ConversationInput
 
+from .cli_process import worker_refusal
 from .conftest import running_worker
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 def test_the_slots_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,10 +45,7 @@ def test_the_slots_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_bad_slot_count_is_one_line_from_the_worker() -> None:
-    env = {**os.environ, SLOTS_ENV: "many", "TEMPORAL_ADDRESS": "127.0.0.1:1"}
-    out = subprocess.run([sys.executable, "worker.py"], cwd=Path(__file__).resolve().parent.parent,
-                         env=env, capture_output=True, text=True, timeout=60)
-    assert (out.returncode, out.stdout, out.stderr.strip()) == (
+    assert worker_refusal(**{SLOTS_ENV: "many"}) == (
         1, "", f"durable-teams worker: {SLOTS_ENV} must be a whole number from 2 to 100,000 or 'auto', "
         "not 'many'")
 

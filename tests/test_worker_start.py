@@ -19,6 +19,8 @@ from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import build_worker
 from durable_teams.worker.scripted import ScriptedModel
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

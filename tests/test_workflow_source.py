@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.pure
+
 WORKFLOWS = sorted((Path(__file__).resolve().parent.parent / "workflows").glob("*.py"))
 
 ALLOWED_MODULES = {

@@ -78,16 +78,6 @@ def is_live_model_configured() -> bool:
     return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
 
 
-def backend_from_env(
-    scripted_fallback: ModelBackend | Callable[[], ModelBackend],
-) -> ModelBackend:
-    """The live backend when the environment configures one, otherwise the fallback (a backend,
-    or a factory called only when needed)."""
-    if is_live_model_configured():
-        return OpenAIBackend()
-    return scripted_fallback() if callable(scripted_fallback) else scripted_fallback
-
-
 class OpenAIBackend:
     """Any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, LM Studio).
 
@@ -244,17 +234,6 @@ class OpenAIBackend:
                 f"{self.max_body_bytes:,}-byte limit; it was not read.",
                 type="ModelResponseTooLarge", non_retryable=True)
         return b"".join(chunks)
-
-
-def to_model_response(completion: Any, model: str = "") -> ModelResponse:
-    """A ChatCompletion (object or dict) as our wire type. Tool-call arguments pass through
-    unchanged, even malformed JSON: the tool runner tells the model, which can then correct
-    itself."""
-    data = completion.model_dump() if hasattr(completion, "model_dump") else completion
-    try:
-        return parse_completion(data if isinstance(data, dict) else {}, model)
-    except BadModelResponse as err:
-        raise_bad_response(err, current_attempt())
 
 
 class ModelActivities:

@@ -24,7 +24,7 @@ MAX_IDLE_THREADS = 32
 """Idle threads kept waiting for calls; a thread finishing a call beyond that many exits."""
 
 
-class _Threads:
+class ToolThreads:
     """Daemon threads taking jobs from one queue; a new one starts when none is idle."""
 
     def __init__(self, max_idle: int = MAX_IDLE_THREADS) -> None:
@@ -33,6 +33,12 @@ class _Threads:
         self._lock = threading.Lock()
         self._idle = 0
         self.started = 0
+
+    @property
+    def idle(self) -> int:
+        """Threads waiting for a job."""
+        with self._lock:
+            return self._idle
 
     def submit(self, job: Callable[[], Callable[[], None] | None]) -> None:
         """Run `job` on an idle thread (or a new one). What `job` returns, if anything, is
@@ -60,7 +66,7 @@ class _Threads:
                 return
 
 
-_THREADS = _Threads()
+_THREADS = ToolThreads()
 
 
 class Escaped(Exception):

@@ -1,10 +1,12 @@
 """How the `call_model` activity reads its agent's view of the transcript.
 
-In order of preference: straight from the workflow instance when it is cached in this worker
-process (workflows/live_view.py), else from this worker's cache of the conversation's log plus
-the messages it lacks (`model_view_delta` query). Queries add nothing to history. The cache is
-only an optimisation: a miss (another worker served the last call, a restart, an eviction, a
-new run after continue-as-new) reads from the start.
+The view the workflow built when it scheduled the call, when the workflow instance is in this
+worker process (workflows/live_view.py: no query, no second build); else by query, from this
+worker's copy of the conversation's log plus the messages it lacks (`model_view_delta`), so a
+query costs O(new messages) and stays under the server's 2 MB cap on a query result however
+long the conversation. Queries add nothing to history. The copy is only an optimisation: a
+miss (another worker served the last call, a restart, an eviction, a new run after
+continue-as-new) reads from the start.
 """
 
 from __future__ import annotations

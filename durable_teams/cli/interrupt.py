@@ -1,8 +1,7 @@
 """Ctrl-C for the CLI's commands: the command is cancelled, so its cleanup runs (a chat's turn in
 flight is cancelled and waited for), and the process exits 130. Should that cleanup not end
-within `GRACE_SECONDS` (a cancellation lost somewhere below us: seen as a chat that stayed
-after Ctrl-C in a few full CI runs, cause not found), or at a second Ctrl-C, it exits 130 anyway:
-a person's Ctrl-C always ends the command."""
+within `GRACE_SECONDS` (a cancellation can be lost in the layers below us), or at a second
+Ctrl-C, it exits 130 anyway: a person's Ctrl-C always ends the command."""
 
 from __future__ import annotations
 

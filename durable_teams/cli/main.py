@@ -17,6 +17,7 @@
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
     durable-teams serve [--port 8000]          # HTTP gateway, OpenAI-compatible API, web inbox
+    durable-teams memory list|get|put|delete   # the memory store tools share (memory --help)
 
 Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRPC port
 $DURABLE_TEAMS_PORT or --port, default 7233; Web UI $DURABLE_TEAMS_UI_PORT or --ui-port,
@@ -100,6 +101,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("codec-server", help="decrypt payloads for the Web UI (codec-server --help)")
     sub.add_parser("serve", help="the HTTP gateway: native endpoints, an OpenAI-compatible API and a "
                    "web inbox (serve --help)")
+    sub.add_parser("memory", help="list, get, put or delete memory store items (memory --help)")
     chat = sub.add_parser("chat", parents=[queue], help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
     chat.add_argument("--thread", help="the conversation's workflow id (new or existing)")
@@ -136,6 +138,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def commands(p: argparse.ArgumentParser) -> dict[str, tuple[argparse.ArgumentParser, str | None]]:
+    """Each command of `p` (a `parser()`): its own parser and its line in `--help`."""
+    (sub,) = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    helps = {a.dest: a.help for a in sub._choices_actions}
+    return {name: (command, helps.get(name)) for name, command in sub.choices.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run a command. One that talks to Temporal ends the process when done (`exit_now`: no
     interpreter teardown, which could hang or abort on the SDK's native threads); `--help`, a
@@ -145,6 +154,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         from durable_teams.encryption.codec_server import main as codec_server
 
         return codec_server(argv[1:])
+    if argv[:1] == ["memory"]:  # the memory store, no Temporal: durable_teams/cli/memory_commands.py
+        from durable_teams.cli.memory_commands import main as memory
+
+        code = memory(argv[1:])
+        if isinstance(code, str):
+            print(code, file=sys.stderr)
+        sys.exit(1 if isinstance(code, str) else code)
     if argv[:1] == ["serve"]:  # the HTTP gateway, its own options: durable_teams/cli/serve.py
         from durable_teams.cli.serve import main as serve
 

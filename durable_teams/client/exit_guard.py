@@ -1,8 +1,7 @@
 """A clean interpreter exit after using the Temporal client.
 
 The cause of "Fatal Python error: PyGILState_Release ... Python runtime state: finalizing"
-(sdk-python issue 300), reproduced with a bare `temporalio` client and one call, aborting about
-one run in three: the SDK's native (Rust, Tokio) threads hand each call's result to Python by
+(sdk-python issue 300), which a bare `temporalio` client shows after one call: the SDK's native (Rust, Tokio) threads hand each call's result to Python by
 taking the GIL (`PyGILState_Ensure`), scheduling the result on the event loop and releasing the
 GIL again (`PyGILState_Release`). The main thread can wake up on that result, finish
 `asyncio.run(...)` and start finalizing the interpreter before the native thread has finished
@@ -16,10 +15,9 @@ installs it; `install()` is public for programs that make their own `Client.conn
 
 A program that is done with Temporal and only has to end (the CLI, the worker) does better still
 with `exit_now`: it flushes its output and ends the process without finalizing the interpreter
-at all. Finalizing was not only an abort now and then: it could hang. The interpreter's last
-garbage collection drops the SDK's client and runtime, whose native side waits for its threads,
-while one of them waits for the GIL the collecting thread holds (`durable-teams follow` of a
-conversation whose workflow task kept failing hung at exit in about one run in three).
+at all. Finalizing can also hang: the interpreter's last garbage collection drops the SDK's
+client and runtime, whose native side waits for its threads, while one of them waits for the
+GIL the collecting thread holds.
 """
 
 from __future__ import annotations

@@ -15,12 +15,12 @@ from collections.abc import AsyncIterator
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.client.refusals import Patience
 from durable_teams.workflows.state import TurnReply
 
-TRANSIENT = {RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.UNAVAILABLE,
-             RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
+ASK_PATIENCE = 60.0
+"""Seconds the replies query is asked again while the server or worker is busy or away."""
 
 
 class ConversationStopped(Exception):
@@ -83,7 +83,7 @@ class ReplyWatch:
         numbers = sorted(self.waiting)
         if not numbers:
             return
-        for reply in await _ask(handle, numbers):
+        for reply in await ask_replies(handle, numbers):
             for future in self.waiting.pop(reply.turn, []):
                 if not future.done():
                     future.set_result(reply)
@@ -96,18 +96,11 @@ class ReplyWatch:
         self.waiting.clear()
 
 
-async def _ask(handle: WorkflowHandle, numbers: list[int]) -> list[TurnReply]:
-    """The query, asked again while the server or worker is briefly busy or away."""
-    pause = 0.05
-    for _ in range(30):
-        try:
-            return await handle.query("turn_replies", numbers, result_type=list[TurnReply])
-        except RPCError as err:
-            if err.status not in TRANSIENT:
-                raise
-        await asyncio.sleep(pause)
-        pause = min(pause * 2, 2.0)
-    return await handle.query("turn_replies", numbers, result_type=list[TurnReply])
+async def ask_replies(handle: WorkflowHandle, numbers: list[int]) -> list[TurnReply]:
+    """The query, asked again while the server or worker is only busy or away, for up to
+    `ASK_PATIENCE` seconds (then `ConversationBusy`, which every waiter gets)."""
+    return await Patience(handle.id, ASK_PATIENCE).retry(
+        lambda: handle.query("turn_replies", numbers, result_type=list[TurnReply]))
 
 
 _WATCHES: weakref.WeakKeyDictionary[Client, dict[str, ReplyWatch]] = weakref.WeakKeyDictionary()

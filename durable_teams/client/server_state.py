@@ -174,10 +174,6 @@ async def pending_questions(
             for q in questions]
 
 
-def is_running(status: WorkflowExecutionStatus | None) -> bool:
-    return status == WorkflowExecutionStatus.RUNNING
-
-
 async def why_it_failed(client: Client, thread: str) -> str:
     """": <root cause>" when the conversation failed (an unknown team, say), else ""."""
     handle = client.get_workflow_handle(thread)

@@ -49,6 +49,7 @@ from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.responses_view import UnknownResponse
+from durable_teams.gateway.scopes import Token, scope_of
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
@@ -98,7 +99,8 @@ async def start_thread(request: Request) -> Response:
                          "team_mismatch")
     try:
         thread = await gw.start_thread(team, wanted or (f"{team}-{keyed[:16]}" if keyed else None),
-                                       task, idempotency=keyed, request_digest=digest)
+                                       task, idempotency=keyed, request_digest=digest,
+                                       scope=scope_of(request))
     except WorkflowAlreadyStartedError:
         thread = wanted or f"{team}-{keyed[:16] if keyed else ''}"
         memo = await gw.memo(thread)
@@ -122,7 +124,7 @@ async def send_turn_sse(request: Request) -> Response:
     sender = checks.sender(body)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     patience = Patience(thread, gw.busy_seconds)  # for the checks before the turn goes in
-    if not await gw.patiently(lambda: gw.running(thread), patience):
+    if not await gw.patiently(lambda: gw.running(thread, scope=scope_of(request)), patience):
         return error(404, f"no thread {thread}", "not_found")
     # the key stands for this turn alone: a retry streams it again, other text is a 409
     keyed = await keyed_input(gw.client, thread, caller_key(request, key), text, sender or "") if key else None
@@ -144,7 +146,7 @@ async def send_turn_sse(request: Request) -> Response:
 async def thread_status(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     thread = thread_of(request)
-    described = await gw.client.get_workflow_handle(thread).describe()
+    described = await gw.visible(thread, scope_of(request))
     status = await gw.status(thread)
     memo = await described.memo()
     return JSONResponse({"thread_id": thread, "team": memo.get("team"),
@@ -155,8 +157,9 @@ async def thread_status(request: Request) -> Response:
 async def transcript(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     full = request.query_params.get("full", "").lower() in {"1", "true", "yes"}
-    messages = await gw.client.get_workflow_handle(thread_of(request)).query(
-        TeamWorkflow.transcript, full)
+    thread = thread_of(request)
+    await gw.visible(thread, scope_of(request))
+    messages = await gw.client.get_workflow_handle(thread).query(TeamWorkflow.transcript, full)
     return JSONResponse([m.model_dump(mode="json") for m in messages])
 
 
@@ -164,7 +167,7 @@ async def thread_events(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     thread = thread_of(request)
     start = checks.start_index(request.query_params.get("start"))
-    await gw.client.get_workflow_handle(thread).describe()  # no such thread: 404 before the stream
+    await gw.visible(thread, scope_of(request))  # no such thread (or not the caller's): 404 before the stream
 
     async def frames() -> AsyncIterator[str]:
         async for event in follow(gw.client, thread, start=start, poll_seconds=gw.poll_seconds, live=gw.hub):
@@ -173,7 +176,7 @@ async def thread_events(request: Request) -> Response:
 
 
 async def questions(request: Request) -> Response:
-    return JSONResponse(await request.app.state.gateway.pending())
+    return JSONResponse(await request.app.state.gateway.pending(scope_of(request)))
 
 
 async def answer(request: Request) -> Response:
@@ -188,6 +191,7 @@ async def answer(request: Request) -> Response:
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
     thread = thread_of(request)
+    await gw.visible(thread, scope_of(request))
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
         keyed = await keyed_input(gw.client, thread, caller_key(request, key), question, reply["text"],
@@ -297,19 +301,22 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     return error(500, "internal error (logged on the gateway)", "internal_error")
 
 
-def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = None,
+def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token] | None = None,
                max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
                live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
                exposure: Exposure | None = None, limits: Limits | None = None,
-               busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0) -> Guard:
+               busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0,
+               chat_marks: bool = True) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
     else this process's, durable_teams/live/hub.py). `teams`: the team names the workers serve
     (listed by /v1/models; another name is refused with 404); None: not checked.
     `exposure`: the hosts and origins served (default: loopback names only); `limits`: per
     caller; `busy_seconds`: how long a turn waits for a thread with 10 turns in flight
-    before 429; `chat_idle_seconds`: how long a chat client's thread waits for its next message
-    (durable_teams/gateway/chat_history.py)."""
+    before 429; `tokens`: strings are operator tokens, a `Token` may be scoped
+    (durable_teams/gateway/scopes.py); `chat_idle_seconds`: how long a chat client's thread waits for its next message
+    (durable_teams/gateway/chat_history.py); `chat_marks`: a chat thread's first answer ends
+    with its mark (durable_teams/gateway/chat_marks.py)."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -338,5 +345,5 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     app.state.gateway = Gateway(client, task_queue, poll_seconds, hub,
                                 list(teams) if teams is not None else None, busy_seconds,
-                                chat_idle_seconds=chat_idle_seconds)
+                                chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks)
     return Guard(app, tokens or [], exposure=exposure, limits=limits or Limits(max_body=max_body))

@@ -20,6 +20,8 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
+from durable_teams.workflows.intake import MAX_ID_CHARS, MAX_TURN_BYTES
+
 MAX_DEPTH = 32
 """Nesting of arrays and objects in a request body; ours are two or three deep."""
 MAX_DIGITS = 100
@@ -27,11 +29,6 @@ MAX_DIGITS = 100
 THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@=+-]{0,199}")
 THREAD_ID_RULE = ("1 to 200 characters: letters, digits and . _ : @ = + -, starting with a "
                   "letter or digit")
-MAX_TURN_BYTES = 256 * 1024
-"""The workflow's own limit (workflows/intake.py MAX_TURN_BYTES): refused here before a
-stream starts, with the same number."""
-MAX_NAME_CHARS = 256
-"""A `sender` (the workflow's MAX_ID_CHARS)."""
 KEY = re.compile(r"[\x21-\x7e]{1,200}")
 MAX_KEY_CHARS = 200
 
@@ -137,8 +134,8 @@ def turn_text(body: dict[str, Any]) -> str:
 
 def sender(body: dict[str, Any]) -> str | None:
     name = text_field(body, "sender", required=False)
-    if name is not None and len(name) > MAX_NAME_CHARS:
-        raise BadRequest(f"'sender' is over {MAX_NAME_CHARS} characters")
+    if name is not None and len(name) > MAX_ID_CHARS:
+        raise BadRequest(f"'sender' is over {MAX_ID_CHARS} characters")
     return name
 
 

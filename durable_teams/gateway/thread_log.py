@@ -93,7 +93,7 @@ class ThreadLog:
                         yield delta_event(out).model_dump(mode="json")
                     if finished:  # read once more after the reply: nothing appended last is missed
                         break
-                    news = await self._until_news(turn, deltas)
+                    news = await self.until_news(turn, deltas)
                     if news:
                         order.hold(news)
                 yield done_event(turn.result())
@@ -102,7 +102,7 @@ class ThreadLog:
             finally:
                 turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
 
-    async def _until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta]) -> Delta | None:
+    async def until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta]) -> Delta | None:
         """Wait for the reply, a delta (returned), or the next poll of the log."""
         waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
         both: list[asyncio.Future[Any]] = [turn, waiting]

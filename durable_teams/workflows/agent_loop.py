@@ -18,9 +18,10 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from . import roster, usage
-    from .agent_spans import SINK, AgentRunRecord, Handoff, agent_run_span
+    from .agent_spans import SINK, AgentRunRecord, HandoffMade, agent_run_span
     from .answering import AgentOutcome, Budget, CallAnswerer
     from .human import HumanDesk, Interrupted
+    from .live_view import OfferedViews
     from .messages import (
         Message,
         ModelCalls,
@@ -52,12 +53,14 @@ class AgentLoop:
 
     def __init__(self, team: TeamSpec, state: ConversationState, desk: HumanDesk,
                  placement: ModelPlacement | None = None, views: ViewBuilder | None = None,
-                 max_tokens: int | None = None):
+                 offered: OfferedViews | None = None, max_tokens: int | None = None):
         self.team = team
         self.placement = placement or ModelPlacement()
         """Where model calls run (the run's, shared by its turns: workflows/placement.py)."""
         self.views = views or ViewBuilder()
         """Agents' views, built incrementally (the run's, shared by its turns)."""
+        self.offered = offered if offered is not None else OfferedViews()
+        """Each model call's view while it is in flight, for the activity (workflows/live_view.py)."""
         self.state = state
         self.desk = desk
         self.tools = ToolRunner(team, state, desk)
@@ -90,7 +93,7 @@ class AgentLoop:
             if outcome is None:
                 outcome = await self._loop(agent, agent_run, budget)
             if span is not None and outcome.kind == "handoff":
-                span.handoffs = [Handoff(target, call.name, call.id) for target, call in outcome.handoffs]
+                span.handoffs = [HandoffMade(target, call.name, call.id) for target, call in outcome.handoffs]
             return outcome
 
     def span(self, agent: str, agent_run: int) -> AbstractContextManager[AgentRunRecord | None]:
@@ -173,7 +176,6 @@ class AgentLoop:
             model=spec.model,
             agent_run=agent_run,
             transcript_length=length,
-            shared_length=len(self.transcript.shared),
             instructions=instructions,
             parallel_tool_calls=sup.parallel_tool_calls if sup and agent == sup.name else None,
             output_schema=spec.output_schema,
@@ -183,9 +185,12 @@ class AgentLoop:
             api="responses" if (spec.api or self.team.api) == "responses" else None,
             team=self.team.name,
         )
-        # What the model receives: the system message and this agent's view (not the log).
-        received = len(self.views.view(self.transcript, agent_run, length, len(self.transcript.shared),
-                                       roster.handoff_view(self.team))) + bool(instructions)
+        # What the model receives: the system message and this agent's view (not the log),
+        # built once, here, and handed to the activity when it runs in this process.
+        view = self.views.view(self.transcript, agent_run, length, len(self.transcript.shared),
+                               roster.handoff_view(self.team))
+        received = len(view) + bool(instructions)
+        self.offered.offer(agent_run, length, view, roster.agent_tools(self.team, agent))
         scheduled = workflow.now()
         try:
             response = await self._execute_model(
@@ -193,6 +198,8 @@ class AgentLoop:
         except (ActivityError, ApplicationError, TemporalTimeout) as err:  # a local activity's may come unwrapped
             why = failure_text(err, policy, (workflow.now() - scheduled).total_seconds())
             raise TurnFailed(f"The model call for {agent} failed: {why}") from err
+        finally:
+            self.offered.withdraw(agent_run, length)
         turn = usage.current_turn(self.state.queue, self.state.turns_started)
         usage.record(self.state.usage, turn, agent, spec.model, response.usage)
         if response.tools_unavailable is not None:  # only ever set in runs recorded since

@@ -21,7 +21,7 @@ from temporalio import workflow
 
 
 @dataclass(frozen=True)
-class Handoff:
+class HandoffMade:
     """A transfer this run made: to whom, by which tool call."""
 
     target: str
@@ -38,7 +38,7 @@ class AgentRunRecord:
     start_ns: int
     end_ns: int = 0
     attributes: dict[str, Any] = field(default_factory=dict)
-    handoffs: list[Handoff] = field(default_factory=list)
+    handoffs: list[HandoffMade] = field(default_factory=list)
     error: str | None = None
 
 

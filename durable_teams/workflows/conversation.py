@@ -75,7 +75,9 @@ class TeamWorkflow(Intake, TurnCancel):
         self.views = ViewBuilder()
         """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
         info = workflow.info()
-        live_view.register(info.workflow_id, info.run_id, self)  # never read back here
+        self.offered = live_view.register(info.workflow_id, info.run_id)
+        """The views of this run's model calls in flight, for an activity in this process
+        (workflows/live_view.py); never read back here."""
 
     # ---- the routing loop -------------------------------------------------------------------
 
@@ -155,7 +157,8 @@ class TeamWorkflow(Intake, TurnCancel):
                 self.state.transcript.append(Message(role="assistant", content=problem, name=agent))
                 return TurnReply(turn=number, text=problem, agent=agent)
         self.state.in_progress = None
-        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views, turn.max_tokens)
+        loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views, self.offered,
+                                     turn.max_tokens)
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
         self.turn_budget = budget  # what cancel_turn spends (workflows/cancelling.py)
         turns = TurnRunner(loop, budget, resume)

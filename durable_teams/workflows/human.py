@@ -75,11 +75,19 @@ class HumanDesk:
         self.state = state
         self.timeout_seconds = timeout_seconds
         self.use_search_attribute = use_search_attribute
-        self.labels: frozenset[str] | None = None
-        """The labels the namespace has (asked once per run, workflows/labels.py); None: not
-        asked yet."""
         self.should_interrupt: Callable[[], bool] = lambda: False
         """Set by the workflow: true when the run should continue as new at this wait."""
+
+    @property
+    def labels(self) -> frozenset[str] | None:
+        """The labels the namespace has (asked once per conversation, workflows/labels.py);
+        None: not asked yet."""
+        known = self.state.labels
+        return None if known is None else frozenset(known)
+
+    @labels.setter
+    def labels(self, value: frozenset[str] | None) -> None:
+        self.state.labels = None if value is None else sorted(value)
 
     def receive(self, reply: HumanReply) -> str | None:
         """Record an answer; a stale or unknown one is kept in `ignored_replies` and changes

@@ -1,94 +1,65 @@
 """The model activity's short cut to its view when the workflow runs in the same process.
 
-A model call reads its agent's view of the transcript from the workflow (so the transcript never
-enters history as activity input). Across processes that read is a query: a round trip through
-the server and a workflow activation, about a third of a model call's overhead at load. When the
-activity runs in the worker process that holds the conversation's workflow in its cache (the
-common case with one worker), it can read the same view from that workflow's state directly.
+A model call reads its agent's view of the transcript from the workflow, so the transcript never
+enters history as activity input. The workflow builds that view when it schedules the call
+(workflows/agent_loop.py: it needs it anyway, for the call's summary) and offers it here for as
+long as the call is in flight. An activity running in the worker process that holds the workflow
+(always so for a local activity; for a regular one see workflows/placement.py) takes the view as
+built: no second build, no query. Anywhere else, or after the workflow left this worker's cache,
+it reads the view by query (activities/views.py).
 
-Why this is exact, not a cache that can go stale: within one workflow run the log and the
-shared list only ever grow at their ends (the rule `Transcript` keeps), and every workflow
-instance of a run (the cached one, one evicted earlier, one replaying) holds a prefix of the
-same deterministic state. A request names the log length and shared length it was scheduled
-with, so a view built from `log[:transcript_length]` and `shared[:shared_length]` is the view
-the query would return whenever both prefixes exist; otherwise the caller queries. The workflow
-only registers itself (a weak reference: nothing is kept alive for this); it never reads
-anything here, so replay and determinism are untouched. Reads happen on the activity's thread
-while a workflow activation may append on another: they read only below the lengths the request
-names, after checking the lists hold that much (a length read, a slice and an index are atomic
-under the GIL), and list items are never replaced.
-
-Each instance's views are built incrementally (workflows/view_builder.py: O(new messages) per
-call, not O(transcript)), by a `ViewBuilder` that lives as long as the instance does.
+Offering never changes what the workflow does: its code never reads anything back from here, so
+replay and determinism are untouched (a replayed instance offers again the views of the calls it
+still awaits). Each view is a new list, never changed after it is offered, and a dict lookup is
+atomic under the GIL, so the activity reads it on its own thread while the workflow runs on
+another.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Protocol
 
-from . import roster
-from .messages import ModelRequest, ModelView, TeamSpec
-from .transcript import Transcript
-from .view_builder import ViewBuilder
+from .messages import Message, ModelRequest, ModelView, ToolSpec
 
 
-class _State(Protocol):
-    @property
-    def transcript(self) -> Transcript: ...
+class OfferedViews:
+    """The views of one workflow instance's model calls in flight, by (agent run, log length
+    when scheduled): what a `ModelRequest` names."""
+
+    def __init__(self) -> None:
+        self._views: dict[tuple[int, int], tuple[list[Message], list[ToolSpec]]] = {}
+
+    def offer(self, agent_run: int, upto: int, messages: list[Message], tools: list[ToolSpec]) -> None:
+        self._views[(agent_run, upto)] = (messages, tools)
+
+    def withdraw(self, agent_run: int, upto: int) -> None:
+        self._views.pop((agent_run, upto), None)
+
+    def get(self, agent_run: int, upto: int) -> tuple[list[Message], list[ToolSpec]] | None:
+        return self._views.get((agent_run, upto))
+
+    def __len__(self) -> int:
+        return len(self._views)
 
 
-class LiveConversation(Protocol):
-    """What is read of a workflow instance: `TeamWorkflow` has both."""
-
-    @property
-    def team(self) -> TeamSpec | None: ...
-
-    @property
-    def state(self) -> _State: ...
+_LIVE: weakref.WeakValueDictionary[tuple[str, str], OfferedViews] = weakref.WeakValueDictionary()
+"""(workflow id, run id) -> the views its instance in this process offers; held weakly, so
+they go with the instance (evicted, or the run ended)."""
 
 
-_LIVE: weakref.WeakValueDictionary[tuple[str, str], LiveConversation] = weakref.WeakValueDictionary()
-_BUILDERS: dict[tuple[str, str], tuple[weakref.ref[LiveConversation], ViewBuilder]] = {}
-"""The instance's view builder, dropped with the instance: the activities' own, the workflow
-never sees them."""
-
-
-def register(workflow_id: str, run_id: str, conversation: LiveConversation) -> None:
-    """Called by the workflow when an instance is created (again on every replay: harmless)."""
-    _LIVE[(workflow_id, run_id)] = conversation
+def register(workflow_id: str, run_id: str) -> OfferedViews:
+    """Called by the workflow when an instance is created (again on every replay: the newest
+    instance's views are the ones read). The instance keeps what this returns."""
+    offered = OfferedViews()
+    _LIVE[(workflow_id, run_id)] = offered
+    return offered
 
 
 def read(req: ModelRequest) -> ModelView | None:
-    """The view `req` asks for, from the workflow instance in this process, or None when there
-    is none here or it does not yet hold what the request was scheduled with."""
-    if req.shared_length is None:
+    """The view `req` asks for, as its workflow instance in this process offers it, or None."""
+    offered = _LIVE.get((req.workflow_id, req.run_id))
+    found = offered.get(req.agent_run, req.transcript_length) if offered is not None else None
+    if found is None:
         return None
-    conversation = _LIVE.get((req.workflow_id, req.run_id))
-    team = conversation.team if conversation is not None else None
-    if conversation is None or team is None:
-        return None
-    transcript = conversation.state.transcript
-    if len(transcript.log) < req.transcript_length or len(transcript.shared) < req.shared_length:
-        return None
-    if req.agent_run and transcript.run(req.agent_run) is None:
-        return None
-    messages = _builder(req, conversation).view(transcript, req.agent_run, req.transcript_length, req.shared_length,
-                            roster.handoff_view(team))
-    return ModelView(messages=messages, tools=roster.agent_tools(team, req.agent), in_process=True)
-
-
-def _builder(req: ModelRequest, conversation: LiveConversation) -> ViewBuilder:
-    """This instance's builder: a new one for a new instance (after an eviction and replay)."""
-    key = (req.workflow_id, req.run_id)
-    found = _BUILDERS.get(key)
-    if found is not None and found[0]() is conversation:
-        return found[1]
-
-    def forget(ref: weakref.ref[LiveConversation]) -> None:  # when the instance is collected
-        if _BUILDERS.get(key, (None,))[0] is ref:
-            _BUILDERS.pop(key, None)
-
-    builder = ViewBuilder()
-    _BUILDERS[key] = (weakref.ref(conversation, forget), builder)
-    return builder
+    messages, tools = found
+    return ModelView.model_construct(messages=messages, tools=tools, in_process=True)

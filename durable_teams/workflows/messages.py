@@ -273,8 +273,6 @@ class ModelRequest(Wire):
     """Which agent run's view to read (0 = the shared conversation as the supervisor sees it)."""
     transcript_length: int
     """Log length when scheduled: the view is read as of this point, so a retry sees the same."""
-    shared_length: int | None = None
-    """Length of the shared conversation's index when scheduled (see workflows/live_view.py)."""
     instructions: str = ""
     tool_names: list[str] = Field(default_factory=list)
     parallel_tool_calls: bool | None = None
@@ -299,7 +297,7 @@ class ModelView(Reply):
     messages: list[Message]
     tools: list[ToolSpec]
     in_process: bool = False
-    """Read from the workflow instance in this process (workflows/live_view.py), not a query."""
+    """Offered by the workflow instance in this process (workflows/live_view.py), not a query."""
 
 
 class ModelResponse(Reply):

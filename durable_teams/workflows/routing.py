@@ -38,10 +38,6 @@ MODEL_FREE: tuple[Strategy, ...] = ("rules", "skills", "round-robin", "load-bala
 """Strategies that decide without calling a model."""
 
 
-def needs_model(strategy: Strategy) -> bool:
-    return strategy not in MODEL_FREE
-
-
 # ---- matching text -------------------------------------------------------------------------
 
 
@@ -227,11 +223,6 @@ def latest_user_text(messages: Sequence[Message]) -> str:
         if m.role == "user" and m.kind != "routing":  # not the router's feedback to a model
             return m.content or ""
     return ""
-
-
-def decisions_made(messages: Sequence[Message]) -> int:
-    """How many routing decisions the transcript records (round-robin's counter)."""
-    return sum(1 for m in messages if m.kind == "routing")
 
 
 def routing_record(decision: RoutingDecision, supervisor: str, agent_run: int = 0) -> Message:

@@ -35,7 +35,7 @@ def flagged(finish_reason: str | None) -> Flag | None:
 
 
 class UserTurn(Wire):
-    """A user's message to the team (update `send_message` or signal `post_message`)."""
+    """A user's message to the team (update `submit_turn` or signal `post_message`)."""
 
     text: str
     sender: str | None = None
@@ -153,6 +153,11 @@ class ConversationState(Wire):
     total_model_calls: int = 0
     turn_ids: dict[str, int] = Field(default_factory=dict)
     """Client turn ids -> turn numbers, for idempotent sends."""
+    labels: list[str] | None = left_out_when_unset()
+    """The search attributes the namespace has, once asked (workflows/labels.py): carried, so a
+    run resumed after continue-as-new does not ask again before it re-attaches to a question
+    (asking made each such run as long as the one before, in a team that continues as new
+    after a few events: a loop of runs)."""
     last_input_id: str | None = left_out_when_unset()
     """The id of the latest input taken (a new turn's `turn_id`, an answer's `input_id`)."""
     previous_input_id: str | None = left_out_when_unset()

@@ -90,10 +90,11 @@ class Transcript(Wire):
 
     **Append-only within a workflow run.** `log` and `shared` only ever grow at their ends
     (`append`, `finish_run`), and runs are only added; nothing outside this class can change
-    them, as they are private and read through read-only views. Two readers depend on it: a
-    model call reads its view in process from a prefix of the lists (workflows/live_view.py),
-    and the query path keeps a per-worker copy and asks only for what it lacks (`LogDelta`).
-    Both name the lengths they were scheduled with, so a prefix they read can never change.
+    them, as they are private and read through read-only views. Two readers depend on it: the
+    views built incrementally from prefixes of the lists (workflows/view_builder.py), and the
+    model activity's query path, which keeps a per-worker copy and asks only for what it lacks
+    (`LogDelta`). Both read as of the lengths a call was scheduled with, so a prefix they read
+    can never change.
     A new run (after continue-as-new) has a new run id, so nothing carries over to it.
 
     On the wire (workflow input after continue-as-new) it is `{"log", "shared", "runs"}`.
@@ -243,10 +244,8 @@ class LogDelta(Reply):
     shared: list[int]
     """shared[shared_start:], as the workflow holds it now."""
     runs: dict[int, AgentRun]
-    show_handoffs: bool = True
-    all_handoffs: bool = False
-    """With `show_handoffs`, the `HandoffView` the view is built with (two flags, so a reader
-    older than "all" still reads the other two)."""
+    handoffs: HandoffView = "own"
+    """What the team's views show of handoffs (`roster.handoff_view`)."""
     tools: list[ToolSpec] | None = None
     """The agent's tool schemas, when asked for (they do not change within a run)."""
 
@@ -266,8 +265,7 @@ def log_delta(
         shared_start=shared_start,
         shared=transcript.shared[shared_start:],
         runs=dict(transcript.runs),
-        show_handoffs=handoffs != "none",
-        all_handoffs=handoffs == "all",
+        handoffs=handoffs,
         tools=tools,
     )
 
@@ -292,4 +290,4 @@ def merge_delta(log: list[Message], shared: list[int], delta: LogDelta, upto: in
         shared.extend(delta.shared[len(shared) - delta.shared_start:])
     if upto > len(log):
         raise ValueError(f"a view as of {upto} messages needs the log that far; it has {len(log)}")
-    return shared_end, ("all" if delta.all_handoffs else "own") if delta.show_handoffs else "none"
+    return shared_end, delta.handoffs
