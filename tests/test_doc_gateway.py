@@ -21,6 +21,8 @@ from .conftest import running_worker
 from .doc_pages import ROOT, blocks
 from .gateway_helpers import running_gateway
 
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
 PAGE = ROOT / "docs" / "gateway.md"
 ANSWER = re.compile(r"localhost:8000/threads/([\w-]+)/questions/(q\d+)")
 

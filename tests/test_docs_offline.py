@@ -16,7 +16,7 @@ import pytest
 from .doc_pages import ROOT
 from .test_web_ui import chromium_or_skip
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.pure, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from durable_teams.workflows.state import ConversationResult
 from .conftest import pending_question
 from .test_packaging import tracked_copy
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -22,6 +22,8 @@ from durable_teams.worker.attempt_log import (
     one_line_attempt_failures,
 )
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.fixture
 def log() -> Iterator[tuple[io.StringIO, logging.Logger]]:

@@ -14,6 +14,8 @@ import pytest
 from durable_teams.worker.run import TeamLoadError, load_teams
 from durable_teams.worker.team_modules import split_spec
 
+pytestmark = pytest.mark.pure
+
 TEAM_FILE = textwrap.dedent("""
     from durable_teams import Agent, Supervisor
     from helper_tools import shout

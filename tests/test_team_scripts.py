@@ -31,6 +31,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 
+pytestmark = pytest.mark.workflow
+
 
 def add(a: float, b: float) -> float:
     """Add two numbers (this team's own add: it says so)."""
