@@ -25,8 +25,8 @@ from temporalio.client import Client
 from durable_teams.examples import faang
 from durable_teams.workflows.state import ConversationResult
 
-from .conftest import pending_question
 from .test_packaging import tracked_copy
+from .waiting import pending_question
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
