@@ -22,6 +22,7 @@ from durable_teams.activities.resolve_team import NoteOnUnknown, no_note
 from durable_teams.memory import tool_cache
 from durable_teams.memory.store import Store, StoreError
 from durable_teams.memory.store_config import LazyStore
+from durable_teams.teams.team_tools import ToolsByTeam
 from durable_teams.teams.tool_schema import (
     ToolArgumentsError,
     canonical_arguments,
@@ -96,12 +97,13 @@ def _failure(err: BaseException) -> ToolResult:
 
 
 class ToolActivities:
-    """The tool activities, bound to the worker's registry and memory store (`store`: default,
-    the one DURABLE_TEAMS_MEMORY names, opened when a tool first needs it)."""
+    """The tool activities, bound to the worker's tools (each team's, `ToolsByTeam`, or one
+    registry that answers every team) and memory store (`store`: default, the one
+    DURABLE_TEAMS_MEMORY names, opened when a tool first needs it)."""
 
-    def __init__(self, registry: ToolRegistry, note_on_unknown: NoteOnUnknown = no_note,
+    def __init__(self, registry: ToolRegistry | ToolsByTeam, note_on_unknown: NoteOnUnknown = no_note,
                  store: Store | LazyStore | None = None):
-        self.registry = registry
+        self.tools = registry if isinstance(registry, ToolsByTeam) else ToolsByTeam.single(registry)
         self.note_on_unknown = note_on_unknown
         self.store = store if isinstance(store, LazyStore) else LazyStore(store)
 
@@ -114,13 +116,11 @@ class ToolActivities:
             return None
 
     async def _run(self, req: ToolRequest) -> ToolResult:
-        if req.tool not in self.registry:  # the team has it (the workflow checked): a worker that lacks it
-            available = ", ".join(self.registry.names()) or "none"
+        t = self.tools.find(req.team, req.tool)
+        if isinstance(t, str):  # the team has it (the workflow checked): a worker that lacks it
             note = await self.note_on_unknown()
-            activity.logger.warning("tool %s is not on this worker.%s", req.tool, note)
-            return ToolResult(is_error=True, content=(
-                f"Error: unknown tool {req.tool!r} on the worker that took this call. Available: {available}.{note}"))
-        t = self.registry.get(req.tool)
+            activity.logger.warning("tool %s (team %s) is not on this worker.%s", req.tool, req.team, note)
+            return ToolResult(is_error=True, content=f"Error: {t}{note}")
         try:
             kwargs = validate_arguments(t.fn, req.arguments, tool_name=req.tool)
         except ToolArgumentsError as err:

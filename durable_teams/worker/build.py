@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
+from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client
@@ -39,6 +40,7 @@ from durable_teams.live.hub import LiveHub
 from durable_teams.memory.store import Store
 from durable_teams.memory.store_config import LazyStore
 from durable_teams.teams.builders import CompiledTeam
+from durable_teams.teams.team_tools import ToolsByTeam
 from durable_teams.teams.tools import ToolRegistry
 from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
 from durable_teams.worker.search_attributes import LabelsActivity, learn_labels, say_once
@@ -53,11 +55,12 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.placement import LOCATE_ACTIVITY
 
 
-def merged_registry(teams: Sequence[CompiledTeam]) -> ToolRegistry:
+def merged_mcp_servers(teams: Sequence[CompiledTeam]) -> dict[str, Any]:
+    """Every team's MCP server definitions by name (one name, one server, across the teams)."""
     registry = ToolRegistry()
     for team in teams:
-        registry.merge(team.tools)
-    return registry
+        registry.add_mcp(*team.tools.mcp_servers.values())
+    return registry.mcp_servers
 
 
 class TeamWorker:
@@ -207,11 +210,10 @@ def build_worker(
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     models = ModelActivities(backend, view_reader, hub)
     embeddings = EmbeddingActivities(backend)
-    registry = merged_registry(teams)
     names = [t.spec.name for t in teams]
     note = functools.partial(mixed_queue_note, names)
-    tools = ToolActivities(registry, note, memory)
-    mcp = MCPActivities(registry.mcp_servers)
+    tools = ToolActivities(ToolsByTeam.of(teams), note, memory)  # two teams may each have an `add`
+    mcp = MCPActivities(merged_mcp_servers(teams))
     resolver = TeamActivities({t.spec.name: t.spec for t in teams}, note)
     labels = LabelsActivity(client)
     own_queue = worker_queue_name(task_queue)
