@@ -23,6 +23,8 @@ from durable_teams.worker.build import TeamWorker, build_worker
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
 
+pytest_plugins = ["tests.progress"]  # with -q: a line per test file as it finishes
+
 BIN_DIR = os.path.dirname(sys.executable)
 
 

@@ -111,5 +111,5 @@ async def test_the_teams_are_the_models_and_another_name_is_not_found(client: Cl
 @pytest.mark.parametrize("command", [["worker"], ["serve"]])
 async def test_a_team_module_that_does_not_load_is_one_line(client: Client, command: list[str]) -> None:
     outcome = await run_cli(*command, "--team", "no_such_module:TEAMS", env=cli_env(client))
-    assert one_line_failure(outcome).endswith(
-        "cannot load teams from 'no_such_module:TEAMS': No module named 'no_such_module'")
+    assert ("cannot load teams from 'no_such_module:TEAMS': No module named 'no_such_module' (looked for "
+            "no_such_module.py or a no_such_module/ package in the working directory") in one_line_failure(outcome)

@@ -127,6 +127,7 @@ class ToolRunner:
             agent=agent,
             context=dict(self.state.context) if spec.context_params else {},
             timeout_seconds=spec.timeout_seconds,
+            team=self.team.name,
         )
         retry = RetryPolicy(initial_interval=timedelta(seconds=spec.retry_interval_seconds),
                             maximum_attempts=run_attempts(spec))
