@@ -231,9 +231,12 @@ async def test_checkpoints_of_conversations_recorded_by_the_previous_release(cli
     points, forked_from = await run_checkpoints(client, history)
     replayed = await replay_history(client, history)
     ends = [p.turn for p in points if p.kind == "turn_end"]
-    assert forked_from is None
-    assert ends == sorted(replayed.state.replies)  # one turn end per reply, in order
-    assert [p.turn for p in points if p.kind == "turn"] == list(range(1, replayed.state.turns_started + 1))
+    assert (forked_from is not None) == (path.stem == "forked_conversation")
+    taken = [p.turn or 0 for p in points if p.kind == "turn"]
+    inherited = 0 if forked_from is None else taken[0] - 1  # the turns of a fork's prefix
+    assert inherited == (1 if path.stem == "forked_conversation" else 0)
+    assert ends == [n for n in sorted(replayed.state.replies) if n > inherited]  # one end per reply
+    assert [p.turn for p in points if p.kind == "turn"] == list(range(inherited + 1, replayed.state.turns_started + 1))
     assert len({p.id for p in points}) == len(points)
     if path.stem in ("acme_conversation", "local_model_calls", "faang"):
         assert any(p.kind == "model" for p in points)  # regular or local model calls
