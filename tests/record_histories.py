@@ -300,6 +300,25 @@ async def forked_conversation(client: Client, name: str) -> None:
         await client.get_workflow_handle(name).result()
 
 
+async def rewound_conversation(client: Client, name: str) -> None:
+    """After 0.1.0: a conversation rewound (a Temporal reset) to the end of turn 1 of 2, then
+    given another turn 2: the run after the reset, with the reset's failed workflow task."""
+    from durable_teams.client.time_travel import list_checkpoints, rewind
+
+    compiled = Swarm([Agent("echo", "Repeat what you hear.")]).compile()
+    script = lambda req, messages, tools: say(f"heard: {messages[-1]['content']}")  # noqa: E731
+    async with running_worker(client, "record", [compiled], ScriptedModel(script)):
+        await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        for text in ("one", "two"):
+            await send_turn(client, name, text)
+        end_of_1 = [p for p in await list_checkpoints(client, name) if p.kind == "turn_end"][0]
+        await rewind(client, name, to=end_of_1.id)
+        await send_turn(client, name, "two, again")
+        await client.get_workflow_handle(name).signal(TeamWorkflow.close)
+        await client.get_workflow_handle(name).result()
+
+
 CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None]]] = {
     "acme_conversation": acme_conversation, "routing_conversation": routing_conversation,
     "support_waiting_question": support_waiting_question,
@@ -315,6 +334,7 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     # after 0.1.0: time travel (docs/time-travel.md)
     "swarm_breakpoint_waiting": swarm_breakpoint_waiting,
     "forked_conversation": forked_conversation,
+    "rewound_conversation": rewound_conversation,
 }
 
 
@@ -329,10 +349,16 @@ async def one_shot(client: Client, name: str) -> None:
         await handle.result()
 
 
+LATEST_RUN = {"rewound_conversation"}
+"""Recorded from the workflow's latest run."""
+
+
 async def save(client: Client, stem: str, workflow_id: str) -> None:
     # The first run: for a conversation that continued as new, the run that did so.
     described = await client.get_workflow_handle(workflow_id).describe()
     first_run = described.raw_description.workflow_execution_info.first_run_id
+    if stem in LATEST_RUN:  # a reset's new run, not the run it abandoned
+        first_run = described.run_id
     history = await client.get_workflow_handle(workflow_id, run_id=first_run).fetch_history()
     (HERE / f"{stem}.json").write_text(history.to_json())
     print(f"wrote {HERE / f'{stem}.json'}")
