@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from .browser import chromium_or_skip
 from .doc_pages import ROOT
-from .test_web_ui import chromium_or_skip
 
 pytestmark = [pytest.mark.pure, pytest.mark.slow]
 

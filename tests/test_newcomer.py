@@ -25,7 +25,7 @@ from temporalio.client import Client
 from durable_teams.examples import faang
 from durable_teams.workflows.state import ConversationResult
 
-from .test_packaging import tracked_copy
+from .clones import tracked_copy
 from .waiting import pending_question
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]

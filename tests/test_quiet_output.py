@@ -79,6 +79,7 @@ def test_other_warnings_keep_their_traceback(log: tuple[io.StringIO, logging.Log
     assert "Traceback" in out.getvalue()
 
 
+@pytest.mark.slow  # starts a dev server
 def test_a_benchmarks_dev_server_writes_to_its_log_not_the_tables(
         tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """bench/procs.py `dev_server` starts the server inside `output_to`: a child started there
