@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from durable_teams.cli import time_commands
 from durable_teams.cli.answer_commands import cmd_answer, cmd_approve, cmd_pending
 from durable_teams.cli.commands import (
     CliError,
@@ -70,6 +71,8 @@ COMMANDS = {
     "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
     "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
     "chat": cmd_chat, "follow": cmd_follow, "graph": cmd_graph,
+    "checkpoints": time_commands.cmd_checkpoints, "fork": time_commands.cmd_fork,
+    "rewind": time_commands.cmd_rewind,
 }
 
 
@@ -131,10 +134,13 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("workflow_id")
         cmd.add_argument("--question", help="the question id (needed when several are pending)")
         cmd.add_argument("--reason", default="", help="a note the agent sees")
+        if name == "approve":
+            cmd.add_argument("--arguments", help="a breakpoint's tool call: run it with these arguments (JSON object)")
     graph = sub.add_parser("graph", help="print a team as a Mermaid diagram")
     graph.add_argument("team")
     graph.add_argument("--team", dest="team_module", action="append", default=[],
                        help=f"{TEAM_HELP} (extra teams)")
+    time_commands.add_parsers(sub)
     return p
 
 

@@ -6,7 +6,10 @@
     GET  /threads/{id}/transcript       ?full=true for every agent's private steps
     GET  /threads/{id}/events           ?start=N -> SSE until the conversation ends
     GET  /questions                     every question waiting for a person
-    POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
+    POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason,
+                                        "arguments"?: {...} (a breakpoint's call, edited)}
+    GET  /threads/{id}/checkpoints      the thread's checkpoints (gateway/time_routes.py)
+    POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
     POST /v1/responses                  OpenAI Responses (model = team; gateway/responses.py)
     GET  /v1/responses/{id}             a response; ?stream=true&starting_after=N resumes it
@@ -17,6 +20,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from functools import cache
@@ -43,7 +47,7 @@ from durable_teams.client.refusals import (
     TurnRejected,
 )
 from durable_teams.gateway import requests as checks
-from durable_teams.gateway import responses
+from durable_teams.gateway import responses, time_routes
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.keyed import keyed_input
@@ -187,6 +191,10 @@ async def answer(request: Request) -> Response:
         raise HTTPException(400, "'approved' must be true or false")
     reply: dict[str, Any] = {"text": checks.text_field(body, "text", required=approved is None,
                                                        max_bytes=checks.MAX_TURN_BYTES) or ""}
+    if body.get("arguments") is not None:  # a breakpoint's tool call, resumed with new arguments
+        if not isinstance(body["arguments"], dict) or approved is not True:
+            raise checks.BadRequest("'arguments' must be a JSON object, sent with approved=true")
+        reply["arguments"] = json.dumps(body["arguments"])
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
@@ -195,7 +203,7 @@ async def answer(request: Request) -> Response:
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
         keyed = await keyed_input(gw.client, thread, caller_key(request, key), question, reply["text"],
-                                  repr(approved))
+                                  repr(approved) if "arguments" not in reply else repr((approved, reply["arguments"])))
         if keyed.turn is not None:
             return JSONResponse({"question_id": question, "accepted": True})
         reply["input_id"] = keyed.id
@@ -325,6 +333,8 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
         Route("/threads/{thread}/transcript", transcript),
         Route("/threads/{thread}/events", thread_events),
         Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
+        Route("/threads/{thread}/checkpoints", time_routes.checkpoints),
+        Route("/threads/{thread}/fork", time_routes.fork_thread, methods=["POST"]),
         Route("/questions", questions),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/responses", responses.create, methods=["POST"]),
