@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
+import tempfile
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +26,40 @@ from durable_teams.workflows.human import AWAITING_HUMAN
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def dev_server() -> WorkflowEnvironment:
-    """The embedded Temporal dev server a benchmark runs on, with our search attributes."""
-    return await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-        search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK])
+DEV_SERVER_LOG = Path(tempfile.gettempdir()) / "durable-teams-bench-devserver.log"
+"""Where the benchmark's dev server writes its banner and log lines (never into the tables)."""
+
+
+async def dev_server(log: Path = DEV_SERVER_LOG) -> WorkflowEnvironment:
+    """The embedded Temporal dev server a benchmark runs on, with our search attributes; its
+    output goes to `log` (its path is said on stderr), so a benchmark prints only its tables."""
+    with output_to(log):  # the server process inherits the descriptors when it is spawned
+        env = await WorkflowEnvironment.start_local(
+            data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
+            search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK])
+    print(f"(Temporal dev server log: {log})", file=sys.stderr)
+    return env
+
+
+@contextlib.contextmanager
+def output_to(log: Path) -> Iterator[None]:
+    """This process's stdout and stderr descriptors point at `log` while the block runs (a
+    child started meanwhile keeps writing there), then back."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log, "ab") as file:
+        os.dup2(file.fileno(), 1)
+        os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
 
 
 class Proc:

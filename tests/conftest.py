@@ -23,6 +23,8 @@ from durable_teams.worker.build import TeamWorker, build_worker
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
 
+pytest_plugins = ["tests.progress"]  # with -q: a line per test file as it finishes
+
 BIN_DIR = os.path.dirname(sys.executable)
 
 
@@ -70,6 +72,20 @@ async def close_model_clients() -> AsyncIterator[None]:
         OpenAIBackend.__init__ = original  # type: ignore[method-assign]
         for backend in list(made):
             await backend.aclose()
+
+
+@pytest_asyncio.fixture(scope="module")
+async def old_cluster() -> AsyncIterator[Client]:
+    """A dev server of the module's own with workflow updates off
+    (`frontend.enableUpdateWorkflowExecution` false), as a cluster set up before they were on
+    by default: turns go in as signals (tests/test_updates_off.py)."""
+    async with await WorkflowEnvironment.start_local(
+            data_converter=pydantic_data_converter, dev_server_existing_path=binary("temporal"),
+            search_attributes=[AWAITING_HUMAN, TEAM, TASK], dev_server_extra_args=UPDATES_OFF) as env:
+        yield env.client
+
+
+UPDATES_OFF = ["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=false"]
 
 
 @pytest.fixture

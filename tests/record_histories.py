@@ -272,6 +272,53 @@ async def intents_conversation(client: Client, name: str) -> None:
         await handle.result()
 
 
+async def swarm_breakpoint_waiting(client: Client, name: str) -> None:
+    """After 0.1.0: a breakpoint (`interrupt_before`) before look_up_item waits for a person."""
+    compiled = acme.build().compile()
+    compiled.spec.interrupt_before = ["look_up_item"]
+    script = {"triage": [call("transfer_to_issues_and_repairs")], "repairs": acme.SCRIPT["repairs"]}
+    await park(client, name, compiled, script, "My boots fell apart, refund them.", [])
+
+
+async def forked_conversation(client: Client, name: str) -> None:
+    """After 0.1.0: a fork (durable_teams/client/time_travel.py) started on its original's state
+    at the end of turn 1, with an edited message as its first turn, then one turn more."""
+    from durable_teams.client.time_travel import fork, list_checkpoints
+
+    compiled = Swarm([Agent("echo", "Repeat what you hear.")]).compile()
+    script = lambda req, messages, tools: say(f"heard: {messages[-1]['content']}")  # noqa: E731
+    async with running_worker(client, "record", [compiled], ScriptedModel(script)):
+        original = f"{name}-original"
+        await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=original, task_queue="record")
+        for text in ("one", "two"):
+            await send_turn(client, original, text)
+        end_of_1 = [p for p in await list_checkpoints(client, original) if p.kind == "turn_end"][0]
+        await fork(client, original, at=end_of_1.id, message="two, edited", fork_id=name)
+        await send_turn(client, name, "three")
+        await client.get_workflow_handle(name).signal(TeamWorkflow.close)
+        await client.get_workflow_handle(name).result()
+
+
+async def rewound_conversation(client: Client, name: str) -> None:
+    """After 0.1.0: a conversation rewound (a Temporal reset) to the end of turn 1 of 2, then
+    given another turn 2: the run after the reset, with the reset's failed workflow task."""
+    from durable_teams.client.time_travel import list_checkpoints, rewind
+
+    compiled = Swarm([Agent("echo", "Repeat what you hear.")]).compile()
+    script = lambda req, messages, tools: say(f"heard: {messages[-1]['content']}")  # noqa: E731
+    async with running_worker(client, "record", [compiled], ScriptedModel(script)):
+        await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        for text in ("one", "two"):
+            await send_turn(client, name, text)
+        end_of_1 = [p for p in await list_checkpoints(client, name) if p.kind == "turn_end"][0]
+        await rewind(client, name, to=end_of_1.id)
+        await send_turn(client, name, "two, again")
+        await client.get_workflow_handle(name).signal(TeamWorkflow.close)
+        await client.get_workflow_handle(name).result()
+
+
 CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None]]] = {
     "acme_conversation": acme_conversation, "routing_conversation": routing_conversation,
     "support_waiting_question": support_waiting_question,
@@ -284,6 +331,10 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "local_model_calls": local_model_calls,
     # after 0.1.0: intents, api="responses", a model that refused tools
     "intents_conversation": intents_conversation,
+    # after 0.1.0: time travel (docs/time-travel.md)
+    "swarm_breakpoint_waiting": swarm_breakpoint_waiting,
+    "forked_conversation": forked_conversation,
+    "rewound_conversation": rewound_conversation,
 }
 
 
@@ -298,10 +349,16 @@ async def one_shot(client: Client, name: str) -> None:
         await handle.result()
 
 
+LATEST_RUN = {"rewound_conversation"}
+"""Recorded from the workflow's latest run."""
+
+
 async def save(client: Client, stem: str, workflow_id: str) -> None:
     # The first run: for a conversation that continued as new, the run that did so.
     described = await client.get_workflow_handle(workflow_id).describe()
     first_run = described.raw_description.workflow_execution_info.first_run_id
+    if stem in LATEST_RUN:  # a reset's new run, not the run it abandoned
+        first_run = described.run_id
     history = await client.get_workflow_handle(workflow_id, run_id=first_run).fetch_history()
     (HERE / f"{stem}.json").write_text(history.to_json())
     print(f"wrote {HERE / f'{stem}.json'}")

@@ -76,7 +76,10 @@ BAD_INPUTS = [
     ("empty-team-name", [{"team_name": " ", "task": "hi"}], "InvalidInput", "neither was set"),
     ("state-from-outside", [{"team_name": "echo", "state": {"in_progress": {"turn": 1, "agent": "x",
                                                                      "view_id": 5}}}],
-     "InvalidInput", "'state' is set by continue-as-new only"),
+     "InvalidInput", "'state' is set by continue-as-new and forks only"),
+    ("fork-in-a-turn", [{"team_name": "echo", "forked_from": "t@x.1", "state": {
+        "in_progress": {"turn": 1, "agent": "x", "view_id": 5}}}],
+     "InvalidInput", "a fork's 'state' is a conversation between turns"),
     ("unknown-team", [{"team_name": "nope", "task": "hi"}], "UnknownTeam",
      "No team named 'nope' on this worker (known: echo)."),
 ]

@@ -14,6 +14,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.client.approvals import ask_again
+from durable_teams.gateway.chat_marks import mark_line
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 
@@ -73,7 +74,8 @@ async def test_a_chat_resending_its_history_stays_in_its_thread_after_an_unclear
             history.append({"role": "assistant", "content": answer})
         await client.get_workflow_handle(threads[0]).terminate("test over")
     # then a "yes" to a plain question and a "yes" to the approval after it, in the same chat
-    assert answers == [ASKED, APPROVAL, AGAIN, AGAIN, DONE, ASKED, APPROVAL.replace("4711", "yes"), DONE]
+    assert answers == [ASKED + mark_line(threads[0]), APPROVAL, AGAIN, AGAIN, DONE, ASKED,
+                       APPROVAL.replace("4711", "yes"), DONE]
     assert len(set(threads)) == 1, threads
     assert REFUNDS == ["4711", "yes"]
 

@@ -18,6 +18,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.gateway import chat_history
+from durable_teams.gateway.chat_marks import mark_line, without_marks
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -65,7 +66,7 @@ async def test_the_openai_client_keeps_its_thread_without_a_header(client: Clien
         transcript = await client.get_workflow_handle(threads[0]).query(TeamWorkflow.transcript)
         turn = (await client.get_workflow_handle(threads[0]).query(TeamWorkflow.status)).last_reply
 
-    assert answers == [ASKED, APPROVAL, DONE]
+    assert answers == [ASKED + mark_line(threads[0]), APPROVAL, DONE]  # the first carries the mark
     assert len(set(threads)) == 1 and threads[0].startswith("desk-chat-")
     assert REFUNDS == ["4711"]
     assert [m.content for m in transcript if m.role == "user"] == [FIRST]
@@ -92,10 +93,10 @@ async def test_langchain_chat_openai_keeps_its_thread(client: Client, task_queue
                 answer = str((await llm.ainvoke(history)).content)
             answers.append(answer)
             history.append(AIMessage(answer))
-        family = chat_history.family("", "desk", first)
+        family = chat_history.family(chat_history.ChatKey("", "desk"), first)
         threads = [wf.id async for wf in client.list_workflows(f'WorkflowId STARTS_WITH "{family}"')]
 
-    assert answers == [ASKED, APPROVAL, DONE]
+    assert [without_marks(a) for a in answers] == [ASKED, APPROVAL, DONE]
     assert REFUNDS == ["4711"]
     assert len(threads) == 1
 
@@ -113,7 +114,7 @@ async def test_a_pasted_conversation_opens_a_thread_that_sees_it(client: Client,
                                     {"role": "user", "content": "thanks"}])  # type: ignore[arg-type]
         status = await client.get_workflow_handle(thread).query(TeamWorkflow.status)
 
-    assert raw.parse().choices[0].message.content == (
+    assert without_marks(raw.parse().choices[0].message.content or "") == (
         "I saw ['system:Help.', 'system:Be brief.', 'user:hello', 'assistant:Hi! How can I help?', 'user:what now']")
     assert again.headers["x-thread-id"] == thread
     assert status.turns == 2
@@ -151,7 +152,7 @@ async def test_a_quiet_chat_closes_and_its_question_stays_out_of_the_inbox(clien
         result = ConversationResult.model_validate(result)
         described = await handle.describe()
 
-    assert asked.json()["choices"][0]["message"]["content"] == ASKED
+    assert without_marks(asked.json()["choices"][0]["message"]["content"]) == ASKED
     assert named.json()["choices"][0]["message"]["content"] == ASKED
     assert "desk-named-1" in inbox and asked.headers["x-thread-id"] not in inbox
     assert "desk-named-1" in listed.out and asked.headers["x-thread-id"] not in listed.out  # `durable-teams pending`
@@ -184,8 +185,8 @@ async def test_max_tokens_reaches_every_model_call_and_a_cut_answer_says_length(
                                                  messages=[{"role": "user", "content": "x"}])
 
     assert [r.get("max_tokens") for r in fake.requests] == [5, 7]
-    assert (cut.choices[0].finish_reason, cut.choices[0].message.content) == ("length", "A long story that was cu")
-    assert (whole.choices[0].finish_reason, whole.choices[0].message.content) == ("stop", "Short.")
+    assert (cut.choices[0].finish_reason, without_marks(cut.choices[0].message.content or "")) == ("length", "A long story that was cu")
+    assert (whole.choices[0].finish_reason, without_marks(whole.choices[0].message.content or "")) == ("stop", "Short.")
     assert refused.value.body["param"] == "stop"  # type: ignore[index]
     assert zero.value.body["param"] == "max_tokens"  # type: ignore[index]
     assert zero.value.body["message"] == "'max_tokens' must be an integer from 1 to 1000000"  # type: ignore[index]
@@ -228,7 +229,7 @@ async def test_a_failed_turn_is_an_error_and_a_question_logs_no_traceback(
     assert failed.value.status_code == 502
     assert failed.value.body["type"] == "turn_failed"  # type: ignore[index]
     assert "The model call for writer failed" in failed.value.message and "401" in failed.value.message
-    assert asked.choices[0].message.content == ASKED
+    assert without_marks(asked.choices[0].message.content or "") == ASKED
     gateway_logs = [r for r in caplog.records if r.name.startswith(("durable_teams.gateway", "asyncio", "uvicorn"))]
     assert not [r for r in gateway_logs if r.exc_info or "never retrieved" in r.getMessage()]
 
@@ -246,5 +247,5 @@ async def test_a_visibility_store_without_prefix_search_opens_a_new_thread(caplo
     gw = SimpleNamespace(client=SimpleNamespace(list_workflows=refuse))
     history = chat_history.chat_history([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
                                          {"role": "user", "content": "again"}])
-    assert await chat_history.find_thread(gw, "", "desk", history) is None  # type: ignore[arg-type]
+    assert await chat_history.find_thread(gw, chat_history.ChatKey("", "desk"), history) is None  # type: ignore[arg-type]
     assert "cannot look up chat threads (operator STARTS_WITH not allowed)" in caplog.text

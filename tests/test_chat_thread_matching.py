@@ -18,6 +18,7 @@ from durable_teams.client.send import submit_turn
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway import chat_history
 from durable_teams.gateway.chat_history import ChatHistory, continues, request_keys
+from durable_teams.gateway.chat_marks import without_marks
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, say
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -66,17 +67,26 @@ def test_an_answer_continues_only_after_a_whole_word() -> None:
     assert not continues("I said 4", "")
 
 
+def keyed(history: ChatHistory, scope: str = "", user: str | None = None) -> chat_history.RequestKeys:
+    return request_keys(chat_history.chat_key(scope, "echo", history, user), history)
+
+
 def test_a_request_knows_the_id_the_one_before_it_was_given() -> None:
-    first = ChatHistory([Message(role="system", content="Be brief.")], "hello")
-    second = ChatHistory([Message(role="user", content="hello"), Message(role="assistant", content="Hi!"),
-                          Message(role="system", content="Today is Tuesday.")], "pick 4")
-    second = ChatHistory(second.earlier[:2], "pick 4")
-    keys = request_keys("", "echo", first), request_keys("", "echo", second)
+    system = Message(role="system", content="Be brief.")
+    first = ChatHistory([system], "hello")
+    second = ChatHistory([system, Message(role="user", content="hello"),
+                          Message(role="assistant", content="Hi!\n\n<!-- thread: 0123456789ab -->")], "pick 4")
+    keys = keyed(first), keyed(second)
     assert keys[1].previous == keys[0].this != keys[1].this
     assert keys[0].previous is None
-    assert request_keys("token:x", "echo", first).this != keys[0].this  # another caller
-    # re-wrapped by the client, the same request
-    assert request_keys("", "echo", ChatHistory([], " hello\n")).this == keys[0].this
+    assert keyed(first, "token:x").this != keys[0].this  # another caller
+    assert keyed(first, user="bob").this != keys[0].this  # another end user
+    assert keyed(first, user="").this == keys[0].this  # an empty `user` is none
+    assert keyed(ChatHistory([], "hello")).this != keys[0].this  # another system prompt
+    # re-wrapped by the client, or its mark dropped: the same request
+    assert keyed(ChatHistory([Message(role="system", content=" Be\nbrief.")], " hello\n")).this == keys[0].this
+    unmarked = ChatHistory([*second.earlier[:2], Message(role="assistant", content="Hi!")], "pick 4")
+    assert keyed(unmarked).this == keys[1].this
 
 
 async def test_chats_that_open_alike_and_send_at_once_keep_their_own_threads(
@@ -127,18 +137,19 @@ async def test_questions_of_chats_that_opened_alike_go_to_their_own_threads(
             running_gateway(client, task_queue) as url:
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
         opened = await asyncio.gather(*(ask(ai, [user(first)], "desk") for _ in range(2)))
-        chats = [[user(first), assistant(ASKED), user(f"Order {n}")] for n in ("1111", "2222")]
+        chats = [[user(first), assistant(said), user(f"Order {n}")]
+                 for (said, _), n in zip(opened, ("1111", "2222"), strict=True)]
         approvals = await asyncio.gather(*(ask(ai, chat, "desk") for chat in chats))
         for chat, (answer, _) in zip(chats, approvals, strict=True):
             chat += [assistant(answer), user("yes")]
         done = await asyncio.gather(*(ask(ai, chat, "desk") for chat in chats))
 
-    assert [answer for answer, _ in opened] == [ASKED, ASKED]
+    assert [without_marks(answer) for answer, _ in opened] == [ASKED, ASKED]
     assert [answer for answer, _ in approvals] == [
         f'[desk] Approve refund({{"order": "{n}"}})? Reply yes or no.' for n in ("1111", "2222")]
     assert [answer for answer, _ in done] == [DONE, DONE]
     assert sorted(REFUNDS) == ["1111", "2222"]
-    assert {thread for _, thread in approvals} == {thread for _, thread in opened}
+    assert [thread for _, thread in approvals] == [thread for _, thread in opened]
 
 
 async def test_a_retried_request_is_the_same_input_and_a_repeated_message_a_new_one(
@@ -160,7 +171,7 @@ async def test_a_retried_request_is_the_same_input_and_a_repeated_message_a_new_
         chat = [user(opening), assistant(first[0]), user("second")]
         twice = [await ask(ai, chat) for _ in range(2)]
         chat_turns = (await client.get_workflow_handle(first[1]).query(TeamWorkflow.status)).turns
-        family = chat_history.family("", "echo", opening)
+        family = chat_history.family(chat_history.ChatKey("", "echo"), opening)
         threads = [wf.id async for wf in client.list_workflows(f'WorkflowId STARTS_WITH "{family}"')]
 
     assert [answer for answer, _ in said] == [

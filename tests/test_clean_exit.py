@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 
@@ -31,14 +30,10 @@ RUNS = 20
 
 
 def readme_example() -> str:
-    """The docs' `send_turn` example (docs/conversations.md), as a script of its own ending in
-    `asyncio.run`."""
+    """The docs' `send_turn` example (docs/conversations.md), exactly as shown: a script of its
+    own ending in `asyncio.run(main())`."""
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "conversations.md").read_text(), re.DOTALL)
-    block = next(b for b in blocks if "send_turn(client" in b and "start_conversation(" in b)
-    head, _, body = block.partition("\n\n")
-    return (f"import asyncio, sys\n{head}\n\nasync def main() -> None:\n"
-            f"{textwrap.indent(body, '    ')}\n"
-            "asyncio.run(main())\n")
+    return next(b for b in blocks if "send_turn(client" in b and "start_conversation(" in b)
 
 
 async def test_the_readme_example_exits_cleanly_every_time(

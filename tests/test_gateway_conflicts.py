@@ -17,6 +17,7 @@ from temporalio.client import Client
 from durable_teams.client.approvals import ask_again
 from durable_teams.gateway import chat_history
 from durable_teams.gateway.auth import Limits
+from durable_teams.gateway.chat_marks import mark_line
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say
@@ -104,11 +105,12 @@ async def test_a_chat_whose_thread_ended_after_it_was_found_goes_on_in_a_new_one
             {"role": "user", "content": first}, {"role": "assistant", "content": ASKED},
             {"role": "user", "content": "Order 4711"}]})
 
-    assert opened.json()["choices"][0]["message"]["content"] == ASKED and stale == []
+    assert opened.json()["choices"][0]["message"]["content"] == ASKED + mark_line(thread) and stale == []
     assert answered.status_code == 200, answered.text
     assert answered.headers["x-thread-id"] not in (thread, None)
     assert answered.json()["choices"][0]["message"]["content"] == (
-        f"I saw {['system:Help.', f'user:{first}', f'assistant:{ASKED}', 'user:Order 4711']}")
+        f"I saw {['system:Help.', f'user:{first}', f'assistant:{ASKED}', 'user:Order 4711']}"
+        + mark_line(answered.headers["x-thread-id"]))  # a new thread: its first answer
 
 
 async def test_a_reused_idempotency_key_naming_another_team_is_a_409(client: Client, task_queue: str) -> None:

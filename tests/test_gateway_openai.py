@@ -10,6 +10,7 @@ import openai
 import pytest
 from temporalio.client import Client
 
+from durable_teams.gateway.chat_marks import mark_line
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -65,7 +66,7 @@ async def test_a_thread_continues_across_requests_of_the_openai_client(client: C
         transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript)
 
     assert thread.startswith("shop-")
-    assert first.choices[0].message.content == "turn 1: you said 'hello'; earlier: []"
+    assert first.choices[0].message.content == "turn 1: you said 'hello'; earlier: []" + mark_line(thread)
     assert first.choices[0].message.role == "assistant" and first.model == "shop"
     assert second.choices[0].message.content == "turn 2: you said 'again'; earlier: ['hello']"
     assert asked.choices[0].message.content == "[shop] Which order?"
@@ -87,7 +88,7 @@ async def test_streamed_chunks_in_openai_format(client: Client, task_queue: str)
             await ai.chat.completions.create(model="shop", messages=[{"role": "system", "content": "x"}])
 
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
-    assert text == "turn 1: you said 'hi'; earlier: []"
+    assert text == "turn 1: you said 'hi'; earlier: []" + mark_line(raw.headers["x-thread-id"])
     assert chunks[0].choices[0].delta.role == "assistant"
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert {c.object for c in chunks} == {"chat.completion.chunk"} and len({c.id for c in chunks}) == 1
@@ -110,5 +111,5 @@ async def test_the_teams_are_the_models_and_another_name_is_not_found(client: Cl
 @pytest.mark.parametrize("command", [["worker"], ["serve"]])
 async def test_a_team_module_that_does_not_load_is_one_line(client: Client, command: list[str]) -> None:
     outcome = await run_cli(*command, "--team", "no_such_module:TEAMS", env=cli_env(client))
-    assert one_line_failure(outcome).endswith(
-        "cannot load teams from 'no_such_module:TEAMS': No module named 'no_such_module'")
+    assert ("cannot load teams from 'no_such_module:TEAMS': No module named 'no_such_module' (looked for "
+            "no_such_module.py or a no_such_module/ package in the working directory") in one_line_failure(outcome)

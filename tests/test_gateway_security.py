@@ -1,7 +1,8 @@
 """The gateway as an attacker and a careless client find it: only its own hosts, JSON bodies
 and its own origins drive it; every malformed request is a 4xx JSON error that changes
 nothing and logs no traceback; duplicates are 409; an Idempotency-Key returns the first
-outcome; and every token sees every thread, as docs/gateway.md says."""
+outcome; and every operator token sees every thread, as docs/gateway.md says (scoped tokens:
+tests/test_gateway_scopes.py)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ BAD_REQUESTS = [
     ("POST", "/threads/{thread}/turns", b'{"text": 12}', 400, "'text'"),
     ("GET", "/threads/{thread}/events?start=abc", b"", 400, "'start'"),
     ("GET", "/threads/{thread}/events?start=-1", b"", 400, "'start'"),
-    ("GET", "/threads/no-such-thread/events", b"", 404, "not found"),
+    ("GET", "/threads/no-such-thread/events", b"", 404, "no thread no-such-thread"),
     ("GET", "/threads/" + "y" * 1100, b"", 400, "thread id"),
     ("POST", "/v1/chat/completions", b'{"model": "echo", "messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}', 400, "text"),
     ("POST", "/v1/chat/completions", b'{"model": "echo", "messages": []}', 400, "messages"),
@@ -127,8 +128,9 @@ async def test_duplicates_are_409_and_an_idempotency_key_returns_the_first_threa
     assert first.json()["thread_id"] == again.json()["thread_id"] != other.json()["thread_id"]
 
 
-async def test_every_token_sees_every_thread(client: Client, task_queue: str) -> None:
-    """What the gateway docs' threat model says: tokens tell callers from strangers only."""
+async def test_every_operator_token_sees_every_thread(client: Client, task_queue: str) -> None:
+    """What the gateway docs' threat model says: operator tokens (every token declared as
+    before scopes) tell callers from strangers only."""
     async with running_worker(client, task_queue, [TEAM], GatedModel()), \
             running_gateway(client, task_queue, teams=TEAMS, tokens=["alice", "bob"]) as url, \
             httpx.AsyncClient(base_url=url, timeout=60) as http:

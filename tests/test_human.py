@@ -66,7 +66,7 @@ async def test_question_then_approval_then_answer(client: Client, task_queue: st
         result = await handle.result()
         status = await handle.query(TeamWorkflow.status)
         transcript = await handle.query(TeamWorkflow.transcript, True)
-    assert result.answer == support.SCRIPT["triage_agent"][2].content
+    assert result.answer == support.ANSWER
     assert support.REFUNDS == [("item_132612938", "fell apart after a week")]
     assert [r.text for r in status.ignored_replies] == ["stale"]
     assert "Order 4711" in [m.content for m in transcript]
@@ -81,10 +81,15 @@ async def test_denied_tool_never_runs_and_the_model_hears_why(client: Client, ta
         await handle.signal(TeamWorkflow.human_reply, HumanReply(question_id="q1", text="4711"))
         await until(lambda: asked(handle, "q2"))
         await answer(handle, question_id="q2", approved=False, text="store credit instead")
-        await handle.result()
+        result = await handle.result()
         transcript = await handle.query(TeamWorkflow.transcript, True)
     assert support.REFUNDS == []
     assert "The user denied execute_refund: store credit instead. It was not run." in [m.content for m in transcript]
+    # what the agents say next follows what happened: nobody claims the refund was made
+    replies = [m.content for m in transcript if m.role == "assistant" and m.content]
+    assert f"{support.NOT_REFUNDED}: the refund was not approved." in replies
+    assert "Done: your boots are refunded." not in replies and replies[-1] == support.DENIED_ANSWER
+    assert result.answer == support.DENIED_ANSWER and "on its way" not in result.answer
 
 
 async def test_two_questions_at_once_answered_in_either_order(client: Client, task_queue: str) -> None:

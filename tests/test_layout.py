@@ -23,14 +23,17 @@ PACKAGE = ROOT / "durable_teams"
 ALLOWED: dict[str, set[str]] = {
     # layer (a folder) -> the layers its modules may import (besides its own)
     "workflows": set(),  # deterministic: nothing of ours from outside itself
-    "activities": {"workflows", "teams", "live", "encryption"},
-    "teams": {"workflows"},
+    "activities": {"workflows", "teams", "live", "encryption", "memory"},
+    # tools declare the store's type (memory/store.py, pure) to have it injected
+    "teams": {"workflows", "memory"},
+    # the store and its backends; its built-in tools are @tool functions
+    "memory": {"workflows", "teams"},
     "client": {"workflows", "encryption", "live", "tracing"},
     "gateway": {"workflows", "client", "live"},
     "live": {"encryption"},
     "encryption": {"client"},  # the dev server's address, for the codec server's origins
     "tracing": {"workflows", "activities"},
-    "worker": {"workflows", "activities", "teams", "client", "live", "encryption", "examples"},
+    "worker": {"workflows", "activities", "teams", "client", "live", "encryption", "examples", "memory"},
     "examples": {"teams", "worker"},
 }
 """The CLI and the package's `__init__` may import anything."""
@@ -125,7 +128,7 @@ def test_no_two_modules_share_a_file_name() -> None:
 
 
 FACADES = ["durable_teams", "durable_teams.teams", "durable_teams.client", "durable_teams.worker",
-           "durable_teams.encryption"]
+           "durable_teams.encryption", "durable_teams.memory"]
 """The package and its documented submodules: each names its public API in one table."""
 
 

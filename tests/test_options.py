@@ -35,7 +35,8 @@ AGENT = dict(description="Does a.", skills=["x"], run_as_child=True, temperature
 TEAM = dict(budgets=Budgets(max_model_calls=3), ask_human_timeout_seconds=60.0, ask_human_default="no",
             model_calls=ModelCalls(max_attempts=2), continue_as_new_after_events=500,
             continue_as_new_after_bytes=1_000_000, intents=[Intent(phrases=["hi"], answer="hello")],
-            intent_similarity=IntentSimilarity(threshold=0.9), api="chat_completions")
+            intent_similarity=IntentSimilarity(threshold=0.9), api="chat_completions",
+            interrupt_before=["tools"])
 
 
 def test_samples_cover_every_option() -> None:

@@ -20,6 +20,8 @@ from temporalio.client import Client
 
 import durable_teams
 
+from .clones import tracked_copy
+
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +66,8 @@ def test_importing_the_package_loads_no_workflow_activity_or_temporal_code() -> 
 
 DOCUMENTED = ("durable_teams", "durable_teams.teams", "durable_teams.client", "durable_teams.worker",
               "durable_teams.encryption", "durable_teams.workflows.state", "durable_teams.workflows.messages",
-              "durable_teams.workflows.conversation", "durable_teams.workflows.intents", "durable_teams.examples")
+              "durable_teams.workflows.conversation", "durable_teams.workflows.intents", "durable_teams.examples",
+              "durable_teams.memory")
 """Where the docs may import from: the package, its documented submodules (each with a public
 table, docs/architecture.md) and the wire types."""
 DEMONSTRATED = ("durable_teams.activities.model_toolless",)
@@ -83,24 +86,6 @@ def test_the_docs_examples_import_only_the_documented_modules() -> None:
             module = line.split()[1]
             assert line.startswith("from ") and (module in DOCUMENTED + DEMONSTRATED or module.startswith(
                 "durable_teams.examples.")), f"{page.name}: {line}"
-
-
-def tracked_copy(destination: Path) -> Path:
-    """The files a fresh clone has (git's tracked files, links kept as links), or the whole
-    tree where there is no git."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
-    if listed.returncode != 0:
-        shutil.copytree(ROOT, destination, symlinks=True, ignore=shutil.ignore_patterns(
-            ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".*_cache"))
-        return destination
-    for name in filter(None, listed.stdout.decode().split("\0")):
-        source, target = ROOT / name, destination / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(os.readlink(source))
-        elif source.exists():  # listed but deleted in the working tree: a clone would have it
-            shutil.copy2(source, target)
-    return destination
 
 
 async def test_an_sdist_from_a_fresh_clone_installs_and_runs_the_demo(tmp_path: Path, client: Client) -> None:

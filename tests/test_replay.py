@@ -19,7 +19,8 @@ WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1",
                 "nested_budget_stop_child": "nested_budget_stop/research_team-1"}
 """File stem -> workflow id, where the id cannot be a file name (a child's id has a slash)."""
 PARKED = ["nested_waiting", "nested_waiting_child", "support_waiting_approval",
-          "support_waiting_question", "support_labelled_waiting_question", "swarm_waiting_approval"]
+          "support_waiting_question", "support_labelled_waiting_question", "swarm_waiting_approval",
+          "swarm_breakpoint_waiting"]
 """Recorded mid-wait: still running, waiting for a person (or, the parent, for its child)."""
 
 

@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 from temporalio.client import Client, WorkflowQueryFailedError
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from durable_teams.client import updates_off
 from durable_teams.client.refusals import (
@@ -30,27 +26,16 @@ from durable_teams.client.send import send_reply, send_turn, submit_turn
 from durable_teams.client.start import start_conversation
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
-from durable_teams.workflows.human import AWAITING_HUMAN
-from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput, ConversationStatus, UserTurn
 
 from .cli_process import cli_env, run_cli
-from .conftest import binary, running_worker
+from .conftest import running_worker
 from .gateway_helpers import running_gateway
 from .waiting import pending_question
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
-UPDATES_OFF = ["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=false"]
-
-
-@pytest_asyncio.fixture(scope="module")
-async def old_cluster() -> AsyncIterator[Client]:
-    async with await WorkflowEnvironment.start_local(
-            data_converter=pydantic_data_converter, dev_server_existing_path=binary("temporal"),
-            search_attributes=[AWAITING_HUMAN, TEAM, TASK], dev_server_extra_args=UPDATES_OFF) as env:
-        yield env.client
 
 
 def desk_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
@@ -177,6 +162,8 @@ async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_c
     plain question approves, an unclear answer is asked again in the same thread (history
     resent or thread named) and the next "Yes." is taken, the approver gets the turn it
     answered, and a stream closed after its first chunk still left its turn in the thread."""
+    from durable_teams.gateway.chat_marks import mark_line
+
     from .gateway_helpers import keyed_turn, say_on
     from .teams import AGAIN, APPROVAL, ASKED, DONE, FIRST, REFUNDS, UNCLEAR
     from .teams import DESK as REFUND_DESK
@@ -221,7 +208,8 @@ async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_c
         status = await client.get_workflow_handle(cut).query("status", result_type=ConversationStatus)
     assert said == [ASKED, APPROVAL.replace("4711", "yes"), DONE]
     assert unclear == [ASKED, APPROVAL, *[AGAIN] * len(UNCLEAR), DONE]
-    assert answers == [ASKED, APPROVAL.replace("4711", "4712"), AGAIN.replace("4711", "4712"), DONE]
+    assert answers == [ASKED + mark_line(threads[0]), APPROVAL.replace("4711", "4712"),
+                       AGAIN.replace("4711", "4712"), DONE]
     assert len(set(threads)) == 1
     assert [r.status_code for r in by_key] == [200, 409, 200, 200, 200, 200, 200, 200, 200]
     assert [r.json()["choices"][0]["message"]["content"] for i, r in enumerate(by_key) if i != 1] == [

@@ -42,7 +42,7 @@ from .waiting import pending_question
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
-ANSWER = support.SCRIPT["triage_agent"][-1].content
+ANSWER = support.ANSWER
 
 
 @contextmanager

@@ -19,8 +19,17 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_teams.activities.resolve_team import NoteOnUnknown, no_note
-from durable_teams.teams.tool_schema import ToolArgumentsError, validate_arguments
-from durable_teams.teams.tools import IDEMPOTENCY_KEY, RetryableToolError, ToolRegistry
+from durable_teams.memory import tool_cache
+from durable_teams.memory.store import Store, StoreError
+from durable_teams.memory.store_config import LazyStore
+from durable_teams.teams.team_tools import ToolsByTeam
+from durable_teams.teams.tool_schema import (
+    ToolArgumentsError,
+    canonical_arguments,
+    store_params,
+    validate_arguments,
+)
+from durable_teams.teams.tools import IDEMPOTENCY_KEY, RetryableToolError, Tool, ToolRegistry
 from durable_teams.workflows.messages import ToolRequest, ToolResult
 from durable_teams.workflows.tool_calls import TOOL_TIMEOUT
 
@@ -88,25 +97,57 @@ def _failure(err: BaseException) -> ToolResult:
 
 
 class ToolActivities:
-    """The tool activities, bound to the worker's registry."""
+    """The tool activities, bound to the worker's tools (each team's, `ToolsByTeam`, or one
+    registry that answers every team) and memory store (`store`: default, the one
+    DURABLE_TEAMS_MEMORY names, opened when a tool first needs it)."""
 
-    def __init__(self, registry: ToolRegistry, note_on_unknown: NoteOnUnknown = no_note):
-        self.registry = registry
+    def __init__(self, registry: ToolRegistry | ToolsByTeam, note_on_unknown: NoteOnUnknown = no_note,
+                 store: Store | LazyStore | None = None):
+        self.tools = registry if isinstance(registry, ToolsByTeam) else ToolsByTeam.single(registry)
         self.note_on_unknown = note_on_unknown
+        self.store = store if isinstance(store, LazyStore) else LazyStore(store)
+
+    async def _store(self) -> Store | None:
+        """The worker's store, or None (logged) when DURABLE_TEAMS_MEMORY cannot be used."""
+        try:
+            return await self.store.get()
+        except StoreError as err:
+            activity.logger.warning("the memory store cannot be opened: %s", err)
+            return None
 
     async def _run(self, req: ToolRequest) -> ToolResult:
-        if req.tool not in self.registry:  # the team has it (the workflow checked): a worker that lacks it
-            available = ", ".join(self.registry.names()) or "none"
+        t = self.tools.find(req.team, req.tool)
+        if isinstance(t, str):  # the team has it (the workflow checked): a worker that lacks it
             note = await self.note_on_unknown()
-            activity.logger.warning("tool %s is not on this worker.%s", req.tool, note)
-            return ToolResult(is_error=True, content=(
-                f"Error: unknown tool {req.tool!r} on the worker that took this call. Available: {available}.{note}"))
-        t = self.registry.get(req.tool)
+            activity.logger.warning("tool %s (team %s) is not on this worker.%s", req.tool, req.team, note)
+            return ToolResult(is_error=True, content=f"Error: {t}{note}")
         try:
             kwargs = validate_arguments(t.fn, req.arguments, tool_name=req.tool)
         except ToolArgumentsError as err:
             return ToolResult(is_error=True, content=f"Error: {err}")
+        if not t.cache_seconds:
+            return _bounded(await self._invoke(t, req, kwargs))
+        # a cached tool: the same call within cache_seconds reuses the result kept in the store
+        store = await self._store()
+        arguments = canonical_arguments(t.fn, kwargs)
+        hit = None if store is None else await tool_cache.lookup(store, req.tool, arguments, t.cache_seconds)
+        if hit is not None:
+            return _bounded(ToolResult(content=tool_cache.marked(hit)))
+        result = await self._invoke(t, req, kwargs)
+        if store is not None and not (result.is_error or result.context_updates or result.handoff_to):
+            await tool_cache.keep(store, req.tool, arguments, result.content)
+        return _bounded(result)
+
+    async def _invoke(self, t: Tool, req: ToolRequest, kwargs: dict[str, Any]) -> ToolResult:
+        """Call the tool's function with what it declares filled in; its outcome as data."""
         params = t.parameters
+        for name in store_params(t.fn):
+            store = await self._store()
+            if store is None:
+                return ToolResult(is_error=True, content=(
+                    f"Error: {req.tool} needs the memory store, which this worker cannot open "
+                    "(its DURABLE_TEAMS_MEMORY setting is refused; the worker's log says why)."))
+            kwargs[name] = store
         if "context_variables" in params:
             kwargs["context_variables"] = copy.deepcopy(req.context)
         if "idempotency_key" in params:
@@ -114,24 +155,23 @@ class ToolActivities:
         args = _positional(params, kwargs)
         token = IDEMPOTENCY_KEY.set(req.idempotency_key)
         try:
-            result = to_result(await _with_deadline(_call(t.fn, args, kwargs), req.timeout_seconds, req.tool))
+            return to_result(await _with_deadline(_call(t.fn, args, kwargs), req.timeout_seconds, req.tool))
         except RetryableToolError as err:
             raise ApplicationError(f"{req.tool}: {err}", type="RetryableToolError") from err
         except ApplicationError as err:
             if err.type == TOOL_TIMEOUT:  # our own deadline: the workflow's retry policy decides
                 raise
-            result = _failure(err)
+            return _failure(err)
         except ResultError as err:
-            result = unsendable(req.tool, err)
+            return unsendable(req.tool, err)
         except Escaped as err:
             activity.logger.warning("tool %s raised %r", req.tool, err.original)
-            result = _failure(err.original)
+            return _failure(err.original)
         except Exception as err:  # the model should see what went wrong, once
             activity.logger.warning("tool %s failed", req.tool, exc_info=True)
-            result = _failure(err)
+            return _failure(err)
         finally:
             IDEMPOTENCY_KEY.reset(token)
-        return _bounded(result)
 
     @activity.defn(name="run_tool")
     async def run_tool(self, req: ToolRequest) -> ToolResult:

@@ -8,6 +8,7 @@ signal, which the workflow checks when a worker runs it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from datetime import timedelta
@@ -165,7 +166,16 @@ async def cmd_answer(args: argparse.Namespace) -> int:
 
 async def cmd_approve(args: argparse.Namespace) -> int:
     approved = args.command == "approve"
-    qid, why = await reply(args, True, approved=approved, text=text_arg(args.reason or "", "the reason"))
+    fields: dict[str, object] = {"approved": approved, "text": text_arg(args.reason or "", "the reason")}
+    if getattr(args, "arguments", None) is not None:  # a breakpoint's call, resumed with new arguments
+        try:
+            edited = json.loads(text_arg(args.arguments, "--arguments"))
+        except ValueError as err:
+            raise CliError(f"--arguments is not JSON: {err}") from None
+        if not isinstance(edited, dict) or not approved:
+            raise CliError("--arguments takes a JSON object, with approve")
+        fields["arguments"] = json.dumps(edited)
+    qid, why = await reply(args, True, **fields)
     verb = "Approval of" if approved else "Denial of"
     print(f"{verb} {qid} {queued(why)}." if why else f"{'Approved' if approved else 'Denied'} {qid}.")
     return 0

@@ -73,8 +73,9 @@ class Thread:
                 f"--thread {self.id})")
 
 
-async def open_thread(client: Client, team: str, thread: str | None) -> Thread:
-    """A running conversation with this id, or a new thread (started by its first turn)."""
+async def open_thread(client: Client, team: str, thread: str | None, task_queue: str = TASK_QUEUE) -> Thread:
+    """A running conversation with this id (on its own task queue), or a new thread on
+    `task_queue` (started by its first turn)."""
     thread = thread or f"{team}-chat-{uuid.uuid4().hex[:8]}"
     try:
         described = await client.get_workflow_handle(thread).describe()
@@ -82,7 +83,7 @@ async def open_thread(client: Client, team: str, thread: str | None) -> Thread:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
         print(f"(new thread {thread})")
-        return Thread(client, team, thread, TASK_QUEUE, started=False)
+        return Thread(client, team, thread, task_queue, started=False)
     if described.status == WorkflowExecutionStatus.RUNNING:
         print(f"(continuing thread {thread})")
         return Thread(client, team, thread, described.task_queue, started=True)
@@ -153,11 +154,11 @@ async def answer_questions(client: Client, thread: str, turn: asyncio.Future[Tur
     return True
 
 
-async def chat(client: Client, team: str, thread_id: str | None) -> int:
+async def chat(client: Client, team: str, thread_id: str | None, task_queue: str = TASK_QUEUE) -> int:
     if sys.stdin is None or sys.stdin.closed:
         raise SystemExit("durable-teams: chat reads your turns from standard input, which is "
                          "closed (run it at a terminal, or pipe the turns in)")
-    thread = await open_thread(client, team, thread_id)
+    thread = await open_thread(client, team, thread_id, task_queue)
     await say_who_answers(thread)
     turns = 0
     while True:

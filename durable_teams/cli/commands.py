@@ -94,9 +94,10 @@ async def cmd_run(args: argparse.Namespace) -> int:
     task = text_arg(args.task, "the task")
     client = await open_client()
     args.workflow_id = args.id or f"{args.team}-{uuid.uuid4().hex[:8]}"
+    queue = args.task_queue or TASK_QUEUE
     handle = await start_conversation(client, args.team, ConversationInput(team_name=args.team, task=task),
-                                      id=args.workflow_id, task_queue=TASK_QUEUE)
-    notes = worker_notes(await workers_on(client, TASK_QUEUE), TASK_QUEUE)
+                                      id=args.workflow_id, task_queue=queue)
+    notes = worker_notes(await workers_on(client, queue), queue)
     if args.no_wait:  # only the id on stdout: `id=$(durable-teams run ... --no-wait)`
         print(args.workflow_id)
         for note in notes:
@@ -212,7 +213,7 @@ async def cmd_follow(args: argparse.Namespace) -> int:
 async def cmd_chat(args: argparse.Namespace) -> int:
     from durable_teams.cli.chat import chat
 
-    return await chat(await open_client(), args.team, args.thread)
+    return await chat(await open_client(), args.team, args.thread, args.task_queue or TASK_QUEUE)
 
 
 async def cmd_demo(args: argparse.Namespace) -> int:

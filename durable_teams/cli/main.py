@@ -3,6 +3,7 @@
     durable-teams demo [faang|support]         # a demo team on the embedded server
     durable-teams server-start [--codec-server]  # the embedded Temporal server (and Web UI)
     durable-teams worker                       # a worker (same as python worker.py)
+    durable-teams worker --team myteams:TEAMS [--examples] [--script myscript.json] [--task-queue mine]
     durable-teams chat acme [--thread ID]      # talk to a team, turn by turn
     durable-teams run faang "what's the combined headcount of the FAANG companies in 2024?"
     id=$(durable-teams run faang "..." --no-wait)   # --no-wait prints only the workflow id
@@ -17,13 +18,16 @@
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
     durable-teams serve [--port 8000]          # HTTP gateway, OpenAI-compatible API, web inbox
     durable-teams mcp [--team myteams:TEAMS]   # the teams as MCP tools over stdio
+    durable-teams memory list|get|put|delete   # the memory store tools share (memory --help)
 
 Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRPC port
 $DURABLE_TEAMS_PORT or --port, default 7233; Web UI $DURABLE_TEAMS_UI_PORT or --ui-port,
 default gRPC port + 1000; database $DURABLE_TEAMS_DB). The other commands use $TEMPORAL_ADDRESS,
 else that embedded server, and say so at once when there is none. With no model configured on
-the worker (OPENAI_API_KEY / OPENAI_BASE_URL), teams run on a recorded, scripted model: the
-FAANG team answers its recorded question whatever you ask.
+the worker (OPENAI_API_KEY / OPENAI_BASE_URL), teams run on scripts: the FAANG team answers its
+recorded question whatever you ask, and your team answers from its own script (--script, or
+SCRIPT beside TEAMS) or says it has none. `--team myteams:TEAMS` is found from the working
+directory (or give a file: path/to/myteams.py:TEAMS).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from collections.abc import Sequence
 from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from durable_teams.cli import time_commands
 from durable_teams.cli.answer_commands import cmd_answer, cmd_approve, cmd_pending
 from durable_teams.cli.commands import (
     CliError,
@@ -50,6 +55,7 @@ from durable_teams.cli.commands import (
     not_found,
 )
 from durable_teams.cli.interrupt import interruptible
+from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.client.exit_guard import exit_now
 from durable_teams.client.refusals import ConversationBusy, ConversationEnded, ReplyRejected
 from durable_teams.client.server_address import port_arg
@@ -58,11 +64,16 @@ from durable_teams.encryption.codec import EncryptionKeyError
 from durable_teams.live.hub import LiveHubError
 from durable_teams.worker.core_log import forward_core_log
 
+TEAM_HELP = "module:attr (or path/to/file.py:attr) of teams; found from the working directory"
+SCRIPT_HELP = ("replies for the scripted model (no OPENAI_API_KEY / OPENAI_BASE_URL): a JSON file, or "
+               "module:attr; default: the module's SCRIPT beside TEAMS (docs/scripted-models.md)")
 SERVER_COMMANDS = ("demo", "worker", "server-start", "server-stop")
 COMMANDS = {
     "run": cmd_run, "status": cmd_status, "transcript": cmd_transcript, "pending": cmd_pending,
     "answer": cmd_answer, "approve": cmd_approve, "deny": cmd_approve, "demo": cmd_demo,
     "chat": cmd_chat, "follow": cmd_follow, "graph": cmd_graph,
+    "checkpoints": time_commands.cmd_checkpoints, "fork": time_commands.cmd_fork,
+    "rewind": time_commands.cmd_rewind,
 }
 
 
@@ -73,11 +84,15 @@ def parser() -> argparse.ArgumentParser:
     ports = argparse.ArgumentParser(add_help=False)
     ports.add_argument("--port", type=port_arg, help="embedded server's gRPC port ($DURABLE_TEAMS_PORT, 7233)")
     ports.add_argument("--ui-port", type=port_arg, help="its Web UI port ($DURABLE_TEAMS_UI_PORT, port + 1000)")
+    queue = argparse.ArgumentParser(add_help=False)
+    queue.add_argument("--task-queue", default=None, metavar="NAME",
+                       help=f"the task queue its teams run on ($TEMPORAL_TASK_QUEUE, {TASK_QUEUE!r})")
     demo = sub.add_parser("demo", parents=[ports], help="run a demo team (faang or support) on the "
                           "embedded server, with a worker in this process")
     demo.add_argument("name", nargs="?", default="faang", choices=["faang", "support"])
-    worker = sub.add_parser("worker", parents=[ports], help="run a worker (same as python worker.py)")
-    worker.add_argument("--team", action="append", default=[], help="module:attr of teams to serve")
+    worker = sub.add_parser("worker", parents=[ports, queue], help="run a worker (same as python worker.py)")
+    worker.add_argument("--team", action="append", default=[], help=TEAM_HELP)
+    worker.add_argument("--script", metavar="FILE", help=SCRIPT_HELP)
     worker.add_argument("--examples", action="store_true", help="also serve the example teams (served by "
                         "default only when no --team is given)")
     server_start = sub.add_parser("server-start", parents=[ports], help="start the embedded Temporal "
@@ -88,10 +103,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("server-stop", parents=[ports], help="stop the embedded dev server started by "
                    "the CLI or the worker")
     sub.add_parser("codec-server", help="decrypt payloads for the Web UI (codec-server --help)")
-    chat = sub.add_parser("chat", help="talk to a team, turn by turn (a thread per workflow)")
+    sub.add_parser("serve", help="the HTTP gateway: native endpoints, an OpenAI-compatible API and a "
+                   "web inbox (serve --help)")
+    sub.add_parser("memory", help="list, get, put or delete memory store items (memory --help)")
+    chat = sub.add_parser("chat", parents=[queue], help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
     chat.add_argument("--thread", help="the conversation's workflow id (new or existing)")
-    run = sub.add_parser("run", help="start a team on a task and print its answer", epilog=(
+    run = sub.add_parser("run", parents=[queue], help="start a team on a task and print its answer", epilog=(
         "Exit status: 0 for an answer; 3 for an answer cut off at the model's token limit or "
         "stopped by a content filter (printed, with a warning on stderr); 1 when the turn "
         "failed or ran out of budget, or on any error."))
@@ -117,10 +135,13 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("workflow_id")
         cmd.add_argument("--question", help="the question id (needed when several are pending)")
         cmd.add_argument("--reason", default="", help="a note the agent sees")
+        if name == "approve":
+            cmd.add_argument("--arguments", help="a breakpoint's tool call: run it with these arguments (JSON object)")
     graph = sub.add_parser("graph", help="print a team as a Mermaid diagram")
     graph.add_argument("team")
     graph.add_argument("--team", dest="team_module", action="append", default=[],
-                       help="module:attr of extra teams")
+                       help=f"{TEAM_HELP} (extra teams)")
+    time_commands.add_parsers(sub)
     return p
 
 
@@ -144,6 +165,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         from durable_teams.cli.mcp_stdio import main as mcp_stdio
 
         sys.exit(mcp_stdio(argv[1:]))
+    if argv[:1] == ["memory"]:  # the memory store, no Temporal: durable_teams/cli/memory_commands.py
+        from durable_teams.cli.memory_commands import main as memory
+
+        code = memory(argv[1:])
+        if isinstance(code, str):
+            print(code, file=sys.stderr)
+        sys.exit(1 if isinstance(code, str) else code)
     if argv[:1] == ["serve"]:  # the HTTP gateway, its own options: durable_teams/cli/serve.py
         from durable_teams.cli.serve import main as serve
 
@@ -188,7 +216,9 @@ def server_command(args: argparse.Namespace) -> int | str:
         else:
             from durable_teams.worker.run import main as run_worker
 
-            run_worker([f"--team={team}" for team in args.team] + (["--examples"] if args.examples else []))
+            run_worker([f"--team={team}" for team in args.team] + (["--examples"] if args.examples else [])
+                       + ([f"--task-queue={args.task_queue}"] if args.task_queue else [])
+                       + ([f"--script={args.script}"] if args.script else []))
     except (PortTaken, RuntimeError, ValueError, FileNotFoundError) as err:
         return f"durable-teams: {str(err).splitlines()[0]}"
     except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback

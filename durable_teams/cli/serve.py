@@ -2,7 +2,10 @@
 
     DURABLE_TEAMS_GATEWAY_TOKENS=t1,t2 durable-teams serve --host 0.0.0.0 --port 8000
 
-Without tokens the gateway accepts anyone, so it only starts bound to a loopback address.
+Tokens: operator tokens (see every thread) in $DURABLE_TEAMS_GATEWAY_TOKENS; scoped tokens
+(see only the threads started with their scope) as NAME:SECRET in
+$DURABLE_TEAMS_GATEWAY_SCOPED_TOKENS; or both in --tokens-file ('operator SECRET' or
+'scoped NAME SECRET' a line). Without tokens the gateway accepts anyone, so it only starts bound to a loopback address.
 Bearer tokens on a network need TLS: `--tls-cert`/`--tls-key` serve HTTPS (or put the gateway
 behind a proxy that does); on another address without either it warns that tokens travel in
 clear. It talks to the configured Temporal server ($TEMPORAL_ADDRESS, the Temporal profile),
@@ -28,9 +31,17 @@ from durable_teams.gateway.auth import (
     TOKENS_ENV,
     Limits,
     is_loopback,
-    tokens_from_env,
 )
 from durable_teams.gateway.exposure import ANY, Exposure
+from durable_teams.gateway.scopes import (
+    SCOPED_TOKENS_ENV,
+    Token,
+    TokenError,
+    check_tokens,
+    operator_tokens,
+    scoped_tokens,
+    tokens_file,
+)
 from durable_teams.gateway.team_cards import card_of
 from durable_teams.live.hub import LiveHubError
 from durable_teams.worker.core_log import forward_core_log
@@ -68,6 +79,12 @@ def parser() -> argparse.ArgumentParser:
                    help=f"serve HTTPS with this certificate (chain) file (${TLS_CERT_ENV})")
     p.add_argument("--tls-key", metavar="PEM", default=os.environ.get(TLS_KEY_ENV) or None,
                    help=f"the certificate's private key file (${TLS_KEY_ENV})")
+    p.add_argument("--tokens-file", metavar="PATH", default=None,
+                   help="bearer tokens, one a line: 'operator SECRET' (sees every thread) or "
+                        "'scoped NAME SECRET' (sees the threads started with scope NAME)")
+    p.add_argument("--no-chat-marks", dest="chat_marks", action="store_false",
+                   help="no thread mark at the end of a chat thread's first answer (identical "
+                        "chats of one token then open new threads instead of continuing theirs)")
     p.add_argument("--chat-idle", type=float, default=3600.0, metavar="SECONDS",
                    help="a chat client's thread (no X-Thread-Id) closes after this long without a message")
     return p
@@ -81,11 +98,16 @@ def hosts_from_env() -> list[str]:
     return [h.strip() for h in os.environ.get(HOSTS_ENV, "").split(",") if h.strip()]
 
 
-def check_exposure(host: str, tokens: list[str], allowed_hosts: list[str] | None = None) -> str | None:
+def all_tokens(path: str | None) -> list[Token]:
+    """The tokens declared in the environment and in `--tokens-file` (`TokenError` if unreadable)."""
+    return check_tokens([*operator_tokens(), *scoped_tokens(), *(tokens_file(path) if path else [])])
+
+
+def check_exposure(host: str, tokens: Sequence[object], allowed_hosts: list[str] | None = None) -> str | None:
     """Why the gateway must not start, or None."""
     if not tokens and not is_loopback(host):
         return (f"refusing to serve on {host} without tokens: set {TOKENS_ENV} "
-                "(comma-separated bearer tokens) or bind to 127.0.0.1")
+                f"(comma-separated bearer tokens), {SCOPED_TOKENS_ENV} or --tokens-file, or bind to 127.0.0.1")
     if not tokens and ANY in (allowed_hosts or []):
         return "--allowed-host '*' needs tokens: without them any web page could reach the gateway"
     return None
@@ -116,7 +138,7 @@ def check_tls(cert: str | None, key: str | None) -> str | None:
     return None
 
 
-def clear_tokens_warning(host: str, tokens: list[str], cert: str | None) -> str | None:
+def clear_tokens_warning(host: str, tokens: Sequence[object], cert: str | None) -> str | None:
     """The warning for bearer tokens served in clear to a network (no TLS here), else None."""
     if tokens and cert is None and not is_loopback(host):
         return (f"warning: serving on {host} over plain HTTP: bearer tokens travel in clear; give "
@@ -124,7 +146,7 @@ def clear_tokens_warning(host: str, tokens: list[str], cert: str | None) -> str 
     return None
 
 
-async def run_gateway(args: argparse.Namespace, tokens: list[str]) -> None:
+async def run_gateway(args: argparse.Namespace, tokens: list[Token]) -> None:
     """Serve the gateway with uvicorn until it is stopped."""
     import uvicorn
 
@@ -140,7 +162,7 @@ async def run_gateway(args: argparse.Namespace, tokens: list[str]) -> None:
                     max_followers=args.max_followers)
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
                      exposure=exposure, limits=limits, chat_idle_seconds=args.chat_idle,
-                     cards=cards)
+                     chat_marks=args.chat_marks, cards=cards)
     tls = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if args.tls_cert else {}
     if tls:  # a TLS handshake gets the header deadline too (asyncio's default is 60 s, and a
         # connection still in its handshake does not count against --max-connections yet)
@@ -157,7 +179,11 @@ def main(argv: Sequence[str]) -> int:
     Temporal the process ends here (`exit_now`: no interpreter teardown, which could hang on the
     SDK's native threads), after one line on stderr if it failed."""
     args = parser().parse_args(argv)
-    tokens = tokens_from_env()
+    try:
+        tokens = all_tokens(args.tokens_file)
+    except TokenError as err:
+        print(f"durable-teams: {err}", file=sys.stderr)
+        return 2
     refusal = (check_exposure(args.host, tokens, args.allowed_host + hosts_from_env())
                or check_tls(args.tls_cert, args.tls_key))
     if refusal:

@@ -10,12 +10,15 @@ workflow instance once its run has ended, through an interceptor.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import (
     ExecuteWorkflowInput,
+    HandleSignalInput,
+    HandleUpdateInput,
     Interceptor,
     Replayer,
     UnsandboxedWorkflowRunner,
@@ -33,22 +36,40 @@ class ReplayFailed(Exception):
 
 
 class _Capture(Interceptor):
-    """Keeps each replayed workflow instance once its run has ended (failed or not)."""
+    """Keeps each replayed workflow instance as its run starts (`on_start` sees it first), so a
+    history cut short (a running conversation, a checkpoint) still yields the state it reached."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_start: Callable[[Any], None] | None = None) -> None:
         self.instances: list[Any] = []
+        self.on_start = on_start
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
-        instances = self.instances
+        instances, on_start = self.instances, self.on_start
+
+        def seen() -> None:  # handlers may run before the run method does
+            if not instances:
+                instances.append(workflow.instance())
+                if on_start is not None:
+                    on_start(instances[-1])
 
         class Inbound(WorkflowInboundInterceptor):
             async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
-                try:
-                    return await super().execute_workflow(input)
-                finally:
-                    instances.append(workflow.instance())
+                seen()
+                return await super().execute_workflow(input)
+
+            async def handle_signal(self, input: HandleSignalInput) -> None:
+                seen()
+                return await super().handle_signal(input)
+
+            def handle_update_validator(self, input: HandleUpdateInput) -> None:
+                seen()
+                return super().handle_update_validator(input)
+
+            async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
+                seen()
+                return await super().handle_update_handler(input)
 
         return Inbound
 
@@ -65,17 +86,23 @@ async def replayed_log(client: Client, workflow_id: str) -> Transcript:
 
 
 async def _replayed(client: Client, workflow_id: str) -> TeamWorkflow:
-    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return await replay_history(client, await client.get_workflow_handle(workflow_id).fetch_history())
+
+
+async def replay_history(client: Client, history: WorkflowHistory,
+                         on_start: Callable[[Any], None] | None = None) -> TeamWorkflow:
+    """The workflow instance as `history` (whole, or cut after a workflow task) leaves it;
+    `on_start(instance)` runs before the replayed run does (to watch its state change)."""
     # Its input decoded first: a history this client cannot read (encrypted under a key it
     # lacks) raises the codec's own readable error, not a replay failure logged as a traceback.
     started = history.events[0].workflow_execution_started_event_attributes
     await client.data_converter.decode(started.input.payloads)
-    capture = _Capture()
+    capture = _Capture(on_start)
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=client.data_converter,
                         workflow_runner=UnsandboxedWorkflowRunner(), interceptors=[capture])
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     if result.replay_failure is not None or not capture.instances:
         why = str(result.replay_failure or "the workflow did not run").splitlines()[0]
         raise ReplayFailed(why)
-    conversation: TeamWorkflow = capture.instances[-1]
+    conversation: TeamWorkflow = capture.instances[0]
     return conversation

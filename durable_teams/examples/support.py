@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from durable_teams.teams.builders import Agent, Supervisor
 from durable_teams.teams.tools import tool
-from durable_teams.worker.scripted import call, say
+from durable_teams.worker.scripted import ScriptStep, call, say, when
 
 QUESTION = "My boots fell apart after a week. I want my money back."
 
@@ -70,16 +70,28 @@ def build(model: str | None = None, timeout_seconds: float = 86_400.0) -> Superv
     )
 
 
-SCRIPT = {
+NOT_RUN = "not run"
+"""What the workflow tells the model of a call a person denied or never approved
+(workflows/human.py: "... It was not run.", "Not run: ...")."""
+NOT_REFUNDED = "I could not refund your boots"
+ANSWER = "Your refund is on its way. Anything else I can help with?"
+DENIED_ANSWER = "Sorry, your refund was not approved, so nothing was refunded. Anything else I can help with?"
+
+# Each last step follows what happened: a denied refund is never reported as done.
+SCRIPT: dict[str, list[ScriptStep]] = {
     "triage_agent": [
         call("ask_human", question="Sorry to hear that! What's your order number?",
              suggestions=["I don't have it"]),
         call("transfer_to_issues_and_repairs"),
-        say("Your refund is on its way. Anything else I can help with?"),
+        when(NOT_REFUNDED,
+             then=say(DENIED_ANSWER),
+             otherwise=say(ANSWER)),
     ],
     "issues_and_repairs": [
         call("look_up_item", search_query="boots"),
         call("execute_refund", item_id="item_132612938", reason="fell apart after a week"),
-        say("Done: your boots are refunded."),
+        when(NOT_RUN,
+             then=say(f"{NOT_REFUNDED}: the refund was not approved."),
+             otherwise=say("Done: your boots are refunded.")),
     ],
 }

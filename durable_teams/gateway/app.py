@@ -6,7 +6,10 @@
     GET  /threads/{id}/transcript       ?full=true for every agent's private steps
     GET  /threads/{id}/events           ?start=N -> SSE until the conversation ends
     GET  /questions                     every question waiting for a person
-    POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason}
+    POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason,
+                                        "arguments"?: {...} (a breakpoint's call, edited)}
+    GET  /threads/{id}/checkpoints      the thread's checkpoints (gateway/time_routes.py)
+    POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
     POST /v1/responses                  OpenAI Responses (model = team; gateway/responses.py)
     GET  /v1/responses/{id}             a response; ?stream=true&starting_after=N resumes it
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -32,6 +36,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -47,12 +52,13 @@ from durable_teams.client.refusals import (
     TurnRejected,
 )
 from durable_teams.gateway import requests as checks
-from durable_teams.gateway import responses
+from durable_teams.gateway import responses, time_routes
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.responses_view import UnknownResponse
+from durable_teams.gateway.scopes import Token, scope_of
 from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.team_cards import TeamCard, descriptions
 from durable_teams.gateway.threads import Gateway, UnknownTeam
@@ -103,7 +109,8 @@ async def start_thread(request: Request) -> Response:
                          "team_mismatch")
     try:
         thread = await gw.start_thread(team, wanted or (f"{team}-{keyed[:16]}" if keyed else None),
-                                       task, idempotency=keyed, request_digest=digest)
+                                       task, idempotency=keyed, request_digest=digest,
+                                       scope=scope_of(request))
     except WorkflowAlreadyStartedError:
         thread = wanted or f"{team}-{keyed[:16] if keyed else ''}"
         memo = await gw.memo(thread)
@@ -127,7 +134,7 @@ async def send_turn_sse(request: Request) -> Response:
     sender = checks.sender(body)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     patience = Patience(thread, gw.busy_seconds)  # for the checks before the turn goes in
-    if not await gw.patiently(lambda: gw.running(thread), patience):
+    if not await gw.patiently(lambda: gw.running(thread, scope=scope_of(request)), patience):
         return error(404, f"no thread {thread}", "not_found")
     # the key stands for this turn alone: a retry streams it again, other text is a 409
     keyed = await keyed_input(gw.client, thread, caller_key(request, key), text, sender or "") if key else None
@@ -149,7 +156,7 @@ async def send_turn_sse(request: Request) -> Response:
 async def thread_status(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     thread = thread_of(request)
-    described = await gw.client.get_workflow_handle(thread).describe()
+    described = await gw.visible(thread, scope_of(request))
     status = await gw.status(thread)
     memo = await described.memo()
     return JSONResponse({"thread_id": thread, "team": memo.get("team"),
@@ -160,8 +167,9 @@ async def thread_status(request: Request) -> Response:
 async def transcript(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     full = request.query_params.get("full", "").lower() in {"1", "true", "yes"}
-    messages = await gw.client.get_workflow_handle(thread_of(request)).query(
-        TeamWorkflow.transcript, full)
+    thread = thread_of(request)
+    await gw.visible(thread, scope_of(request))
+    messages = await gw.client.get_workflow_handle(thread).query(TeamWorkflow.transcript, full)
     return JSONResponse([m.model_dump(mode="json") for m in messages])
 
 
@@ -169,7 +177,7 @@ async def thread_events(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     thread = thread_of(request)
     start = checks.start_index(request.query_params.get("start"))
-    await gw.client.get_workflow_handle(thread).describe()  # no such thread: 404 before the stream
+    await gw.visible(thread, scope_of(request))  # no such thread (or not the caller's): 404 before the stream
 
     async def frames() -> AsyncIterator[str]:
         async for event in follow(gw.client, thread, start=start, poll_seconds=gw.poll_seconds, live=gw.hub):
@@ -178,7 +186,7 @@ async def thread_events(request: Request) -> Response:
 
 
 async def questions(request: Request) -> Response:
-    return JSONResponse(await request.app.state.gateway.pending())
+    return JSONResponse(await request.app.state.gateway.pending(scope_of(request)))
 
 
 async def answer(request: Request) -> Response:
@@ -189,14 +197,19 @@ async def answer(request: Request) -> Response:
         raise HTTPException(400, "'approved' must be true or false")
     reply: dict[str, Any] = {"text": checks.text_field(body, "text", required=approved is None,
                                                        max_bytes=checks.MAX_TURN_BYTES) or ""}
+    if body.get("arguments") is not None:  # a breakpoint's tool call, resumed with new arguments
+        if not isinstance(body["arguments"], dict) or approved is not True:
+            raise checks.BadRequest("'arguments' must be a JSON object, sent with approved=true")
+        reply["arguments"] = json.dumps(body["arguments"])
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
     thread = thread_of(request)
+    await gw.visible(thread, scope_of(request))
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
         keyed = await keyed_input(gw.client, thread, caller_key(request, key), question, reply["text"],
-                                  repr(approved))
+                                  repr(approved) if "arguments" not in reply else repr((approved, reply["arguments"])))
         if keyed.turn is not None:
             return JSONResponse({"question_id": question, "accepted": True})
         reply["input_id"] = keyed.id
@@ -302,21 +315,38 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     return error(500, "internal error (logged on the gateway)", "internal_error")
 
 
-def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = None,
+class operators_only:  # noqa: N801 - reads as what it does at the route
+    """The MCP and A2A doors name threads by id and do not yet check a scoped token's threads
+    (durable_teams/gateway/scopes.py): operator tokens (or no tokens) only, else 403. A class,
+    so Starlette's Route takes it as an ASGI app (not a request function)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("state", {}).get("scope") is not None:
+            response = error(403, "this door takes operator tokens only (not a scoped token)", "forbidden")
+            return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token] | None = None,
                max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
                live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
                exposure: Exposure | None = None, limits: Limits | None = None,
                busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0,
-               cards: Sequence[TeamCard] | None = None) -> Guard:
+               chat_marks: bool = True, cards: Sequence[TeamCard] | None = None) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
     else this process's, durable_teams/live/hub.py). `teams`: the team names the workers serve
     (listed by /v1/models; another name is refused with 404); None: not checked.
     `exposure`: the hosts and origins served (default: loopback names only); `limits`: per
     caller; `busy_seconds`: how long a turn waits for a thread with 10 turns in flight
-    before 429; `chat_idle_seconds`: how long a chat client's thread waits for its next message
-    (durable_teams/gateway/chat_history.py). `cards`: what the teams say of themselves: the MCP
-    tools at /mcp (with the `mcp` extra) describe them, and each is an A2A agent at
+    before 429; `tokens`: strings are operator tokens, a `Token` may be scoped
+    (durable_teams/gateway/scopes.py); `chat_idle_seconds`: how long a chat client's thread waits for its next message
+    (durable_teams/gateway/chat_history.py); `chat_marks`: a chat thread's first answer ends
+    with its mark (durable_teams/gateway/chat_marks.py); `cards`: what the teams say of themselves:
+    the MCP tools at /mcp (with the `mcp` extra) describe them, and each is an A2A agent at
     /a2a/{team} (with the `a2a` extra)."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
@@ -326,6 +356,8 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
         Route("/threads/{thread}/transcript", transcript),
         Route("/threads/{thread}/events", thread_events),
         Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
+        Route("/threads/{thread}/checkpoints", time_routes.checkpoints),
+        Route("/threads/{thread}/fork", time_routes.fork_thread, methods=["POST"]),
         Route("/questions", questions),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/responses", responses.create, methods=["POST"]),
@@ -338,18 +370,19 @@ def create_app(client: Client, *, task_queue: str, tokens: list[str] | None = No
     ]
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None,
-                      busy_seconds, chat_idle_seconds=chat_idle_seconds)
+                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks)
     lifespans = []
     if importlib.util.find_spec("mcp") is not None:
         from durable_teams.gateway.mcp_door import McpDoor
 
         mcp_app, mcp_running = McpDoor(gateway, descriptions(cards or [])).http_app()
-        routes.append(Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]))
+        routes.append(Route("/mcp", operators_only(mcp_app), methods=["GET", "POST", "DELETE"]))
         lifespans.append(mcp_running)
     if cards and importlib.util.find_spec("a2a") is not None:
         from durable_teams.gateway.a2a_door import a2a_routes
 
-        routes += a2a_routes(gateway, cards, bearer=bool(tokens))
+        routes += [Route(r.path, operators_only(r.app), methods=r.methods) if isinstance(r, Route) else r
+                   for r in a2a_routes(gateway, cards, bearer=bool(tokens))]
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
                                 UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,

@@ -2,36 +2,35 @@
 (bearer tokens, the hosts and origins of durable_teams/gateway/exposure.py), how much one
 caller may hold at once, and how long a body may take to arrive.
 
-Tokens come from configuration (`DURABLE_TEAMS_GATEWAY_TOKENS`, comma-separated). A gateway
-with no tokens accepts every caller that reaches it, so `serve` refuses to start without them
-unless bound to a loopback address. Every token sees and acts on every thread: tokens tell
-callers from strangers, not callers from each other. The inbox page itself carries no data
-and is served to anyone: the calls it makes carry the token the person types into it.
+Tokens come from configuration (durable_teams/gateway/scopes.py): operator tokens see and act
+on every thread, scoped tokens only on the threads started with their scope. A gateway with no
+tokens accepts every caller that reaches it (each one an operator), so `serve` refuses to start
+without them unless bound to a loopback address. The inbox page itself carries no data and is
+served to anyone: the calls it makes carry the token the person types into it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import json
-import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_teams.gateway.exposure import PAGES, SECURITY_HEADERS, Exposure, is_loopback
+from durable_teams.gateway.scopes import TOKENS_ENV, Token, as_tokens, operator_tokens
 
-TOKENS_ENV = "DURABLE_TEAMS_GATEWAY_TOKENS"
 DEFAULT_MAX_BODY = 1_000_000
 
 __all__ = ["DEFAULT_MAX_BODY", "TOKENS_ENV", "Guard", "Limits", "is_loopback", "tokens_from_env"]
 
 
 def tokens_from_env(value: str | None = None) -> list[str]:
-    raw = os.environ.get(TOKENS_ENV, "") if value is None else value
-    return [t.strip() for t in raw.split(",") if t.strip()]
+    """The operator tokens of `DURABLE_TEAMS_GATEWAY_TOKENS` (comma-separated)."""
+    return [t.secret for t in operator_tokens(value)]
 
 
 @dataclass(frozen=True)
@@ -58,9 +57,9 @@ class Guard:
     durable_teams/gateway/exposure.py refuses; 429 past a caller's `Limits`; 413 for a body
     over `max_body` bytes; 408 for a body that takes over `body_seconds` to arrive."""
 
-    def __init__(self, app: ASGIApp, tokens: list[str], max_body: int = DEFAULT_MAX_BODY,
+    def __init__(self, app: ASGIApp, tokens: Sequence[str | Token], max_body: int = DEFAULT_MAX_BODY,
                  exposure: Exposure | None = None, limits: Limits | None = None) -> None:
-        self.app, self.tokens = app, [t.encode() for t in tokens]
+        self.app, self.tokens = app, [(t.secret.encode(), t) for t in as_tokens(tokens)]
         self.exposure = exposure or Exposure.for_bind("127.0.0.1")
         self.limits = limits or Limits(max_body=max_body)
         self.requests: Counter[str] = Counter()
@@ -80,7 +79,7 @@ class Guard:
         token = self._token(headers)
         if self.tokens and path not in PAGES and token is None:
             return await error_response(send, 401, "missing or invalid bearer token", "authentication_error")
-        caller = token or _client(scope)
+        caller = token.caller if token else _client(scope)
         stream = is_stream(method, path)
         if self.requests[caller] >= self.limits.max_requests or (
                 stream and self.streams[caller] >= self.limits.max_followers):
@@ -103,6 +102,7 @@ class Guard:
 
         state = scope.setdefault("state", {})
         state["caller"] = caller  # request.state.caller in the app
+        state["scope"] = token.scope if token else None  # the threads it sees (None: all)
         state["open_stream"] = open_stream  # request.state.open_stream()
         self.requests[caller] += 1
         self.streams[caller] += stream
@@ -138,15 +138,17 @@ class Guard:
 
         await self.app(scope, replay, send)
 
-    def _token(self, headers: dict[bytes, bytes]) -> str | None:
-        """A short, stable name for the caller's valid token (never the token), or None."""
+    def _token(self, headers: dict[bytes, bytes]) -> Token | None:
+        """The caller's valid token, or None (every token compared: no early exit to time)."""
         given = headers.get(b"authorization", b"")
         if not given.lower().startswith(b"bearer "):
             return None
-        token = given[7:].strip()
-        if any(hmac.compare_digest(token, t) for t in self.tokens):
-            return "token:" + hashlib.sha256(token).hexdigest()[:16]
-        return None
+        presented = given[7:].strip()
+        found = None
+        for secret, token in self.tokens:
+            if hmac.compare_digest(presented, secret):
+                found = token
+        return found
 
     def _with_headers(self, send: Send, headers: dict[bytes, bytes], path: str) -> Send:
         """`send` adding the security headers, and CORS headers for a listed origin."""

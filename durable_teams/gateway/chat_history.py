@@ -5,24 +5,29 @@ openai client as most code uses it) resend the whole conversation on every reque
 thread id. So a request is matched to a thread by what it resends, with nothing kept in the
 gateway (several gateways agree):
 
-- A thread started here for such a client is named after its first user message, its team and
-  the caller's token (`<team>-chat-<digest>-<random>`), so its candidates are found by a prefix search of
-  workflow ids (built in, no search attribute to register), never another token's threads.
-- A candidate is the conversation when the request's last assistant message is what the
-  thread answered last (its reply, or the question it waits on) and the thread's latest input
-  was this chat's previous request (`request_keys`: digests of what each request resent). Two
-  candidates that both fit said the same words: either continues the conversation as the client
-  sees it, and when two such chats send at once the thread takes one (the turn's `after_turns`,
-  an answer's open question) and the other tries the next (durable_teams/gateway/openai_compat.py).
+- A thread started here for such a client is named after its chat's key (`ChatKey`: the
+  caller's token or scope, the team, and the system and developer messages and `user` the
+  client sends), its first user message and a random mark (`<team>-chat-<digest>-<mark>`):
+  chats that differ in any of these never share a family, and so never a thread.
+- The thread's first answer carries its mark (durable_teams/gateway/chat_marks.py), which the
+  resent history carries back: a marked history continues that thread or none, so identical
+  conversations of one caller stay apart.
+- A thread continues only if its latest input was this chat's previous request
+  (`request_keys`: digests of what each request resent) and, without a mark, its latest answer
+  (its reply, or the question it waits on) is the request's last assistant message. Without a
+  mark (a client that strips it), only the one thread of the family that fits: several that
+  fit said the same words, and the request opens a new thread rather than guess.
 - The same request sent again (its own input id is the thread's latest) is the same input.
-- No thread fits (a conversation pasted into a new chat, a thread that has ended): a new thread
-  opens with the earlier messages as its history, so the team sees the conversation so far.
+- No thread fits (a conversation pasted into a new chat, a thread that has ended, an earlier
+  message edited, a history cut short): a new thread opens with the earlier messages as its
+  history (marks left out), so the team sees the conversation so far.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -33,6 +38,8 @@ from temporalio.service import RPCError
 
 from durable_teams.client.approvals import ASK_AGAIN
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway.chat_marks import MARK_CHARS, latest_mark, without_marks
+from durable_teams.gateway.scopes import sees
 from durable_teams.gateway.threads import Gateway, question_text
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus
@@ -59,6 +66,8 @@ class ChatHistory:
 
     earlier: list[Message]
     text: str
+    names: tuple[str, ...] = ()
+    """The messages' `name`s (OpenAI's participant names), as `role:name`, in order."""
 
     @property
     def first_user_text(self) -> str:
@@ -120,7 +129,22 @@ def chat_history(messages: Any) -> ChatHistory:
     if len(text.encode("utf-8")) > checks.MAX_TURN_BYTES:
         raise FieldError(f"{at} is over {checks.MAX_TURN_BYTES:,} bytes", at)
     earlier = [earlier_message(m, f"messages[{i}]") for i, m in enumerate(messages[:-1])]
-    return ChatHistory(earlier, text)
+    return ChatHistory(earlier, text, tuple(participant_names(messages)))
+
+
+def participant_names(messages: list[Any]) -> list[str]:
+    """Each message's `name` (OpenAI's way to tell participants of one role apart), checked:
+    part of the chat's key, as the system prompt is."""
+    names = []
+    for i, message in enumerate(messages):
+        name = message.get("name") if isinstance(message, dict) else None
+        if name is None or name == "":
+            continue
+        at = f"messages[{i}].name"
+        if not isinstance(name, str) or len(name) > checks.MAX_ID_CHARS:
+            raise FieldError(f"{at} must be a string of at most {checks.MAX_ID_CHARS} characters", at)
+        names.append(f"{message.get('role')}:{checks.encodable(name, at)}")
+    return names
 
 
 def without_asked_again(history: ChatHistory) -> ChatHistory:
@@ -134,17 +158,48 @@ def without_asked_again(history: ChatHistory) -> ChatHistory:
             earlier.pop()  # the unclear answer it asked again after
         elif not asked_again:
             earlier.append(message)
-    return history if len(earlier) == len(history.earlier) else ChatHistory(earlier, history.text)
+    return history if len(earlier) == len(history.earlier) else ChatHistory(earlier, history.text, history.names)
 
 
-def family(scope: str, team: str, first_user_text: str) -> str:
-    """The id prefix of the threads whose chat opened with `first_user_text`."""
-    digest = hashlib.sha256(f"{scope}\0{team}\0{flat(first_user_text)}".encode()).hexdigest()
-    return f"{team}-chat-{digest[:24]}-"
+@dataclass(frozen=True)
+class ChatKey:
+    """Whose chat a request is, from everything it sends that tells one conversation from
+    another besides its messages: the caller's scope (`scope`: its token's digest, or its
+    scope name for a scoped token), the team, and `setup`: the system and developer messages,
+    participant `name`s and OpenAI's `user` or `safety_identifier` (an empty one is absent);
+    "" when there are none, so threads of earlier releases, which had no setup, keep their
+    ids. `tenant`: the scope whose threads the caller sees (None: an operator,
+    durable_teams/gateway/scopes.py)."""
+
+    scope: str
+    team: str
+    setup: str = ""
+    tenant: str | None = None
+
+    def digest(self, *parts: str) -> hashlib._Hash:
+        head = f"{self.scope}\0{self.team}" + (f"\0{self.setup}" if self.setup else "")
+        return hashlib.sha256("\0".join((head, *parts)).encode())
 
 
-def new_thread_id(scope: str, team: str, history: ChatHistory) -> str:
-    return family(scope, team, history.first_user_text) + uuid.uuid4().hex[:12]
+def chat_key(scope: str, team: str, history: ChatHistory, user: str | None = None,
+             tenant: str | None = None) -> ChatKey:
+    systems = [flat(m.content or "") for m in history.earlier if m.role == "system"]
+    systems = [text for text in systems if text]
+    parts: dict[str, Any] = {"system": systems, "user": user or None}
+    if history.names:  # only when sent: keys of chats without names stay as they were
+        parts["names"] = list(history.names)
+    setup = json.dumps(parts) if systems or user or history.names else ""
+    return ChatKey(scope, team, setup, tenant)
+
+
+def family(key: ChatKey, first_user_text: str) -> str:
+    """The id prefix of the threads of this caller and setup whose chat opened with
+    `first_user_text`."""
+    return f"{key.team}-chat-{key.digest(flat(first_user_text)).hexdigest()[:24]}-"
+
+
+def new_thread_id(key: ChatKey, history: ChatHistory) -> str:
+    return family(key, history.first_user_text) + uuid.uuid4().hex[:MARK_CHARS]
 
 
 def flat(text: str) -> str:
@@ -155,8 +210,8 @@ def flat(text: str) -> str:
 def continues(said: str, head: str) -> bool:
     """Whether the assistant message a client resends is the thread's latest answer: the same
     words, or ending with them after a whole word (a stream may have carried earlier text of
-    the turn before it; "14" does not end with the answer "4")."""
-    said, head = flat(said), flat(head)
+    the turn before it; "14" does not end with the answer "4"). Thread marks are not words."""
+    said, head = flat(without_marks(said)), flat(head)
     return bool(head) and (said == head or said.endswith(" " + head))
 
 
@@ -167,20 +222,20 @@ KEY_PREFIX = "chat2-"
 @dataclass(frozen=True)
 class RequestKeys:
     """Ids of a history-resending request and of the one before it in the same chat: digests
-    of the user's and assistant's messages as resent (system prompts, which front ends rewrite,
-    left out). A thread whose latest input is `previous` is where this chat left off; one whose
+    of the chat's key and the user's and assistant's messages as resent (thread marks left
+    out). A thread whose latest input is `previous` is where this chat left off; one whose
     latest input is `this` already took this very request (a retry)."""
 
     this: str
     previous: str | None
 
 
-def request_keys(scope: str, team: str, history: ChatHistory) -> RequestKeys:
-    running = hashlib.sha256(f"{scope}\0{team}".encode())
+def request_keys(key: ChatKey, history: ChatHistory) -> RequestKeys:
+    running = key.digest()
     previous: str | None = None
     spoken = [m for m in history.earlier if m.role in ("user", "assistant")]
     for n, message in enumerate(spoken):
-        running.update(f"\0{message.role}\0{flat(message.content or '')}".encode())
+        running.update(f"\0{message.role}\0{flat(without_marks(message.content or ''))}".encode())
         if message.role == "user" and n == len(spoken) - 2 and spoken[-1].role == "assistant":
             previous = KEY_PREFIX + running.hexdigest()[:32]
     running.update(f"\0user\0{flat(history.text)}".encode())
@@ -197,21 +252,30 @@ class Match:
     again: bool = False
 
 
-async def find_thread(gw: Gateway, scope: str, team: str, history: ChatHistory, *,
-                      user: str | None = None, retry: bool = False, keys: RequestKeys | None = None,
-                      wait_seconds: float = 1.0) -> Match | None:
-    """The running thread this history continues, or None. A first message continues none,
-    unless the request says it is a retry (`retry`): then the thread that took it, if any.
-    With `user`, only that end user's threads. Waits up to `wait_seconds` for the visibility
-    store to list a thread started moments ago (it lags the start a little)."""
+async def find_thread(gw: Gateway, key: ChatKey, history: ChatHistory, *, retry: bool = False,
+                      keys: RequestKeys | None = None, wait_seconds: float = 1.0) -> Match | None:
+    """The running thread this history continues, or None.
+
+    A history that carries a thread mark (durable_teams/gateway/chat_marks.py) continues that
+    thread of its family or none: never another chat's thread with the same words. One without
+    a mark (a client that strips it, a thread of an earlier release) continues the one thread
+    of its family that fits; when several fit (identical conversations), none: a new thread
+    with the history is safe, a guess is not. A first message continues none, unless the
+    request says it is a retry (`retry`): then the one thread that took it, if only one did.
+    Waits up to `wait_seconds` for the visibility store to list a thread started moments ago
+    (it lags the start a little)."""
     said = next((m for m in reversed(history.earlier) if m.role == "assistant"), None)
-    if (said is None or history.earlier[-1] is not said) and not retry:
+    follows = said if said is not None and history.earlier[-1] is said else None
+    keys = keys or request_keys(key, history)
+    prefix = family(key, history.first_user_text)
+    mark = latest_mark(history.earlier)
+    if mark is not None:
+        return await _fits(gw, prefix + mark, key, follows, keys, history.user_messages)
+    if follows is None and not retry:
         return None  # no answer of ours to continue from
-    prefix = family(scope, team, history.first_user_text)
     if '"' in prefix or "\\" in prefix:
         return None  # a team name no query can quote (team names are identifiers)
     query = f'WorkflowId STARTS_WITH "{prefix}" AND ExecutionStatus = "Running"'
-    keys = keys or request_keys(scope, team, history)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
     while True:
@@ -221,23 +285,26 @@ async def find_thread(gw: Gateway, scope: str, team: str, history: ChatHistory, 
             log.warning("cannot look up chat threads (%s): each such request opens a new thread "
                         "with the history it sends", err.message)
             return None
-        for wf in listed:
-            if user is not None and (await wf.memo()).get("user") != user:
-                continue  # another end user's chat
-            match = await _fits(gw, wf.id, said, keys, history.user_messages)
-            if match is not None:
-                return match
+        fits = [match for wf in listed
+                if (match := await _fits(gw, wf.id, key, follows, keys, history.user_messages)) is not None]
+        if len(fits) == 1:
+            return fits[0]
+        if fits:  # identical conversations: which one is this? Not a guess
+            log.info("%d chat threads fit an unmarked request equally; it opens a new thread", len(fits))
+            return None
         if listed or loop.time() >= deadline:
             return None
         await asyncio.sleep(0.2)
 
 
-async def _fits(gw: Gateway, thread: str, said: Message | None, keys: RequestKeys,
+async def _fits(gw: Gateway, thread: str, key: ChatKey, said: Message | None, keys: RequestKeys,
                 user_messages: int) -> Match | None:
     try:
+        if key.tenant is not None and not sees(key.tenant, await gw.memo(thread)):
+            return None  # not the caller's (its id is in the caller's family: never so, unless forged)
         status = await gw.status(thread)
     except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
-        return None  # ended since it was listed, or not answering: not this conversation
+        return None  # no such thread, ended since it was listed, or not answering: not this conversation
     if status.closed:
         return None
     if status.last_input_id == keys.this:

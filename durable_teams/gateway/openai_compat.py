@@ -1,7 +1,8 @@
 """`POST /v1/chat/completions` in OpenAI's format, so any OpenAI client or chat UI can talk
 to a durable team. `model` names the team; the `X-Thread-Id` header names the thread (a new one
 when absent; its id returns in the `X-Thread-Id` header). `user` is what OpenAI documents, an
-end user's id: kept in a new thread's memo, never taken as the thread. Only the last user
+end user's id: kept in a new thread's memo and, for a client that names no thread, part of its
+chat's key (an empty one is absent). Only the last user
 message is sent: the thread remembers the rest. A question the team asks comes back as the
 assistant's message, and the next request's last user message answers it.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 import time
 import uuid
@@ -32,8 +34,10 @@ from durable_teams.client.refusals import ConversationEnded, TurnConflict
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
+from durable_teams.gateway.chat_marks import latest_mark, mark_line, mark_of, unmarked
 from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_stream import chunk_stream, usage_of
+from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.sse import openai_error, sse_response
 from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
 from durable_teams.live.hub import Delta
@@ -96,11 +100,23 @@ def check_fields(body: dict[str, Any]) -> None:
                          "stream_options")
     if body.get("tool_choice") not in (None, "none", "auto"):
         raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
-    user = body.get("user")
-    if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_ID_CHARS):
-        raise FieldError(f"'user' must be a string of at most {checks.MAX_ID_CHARS} characters", "user")
-    if isinstance(user, str):
-        checks.encodable(user, "user")
+    for field in ("user", "safety_identifier"):
+        user = body.get(field)
+        if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_ID_CHARS):
+            raise FieldError(f"'{field}' must be a string of at most {checks.MAX_ID_CHARS} characters", field)
+        if isinstance(user, str):
+            checks.encodable(user, field)
+
+
+def end_user(body: dict[str, Any]) -> str | None:
+    """OpenAI's `user`, or its newer `safety_identifier` (checked by `check_fields`): None when
+    absent, empty or blank, which all mean the same (no end user named), for the thread's memo
+    and its chat key alike. Both sent: both, as one id."""
+    ids = [value for field in ("user", "safety_identifier")
+           if isinstance(value := body.get(field), str) and value.strip()]
+    if len(ids) == 2:
+        return json.dumps(ids)
+    return ids[0] if ids else None
 
 
 MATCH_ATTEMPTS = 3
@@ -118,14 +134,18 @@ class Exchange:
     outcome: Callable[[], Awaitable[Outcome]]
     subscription: AbstractAsyncContextManager[asyncio.Queue[Delta]] | None = None
     deltas: asyncio.Queue[Delta] | None = None
+    mark: str = ""
+    """What the answer ends with: the thread's mark, for a history that does not carry it yet
+    (durable_teams/gateway/chat_marks.py)."""
 
 
 async def exchange_on(gw: Gateway, thread: str, stream: bool,
-                      begin: Callable[[], Awaitable[Callable[[], Awaitable[Outcome]]]]) -> Exchange:
+                      begin: Callable[[], Awaitable[Callable[[], Awaitable[Outcome]]]],
+                      mark: str = "") -> Exchange:
     if not stream:
-        return Exchange(thread, await begin())
+        return Exchange(thread, await begin(), mark=mark)
     outcome, subscription, deltas = await gw.subscribed(thread, begin)
-    return Exchange(thread, outcome, subscription, deltas)
+    return Exchange(thread, outcome, subscription, deltas, mark)
 
 
 def says_retry(request: Request) -> bool:
@@ -182,14 +202,15 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
                           request: Request) -> Exchange:
     """The exchange on the thread `X-Thread-Id` names, started when there is none yet."""
     thread = checks.thread_id(header, "X-Thread-Id")
+    scope = scope_of(request)
     try:
-        exists = await gw.running(thread, team)
+        exists = await gw.running(thread, team, scope)
         await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
         if not exists:
             try:
-                await gw.start_thread(team, thread, user=body.get("user"))
+                await gw.start_thread(team, thread, user=end_user(body), scope=scope)
             except WorkflowAlreadyStartedError:  # another request started it a moment ago
-                await gw.running(thread, team)
+                await gw.running(thread, team, scope)
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
     status = await gw.status(thread)
@@ -215,26 +236,35 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     messages, closed when its chat goes quiet. When another request with the same history got
     in first (two chats that said the same words, sent at once), or the thread ended since it
     was found, the next thread that fits, or a new one."""
-    scope, user, stream = caller_scope(request), body.get("user"), bool(body.get("stream"))
+    stream, tenant = bool(body.get("stream")), scope_of(request)
     await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
     history = chats.without_asked_again(history)  # an unclear answer: the thread never took it
-    keys = chats.request_keys(scope, team, history)
+    key = chats.chat_key(caller_scope(request), team, history, end_user(body), tenant)
+    keys = chats.request_keys(key, history)
     retry = says_retry(request)
+    carried = latest_mark(history.earlier)
     for _ in range(MATCH_ATTEMPTS):
-        match = await chats.find_thread(gw, scope, team, history, user=user, retry=retry,
-                                        keys=keys, wait_seconds=gw.chat_lookup_seconds)
+        match = await chats.find_thread(gw, key, history, retry=retry, keys=keys,
+                                        wait_seconds=gw.chat_lookup_seconds)
         if match is None:
             break
         try:
             return await exchange_on(gw, match.thread, stream, partial(
                 gw.begin_exchange, match.thread, history.text, keys.this, max_tokens(body),
-                seen=match.status, again=match.again))
+                seen=match.status, again=match.again), mark_for(gw, match.thread, carried))
         except (TurnConflict, ConversationEnded):  # taken by another request, or ended since
             continue
-    thread = await gw.start_thread(team, chats.new_thread_id(scope, team, history), user=user,
-                                   history=history.earlier, idle_close_seconds=gw.chat_idle_seconds)
+    thread = await gw.start_thread(team, chats.new_thread_id(key, history), user=end_user(body),
+                                   history=unmarked(history.earlier), scope=tenant,
+                                   idle_close_seconds=gw.chat_idle_seconds)
     return await exchange_on(gw, thread, stream, partial(
-        gw.begin_exchange, thread, history.text, keys.this, max_tokens(body)))
+        gw.begin_exchange, thread, history.text, keys.this, max_tokens(body)), mark_for(gw, thread, carried))
+
+
+def mark_for(gw: Gateway, thread: str, carried: str | None) -> str:
+    """The mark line an answer on `thread` ends with: none when the history carries it already
+    (or marks are off)."""
+    return mark_line(thread) if gw.chat_marks and carried != mark_of(thread) else ""
 
 
 def may_stream(request: Request) -> bool:
@@ -246,7 +276,11 @@ def may_stream(request: Request) -> bool:
 
 
 def caller_scope(request: Request) -> str:
-    """The caller's token (a digest of it), whose threads only its requests continue."""
+    """Whose chat families a caller's requests continue: its scope's (any token of a scoped
+    name), else its token's (a digest of it); "" on a gateway without tokens."""
+    tenant = scope_of(request)
+    if tenant is not None:
+        return f"scope:{tenant}"
     caller = getattr(request.state, "caller", "")
     return caller if caller.startswith("token:") else ""
 
@@ -286,12 +320,12 @@ async def chat_completions(request: Request) -> Response:
     headers = {"X-Thread-Id": exchange.thread}
     if exchange.subscription is not None and exchange.deltas is not None:
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return sse_response(chunk_stream(team, exchange.outcome, usage, exchange.subscription, exchange.deltas),
-                            headers, openai_error)
+        return sse_response(chunk_stream(team, exchange.outcome, usage, exchange.subscription, exchange.deltas,
+                                         exchange.mark), headers, openai_error)
     done = await exchange.outcome()
     if done.kind == "failed":
         return turn_failed(done.text, headers)
-    return JSONResponse(completion(team, done), headers=headers)
+    return JSONResponse(completion(team, done._replace(text=done.text + exchange.mark)), headers=headers)
 
 
 def turn_failed(text: str, headers: dict[str, str]) -> JSONResponse:

@@ -27,10 +27,11 @@ def usage_of(tally: Tally | None) -> dict[str, int]:
 
 
 async def chunk_stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usage: bool,
-                  subscription: AbstractAsyncContextManager[Any], deltas: asyncio.Queue[Delta]
-                  ) -> AsyncIterator[str]:
+                  subscription: AbstractAsyncContextManager[Any], deltas: asyncio.Queue[Delta],
+                  mark: str = "") -> AsyncIterator[str]:
     """OpenAI's chunk stream: the team's text as its model calls write it (live deltas,
-    durable_teams/live/hub.py), then what is left of the reply (all of it without live deltas)."""
+    durable_teams/live/hub.py), then what is left of the reply (all of it without live deltas),
+    then `mark` (a thread mark, durable_teams/gateway/chat_marks.py)."""
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
             "created": int(time.time()), "model": team}
 
@@ -55,7 +56,7 @@ async def chunk_stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usa
     if kind == "failed":
         yield sse_frame(None, {"error": {"message": answer, "type": "turn_failed", "code": "turn_failed"}})
         return
-    rest = content.finish(answer)
+    rest = content.finish(answer) + mark
     if rest:
         yield chunk({"content": rest})
     yield chunk({}, finish)

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
 
+from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_state as state
@@ -28,7 +29,8 @@ from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
 from durable_teams.gateway.responses_turns import Refused, first_turn, following, refusal, resent
-from durable_teams.gateway.responses_view import ResponseRef
+from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse
+from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway
 
@@ -60,6 +62,7 @@ async def create(request: Request) -> Response:
         except Refused as refused:
             return refused.response
     else:
+        await visible_response(gw, ResponseRef.parse(previous), scope_of(request))
         try:
             ref = await following(gw, team, ResponseRef.parse(previous), given,
                                   input_id(ResponseRef.parse(previous).thread, "responses", request_id),
@@ -96,9 +99,24 @@ def ref_of(request: Request) -> ResponseRef:
     return ResponseRef.parse(request.path_params["response"])
 
 
+async def seen_ref(request: Request) -> ResponseRef:
+    """The response the path names, if the caller's scope sees its thread: else the same 404
+    as for a response that does not exist (durable_teams/gateway/scopes.py)."""
+    ref = ref_of(request)
+    await visible_response(request.app.state.gateway, ref, scope_of(request))
+    return ref
+
+
+async def visible_response(gw: Gateway, ref: ResponseRef, scope: str | None) -> None:
+    try:
+        await gw.visible(ref.thread, scope)
+    except ConversationNotFound:
+        raise UnknownResponse(f"no response {ref.id!r}") from None
+
+
 async def retrieve(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    ref = ref_of(request)
+    ref = await seen_ref(request)
     team = (await gw.memo(ref.thread)).get("team") or ""
     created = await created_at(gw, ref.thread)
     if request.query_params.get("stream", "").lower() == "true":
@@ -117,7 +135,7 @@ async def retrieve(request: Request) -> Response:
 async def input_items(request: Request) -> Response:
     """What the request that made the response sent, as the log holds it."""
     gw: Gateway = request.app.state.gateway
-    ref = ref_of(request)
+    ref = await seen_ref(request)
     page = await gw._page(ref.thread, ref.start, 20)
     items: list[dict[str, Any]] = []
     for message in page.messages:
@@ -142,7 +160,7 @@ def user_item(ref: ResponseRef, text: str) -> dict[str, Any]:
 
 
 async def delete(request: Request) -> Response:
-    ref_of(request)
+    ref_of(request)  # the same 409 for any response id, whoever's: nothing to tell apart
     return refusal(409, "a team's responses are its thread's durable log and cannot be deleted one "
                         "by one (they go with the thread, at the namespace's retention)", "not_deletable")
 
@@ -152,7 +170,7 @@ async def cancel(request: Request) -> Response:
     are told, nothing further starts); the response ends "cancelled". One that ended already
     is a 409, except a cancelled one, returned again."""
     gw: Gateway = request.app.state.gateway
-    ref = ref_of(request)
+    ref = await seen_ref(request)
     team = (await gw.memo(ref.thread)).get("team") or ""
     view, _ = await state.read(gw, ref)
     if view.ended and view.status != "cancelled":

@@ -24,6 +24,7 @@ from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.openai_compat import MATCH_ATTEMPTS, caller_scope, input_id, says_retry
 from durable_teams.gateway.responses_events import approval_id
 from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, View
+from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.threads import Gateway, TeamMismatch
 
 
@@ -44,7 +45,8 @@ async def first_turn(gw: Gateway, team: str, text: str, key: str | None, request
     keyed = hashlib.sha256(f"{getattr(request.state, 'caller', '')}\0{key}".encode()).hexdigest()[:16] if key else None
     thread = f"{team}-resp-{keyed}" if keyed else f"{team}-resp-{uuid.uuid4().hex[:16]}"
     try:
-        await gw.start_thread(team, thread, idempotency=keyed, request_digest=request_id[:16] if keyed else None)
+        await gw.start_thread(team, thread, idempotency=keyed, request_digest=request_id[:16] if keyed else None,
+                              scope=scope_of(request))
     except WorkflowAlreadyStartedError:  # the same key: the same request, or a key used again
         if (await gw.memo(thread)).get("request") != request_id[:16]:
             raise Refused(refusal(409, "this Idempotency-Key was sent with another request: use a new key",
@@ -125,10 +127,10 @@ async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], req
     """The response to a conversation resent whole: on the thread it continues (the chat
     path's matching), or on a new thread that opens with its earlier messages."""
     history = chats.chat_history(conversation)
-    scope = caller_scope(request)
-    keys = chats.request_keys(scope, team, history)
+    key = chats.chat_key(caller_scope(request), team, history, tenant=scope_of(request))
+    keys = chats.request_keys(key, history)
     for _ in range(MATCH_ATTEMPTS):
-        match = await chats.find_thread(gw, scope, team, history, retry=says_retry(request), keys=keys,
+        match = await chats.find_thread(gw, key, history, retry=says_retry(request), keys=keys,
                                         wait_seconds=gw.chat_lookup_seconds)
         if match is None:
             break
@@ -141,8 +143,8 @@ async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], req
             return await following(gw, team, latest, fields.Input(text=history.text), keys.this, max_tokens)
         except (TurnConflict, ConversationEnded, QuestionClosed, Refused):  # another request got in first
             continue
-    thread = await gw.start_thread(team, chats.new_thread_id(scope, team, history), history=history.earlier,
-                                   idle_close_seconds=gw.chat_idle_seconds)
+    thread = await gw.start_thread(team, chats.new_thread_id(key, history), history=history.earlier,
+                                   idle_close_seconds=gw.chat_idle_seconds, scope=scope_of(request))
     accepted = await submit_turn(gw.client, thread, history.text, turn_id=keys.this,
                                  busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
     return ResponseRef(thread, accepted.number, len(history.earlier), 0)

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 from starlette.exceptions import HTTPException
 from temporalio.client import (
     Client,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowQueryFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -46,6 +47,7 @@ from durable_teams.client.server_state import (
 )
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway.requests import BadRequest
+from durable_teams.gateway.scopes import SCOPE_MEMO, sees
 from durable_teams.gateway.thread_log import ThreadLog, background
 from durable_teams.live.hub import LIVE, Delta, LiveHub
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -115,6 +117,8 @@ class Gateway(ThreadLog):
     """A chat's thread (no `X-Thread-Id`) closes after this long without a message."""
     chat_lookup_seconds: float = 1.0
     """How long a resent history waits for the visibility store to list its thread."""
+    chat_marks: bool = True
+    """A chat thread's first answer ends with its mark (durable_teams/gateway/chat_marks.py)."""
     worker_seen_at: float = float("-inf")
 
     async def require_worker(self) -> None:
@@ -136,15 +140,16 @@ class Gateway(ThreadLog):
                            idempotency: str | None = None, request_digest: str | None = None,
                            user: str | None = None,
                            history: list[Message] | None = None,
-                           idle_close_seconds: float | None = None) -> str:
+                           idle_close_seconds: float | None = None, scope: str | None = None) -> str:
         """Start a conversation of `team` under `thread` (a new id when None). The team's name
         is kept in the memo so the inbox can show it without a worker, and so is the request's
         idempotency key (hashed), so the same request sent again finds its thread. `history`:
         messages it opens with (its first turn still comes as a turn); `idle_close_seconds`
         marks a chat's thread: closed when the chat goes quiet, its questions kept out of the
-        inbox (they are answered in the chat)."""
+        inbox (they are answered in the chat). `scope`: the scoped token's name whose callers
+        alone (besides operators) see the thread (durable_teams/gateway/scopes.py)."""
         thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
-        memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
+        memo = ({SCOPE_MEMO: scope} if scope else {}) | {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
             {"request": request_digest} if request_digest else {}) | (
             {"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
         inp = ConversationInput(team_name=team, task=task, single_turn=task is not None,
@@ -212,8 +217,34 @@ class Gateway(ThreadLog):
         load) until `patience` runs out (`ConversationBusy`, 429: the turn was not sent)."""
         return await patience.retry(call)
 
-    async def running(self, thread: str, team: str | None = None) -> bool:
+    async def visible(self, thread: str, scope: str | None) -> WorkflowExecutionDescription:
+        """The thread as described, if a caller of `scope` (None: an operator) may see it;
+        else `ConversationNotFound`, the same for another scope's thread as for no thread
+        (one describe either way: the same answer in the same time)."""
+        try:
+            described = await self.client.get_workflow_handle(thread).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise ConversationNotFound(f"no thread {thread}") from None
+            raise
+        if not await self._sees(scope, described):
+            raise ConversationNotFound(f"no thread {thread}")
+        return described
+
+    @staticmethod
+    async def _sees(scope: str | None, described: WorkflowExecutionDescription) -> bool:
+        """Whether a caller of `scope` sees the thread (an operator: without reading the memo;
+        a memo this gateway cannot read is no scope's)."""
+        if scope is None:
+            return True
+        try:
+            return sees(scope, await described.memo())
+        except Exception:  # noqa: BLE001 - encrypted under another key, say: not the caller's
+            return False
+
+    async def running(self, thread: str, team: str | None = None, scope: str | None = None) -> bool:
         """True when the thread's workflow runs; False when no such thread. Raises
+        `ConversationNotFound` for a thread a caller of `scope` may not see,
         `ConversationEnded` for an ended thread, `TeamMismatch` for another team's thread."""
         try:
             described = await self.client.get_workflow_handle(thread).describe()
@@ -221,6 +252,8 @@ class Gateway(ThreadLog):
             if err.status == RPCStatusCode.NOT_FOUND:
                 return False
             raise
+        if not await self._sees(scope, described):
+            raise ConversationNotFound(f"no thread {thread}")
         if described.status != WorkflowExecutionStatus.RUNNING:
             state = described.status.name if described.status else "closed"
             raise ConversationEnded(f"thread {thread} has ended ({state}){await why_it_failed(self.client, thread)}")
@@ -232,12 +265,15 @@ class Gateway(ThreadLog):
     async def status(self, thread: str) -> ConversationStatus:
         return await self.client.get_workflow_handle(thread).query(TeamWorkflow.status)
 
-    async def pending(self) -> list[dict[str, Any]]:
-        """Every question waiting for a person, across threads, with its thread and team."""
+    async def pending(self, scope: str | None = None) -> list[dict[str, Any]]:
+        """Every question waiting for a person, across the threads a caller of `scope` sees
+        (None: all), with its thread and team."""
         found: list[dict[str, Any]] = []
         unreadable: list[tuple[str, str]] = []  # one conversation this gateway cannot read hides no other
         # kept in the memo: no worker (nor the AwaitingHuman search attribute) needed to list them
         async for thread_id, memo, questions in waiting_conversations(self.client, unreadable=unreadable):
+            if not sees(scope, memo):
+                continue
             for q in questions:
                 found.append({"thread_id": thread_id, "team": memo.get("team"), **q.model_dump(mode="json")})
         for thread_id, why in unreadable:

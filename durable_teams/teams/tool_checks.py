@@ -72,3 +72,20 @@ def check_numbers(name: str, timeout_seconds: float, retry_interval_seconds: flo
         None if task_queue is None or (isinstance(task_queue, str) and task_queue.strip())
         else f"{owner}: task_queue must be a non-empty string, got {task_queue!r}",
     ])
+
+
+def check_cache(name: str, cache_seconds: float | None, idempotent: bool, reads_context: bool) -> None:
+    """A cached result stands for running the tool again: only a tool declared idempotent may
+    be cached, and only one whose result depends on its arguments alone (a cached result is
+    shared across conversations, so one reading `context_variables` would leak it)."""
+    if cache_seconds is None:
+        return
+    owner = f"tool {name!r}"
+    raise_first([positive(owner, "cache_seconds", cache_seconds)])
+    if not idempotent:
+        raise TeamError(f"{owner} cannot be cached (cache_seconds={cache_seconds!r}): a cached result "
+                        "skips running it, which is only right for a tool that is safe to run twice "
+                        "or not at all. Pass idempotent=True if it is (a read, a lookup)")
+    if reads_context:
+        raise TeamError(f"{owner} cannot be cached: it reads context_variables, and a cached result "
+                        "is shared by every conversation that calls it with the same arguments")

@@ -19,8 +19,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from durable_teams.memory.store import Store
+
 INJECTED = ("context_variables", "idempotency_key")
-"""Parameters the runner fills in; the model never sees them (and may not send them)."""
+"""Parameters the runner fills in; the model never sees them (and may not send them), with
+every parameter annotated `Store` (the worker's memory store, `store_params`)."""
 
 MAX_LISTED_ERRORS = 10
 """Field errors listed in one message; a model fixes the first few and tries again."""
@@ -91,6 +94,22 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
         return hints
 
 
+def _is_store(annotation: Any) -> bool:
+    """`Store`, a subclass, or `Store | None`."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, Store)
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], Store)
+
+
+@functools.cache
+def store_params(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The parameters of `fn` annotated `Store`: the tool activity passes the worker's store
+    (LangGraph's `InjectedStore`); the model never sees them."""
+    hints = _type_hints(fn)
+    return tuple(name for name in inspect.signature(fn).parameters if _is_store(hints.get(name)))
+
+
 def _awkward(name: str) -> bool:
     """Names pydantic cannot use as field names directly (private, or a BaseModel attribute)."""
     return name.startswith("_") or hasattr(BaseModel, name)
@@ -106,8 +125,9 @@ def arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
     hints = _type_hints(fn)
     _, docs = docstring_parts(fn)
     fields: dict[str, Any] = {}
+    injected = (*INJECTED, *store_params(fn))
     for index, (name, param) in enumerate(inspect.signature(fn).parameters.items()):
-        if name in INJECTED or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if name in injected or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = hints.get(name, Any)
         default = param.default
@@ -151,6 +171,14 @@ def _field_errors(err: ValidationError) -> str:
     if len(errors) > MAX_LISTED_ERRORS:
         listed.append(f"and {len(errors) - MAX_LISTED_ERRORS} more")
     return "; ".join(listed)
+
+
+def canonical_arguments(fn: Callable[..., Any], arguments: dict[str, Any]) -> str:
+    """Validated arguments (`validate_arguments`'s) as one JSON text, defaults filled in and
+    keys sorted: the same for every way of writing the same call (a cached tool's key)."""
+    model = arguments_model(fn)
+    data = model.model_validate(arguments).model_dump(mode="json", by_alias=True)
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def validate_arguments(

@@ -15,7 +15,7 @@ from typing import Any
 from durable_teams.workflows.definition_checks import TeamError
 from durable_teams.workflows.messages import ToolSpec
 
-from .tool_checks import attempts, check_numbers, check_signature, tool_name
+from .tool_checks import attempts, check_cache, check_numbers, check_signature, tool_name
 from .tool_schema import function_schema
 
 __all__ = ["RetryableToolError", "Tool", "ToolRegistry", "current_idempotency_key", "tool"]
@@ -41,6 +41,9 @@ class Tool:
 
     fn: Callable[..., Any]
     spec: ToolSpec
+    cache_seconds: float | None = None
+    """Reuse a result for the same arguments this long (an idempotent tool only), kept in the
+    worker's memory store; the worker alone needs it, so it is not in the spec."""
 
     @functools.cached_property
     def parameters(self) -> Mapping[str, inspect.Parameter]:
@@ -64,12 +67,14 @@ def tool(
     max_attempts: int | None = None,
     retry_interval_seconds: float = 1.0,
     task_queue: str | None = None,
+    cache_seconds: float | None = None,
 ) -> Any:
     """Make a function a tool: `@tool`, `@tool(idempotent=True)` or `tool(fn)`.
 
     A tool runs at most once per call unless it is declared `idempotent=True` (safe to run
     twice); then it is retried after a failure or a timeout, up to `max_attempts` (default 3)
-    runs. A definition that cannot work raises `TeamError` here.
+    runs. `cache_seconds` (an idempotent tool only) reuses a result for the same arguments,
+    across conversations, for that long. A definition that cannot work raises `TeamError` here.
     """
 
     def wrap(f: Callable[..., Any] | Tool) -> Tool:
@@ -84,6 +89,7 @@ def tool(
             raise TeamError(f"tool {tool_id!r}: its parameters cannot be described as a JSON "
                             f"schema ({type(err).__name__}: {err})") from None
         params = inspect.signature(f).parameters
+        check_cache(tool_id, cache_seconds, idempotent, "context_variables" in params)
         spec = ToolSpec(
             name=tool_id,
             description=description if description is not None else doc,
@@ -98,7 +104,7 @@ def tool(
             retry_interval_seconds=retry_interval_seconds,
             task_queue=task_queue,
         )
-        return Tool(f, spec)
+        return Tool(f, spec, cache_seconds)
 
     return wrap(fn) if fn is not None else wrap
 

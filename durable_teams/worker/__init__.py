@@ -17,6 +17,11 @@ _EXPORTS: dict[str, str] = {
     "OpenAIBackend": "durable_teams.activities.model",
     "ModelRouter": "durable_teams.activities.model_router",
     "ScriptedModel": "durable_teams.worker.scripted",
+    # a script's replies (docs/scripted-models.md)
+    "say": "durable_teams.worker.scripted",
+    "call": "durable_teams.worker.scripted",
+    "calls": "durable_teams.worker.scripted",
+    "when": "durable_teams.worker.scripted",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -26,4 +31,4 @@ if TYPE_CHECKING:
     from durable_teams.activities.model import ModelBackend, OpenAIBackend
     from durable_teams.activities.model_router import ModelRouter
     from durable_teams.worker.build import build_worker
-    from durable_teams.worker.scripted import ScriptedModel
+    from durable_teams.worker.scripted import ScriptedModel, call, calls, say, when

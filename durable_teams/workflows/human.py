@@ -45,12 +45,23 @@ def reply_problem(state: ConversationState, reply: HumanReply) -> str | None:
         return f"no pending question {reply.question_id!r} (pending: {known})"
     if reply.question_id in state.answers:
         return f"question {reply.question_id!r} was already answered"
+    if reply.arguments is not None and not question.breakpoint:
+        return "only a breakpoint's tool call takes edited arguments"
+    if reply.arguments is not None and not _json_object(reply.arguments):
+        return "the edited arguments must be a JSON object"
     if question.kind == "approval":
         if reply.approved is None:
             return "an approval needs approved=true or approved=false"
     elif not reply.text.strip():
         return "the answer text is empty"
     return None
+
+
+def _json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def describe_duration(seconds: float) -> str:
@@ -188,3 +199,23 @@ class HumanDesk:
             return True, ""
         reason = f": {reply.text}" if reply.text.strip() else ""
         return False, f"The user denied {call.name}{reason}. It was not run."
+
+    async def breakpoint(self, agent: str, call: ToolCall) -> tuple[str | None, str]:
+        """Pause before a tool call (a team's `interrupt_before`) for a person. Returns the
+        arguments to run it with (None: stopped) and a note for the model."""
+        question = self._new_question(
+            kind="approval", breakpoint=True, agent=agent, tool=call.name, arguments=call.arguments,
+            text=f"Breakpoint before {call.name}({call.arguments}): resume (approve, optionally "
+                 "with edited arguments) or stop (deny)?",
+            tool_call_id=call.id,
+        )
+        reply = await self._wait(question)
+        if reply is None:
+            waited = describe_duration(question.timeout_seconds)
+            return None, f"Not run: {call.name} waited at a breakpoint and no one resumed it within {waited}."
+        if not reply.approved:
+            reason = f": {reply.text}" if reply.text.strip() else ""
+            return None, f"The user stopped {call.name} at a breakpoint{reason}. It was not run."
+        if reply.arguments is not None and reply.arguments != call.arguments:
+            return reply.arguments, f"(The user changed the arguments to {reply.arguments} before it ran.) "
+        return call.arguments, ""

@@ -155,8 +155,15 @@ def start_problem(inp: ConversationInput, max_task_bytes: int, continued: bool) 
     if inp.state is not None:  # a conversation under way, carried by continue-as-new
         if continued:
             return None
-        return ("workflow input: 'state' is set by continue-as-new only (it carries a "
-                "conversation under way); leave it out")
+        if inp.forked_from is None:
+            return ("workflow input: 'state' is set by continue-as-new and forks only (it "
+                    "carries a conversation under way); leave it out")
+        if inp.state.in_progress is not None or inp.state.pending or inp.state.queue:
+            return ("workflow input: a fork's 'state' is a conversation between turns: no turn "
+                    "in progress, question pending or turn queued")
+        if inp.task is not None and not inp.task.strip():
+            return "workflow input: 'task' is empty; give the fork's first message, or leave it out"
+        return None
     if inp.team is None and not (inp.team_name or "").strip():
         return ("workflow input: give 'team' (a team spec) or 'team_name' (a team the worker "
                 "serves); neither was set")

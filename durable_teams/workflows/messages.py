@@ -286,6 +286,9 @@ class ModelRequest(Wire):
     agent_call_index: int = 0
     """How many model calls this agent made earlier in the conversation: deterministic, so a
     scripted model replays the same reply after a retry or a worker restart."""
+    team: str | None = left_out_when_unset()
+    """The team whose agent asks (a nested team's own name), so a scripted model answers each
+    team from its own script. None in requests recorded before it was sent."""
 
 
 class ModelView(Reply):
@@ -328,6 +331,9 @@ class ToolRequest(Wire):
     timeout_seconds: float | None = None
     """The tool's own deadline, enforced on the worker (the coroutine is cancelled), so a tool
     never goes on after the workflow was told it timed out. None: only Temporal's timeout."""
+    team: str | None = left_out_when_unset()
+    """The team whose tool this is (a nested team's own name): two teams on one worker may each
+    have a tool of one name. None in requests recorded before it was sent."""
 
 
 class ToolResult(Reply):

@@ -166,6 +166,9 @@ class TeamOptions:
     api: Annotated[ModelApi | None, Field(exclude_if=lambda v: v is None)] = None
     """Which OpenAI API the team's model calls use (an agent may say otherwise): None or
     "chat_completions" (`/v1/chat/completions`), or "responses" (`/v1/responses`)."""
+    interrupt_before: Annotated[list[str], Field(exclude_if=lambda v: not v)] = field(default_factory=list)
+    """Breakpoints: pause before these tools run (tool names, or "tools" for every tool), as a
+    question a person answers: resume, resume with edited arguments, or stop (docs/time-travel.md)."""
 
 
 def option_values(options: object, of: type) -> dict[str, Any]:

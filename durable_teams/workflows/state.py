@@ -82,6 +82,8 @@ class Question(Wire):
     tool_call_id: str | None = None
     """The model's call this question answers: a turn resumed after continue-as-new re-attaches
     to the question instead of asking again."""
+    breakpoint: bool = Field(default=False, exclude_if=lambda value: not value)
+    """An approval asked by a breakpoint (`interrupt_before`): its answer may edit the arguments."""
 
 
 class HumanReply(Wire):
@@ -93,6 +95,8 @@ class HumanReply(Wire):
     approved: bool | None = None
     input_id: str | None = left_out_when_unset(max_length=256)
     """The client's id of the request this answer came from (`ConversationStatus.last_input_id`)."""
+    arguments: str | None = left_out_when_unset(max_length=65_536)
+    """A breakpoint's approval only: the tool call's arguments (a JSON object) to run it with."""
 
 
 class AnswerAck(Reply):
@@ -211,7 +215,11 @@ class ConversationInput(Wire):
     question wait at most this long (a chat thread whose chat moved on is not left waiting for
     a day). None: wait for turns until closed, questions as long as the team says."""
     state: ConversationState | None = None
-    """Set by continue-as-new only."""
+    """Set by continue-as-new, and by a fork (with `forked_from`)."""
+    forked_from: str | None = left_out_when_unset(max_length=1000)
+    """A fork's origin, `<thread id>@<checkpoint id>` (durable_teams/client/time_travel.py): the
+    run starts on `state`, the original's state at that checkpoint, and `task`, if set, is its
+    first turn. Left out otherwise, so other inputs (and recorded histories) read as before."""
 
 
 class ConversationResult(Reply):
@@ -258,6 +266,8 @@ class ConversationStatus(Reply):
     `input_id` (None when it had none). A client that resends what it saw (the gateway's chat
     clients) tells from it whether the conversation is where it left it."""
     previous_input_id: str | None = None
+    forked_from: str | None = None
+    """`<thread id>@<checkpoint id>` when this conversation is a fork of another."""
 
 
 class LogPage(Reply):

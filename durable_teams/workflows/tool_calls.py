@@ -108,10 +108,16 @@ class ToolRunner:
             return reply(ToolResult(is_error=True, content=(
                 f"Error: the arguments for {call.name} are {size:,} bytes, over the "
                 f"{MAX_ARGUMENT_BYTES:,}-byte limit. Pass a smaller input.")))
+        edited = ""
         if spec.needs_approval:
             approved, note = await self.desk.approve(agent, call)
             if not approved:
                 return reply(ToolResult(content=note))
+        elif call.name in self.team.interrupt_before or "tools" in self.team.interrupt_before:
+            arguments, edited = await self.desk.breakpoint(agent, call)  # declared teams only
+            if arguments is None:
+                return reply(ToolResult(content=edited))
+            call = call.model_copy(update={"arguments": arguments})
         request = ToolRequest(
             tool=call.name,
             arguments=sendable(call.arguments),
@@ -121,6 +127,7 @@ class ToolRunner:
             agent=agent,
             context=dict(self.state.context) if spec.context_params else {},
             timeout_seconds=spec.timeout_seconds,
+            team=self.team.name,
         )
         retry = RetryPolicy(initial_interval=timedelta(seconds=spec.retry_interval_seconds),
                             maximum_attempts=run_attempts(spec))
@@ -141,4 +148,6 @@ class ToolRunner:
             result = ToolResult(is_error=True, content=tool_failure_message(spec, err))
         finally:
             self.in_flight -= 1
+        if edited:  # the model learns its call ran with a person's arguments
+            result = result.model_copy(update={"content": edited + result.content})
         return reply(result)

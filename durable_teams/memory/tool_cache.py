@@ -1,0 +1,62 @@
+"""Cached tool results (`@tool(idempotent=True, cache_seconds=...)`): a result is kept in the
+worker's memory store under the tool's name and a digest of its validated arguments, and reused
+by any conversation that makes the same call within the time given. The lookup runs in the tool
+activity (the workflow never reads a clock or a store).
+
+Only a plain successful result is kept (no error, no context update, no handoff). A store that
+fails never fails the tool: the tool runs as if nothing were cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from .store import Store, StoreError
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = ("durable-teams", "tool-cache")
+"""Cached results live under this prefix, then the tool's name."""
+
+
+@dataclass(frozen=True)
+class Cached:
+    content: str
+    age_seconds: float
+
+
+def cache_key(arguments: str) -> str:
+    """The digest of a call's canonical arguments (tool_schema.canonical_arguments)."""
+    return hashlib.sha256(arguments.encode()).hexdigest()
+
+
+def marked(cached: Cached) -> str:
+    """The tool message of a reused result: the result, then a line saying it is cached."""
+    note = f"[cached result from {cached.age_seconds:.0f}s ago, reused for the same arguments]"
+    return f"{cached.content}\n\n{note}" if cached.content else note
+
+
+async def lookup(store: Store, tool: str, arguments: str, seconds: float) -> Cached | None:
+    """The result kept for this call, if it is younger than `seconds`."""
+    try:
+        item = await store.get((*NAMESPACE, tool), cache_key(arguments))
+    except Exception as err:  # noqa: BLE001 - the cache is an optimisation; the tool still runs
+        log.warning("tool %s: the result cache could not be read (%s: %s)", tool, type(err).__name__, err)
+        return None
+    if item is None or not isinstance(item.value.get("content"), str):
+        return None
+    age = (datetime.now(UTC) - item.updated_at).total_seconds()
+    return Cached(item.value["content"], max(age, 0.0)) if age < seconds else None
+
+
+async def keep(store: Store, tool: str, arguments: str, content: str) -> None:
+    """Keep a result for later calls (an upsert: a retried call replaces it)."""
+    try:
+        await store.put((*NAMESPACE, tool), cache_key(arguments), {"content": content})
+    except StoreError as err:  # too large, say: not kept
+        log.info("tool %s: result not cached (%s)", tool, err)
+    except Exception as err:  # noqa: BLE001
+        log.warning("tool %s: the result could not be cached (%s: %s)", tool, type(err).__name__, err)

@@ -1,0 +1,81 @@
+"""Progress a person can read while the suite runs: with `-q`, one line per test file as it
+finishes (its counts, its time, how far the run is, and the names of its failures) in place of
+rows of dots. pytest's own summary still closes the run."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Generator
+
+import pytest
+
+OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
+
+
+class FileProgress:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.left: Counter[str] = Counter()  # tests still to finish, by file
+        self.counts: dict[str, Counter[str]] = {}
+        self.failed: dict[str, list[str]] = {}
+        self.started: dict[str, float] = {}
+        self.files_done = 0
+        self.run_started = time.monotonic()
+
+    @staticmethod
+    def file_of(nodeid: str) -> str:
+        return nodeid.split("::", 1)[0]
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.left = Counter(self.file_of(item.nodeid) for item in session.items)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.started.setdefault(self.file_of(nodeid), time.monotonic())
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        outcome = ("xfailed" if hasattr(report, "wasxfail") and report.skipped
+                   else "xpassed" if hasattr(report, "wasxfail") and report.passed
+                   else "error" if report.failed and report.when != "call" else report.outcome)
+        if report.when == "call" or (report.when == "setup" and not report.passed) \
+                or (report.when == "teardown" and report.failed):
+            path = self.file_of(report.nodeid)
+            self.counts.setdefault(path, Counter())[outcome] += 1
+            if outcome in ("failed", "error"):
+                self.failed.setdefault(path, []).append(report.nodeid.split("::", 1)[-1])
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        path = self.file_of(nodeid)
+        self.left[path] -= 1
+        if self.left[path] > 0:
+            return
+        self.files_done += 1
+        counts = self.counts.get(path, Counter())
+        said = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o]) or "nothing run"
+        seconds = time.monotonic() - self.started.get(path, time.monotonic())
+        total = sum(1 for n in self.left.values() if n >= 0)
+        elapsed = time.monotonic() - self.run_started
+        line = (f"{path}: {said} in {seconds:.1f} s  [{self.files_done}/{total} files, "
+                f"{elapsed / 60:.0f} min]")
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(line, red=bool(self.failed.get(path)))
+            for name in self.failed.get(path, []):
+                reporter.write_line(f"    FAILED {name}", red=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.get_verbosity() < 0:  # the terminal reporter may register after this
+        config.pluginmanager.register(FileProgress(config), "file-progress")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Generator[None, object, object]:
+    """With -q, no letter per test (the file's line says it all); counts are unchanged."""
+    status = yield
+    if config.get_verbosity() < 0 and isinstance(status, tuple) and len(status) == 3:
+        category, _, word = status
+        return category, "", word
+    return status
