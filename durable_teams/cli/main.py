@@ -17,6 +17,7 @@
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
     durable-teams serve [--port 8000]          # HTTP gateway, OpenAI-compatible API, web inbox
+    durable-teams mcp [--team myteams:TEAMS]   # the teams as MCP tools over stdio
     durable-teams memory list|get|put|delete   # the memory store tools share (memory --help)
 
 Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRPC port
@@ -160,6 +161,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from durable_teams.encryption.codec_server import main as codec_server
 
         return codec_server(argv[1:])
+    if argv[:1] == ["mcp"]:  # the teams as MCP tools over stdio: durable_teams/cli/mcp_stdio.py
+        from durable_teams.cli.mcp_stdio import main as mcp_stdio
+
+        sys.exit(mcp_stdio(argv[1:]))
     if argv[:1] == ["memory"]:  # the memory store, no Temporal: durable_teams/cli/memory_commands.py
         from durable_teams.cli.memory_commands import main as memory
 

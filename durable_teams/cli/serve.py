@@ -42,6 +42,7 @@ from durable_teams.gateway.scopes import (
     scoped_tokens,
     tokens_file,
 )
+from durable_teams.gateway.team_cards import card_of
 from durable_teams.live.hub import LiveHubError
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
@@ -154,13 +155,14 @@ async def run_gateway(args: argparse.Namespace, tokens: list[Token]) -> None:
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one
     await require_namespace(client)  # else every call would be a 404 from a gateway that looks healthy
-    teams = [team.spec.name for team in load_teams(args.team, args.examples)]
+    cards = [card_of(team.spec) for team in load_teams(args.team, args.examples)]
+    teams = [card.name for card in cards]
     exposure = Exposure.for_bind(args.host, args.allowed_host + hosts_from_env(), args.allowed_origin)
     limits = Limits(max_body=args.max_body, max_requests=args.max_requests,
                     max_followers=args.max_followers)
     app = create_app(client, task_queue=args.task_queue, tokens=tokens, teams=teams,
                      exposure=exposure, limits=limits, chat_idle_seconds=args.chat_idle,
-                     chat_marks=args.chat_marks)
+                     chat_marks=args.chat_marks, cards=cards)
     tls = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if args.tls_cert else {}
     if tls:  # a TLS handshake gets the header deadline too (asyncio's default is 60 s, and a
         # connection still in its handshake does not count against --max-connections yet)

@@ -14,15 +14,19 @@
     POST /v1/responses                  OpenAI Responses (model = team; gateway/responses.py)
     GET  /v1/responses/{id}             a response; ?stream=true&starting_after=N resumes it
     GET  /v1/models                     the teams, as OpenAI's model list
+    POST /mcp                           MCP over streamable HTTP: a tool per team (mcp_door.py)
+    POST /a2a/{team}                    A2A JSON-RPC, its card at /a2a/{team}/.well-known/agent-card.json
     GET  /                              the web inbox
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -32,6 +36,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -55,6 +60,7 @@ from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.responses_view import UnknownResponse
 from durable_teams.gateway.scopes import Token, scope_of
 from durable_teams.gateway.sse import sse_frame, sse_response
+from durable_teams.gateway.team_cards import TeamCard, descriptions
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub
@@ -309,12 +315,27 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     return error(500, "internal error (logged on the gateway)", "internal_error")
 
 
+class operators_only:  # noqa: N801 - reads as what it does at the route
+    """The MCP and A2A doors name threads by id and do not yet check a scoped token's threads
+    (durable_teams/gateway/scopes.py): operator tokens (or no tokens) only, else 403. A class,
+    so Starlette's Route takes it as an ASGI app (not a request function)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("state", {}).get("scope") is not None:
+            response = error(403, "this door takes operator tokens only (not a scoped token)", "forbidden")
+            return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token] | None = None,
                max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
                live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
                exposure: Exposure | None = None, limits: Limits | None = None,
                busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0,
-               chat_marks: bool = True) -> Guard:
+               chat_marks: bool = True, cards: Sequence[TeamCard] | None = None) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
     else this process's, durable_teams/live/hub.py). `teams`: the team names the workers serve
@@ -324,7 +345,9 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
     before 429; `tokens`: strings are operator tokens, a `Token` may be scoped
     (durable_teams/gateway/scopes.py); `chat_idle_seconds`: how long a chat client's thread waits for its next message
     (durable_teams/gateway/chat_history.py); `chat_marks`: a chat thread's first answer ends
-    with its mark (durable_teams/gateway/chat_marks.py)."""
+    with its mark (durable_teams/gateway/chat_marks.py); `cards`: what the teams say of themselves:
+    the MCP tools at /mcp (with the `mcp` extra) describe them, and each is an A2A agent at
+    /a2a/{team} (with the `a2a` extra)."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -345,15 +368,35 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
         Route("/v1/models", models),
         Route("/v1/models/{model:path}", model),
     ]
+    hub = live_hub or hub_from_env(client.data_converter.payload_codec)
+    gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None,
+                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks)
+    lifespans = []
+    if importlib.util.find_spec("mcp") is not None:
+        from durable_teams.gateway.mcp_door import McpDoor
+
+        mcp_app, mcp_running = McpDoor(gateway, descriptions(cards or [])).http_app()
+        routes.append(Route("/mcp", operators_only(mcp_app), methods=["GET", "POST", "DELETE"]))
+        lifespans.append(mcp_running)
+    if cards and importlib.util.find_spec("a2a") is not None:
+        from durable_teams.gateway.a2a_door import a2a_routes
+
+        routes += [Route(r.path, operators_only(r.app), methods=r.methods) if isinstance(r, Route) else r
+                   for r in a2a_routes(gateway, cards, bearer=bool(tokens))]
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
                                 UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
                  WorkflowUpdateFailedError, TurnRejected, RPCError):
         handlers[kind] = on_temporal_error
     handlers[Exception] = on_unexpected
-    app = Starlette(routes=routes, exception_handlers=handlers)
-    hub = live_hub or hub_from_env(client.data_converter.payload_codec)
-    app.state.gateway = Gateway(client, task_queue, poll_seconds, hub,
-                                list(teams) if teams is not None else None, busy_seconds,
-                                chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for running in lifespans:
+                await stack.enter_async_context(running())
+            yield
+
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
+    app.state.gateway = gateway
     return Guard(app, tokens or [], exposure=exposure, limits=limits or Limits(max_body=max_body))
