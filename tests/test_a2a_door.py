@@ -23,13 +23,14 @@ from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_durability import spawn_worker
+from .worker_process import spawn_worker
+
+pytestmark = pytest.mark.workflow
 
 CARDS = [card_of(support.build().compile().spec)]
 TOKEN = {"Authorization": "Bearer s3cret"}
 
 
-@pytest.mark.pure
 def test_a_task_id_is_the_thread_and_the_turn() -> None:
     assert parse_task_id(task_id("support-ab::c", 3)) == ("support-ab::c", 3)
     for bad in ["", "t", "t::", "t::0", "t::x", "::2", "t::2\n"]:
@@ -100,6 +101,7 @@ async def test_approval_is_input_required_and_the_answer_on_the_same_task_comple
     assert len(support.REFUNDS) == 1 and refunds_in(transcript) == 1
 
 
+@pytest.mark.slow  # starts worker processes
 async def test_the_answer_is_taken_after_the_worker_is_killed_while_the_task_waits(
         client: Client, task_queue: str) -> None:
     address = client.service_client.config.target_host

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -21,17 +20,11 @@ from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary
 from .waiting import asked, until
+from .worker_process import spawn_worker
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def spawn_worker(address: str, task_queue: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.worker_process", address, task_queue],
-                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "worker ready"
-    return proc
 
 
 def temporal_cli(address: str, *args: str) -> str:

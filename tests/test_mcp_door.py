@@ -28,8 +28,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import ModelRequest
 
 from .cli_process import ROOT, cli_env
-from .conftest import running_worker
+from .conftest import running_worker, system_program_missing
 from .gateway_helpers import running_gateway
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 def shop_script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
@@ -50,7 +52,6 @@ def door(client: Client, task_queue: str, **options: Any) -> McpDoor:
     return McpDoor(gw, {"shop": "Refunds and orders."}, **options)
 
 
-@pytest.mark.pure
 def test_arguments_are_checked() -> None:
     assert call_of({"message": "hi"}).message == "hi"
     assert call_of({"thread_id": "t1"}).thread_id == "t1"
@@ -184,7 +185,10 @@ INSPECTOR = os.environ.get("DURABLE_TEAMS_MCP_INSPECTOR")  # node_modules/.bin/m
 
 
 async def inspector(*args: str, env: dict[str, str]) -> Any:
-    assert INSPECTOR is not None
+    if INSPECTOR is None:
+        system_program_missing("set DURABLE_TEAMS_MCP_INSPECTOR to the MCP Inspector's binary "
+                               "(npm install @modelcontextprotocol/inspector)",
+                               "DURABLE_TEAMS_REQUIRE_MCP_INSPECTOR")
     proc = await asyncio.create_subprocess_exec(INSPECTOR, "--cli", *args, env=env, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 120)
@@ -192,7 +196,6 @@ async def inspector(*args: str, env: dict[str, str]) -> Any:
     return json.loads(out)
 
 
-@pytest.mark.skipif(INSPECTOR is None, reason="set DURABLE_TEAMS_MCP_INSPECTOR to the MCP Inspector's binary")
 async def test_the_mcp_inspector_cli_lists_and_calls_the_team_over_stdio_and_http(client: Client, task_queue: str) -> None:
     env = cli_env(client)
     stdio = [sys.executable, "-m", "durable_teams", "mcp", "--team", "tests.test_mcp_door:SHOP_TEAM",

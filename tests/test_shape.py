@@ -18,7 +18,7 @@ MODULES = sorted(TESTS.glob("test_*.py"))
 
 STARTS_A_PROCESS = re.compile(
     r"\bsubprocess\.|create_subprocess_exec|\brun_cli\(|(?<![\w.])cli\(|chromium_or_skip\(|async_playwright"
-    r"|worker_process|redis_server|\bDevServer\(|\bPopen\(|\bprocs\.(worker|model_server|dev_server)\(")
+    r"|worker_process|\bspawn_worker\(|redis_server|\bDevServer\(|\bPopen\(|\bprocs\.(worker|model_server|dev_server)\(")
 """What starts a process or a browser in a test (the CLI, a worker, a server, Chromium)."""
 NEEDS_TEMPORAL = re.compile(r"WorkflowEnvironment\.start|\bDevServer\(")
 """What starts a Temporal server of the test's own."""

@@ -13,7 +13,9 @@ import asyncio
 import importlib
 import os
 import signal
+import subprocess
 import sys
+from pathlib import Path
 
 from durable_teams.activities.model import ModelBackend, OpenAIBackend
 from durable_teams.client.connection import connect
@@ -49,6 +51,15 @@ async def main(address: str, task_queue: str, workflow: str | None = None) -> No
     # and with it every workflow task of this worker. From here on they go to standard error.
     os.dup2(2, 1)
     await worker.run()
+
+
+def spawn_worker(address: str, task_queue: str) -> subprocess.Popen[str]:
+    """This module as a worker process, once it says it is ready."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "tests.worker_process", address, task_queue],
+                            cwd=root, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "worker ready"
+    return proc
 
 
 if __name__ == "__main__":
