@@ -8,8 +8,9 @@
 question or an approval puts the task in `input-required` with the question as its status
 message; a message carrying the task's id answers it (an approval read strictly: a yes or a
 no, anything else asks again). Every state is read from the workflow when asked, so a task
-survives a restart of the gateway and of the workers. Cancel ends the thread's conversation
-(the workflow has no cancel of a single turn yet).
+survives a restart of the gateway and of the workers. Cancel cancels the task's turn (the
+workflow's `cancel_turn`: its activities and tools are told, a question it waits on is
+withdrawn); the thread goes on and takes the next message as a new task.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from a2a.utils.errors import (
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -143,7 +144,10 @@ class A2ADoor(RequestHandler):
                 raise UnsupportedOperationError(f"task {message.task_id} has ended")
             status = await self.gateway.status(thread)
             if not answered_by(status, number):
-                state = turn_state(status, number, None, True).state
+                task = await self.task(thread, number)
+                state = pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_")
+                if state in FINAL:
+                    raise UnsupportedOperationError(f"task {message.task_id} has ended ({state.lower()})")
                 raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input ({state.lower()})")
             waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
             return thread, number, waiter
@@ -236,11 +240,19 @@ class A2ADoor(RequestHandler):
         task = await self.task(thread, number)
         if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise TaskNotCancelableError(f"task {params.id} has ended")
-        await self.gateway.client.get_workflow_handle(thread).cancel()
-        # the workflow takes the cancellation on its next task: the state says when it has
+        try:
+            await self.gateway.client.get_workflow_handle(thread).execute_update("cancel_turn", number)
+        except WorkflowUpdateFailedError as err:  # ended meanwhile, or a worker without cancel_turn
+            task = await self.task(thread, number)
+            if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") not in FINAL:
+                raise TaskNotCancelableError(
+                    f"task {params.id} cannot be cancelled: {getattr(err.cause, 'message', err)}") from None
+            return task
+        # the turn ends "cancelled" once the workflow has stopped it: the state says when
         for _ in range(int(self.gateway.busy_seconds / self.gateway.poll_seconds) + 1):
-            if not await self.thread_of(thread):
-                break
+            task = await self.task(thread, number)
+            if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
+                return task
             await asyncio.sleep(self.gateway.poll_seconds)
         return await self.task(thread, number)
 

@@ -45,6 +45,8 @@ def turn_state(status: ConversationStatus, turn: int, reply: TurnReply | None, r
     once it has a reply (`reply`: that turn's), working while it runs, submitted while queued
     behind another; failed when the conversation ended without answering it."""
     if reply is not None and reply.turn == turn:
+        if reply.status == "cancelled":
+            return TurnState("CANCELED", reply.text)
         return TurnState("FAILED" if reply.status in FAILED_REPLIES else "COMPLETED", reply.text)
     current = answering(status)
     if status.pending and current == turn:
