@@ -120,3 +120,26 @@ async def test_an_edit_from_another_caller_or_of_the_first_message_forks_nothing
     assert other not in (original, first) and first != original
     assert other_status.forked_from is None and first_status.forked_from is None
     assert other_answer.startswith("done: refunded B2") and first_answer.startswith("support heard:")
+
+
+async def test_an_edit_sent_as_a_stream_streams_the_forks_answer(client: Client, task_queue: str) -> None:
+    team, model = support(), ScriptedModel(support_model, stream=True)
+    hello = f"hello {uuid.uuid4().hex[:6]}"
+    async with running_worker(client, task_queue, [team], model), running_gateway(client, task_queue) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        name, chat = team.spec.name, [user(hello)]
+        for text in (None, "first question", "second question"):
+            if text is not None:
+                chat.append(user(text))
+            answer, original = await ask(ai, name, chat)
+            chat.append(assistant(answer))
+        edited = [*chat[:2], user("another question")]
+        stream = await ai.chat.completions.with_raw_response.create(
+            model=name, messages=edited, stream=True)  # type: ignore[arg-type]
+        fork = stream.headers["x-thread-id"]
+        streamed = "".join([c.choices[0].delta.content or "" async for c in stream.parse() if c.choices])
+        fork_status = await client.get_workflow_handle(fork).query(TeamWorkflow.status)
+
+    assert fork != original and fork_status.forked_from is not None
+    assert streamed.startswith("support heard: another question")
+    assert latest_mark([Message(role="assistant", content=streamed)]) == fork[-12:]

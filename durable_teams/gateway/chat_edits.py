@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from durable_teams.client.checkpoints import CheckpointError, list_checkpoints
+from durable_teams.client.checkpoints import list_checkpoints
 from durable_teams.client.time_travel import fork
 from durable_teams.gateway.chat_history import ChatHistory, ChatKey, RequestKeys, family, flat
 from durable_teams.gateway.chat_marks import MARK_CHARS, latest_mark
 from durable_teams.gateway.scopes import sees
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.threads import Gateway, Outcome
 
 log = logging.getLogger("durable_teams.gateway")
 
@@ -55,8 +57,12 @@ async def edited_turn(gw: Gateway, key: ChatKey, history: ChatHistory) -> Edit |
         if key.tenant is not None and not sees(key.tenant, await gw.memo(thread)):
             return None
         points = await list_checkpoints(gw.client, thread)
-    except (RPCError, CheckpointError) as err:
+    except RPCError as err:  # no such thread (a mark of a deleted one, say)
         log.info("chat edit: thread %s cannot be read (%s); a new thread opens", thread, err)
+        return None
+    except Exception:  # a history this process cannot replay: the request still gets a thread
+        log.warning("chat edit: the checkpoints of %s cannot be read; a new thread opens",
+                    thread, exc_info=True)
         return None
     if any(p.kind == "answer" for p in points):
         return None  # questions answered: its user messages are not its turns one for one
@@ -77,11 +83,15 @@ def fork_id(key: ChatKey, history: ChatHistory, edit: Edit, keys: RequestKeys) -
     return family(key, history.first_user_text) + digest[:MARK_CHARS]
 
 
-async def fork_edited(gw: Gateway, key: ChatKey, history: ChatHistory, edit: Edit,
-                      keys: RequestKeys) -> str:
-    """Fork `edit.thread` at the start of its turn `edit.turn` with the edited message; the
-    fork's id (an existing one when this request made it already)."""
-    new_id = fork_id(key, history, edit, keys)
-    await fork(gw.client, edit.thread, at=edit.at, message=history.text, fork_id=new_id,
-               input_id=keys.this)
-    return new_id
+async def begin_fork(gw: Gateway, key: ChatKey, history: ChatHistory, edit: Edit, keys: RequestKeys,
+                     max_tokens: int | None = None) -> Callable[[], Awaitable[Outcome]]:
+    """Fork `edit.thread` at the start of its turn `edit.turn` with the edited message (or find
+    the fork this very request made already); returns what waits for the outcome of the
+    fork's first turn, the edited one. `CheckpointError`: that turn cannot be forked."""
+    thread = fork_id(key, history, edit, keys)
+    try:
+        await fork(gw.client, edit.thread, at=edit.at, message=history.text, fork_id=thread,
+                   input_id=keys.this)
+    except WorkflowAlreadyStartedError:  # this request sent again: its fork answers it
+        pass
+    return await gw.begin_exchange(thread, history.text, keys.this, max_tokens, again=True, turn=edit.turn)
