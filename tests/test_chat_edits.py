@@ -7,11 +7,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway.chat_marks import latest_mark
+from durable_teams.gateway.scopes import Token
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
@@ -143,3 +145,31 @@ async def test_an_edit_sent_as_a_stream_streams_the_forks_answer(client: Client,
     assert fork != original and fork_status.forked_from is not None
     assert streamed.startswith("support heard: another question")
     assert latest_mark([Message(role="assistant", content=streamed)]) == fork[-12:]
+
+
+async def test_a_scoped_callers_edit_forks_its_own_thread_and_the_fork_keeps_its_scope(
+        client: Client, task_queue: str) -> None:
+    team, model = support(), ScriptedModel(support_model)
+    hello = f"hello {uuid.uuid4().hex[:6]}"
+    tokens = [Token("tok-a", "shop"), Token("tok-b", "crm")]
+    async with running_worker(client, task_queue, [team], model), \
+            running_gateway(client, task_queue, tokens=tokens) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        shop = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="tok-a", max_retries=0)
+        crm = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="tok-b", max_retries=0)
+        name, chat = team.spec.name, [user(hello)]
+        for text in (None, "first question", "second question"):
+            if text is not None:
+                chat.append(user(text))
+            answer, original = await ask(shop, name, chat)
+            chat.append(assistant(answer))
+        edited = [*chat[:2], user("another question")]
+        _, fork = await ask(shop, name, edited)
+        _, theirs = await ask(crm, name, edited)  # the shop's history, mark and all, sent by crm
+        seen = await http.get(f"/threads/{fork}", headers={"Authorization": "Bearer tok-a"})
+        hidden = await http.get(f"/threads/{fork}", headers={"Authorization": "Bearer tok-b"})
+        theirs_status = await client.get_workflow_handle(theirs).query(TeamWorkflow.status)
+
+    assert seen.status_code == 200 and seen.json()["forked_from"].startswith(f"{original}@")
+    assert hidden.status_code == 404  # the fork keeps the original's scope
+    assert theirs not in (original, fork) and theirs_status.forked_from is None
