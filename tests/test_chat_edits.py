@@ -173,3 +173,27 @@ async def test_a_scoped_callers_edit_forks_its_own_thread_and_the_fork_keeps_its
     assert seen.status_code == 200 and seen.json()["forked_from"].startswith(f"{original}@")
     assert hidden.status_code == 404  # the fork keeps the original's scope
     assert theirs not in (original, fork) and theirs_status.forked_from is None
+
+
+async def test_an_edit_of_a_chat_whose_thread_closed_forks_it(client: Client, task_queue: str) -> None:
+    """A chat edited after its thread closed (`serve --chat-idle` went by): the closed thread
+    is forked at the edited turn, and the fork answers."""
+    team, model = support(), ScriptedModel(support_model)
+    hello = f"hello {uuid.uuid4().hex[:6]}"
+    async with running_worker(client, task_queue, [team], model), running_gateway(client, task_queue) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        name, chat = team.spec.name, [user(hello)]
+        for text in (None, "first question", "second question"):
+            if text is not None:
+                chat.append(user(text))
+            answer, original = await ask(ai, name, chat)
+            chat.append(assistant(answer))
+        handle = client.get_workflow_handle(original)
+        await handle.signal(TeamWorkflow.close)
+        await handle.result()
+        answer, fork = await ask(ai, name, [*chat[:2], user("another question")])
+        fork_status = await client.get_workflow_handle(fork).query(TeamWorkflow.status)
+
+    assert fork != original and answer.startswith("support heard: another question")
+    assert fork_status.forked_from is not None and fork_status.forked_from.startswith(f"{original}@")
+    assert fork_status.closed is False and fork_status.turns == 2
