@@ -59,17 +59,20 @@ def find(points: list[Checkpoint], workflow_id: str, checkpoint_id: str) -> Chec
 
 
 async def fork(client: Client, workflow_id: str, at: str | None = None, message: str | None = None,
-               fork_id: str | None = None) -> Forked:
+               fork_id: str | None = None, input_id: str | None = None) -> Forked:
     """Start a new conversation from `workflow_id`'s checkpoint `at` (default: its latest turn
     end). At a turn's start, the fork answers that turn again, with `message` in place of its
     text if given (edit and regenerate); at a turn's end, `message` (if given) is its next turn.
+    `input_id`: the id the fork's first turn is recorded under (`status.last_input_id`), for a
+    client that finds its thread by it (a chat client's edit, durable_teams/gateway/chat_edits.py).
     Raises `CheckpointError` for a checkpoint of another thread, or one inside a turn."""
     points = await list_checkpoints(client, workflow_id)
     point, base, message = _fork_point(points, workflow_id, at, message)
     histories = {_run_of(h): h for h in await run_histories(client, workflow_id)}
     if point.run_id not in histories:  # inherited by this fork: fork it where it was made
         origin_id = await _origin_of(client, workflow_id)
-        return await fork(client, origin_id, at=point.id, message=message, fork_id=fork_id)
+        return await fork(client, origin_id, at=point.id, message=message, fork_id=fork_id,
+                          input_id=input_id)
     first = next(iter(histories.values()))
     # the state to start from: the conversation's at `base` (a turn's end), or as it started
     instance = await replay_history(client, _cut(first, first.events[0].event_id))
@@ -82,8 +85,11 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
                 f"at {base.id} the next turn had already started in the same step; fork at a "
                 "checkpoint of a turn that ended with no other turn waiting")
     origin = f"{workflow_id}@{point.id}"
+    state = state.model_copy(deep=True) if state else None
+    if state is not None and input_id is not None and message is not None:
+        state.previous_input_id, state.last_input_id = state.last_input_id, input_id
     inp = instance.input.model_copy(update={
-        "state": state.model_copy(deep=True) if state else None, "task": message, "history": [],
+        "state": state, "task": message, "history": [],
         "team": instance.team or instance.input.team, "forked_from": origin})
     started = first.events[0].workflow_execution_started_event_attributes
     new_id = fork_id or f"{workflow_id}-fork-{uuid.uuid4().hex[:8]}"

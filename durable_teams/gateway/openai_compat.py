@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 import time
 import uuid
@@ -30,7 +31,9 @@ from starlette.responses import JSONResponse, Response
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.approvals import approval_of
+from durable_teams.client.checkpoints import CheckpointError
 from durable_teams.client.refusals import ConversationEnded, TurnConflict
+from durable_teams.gateway import chat_edits
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
@@ -42,6 +45,8 @@ from durable_teams.gateway.sse import openai_error, sse_response
 from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.state import ConversationStatus
+
+log = logging.getLogger("durable_teams.gateway")
 
 TOOLS = "a team's agents use their own tools; tools from the client are not supported"
 UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
@@ -254,6 +259,15 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
                 seen=match.status, again=match.again), mark_for(gw, match.thread, carried))
         except (TurnConflict, ConversationEnded):  # taken by another request, or ended since
             continue
+    edit = await chat_edits.edited_turn(gw, key, history)
+    if edit is not None:  # an earlier message edited: its thread forked there (chat_edits.py)
+        fork_id = chat_edits.fork_id(key, history, edit, keys)
+        try:
+            return await exchange_on(gw, fork_id, stream, partial(
+                chat_edits.begin_fork, gw, key, history, edit, keys, max_tokens(body)),
+                mark_for(gw, fork_id, carried))
+        except CheckpointError as err:  # a turn that cannot be forked: a new thread, as before
+            log.info("chat edit of %s not forked (%s); a new thread opens", edit.thread, err)
     thread = await gw.start_thread(team, chats.new_thread_id(key, history), user=end_user(body),
                                    history=unmarked(history.earlier), scope=tenant,
                                    idle_close_seconds=gw.chat_idle_seconds)
