@@ -39,14 +39,12 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from durable_teams.client.events import follow
 from durable_teams.client.refusals import (
-    TRANSIENT,
     ConversationBusy,
     ConversationEnded,
-    ConversationNotFound,
     Patience,
     ReplyRejected,
     TurnRejected,
@@ -54,6 +52,14 @@ from durable_teams.client.refusals import (
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses, time_routes
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
+from durable_teams.gateway.errors import (
+    error,
+    on_http_error,
+    on_temporal_error,
+    on_unexpected,
+    on_unknown_response,
+    on_unknown_team,
+)
 from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
@@ -67,10 +73,6 @@ from durable_teams.live.hub import LiveHub
 from durable_teams.workflows.conversation import TeamWorkflow
 
 log = logging.getLogger(__name__)
-
-
-def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
 
 
 async def body_of(request: Request) -> dict[str, Any]:
@@ -251,68 +253,6 @@ async def model(request: Request) -> Response:
 
 async def healthz(request: Request) -> Response:
     return JSONResponse({"ok": True})
-
-
-async def on_unknown_team(request: Request, exc: Exception) -> Response:
-    """OpenAI's answer to an unknown model: 404 with code `model_not_found`."""
-    return JSONResponse({"error": {"message": str(exc), "type": "invalid_request_error",
-                                   "code": "model_not_found"}}, status_code=404)
-
-
-async def on_unknown_response(request: Request, exc: Exception) -> Response:
-    return error(404, str(exc), "not_found")
-
-
-async def on_http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))
-    response.headers.update(exc.headers or {})
-    param = getattr(exc, "param", None)
-    if param is not None:  # OpenAI's shape: the field the error is about
-        response = JSONResponse({"error": {"message": exc.detail, "type": "invalid_request_error",
-                                           "param": param, "code": None}}, status_code=exc.status_code)
-    return response
-
-
-async def on_temporal_error(request: Request, exc: Exception) -> Response:
-    """Typed outcomes as HTTP statuses instead of a 500 with a traceback."""
-    if isinstance(exc, ConversationBusy):
-        response = error(429, str(exc), "thread_busy")
-        response.headers["Retry-After"] = "1"
-        return response
-    if isinstance(exc, WorkflowUpdateFailedError):  # the workflow refused the turn: why
-        return error(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
-    if isinstance(exc, TurnRejected):  # the same, for a turn sent as a signal (updates off)
-        return error(400, str(exc), "turn_rejected")
-    if isinstance(exc, ReplyRejected):
-        return error(409, str(exc), "reply_rejected")
-    if isinstance(exc, ConversationNotFound):  # a ConversationEnded: checked first
-        return error(404, str(exc), "not_found")
-    if isinstance(exc, ConversationEnded):
-        return error(409, str(exc), "conversation_ended")
-    if isinstance(exc, WorkflowQueryFailedError):
-        return error(409, f"the workflow could not answer: {exc.message}", "query_failed")
-    assert isinstance(exc, RPCError)
-    if exc.status == RPCStatusCode.NOT_FOUND:
-        return error(404, f"not found: {exc.message}", "not_found")
-    if exc.status == RPCStatusCode.ALREADY_EXISTS:
-        return error(409, f"already exists: {exc.message}", "already_exists")
-    if exc.status == RPCStatusCode.INVALID_ARGUMENT:
-        return error(400, f"the Temporal server refused the request: {exc.message}", "invalid_request_error")
-    log.warning("the Temporal server refused a call (%s): %s", exc.status.name, exc.message)
-    if exc.status in TRANSIENT:  # busy or briefly unreachable: worth sending again (a request that
-        # changes state with its Idempotency-Key, so a call the server did take is not run twice)
-        response = error(503, f"the Temporal server is busy or unreachable: {exc.message or exc.status.name}; "
-                              "try again", "temporal_unavailable")
-        response.headers["Retry-After"] = "1"
-        return response
-    return error(502, f"the Temporal server refused the call: {exc.message}", "temporal_error")
-
-
-async def on_unexpected(request: Request, exc: Exception) -> Response:
-    """A bug of ours, not the client's: one log line with the traceback, a JSON 500."""
-    log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error(500, "internal error (logged on the gateway)", "internal_error")
 
 
 class operators_only:  # noqa: N801 - reads as what it does at the route
