@@ -11,13 +11,12 @@ thread id to wait on again). stdout carries the protocol only: logs go to stderr
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
 
 from durable_teams.cli.commands import CliError, open_client
+from durable_teams.cli.serve import run_until_stopped
 from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
-from durable_teams.client.exit_guard import exit_now
 from durable_teams.gateway.team_cards import card_of, descriptions
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
@@ -58,16 +57,4 @@ def main(argv: Sequence[str]) -> int:
         print("durable-teams: the MCP server needs its extra: pip install 'durable-teams[mcp]'", file=sys.stderr)
         return 2
     forward_core_log()
-    code = 0
-    try:
-        asyncio.run(_serve(args))
-    except KeyboardInterrupt:
-        pass
-    except (CliError, TeamLoadError, NamespaceNotFound) as err:
-        print(f"durable-teams: {err}", file=sys.stderr)
-        code = 1
-    except Exception as err:  # noqa: BLE001 - one line, never a traceback
-        text = str(err).strip()
-        print(f"durable-teams: {type(err).__name__}: {text.splitlines()[0] if text else ''}", file=sys.stderr)
-        code = 1
-    exit_now(code)
+    run_until_stopped(_serve(args), (CliError, TeamLoadError, NamespaceNotFound))

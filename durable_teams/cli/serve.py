@@ -20,7 +20,8 @@ import functools
 import os
 import ssl
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any, NoReturn
 
 from durable_teams.cli.commands import CliError, open_client
 from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
@@ -174,6 +175,26 @@ async def run_gateway(args: argparse.Namespace, tokens: list[Token]) -> None:
     await uvicorn.Server(config).serve()
 
 
+def run_until_stopped(serving: Coroutine[Any, Any, None],
+                      expected: tuple[type[BaseException], ...]) -> NoReturn:
+    """Run a long-lived command (the gateway, the MCP server) until it ends or is stopped, and end
+    the process: Ctrl-C is exit 0; an `expected` error is its own one line, any other error one
+    line with its type, exit 1; never a traceback (`exit_now`: no interpreter teardown)."""
+    code = 0
+    try:
+        asyncio.run(serving)
+    except KeyboardInterrupt:
+        pass
+    except expected as err:
+        print(f"durable-teams: {err}", file=sys.stderr)
+        code = 1
+    except Exception as err:  # noqa: BLE001 - one line, never a traceback
+        text = str(err).strip()
+        print(f"durable-teams: {type(err).__name__}: {text.splitlines()[0] if text else ''}", file=sys.stderr)
+        code = 1
+    exit_now(code)
+
+
 def main(argv: Sequence[str]) -> int:
     """Serve until stopped. A gateway refused before it starts returns 2; once it has talked to
     Temporal the process ends here (`exit_now`: no interpreter teardown, which could hang on the
@@ -199,16 +220,4 @@ def main(argv: Sequence[str]) -> int:
         print("durable-teams: the gateway needs its extra: pip install 'durable-teams[gateway]'", file=sys.stderr)
         return 2
     forward_core_log()  # the SDK core's warnings to stderr through Python's logging
-    code = 0
-    try:
-        asyncio.run(run_gateway(args, tokens))
-    except KeyboardInterrupt:
-        pass
-    except (CliError, LiveHubError, TeamLoadError, NamespaceNotFound) as err:
-        print(f"durable-teams: {err}", file=sys.stderr)
-        code = 1
-    except Exception as err:  # noqa: BLE001 - one line, never a traceback
-        text = str(err).strip()
-        print(f"durable-teams: {type(err).__name__}: {text.splitlines()[0] if text else ''}", file=sys.stderr)
-        code = 1
-    exit_now(code)
+    run_until_stopped(run_gateway(args, tokens), (CliError, LiveHubError, TeamLoadError, NamespaceNotFound))
