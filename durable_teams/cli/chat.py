@@ -31,7 +31,13 @@ from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.client.refusals import ConversationEnded, ReplyRejected, TurnRejected
 from durable_teams.client.send import send_reply, send_turn
-from durable_teams.client.server_state import questions_of, why_it_failed, worker_notes, workers_on
+from durable_teams.client.server_state import (
+    questions_of,
+    why_it_failed,
+    worker_notes,
+    workers_on,
+    workers_soon,
+)
 from durable_teams.client.start import start_conversation
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, Question, TurnReply
@@ -96,7 +102,7 @@ async def open_thread(client: Client, team: str, thread: str | None, task_queue:
 async def require_a_worker(thread: Thread) -> None:
     """Before a turn: no worker polling the thread's queue ends the session in one line, since
     nothing would answer the turn."""
-    if not await workers_on(thread.client, thread.task_queue):
+    if not await workers_soon(thread.client, thread.task_queue):
         raise SystemExit(f"durable-teams: no worker is polling task queue {thread.task_queue!r}, so no "
                          "turn would be answered; nothing was sent (start one: durable-teams worker; "
                          "then chat again" + (f" with --thread {thread.id})" if thread.started else ")"))

@@ -8,6 +8,7 @@ waiting for a person, which the workflow keeps there).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -49,6 +50,22 @@ async def workers_on(client: Client, task_queue: str) -> list[str]:
     since = datetime.now(UTC) - POLLER_FRESH
     return [p.identity for p in described.pollers
             if p.last_access_time.ToDatetime(tzinfo=UTC) >= since]
+
+
+JUST_STARTED_LOOKS, JUST_STARTED_EVERY = 5, 0.2
+"""An empty queue is looked at this many times, this many seconds apart, before it counts as
+having no worker: a worker started a moment ago is listed once its first poll reaches the
+server (`durable-teams worker &` and a request at once)."""
+
+
+async def workers_soon(client: Client, task_queue: str) -> list[str]:
+    """`workers_on`, looking again for about a second while the queue lists none."""
+    for look in range(JUST_STARTED_LOOKS):
+        if look:
+            await asyncio.sleep(JUST_STARTED_EVERY)
+        if workers := await workers_on(client, task_queue):
+            return workers
+    return []
 
 
 def no_worker_note(task_queue: str) -> str:

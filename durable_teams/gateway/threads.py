@@ -43,7 +43,7 @@ from durable_teams.client.server_state import (
     questions_of,
     waiting_conversations,
     why_it_failed,
-    workers_on,
+    workers_soon,
 )
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway.requests import BadRequest
@@ -127,7 +127,7 @@ class Gateway(ThreadLog):
         now = time.monotonic()
         if now - self.worker_seen_at < WORKER_SEEN_SECONDS:
             return
-        if not await workers_on(self.client, self.task_queue):
+        if not await workers_soon(self.client, self.task_queue):
             raise NoWorker(self.task_queue)
         self.worker_seen_at = now
 
