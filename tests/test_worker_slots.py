@@ -51,27 +51,38 @@ def test_a_bad_slot_count_is_one_line_from_the_worker() -> None:
 
 
 class CountingModel(ScriptedModel):
-    """Answers every call after `seconds`; records the most calls it had running at once."""
+    """Holds every call until `until_running` calls run at once (or `seconds` passed, for a
+    worker whose slots never admit that many); records the most calls it had running at once.
+    Waiting on the count rather than a fixed time keeps a loaded machine, which starts the
+    conversations slowly, from ending early calls before later ones begin."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, until_running: int) -> None:
         super().__init__({"a": [say("done")] * 20})
         self.seconds, self.running, self.most = seconds, 0, 0
+        self.until_running, self.enough = until_running, asyncio.Event()
 
     async def complete(self, req: ModelRequest, messages: Any, tools: Any) -> ModelResponse:
         self.running += 1
         self.most = max(self.most, self.running)
+        if self.running >= self.until_running:
+            self.enough.set()
         try:
-            await asyncio.sleep(self.seconds)
+            try:
+                await asyncio.wait_for(self.enough.wait(), self.seconds)
+            except TimeoutError:
+                pass
             return await super().complete(req, messages, tools)
         finally:
             self.running -= 1
 
 
-async def run_conversations(client: Client, task_queue: str, count: int, slots: dict[str, object]) -> int:
+async def run_conversations(client: Client, task_queue: str, count: int, slots: dict[str, object],
+                            *, seconds: float, until_running: int) -> int:
     """`count` conversations of one local model call each, to the end, on a worker with `slots`:
-    the most model calls that ran at once."""
+    the most model calls that ran at once (each call held until `until_running` ran at once,
+    at most `seconds`)."""
     team = Swarm([Agent("a", "Answers.", model="scripted")], model_calls=ModelCalls(local=True)).compile()
-    model = CountingModel(0.5)
+    model = CountingModel(seconds, until_running)
     async with running_worker(client, task_queue, [team], model, **slots):
         results = await asyncio.wait_for(asyncio.gather(*(client.execute_workflow(
             TeamWorkflow.run, ConversationInput(team=team.spec, task="hi", set_search_attributes=False),
@@ -83,10 +94,11 @@ async def run_conversations(client: Client, task_queue: str, count: int, slots: 
 async def test_local_calls_at_once_are_bounded_by_the_slots(
         client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SLOTS_ENV, "2")
-    assert await run_conversations(client, task_queue, 6, slot_options()) <= 2
+    assert await run_conversations(client, task_queue, 6, slot_options(), seconds=0.5, until_running=3) <= 2
     # A tuner passed to build_worker: at least its minimum of 5 at once, more while the CPU allows.
     monkeypatch.setenv(SLOTS_ENV, "auto")
-    assert await run_conversations(client, task_queue + "-auto", 6, slot_options()) >= 5
+    assert await run_conversations(client, task_queue + "-auto", 6, slot_options(), seconds=30,
+                                   until_running=5) >= 5
 
 
 async def test_a_tuner_takes_the_shared_queues_slots_and_the_own_queue_keeps_its_own(

@@ -179,8 +179,11 @@ def cpu_tuner(target_cpu: float) -> WorkerTuner:
     return WorkerTuner.create_composite(
         workflow_supplier=ResourceBasedSlotSupplier(ResourceBasedSlotConfig(maximum_slots=2000), by_cpu),
         activity_supplier=FixedSizeSlotSupplier(MAX_ACTIVITIES),
+        # Local calls get the workflow tasks' minimum of 5 (the SDK's default for activities is
+        # 1): a model call waits on the network, so a busy CPU must not serialise them.
         local_activity_supplier=ResourceBasedSlotSupplier(
-            ResourceBasedSlotConfig(maximum_slots=2000, ramp_throttle=timedelta(0)), by_cpu),
+            ResourceBasedSlotConfig(minimum_slots=5, maximum_slots=2000, ramp_throttle=timedelta(0)),
+            by_cpu),
         nexus_supplier=FixedSizeSlotSupplier(100))
 
 
