@@ -1,16 +1,18 @@
 """Progress a person can read while the suite runs: with `-q`, one line per test file as it
 finishes (its counts, its time, how far the run is, and the names of its failures) in place of
-rows of dots. pytest's own summary still closes the run."""
+rows of dots. pytest's own summary still closes the run, after a line naming the tests outside
+`slow` that took over `QUICK_SECONDS` (they belong under `slow`, or the quick loop is not quick)."""
 
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Generator
 
 import pytest
 
 OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
+QUICK_SECONDS = 3.0
 
 
 class FileProgress:
@@ -22,6 +24,7 @@ class FileProgress:
         self.started: dict[str, float] = {}
         self.files_done = 0
         self.run_started = time.monotonic()
+        self.unmarked_seconds: defaultdict[str, float] = defaultdict(float)  # outside `slow`: all phases
 
     @staticmethod
     def file_of(nodeid: str) -> str:
@@ -35,6 +38,8 @@ class FileProgress:
         self.started.setdefault(self.file_of(nodeid), time.monotonic())
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if "slow" not in report.keywords:
+            self.unmarked_seconds[report.nodeid] += report.duration
         outcome = ("xfailed" if hasattr(report, "wasxfail") and report.skipped
                    else "xpassed" if hasattr(report, "wasxfail") and report.passed
                    else "error" if report.failed and report.when != "call" else report.outcome)
@@ -64,6 +69,15 @@ class FileProgress:
             reporter.write_line(line, red=bool(self.failed.get(path)))
             for name in self.failed.get(path, []):
                 reporter.write_line(f"    FAILED {name}", red=True)
+
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        long = [(nodeid, seconds) for nodeid, seconds in sorted(self.unmarked_seconds.items(), key=lambda kv: -kv[1])
+                if seconds > QUICK_SECONDS]
+        if long:
+            terminalreporter.write_line(
+                f"{len(long)} test(s) outside `slow` took over {QUICK_SECONDS:g} s (mark them slow): "
+                + ", ".join(f"{nodeid} {seconds:.1f} s" for nodeid, seconds in long[:5]), yellow=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -58,6 +58,7 @@ def refunds_in(transcript: list[Any]) -> int:
     return sum(1 for m in transcript if m.role == "tool" and m.name == "execute_refund")
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_approval_is_input_required_and_the_answer_on_the_same_task_completes_it(
         client: Client, task_queue: str) -> None:
     support.REFUNDS.clear()

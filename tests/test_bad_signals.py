@@ -108,6 +108,7 @@ BAD_SIGNALS = [
 
 @pytest.mark.parametrize(("signal", "args", "says"), [c[1:] for c in BAD_SIGNALS],
                          ids=[c[0] for c in BAD_SIGNALS])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_refused_signal_shows_in_status_and_transcript_never_to_a_model(
     client: Client, task_queue: str, signal: str, args: list[Any], says: str
 ) -> None:

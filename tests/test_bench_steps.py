@@ -14,6 +14,7 @@ pytestmark = pytest.mark.workflow
 
 
 @pytest.mark.parametrize(("local_calls", "local_tool"), [(False, False), (True, True)])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_each_step_is_read_once_after_its_model_call(client: Client, local_calls: bool, local_tool: bool) -> None:
     args = argparse.Namespace(turns=2, steps=3, seconds=0.05)
     lags = await measure(client, team(f"steps-{local_calls}", local_calls, local_tool), args)

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.workflow
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_yes_to_a_question_then_yes_to_the_approval_approves(client: Client, task_queue: str,
                                                                    stream: bool) -> None:
     REFUNDS.clear()
@@ -53,6 +54,7 @@ async def test_unclear_answers_on_a_named_thread_are_asked_again_and_the_next_cl
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_chat_resending_its_history_stays_in_its_thread_after_an_unclear_answer(
         client: Client, task_queue: str, stream: bool) -> None:
     REFUNDS.clear()

@@ -56,6 +56,7 @@ async def history_length(client: Client, thread: str) -> int:
     return len((await client.get_workflow_handle(thread).fetch_history()).events)
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_an_edited_earlier_message_forks_the_thread_at_that_turn(client: Client, task_queue: str) -> None:
     team, model = support(), ScriptedModel(support_model)
     hello = f"hello {uuid.uuid4().hex[:6]}"  # a chat family of its own on the session's server
@@ -147,6 +148,7 @@ async def test_an_edit_sent_as_a_stream_streams_the_forks_answer(client: Client,
     assert latest_mark([Message(role="assistant", content=streamed)]) == fork[-12:]
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_scoped_callers_edit_forks_its_own_thread_and_the_fork_keeps_its_scope(
         client: Client, task_queue: str) -> None:
     team, model = support(), ScriptedModel(support_model)
@@ -175,6 +177,7 @@ async def test_a_scoped_callers_edit_forks_its_own_thread_and_the_fork_keeps_its
     assert theirs not in (original, fork) and theirs_status.forked_from is None
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_an_edit_of_a_chat_whose_thread_closed_forks_it(client: Client, task_queue: str) -> None:
     """A chat edited after its thread closed (`serve --chat-idle` went by): the closed thread
     is forked at the edited turn, and the fork answers."""

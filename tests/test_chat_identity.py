@@ -131,6 +131,7 @@ def cluster(request: pytest.FixtureRequest, env: object) -> Client:
 
 
 @pytest.mark.parametrize("kind", ["openai-keeps-the-mark", "httpx-strips-the-mark"])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_two_customers_of_one_front_end_keep_their_threads(cluster: Client, kind: str) -> None:
     """Alice and Bob share the front end's token; their system prompts differ, their words do
     not. Sent alternately, each answer goes to its own thread: each refund once, under the
@@ -162,6 +163,7 @@ async def test_two_customers_of_one_front_end_keep_their_threads(cluster: Client
     assert sorted(REFUNDS) == ["1001", "4402"]
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_retried_first_request_is_a_retry_never_another_customers(cluster: Client) -> None:
     """Carol's first request retried by her SDK (`x-stainless-retry-count`): the same thread and
     answer as the request it retries, never Alice's thread with the same words; a retry of a
@@ -191,6 +193,7 @@ async def test_a_retried_first_request_is_a_retry_never_another_customers(cluste
 
 
 @pytest.mark.parametrize("at_once", [False, True], ids=["alternately", "at-once"])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_identical_conversations_of_one_token_stay_apart(cluster: Client, at_once: bool) -> None:
     """Two chats of one token, no system prompt, the same words (two agent runs, say): each
     ends with its own outcome and exactly its own refund."""
@@ -313,6 +316,7 @@ async def test_without_marks_a_chat_keeps_its_thread_by_its_words(client: Client
     assert len({thread for _, thread in said}) == 1 and REFUNDS == ["12"]
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_litellm_keeps_the_mark_and_its_thread(client: Client, task_queue: str) -> None:
     """litellm (`openai/<team>` at the gateway): two identical chats of one key, sent
     alternately, each keep their own thread through the mark litellm resends."""

@@ -24,6 +24,7 @@ from .waiting import until
 pytestmark = pytest.mark.workflow
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_the_approver_gets_the_turn_it_answered_not_a_later_one(client: Client, task_queue: str) -> None:
     REFUNDS.clear()
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \

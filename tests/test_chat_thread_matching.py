@@ -89,6 +89,7 @@ def test_a_request_knows_the_id_the_one_before_it_was_given() -> None:
     assert keyed(unmarked).this == keys[1].this
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_chats_that_open_alike_and_send_at_once_keep_their_own_threads(
         client: Client, task_queue: str) -> None:
     greeting = "Hello, same words for everyone"

@@ -131,6 +131,7 @@ async def test_threads_keep_their_own_active_agent_and_context(client: Client, t
     assert a_status.active_agent == "sales" and b_status.active_agent == "sales"
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_swarm_seed_conversation(client: Client, task_queue: str) -> None:
     """Triage hands to sales; the next turn goes straight to sales; sales hands back to triage,
     triage to issues-and-repairs, which looks up the item and executes the (approved) refund."""

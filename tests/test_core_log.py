@@ -47,6 +47,7 @@ class Caught(logging.Handler):
             self.seen.set()
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_long_local_call_logs_at_info_through_python_logging_not_stdout(
         client: Client, task_queue: str, capfd: pytest.CaptureFixture[str]) -> None:
     caught = Caught()

@@ -93,6 +93,7 @@ def model_calls_by(model: ScriptedModel) -> list[str]:
     return [req.agent for req, _, _ in model.requests]
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_parallel_handoffs_run_the_agents_concurrently(client: Client, task_queue: str) -> None:
     # The first-called agent is the slowest, so finishing order (gamma, beta, alpha) is the
     # reverse of call order: the transcript must still fold results back in call order.

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.workflow
 @pytest.mark.parametrize(("finish_reason", "status"), [
     ("length", "truncated"), ("content_filter", "filtered"), ("stop", "completed"), ("eos", "completed"),
 ])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_flagged_finish_reasons_reach_reply_status_and_result(
     client: Client, task_queue: str, finish_reason: str, status: str
 ) -> None:

@@ -28,6 +28,7 @@ from .waiting import pending_question, until
 pytestmark = pytest.mark.workflow
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_turn_streams_the_faang_run_as_server_sent_events(client: Client, task_queue: str) -> None:
     team = faang.build().compile()
     async with running_worker(client, task_queue, [team], ScriptedModel(faang.SCRIPT)), \
@@ -180,6 +181,7 @@ def kinds(history: Any) -> Counter[int]:
     return Counter(e.event_type for e in history.events if not 5 <= e.event_type <= 9)
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_live_deltas_stream_before_each_message_and_leave_history_as_it_was(
         client: Client, task_queue: str) -> None:
     streamed, history = await faang_over_gateway(client, task_queue, stream=True)

@@ -85,6 +85,7 @@ async def test_every_write_to_an_ended_thread_is_a_409(client: Client, task_queu
     assert missing.json()["error"]["message"] == "no thread echo-never-was"
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_chat_whose_thread_ended_after_it_was_found_goes_on_in_a_new_one(
         client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A chat client (no thread header) whose thread ends between the lookup and its answer (the
@@ -171,6 +172,7 @@ def approve(env: str) -> str:
     return f'[ops] Approve zap({{"env": "{env}"}})? Reply yes or no.'
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_message_sent_again_while_its_own_approval_waits_is_not_the_approval(
         client: Client, task_queue: str) -> None:
     ZAPPED.clear()

@@ -89,6 +89,7 @@ async def test_malformed_requests_and_fields_are_json_400s(client: Client, task_
     assert started == []  # refused before any thread started, no turn taken
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_first_requests_on_one_new_thread_at_once_are_all_taken(client: Client, task_queue: str) -> None:
     CALLS.clear()
     async with running_worker(client, task_queue, [ECHO], ScriptedModel(echo_script)), \

@@ -108,6 +108,7 @@ async def until_done(client: Client, thread: str) -> str:
     raise AssertionError(f"{thread} did not answer")
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_queue: str) -> None:
     REFUNDS.clear()
     mine = f"desk-shop-{uuid.uuid4().hex[:8]}"

@@ -52,6 +52,7 @@ async def _dribble_headers(url: str, prefix: bytes = b"") -> tuple[bytes, float]
         writer.close()
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_dribbled_headers_get_408_and_the_connection_closes(client: Client, task_queue: str) -> None:
     async with running_gateway(client, task_queue, header_timeout=HEADER_TIMEOUT) as url:
         fresh, fresh_took = await _dribble_headers(url)
@@ -64,6 +65,7 @@ async def test_dribbled_headers_get_408_and_the_connection_closes(client: Client
         assert HEADER_TIMEOUT * 0.8 <= took < HEADER_TIMEOUT + 3, took
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_prompt_client_keeps_its_connection_past_the_header_deadline(client: Client, task_queue: str) -> None:
     async with running_gateway(client, task_queue, header_timeout=HEADER_TIMEOUT) as url:
         parts = urlsplit(url)

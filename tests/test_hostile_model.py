@@ -80,6 +80,7 @@ ANSWERS: dict[str, tuple[str | None, list[tuple[str, str]], str | None]] = {
 
 
 @pytest.mark.parametrize("mode", sorted(ANSWERS))
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_odd_but_legal_responses_are_understood(fake: FakeOpenAI, mode: str) -> None:
     content, calls, finish = ANSWERS[mode]
     result = await call(fake, mode)
@@ -158,6 +159,7 @@ def assert_clean(text: str) -> None:
 
 
 @pytest.mark.parametrize("mode", sorted(FAILURES))
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_unusable_responses_fail_with_what_was_wrong(fake: FakeOpenAI, mode: str) -> None:
     kind, retry_first, retry_second, texts = FAILURES[mode]
     first = await failure(fake, mode, attempt=1)

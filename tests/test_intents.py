@@ -294,6 +294,7 @@ async def test_the_gateways_event_stream_shows_the_match_as_a_routing_step(clien
     assert model.requests == []
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_an_agent_an_intent_chose_resumes_after_continue_as_new_and_answers_the_turn(
         client: Client, task_queue: str) -> None:
     import asyncio

@@ -136,6 +136,7 @@ async def swarm_with_an_approval(client: Client, task_queue: str, reader: Compar
     assert (reply.agent, reply.text) == ("repairs", "Done: your boots are refunded.")
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_every_view_read_live_equals_the_query(client: Client, task_queue: str) -> None:
     support.REFUNDS.clear()
     cases: list[tuple[CompiledTeam, dict, str]] = [

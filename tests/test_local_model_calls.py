@@ -33,6 +33,7 @@ from .waiting import until
 pytestmark = pytest.mark.workflow
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_model_call_longer_than_the_workflow_task_timeout_completes_once(
         client: Client, task_queue: str) -> None:
     team = Swarm([Agent("a", "Answers.", model="scripted")], model_calls=LOCAL).compile()

@@ -25,6 +25,7 @@ from .memory_scenario import QUICK, assistant_script, one_user_two_threads
 
 pytestmark = pytest.mark.workflow
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_one_user_two_threads_share_a_preference_on_sqlite(client: Client, task_queue: str, tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "memory.sqlite3")
     try:

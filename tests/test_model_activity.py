@@ -160,6 +160,7 @@ def live(fake: FakeOpenAI) -> OpenAIBackend:
 
 @pytest.mark.parametrize("headers,min_gap", [({"retry-after": "1"}, 0.9),
                                              ({"retry-after-ms": "500"}, 0.45)])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_rate_limit_is_retried_after_the_servers_delay(
         temporal: WorkflowEnvironment, fake_openai: FakeOpenAI, headers: dict[str, str],
         min_gap: float) -> None:

@@ -83,6 +83,7 @@ async def a_held_call(client: Client, task_queue: str, call_seconds: float,
 
 
 @pytest.mark.parametrize("local", [True, False])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_timed_out_call_closes_its_connection(client: Client, task_queue: str, local: bool) -> None:
     async with a_held_call(client, task_queue, 2.0, local) as (endpoint, handle):
         with pytest.raises(WorkflowFailureError):
@@ -92,6 +93,7 @@ async def test_a_timed_out_call_closes_its_connection(client: Client, task_queue
 
 
 @pytest.mark.parametrize("local", [True, False])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_cancelled_call_closes_its_connection(client: Client, task_queue: str, local: bool) -> None:
     async with a_held_call(client, task_queue, 60.0, local) as (endpoint, handle):
         await handle.cancel()
@@ -116,6 +118,7 @@ async def test_a_reply_with_a_lone_surrogate_is_repaired_and_used(client: Client
 
 
 @pytest.mark.parametrize("local", [True, False])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_every_attempt_of_a_timed_out_call_closes_its_connection(client: Client, task_queue: str,
                                                                        local: bool) -> None:
     """Three attempts, each timed out: none of their connections is open once the turn failed."""

@@ -77,6 +77,7 @@ def queue(fake: FakeOpenAI, *modes: str) -> None:
                       "OPENAI_API_KEY on the worker. Server said: Bad key. Request headers: "
                       "authorization: *** cookie: *** x-api-key: *** api-key: *** key: sk-***"),
 ])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_bad_reply_fails_the_turn_readably_and_the_conversation_goes_on(
         client: Client, task_queue: str, modes: list[str], requests: int, says: str) -> None:
     with FakeOpenAI() as fake:
@@ -107,6 +108,7 @@ async def test_parts_and_object_arguments_complete_with_one_tool_run(
                 "role": "tool", "tool_call_id": "c1", "content": "3.0"}
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_server_error_in_a_200_is_retried_up_to_the_budget(
         client: Client, task_queue: str) -> None:
     with FakeOpenAI() as fake:
@@ -120,6 +122,7 @@ async def test_a_server_error_in_a_200_is_retried_up_to_the_budget(
             assert len(fake.requests) == 3
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_hung_endpoint_fails_a_one_shot_run_within_the_limits(
         client: Client, task_queue: str) -> None:
     compiled = team(attempts=2, timeout=2.0)
@@ -143,6 +146,7 @@ async def test_a_hung_endpoint_fails_a_one_shot_run_within_the_limits(
         assert len(fake.requests) == 2
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_the_total_bound_ends_a_call_that_still_has_attempts_left(
         client: Client, task_queue: str) -> None:
     with FakeOpenAI() as fake:

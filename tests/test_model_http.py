@@ -41,6 +41,7 @@ async def ask(client: Client, task_queue: str, fake: FakeOpenAI, question: str =
             return handle, None, err
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_rate_limit_is_retried_after_the_servers_delay(client: Client, task_queue: str) -> None:
     with FakeOpenAI() as fake:
         fake.error(429, "slow down", {"retry-after-ms": "300"})

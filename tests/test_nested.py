@@ -124,6 +124,7 @@ async def start(client: Client, task_queue: str, compiled: CompiledTeam, task: s
         id=f"nested-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_two_level_team_answers_faang_through_child_workflows(client: Client, task_queue: str) -> None:
     compiled = faang_teams.build().compile()
     model = ScriptedModel(faang_teams.SCRIPT)
@@ -195,6 +196,7 @@ def asking_team() -> CompiledTeam:
     return team.compile()
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_ask_human_inside_a_nested_team_is_listed_and_answered_by_child_id(
     client: Client, task_queue: str
 ) -> None:
@@ -214,6 +216,7 @@ async def test_ask_human_inside_a_nested_team_is_listed_and_answered_by_child_id
     assert ("tool", "ask_human", "2024") in [(m.role, m.name, m.content) for m in child_view]
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_nested_team_waiting_for_a_person_continues_as_new_under_its_parent(
     client: Client, task_queue: str
 ) -> None:
@@ -242,6 +245,7 @@ async def _listed(client: Client, workflow_id: str):  # noqa: ANN202
     return (await until(listed, f"a question from {workflow_id} listed"))[0]
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_run_as_child_agent_runs_in_its_own_workflow(client: Client, task_queue: str) -> None:
     team = faang.build()
     math = team.agents[1]
@@ -263,6 +267,7 @@ async def test_run_as_child_agent_runs_in_its_own_workflow(client: Client, task_
                      "call_model"]
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_failed_child_is_an_error_the_supervisor_reads(client: Client, task_queue: str) -> None:
     script = {**faang_teams.SCRIPT, "math_team": []}  # its model fails: the child fails
     compiled = faang_teams.build().compile()
@@ -275,6 +280,7 @@ async def test_a_failed_child_is_an_error_the_supervisor_reads(client: Client, t
     assert (failure.content or "").startswith("math_team could not finish: The model call for math_team failed")
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_parallel_handoffs_run_two_nested_teams_at_once(client: Client, task_queue: str) -> None:
     team = faang_teams.build()
     team.parallel_tool_calls = True

@@ -111,6 +111,7 @@ async def test_model_calls_run_on_the_worker_holding_the_workflow(client: Client
             assert end == "completed"
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_call_waiting_for_a_gone_worker_runs_on_the_shared_queue(client: Client, task_queue: str) -> None:
     """Worker A holds a conversation that waits for a person, and stops; worker B takes over.
     The next model call was to go to A's own queue: after `ModelCalls.worker_queue_seconds` it

@@ -198,6 +198,7 @@ async def run_calc(client: Client, task_queue: str, fake: FakeOpenAI, stream: bo
         return await handle.result(), await handle.query(TeamWorkflow.transcript, result_type=list[Message])
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_an_agent_with_api_responses_has_its_errors_mapped_and_retried(client: Client, task_queue: str) -> None:
     with FakeOpenAI() as fake:
         fake.error(429, "slow down", {"retry-after-ms": "100"})

@@ -72,6 +72,7 @@ async def refusing_client(env: WorkflowEnvironment, namespace: str) -> Client:
 
 
 @pytest.mark.parametrize("namespace", list(NAMESPACES))
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_faang_conversation_ends_whatever_the_namespace_lacks(
         bare_server: WorkflowEnvironment, namespace: str, caplog: pytest.LogCaptureFixture) -> None:
     client = await refusing_client(bare_server, namespace)

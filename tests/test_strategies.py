@@ -193,6 +193,7 @@ async def test_llm_decision_tool_rounds_are_bounded(client: Client, task_queue: 
 
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_decision_waiting_for_a_person_survives_continue_as_new(client: Client, task_queue: str) -> None:
     compiled = team("llm-decision")
     compiled.spec.continue_as_new_after_events = 40

@@ -29,6 +29,7 @@ async def task_timeout(handle: WorkflowHandle) -> timedelta:
     return described.raw_description.execution_config.default_workflow_task_timeout.ToTimedelta()
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_conversation_and_its_nested_teams_run_with_a_30_s_task_timeout(
         client: Client, task_queue: str) -> None:
     compiled = faang_teams.build().compile()

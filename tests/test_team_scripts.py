@@ -92,6 +92,7 @@ async def run_to_end(client: Client, task_queue: str, team: str, task: str) -> s
     return (await handle.result()).answer
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_each_team_runs_its_own_add_and_answers_from_its_own_script(client: Client, task_queue: str) -> None:
     teams = [*example_teams(), mine().compile()]
     model = ScriptedModel(teams=scripts_for(teams, {**example_scripts(), **parse_script(SCRIPT)}))

@@ -276,6 +276,7 @@ def test_a_breakpoint_on_a_tool_the_team_lacks_is_refused_where_the_team_is_defi
         Swarm([Agent("support", "Help.", tools=[execute_refund])], interrupt_before=["execute_refnd"])
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_checkpoints_before_a_continue_as_new_are_listed_and_forkable(client: Client, task_queue: str) -> None:
     team = support()
     team.spec.continue_as_new_after_events = 20  # passed by the end of the first turn

@@ -269,6 +269,7 @@ def counters() -> Any:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.tool for c in CASES])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_one_run_and_the_exact_message(client: Client, task_queue: str, case: Case) -> None:
     answer, full = await converse(client, task_queue, [case.step, call("show_context"), say("done")])
     assert answer == "done"  # the conversation went on: no retry loop, no crash

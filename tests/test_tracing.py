@@ -175,6 +175,7 @@ async def test_one_conversation_gives_one_trace_with_genai_spans(client: Client,
     assert len(exporter.get_finished_spans()) == len(spans)
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_team_of_teams_gives_agent_spans_handoffs_and_metrics(client: Client, task_queue: str) -> None:
     traced, exporter, reader = metered_client(client)
     team = faang_teams.build(model="m").compile()

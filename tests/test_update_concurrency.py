@@ -160,6 +160,7 @@ async def test_a_turn_and_the_checks_before_it_share_one_busy_budget() -> None:
     assert gateway.client.updates == 1  # sent once: the budget was already spent
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_turns_sent_at_once_to_a_raw_start_replay_and_its_labels_are_asked_by_activity(
         client: Client, task_queue: str) -> None:
     """Started as `client.start_workflow` does (no labels), a conversation asks the worker which

@@ -153,6 +153,7 @@ async def test_usage_per_agent_turn_and_conversation_in_result_status_and_events
         "tool_usage    [supervisor] transfer_to_research_expert()  (100 in / 10 out tokens)")
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_nested_teams_return_their_usage_to_the_parent(client: Client, task_queue: str) -> None:
     team = faang_teams.build(model="m").compile()
     async with running_worker(client, task_queue, [team], MeteredModel(faang_teams.SCRIPT)):
@@ -270,6 +271,7 @@ SUMMARY = faang_teams.RESEARCH_SUMMARY
     # the research team answers with 6,000 of the 5,500 left; the top supervisor then stops
     (7000, "top_supervisor", 7500, "research_team"),
 ])
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_a_turn_budget_holds_across_a_team_of_teams_and_the_user_reads_the_nested_answer(
         client: Client, task_queue: str, limit: int, agent: str, used: int, answered: str) -> None:
     team = teams_with(Budgets(max_tokens_per_turn=limit))
