@@ -172,18 +172,16 @@ async def test_a_client_chosen_context_id_names_the_thread_and_lists_are_bounded
     assert list(unknown.tasks) == []
 
 
-async def test_a_scoped_token_is_refused_on_the_mcp_and_a2a_doors(client: Client, task_queue: str) -> None:
+async def test_a_scoped_token_is_refused_on_the_mcp_door(client: Client, task_queue: str) -> None:
     tokens = [Token("tok-shop", "shop"), Token("tok-op")]
     async with running_gateway(client, task_queue, tokens=tokens, cards=CARDS) as url:
         async with httpx.AsyncClient() as raw:
             scoped = {"Authorization": "Bearer tok-shop", "Content-Type": "application/json"}
             operator = scoped | {"Authorization": "Bearer tok-op"}
-            a2a_scoped = await raw.post(f"{url}/a2a/support", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask",
-                                                                    "params": {"id": "x::1"}}, headers=scoped)
             mcp_scoped = await raw.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                         headers=scoped | {"Accept": "application/json, text/event-stream"})
             card_operator = await raw.get(f"{url}/a2a/support/.well-known/agent-card.json", headers=operator)
 
-    assert a2a_scoped.status_code == mcp_scoped.status_code == 403
-    assert a2a_scoped.json()["error"]["message"] == "this door takes operator tokens only (not a scoped token)"
+    assert mcp_scoped.status_code == 403
+    assert mcp_scoped.json()["error"]["message"] == "this door takes operator tokens only (not a scoped token)"
     assert card_operator.status_code == 200

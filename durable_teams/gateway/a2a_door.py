@@ -24,6 +24,7 @@ from typing import Any
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
     InvalidParamsError,
@@ -39,6 +40,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.a2a_tasks import (
     NotATask,
@@ -48,6 +50,8 @@ from durable_teams.gateway.a2a_tasks import (
     task_id,
     turn_state,
 )
+from durable_teams.gateway.openai_compat import may_stream
+from durable_teams.gateway.scopes import scope_of, sees
 from durable_teams.gateway.team_cards import TeamCard
 from durable_teams.gateway.threads import Gateway, answering
 from durable_teams.workflows.state import ConversationStatus
@@ -92,24 +96,29 @@ class A2ADoor(RequestHandler):
     wait_seconds: float = 300.0
     """How long SendMessage waits for the turn to end or ask before it returns the task working."""
 
-    async def thread_of(self, thread: str) -> bool:
-        """True while the thread runs, False once ended; `TaskNotFoundError` when it is not this team's."""
-        return await self.workflow_status(thread) == WorkflowExecutionStatus.RUNNING
+    async def thread_of(self, thread: str, scope: str | None) -> bool:
+        """True while the thread runs, False once ended; `TaskNotFoundError` when it is not this
+        team's, or not one a caller of `scope` sees."""
+        return await self.workflow_status(thread, scope) == WorkflowExecutionStatus.RUNNING
 
-    async def workflow_status(self, thread: str) -> WorkflowExecutionStatus | None:
+    async def workflow_status(self, thread: str, scope: str | None) -> WorkflowExecutionStatus | None:
+        """The thread's run status; `TaskNotFoundError`, the same as for no thread, for another
+        scope's thread (durable_teams/gateway/scopes.py) or another team's."""
         try:
-            described = await self.gateway.client.get_workflow_handle(thread).describe()
+            described = await self.gateway.visible(thread, scope)
+        except ConversationNotFound:
+            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
         except RPCError as err:
-            if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
                 raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
             raise
         if (await described.memo()).get("team") != self.team:
             raise TaskNotFoundError(f"no context {thread[:80]!r} for {self.team}")
         return described.status
 
-    async def task(self, thread: str, number: int) -> pb.Task:
+    async def task(self, thread: str, number: int, scope: str | None) -> pb.Task:
         """Turn `number` of `thread` as a task, read from the workflow now."""
-        ended = await self.workflow_status(thread)
+        ended = await self.workflow_status(thread, scope)
         running = ended == WorkflowExecutionStatus.RUNNING
         cancelled = ended in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
         try:
@@ -130,8 +139,9 @@ class A2ADoor(RequestHandler):
             found = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
         return as_task(thread, number, found)
 
-    async def accept(self, params: pb.SendMessageRequest) -> tuple[str, int, Any]:
-        """The message taken by its thread: (thread, turn, what waits for the turn's outcome)."""
+    async def accept(self, params: pb.SendMessageRequest, scope: str | None) -> tuple[str, int, Any]:
+        """The message taken by its thread: (thread, turn, what waits for the turn's outcome).
+        A new thread keeps the caller's `scope`."""
         message = params.message
         text = text_of(message)
         turn_id = message.message_id or None
@@ -140,11 +150,11 @@ class A2ADoor(RequestHandler):
                 thread, number = parse_task_id(message.task_id)
             except NotATask as err:
                 raise TaskNotFoundError(str(err)) from None
-            if not await self.thread_of(thread):
+            if not await self.thread_of(thread, scope):
                 raise UnsupportedOperationError(f"task {message.task_id} has ended")
             status = await self.gateway.status(thread)
             if not answered_by(status, number):
-                task = await self.task(thread, number)
+                task = await self.task(thread, number, scope)
                 state = pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_")
                 if state in FINAL:
                     raise UnsupportedOperationError(f"task {message.task_id} has ended ({state.lower()})")
@@ -152,75 +162,81 @@ class A2ADoor(RequestHandler):
             waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
             return thread, number, waiter
         seen: ConversationStatus | None = None
-        if message.context_id and await self.known(message.context_id):
+        if message.context_id and await self.known(message.context_id, scope):
             thread = message.context_id
-            if not await self.thread_of(thread):
+            if not await self.thread_of(thread, scope):
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
             seen = await self.gateway.status(thread)
             if seen.pending:
                 raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
         else:  # a new context: the client's id for it, when it gave one, is the thread's
-            thread = await self.new_thread(message.context_id or None)
+            thread = await self.new_thread(message.context_id or None, scope)
         waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen)
         number = (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
 
-    async def known(self, thread: str) -> bool:
-        """Whether `thread` is a thread of this team's (`TaskNotFoundError` for another team's)."""
+    async def known(self, thread: str, scope: str | None) -> bool:
+        """Whether `thread` is a thread of this team's that a caller of `scope` sees
+        (`TaskNotFoundError` for another team's)."""
         try:
-            await self.gateway.client.get_workflow_handle(thread).describe()
+            await self.gateway.visible(thread, scope)
+        except ConversationNotFound:  # none, or another scope's: its id is taken all the same
+            return False
         except RPCError as err:
-            if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
                 return False
             raise
-        await self.thread_of(thread)
+        await self.thread_of(thread, scope)
         return True
 
-    async def new_thread(self, wanted: str | None) -> str:
+    async def new_thread(self, wanted: str | None, scope: str | None) -> str:
         if wanted is not None:
             try:
                 checks.thread_id(wanted, "contextId")
             except checks.BadRequest as err:
                 raise InvalidParamsError(str(err.detail)) from None
         try:
-            return await self.gateway.start_thread(self.team, wanted)
+            return await self.gateway.start_thread(self.team, wanted, scope=scope)
         except WorkflowAlreadyStartedError:  # taken between the look and the start, or ended long ago
             raise InvalidParamsError(f"contextId {wanted} is taken: use another") from None
 
     async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task:
-        thread, number, waiter = await self.accept(params)
+        scope = scope_in(context)
+        thread, number, waiter = await self.accept(params, scope)
         if not params.configuration.return_immediately:
             try:
                 await asyncio.wait_for(waiter(), self.wait_seconds)
             except TimeoutError:
                 pass  # still working: the task says so, tasks/get follows it
-        return await self.task(thread, number)
+        return await self.task(thread, number, scope)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest, context: ServerCallContext
                                      ) -> AsyncGenerator[Event]:
-        thread, number, _ = await self.accept(params)
-        async for event in self.updates(thread, number):
+        scope = scope_in(context)
+        thread, number, _ = await self.accept(params, scope)
+        async for event in self.updates(thread, number, scope):
             yield event
 
     async def on_subscribe_to_task(self, params: pb.SubscribeToTaskRequest, context: ServerCallContext
                                    ) -> AsyncGenerator[Event]:
         thread, number = self.parsed(params.id)
-        first = await self.task(thread, number)
+        scope = scope_in(context)
+        first = await self.task(thread, number, scope)
         if pb.TaskState.Name(first.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise UnsupportedOperationError(f"task {params.id} has ended")
-        async for event in self.updates(thread, number):
+        async for event in self.updates(thread, number, scope):
             yield event
 
-    async def updates(self, thread: str, number: int) -> AsyncGenerator[Event]:
+    async def updates(self, thread: str, number: int, scope: str | None) -> AsyncGenerator[Event]:
         """The task, then each change of its status, until it ends or waits for input."""
-        task = await self.task(thread, number)
+        task = await self.task(thread, number, scope)
         yield task
         seen = (task.status.state, task.status.message.SerializeToString())
         while pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") not in FINAL | PAUSED:
             await asyncio.sleep(self.gateway.poll_seconds)
-            task = await self.task(thread, number)
+            task = await self.task(thread, number, scope)
             now = (task.status.state, task.status.message.SerializeToString())
             if now != seen:
                 seen = now
@@ -233,50 +249,59 @@ class A2ADoor(RequestHandler):
             raise TaskNotFoundError(str(err)) from None
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
-        return await self.task(*self.parsed(params.id))
+        return await self.task(*self.parsed(params.id), scope_in(context))
 
     async def on_cancel_task(self, params: pb.CancelTaskRequest, context: ServerCallContext) -> pb.Task | None:
         thread, number = self.parsed(params.id)
-        task = await self.task(thread, number)
+        scope = scope_in(context)
+        task = await self.task(thread, number, scope)
         if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise TaskNotCancelableError(f"task {params.id} has ended")
         try:
             await self.gateway.client.get_workflow_handle(thread).execute_update("cancel_turn", number)
         except WorkflowUpdateFailedError as err:  # ended meanwhile, or a worker without cancel_turn
-            task = await self.task(thread, number)
+            task = await self.task(thread, number, scope)
             if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") not in FINAL:
                 raise TaskNotCancelableError(
                     f"task {params.id} cannot be cancelled: {getattr(err.cause, 'message', err)}") from None
             return task
         # the turn ends "cancelled" once the workflow has stopped it: the state says when
         for _ in range(int(self.gateway.busy_seconds / self.gateway.poll_seconds) + 1):
-            task = await self.task(thread, number)
+            task = await self.task(thread, number, scope)
             if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
                 return task
             await asyncio.sleep(self.gateway.poll_seconds)
-        return await self.task(thread, number)
+        return await self.task(thread, number, scope)
 
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
         """Each thread's latest task (a context's every task when `contextId` is given), newest
-        threads first, from Temporal's visibility store."""
+        threads first, from Temporal's visibility store; a scoped caller's only."""
+        scope = scope_in(context)
         if params.page_size < 0 or params.page_size > MAX_LISTED:
             raise InvalidParamsError(f"pageSize must be 1 to {MAX_LISTED}")
         limit = params.page_size or 50
         if params.context_id:
-            if not await self.known(params.context_id):
+            try:
+                if not await self.known(params.context_id, scope):
+                    return pb.ListTasksResponse(page_size=limit)
+            except TaskNotFoundError:  # another team's or scope's: as none
                 return pb.ListTasksResponse(page_size=limit)
             status = await self.gateway.status(params.context_id)
             numbers = range(max(status.turns, 1), 0, -1)
-            tasks = [await self.task(params.context_id, n) for n in list(numbers)[:limit]]
+            tasks = [await self.task(params.context_id, n, scope) for n in list(numbers)[:limit]]
         else:
             tasks = []
             query = "WorkflowType = 'TeamWorkflow'"
             async for wf in self.gateway.client.list_workflows(query, limit=limit * 4):
-                if (await wf.memo()).get("team") != self.team:
+                try:
+                    memo = await wf.memo()
+                except Exception:  # noqa: BLE001 - a memo this gateway cannot read is no scope's
+                    continue
+                if memo.get("team") != self.team or not sees(scope, memo):
                     continue
                 try:
                     status = await self.gateway.status(wf.id)
-                    tasks.append(await self.task(wf.id, max(status.turns, 1)))
+                    tasks.append(await self.task(wf.id, max(status.turns, 1), scope))
                 except Exception:  # noqa: BLE001 - one unreadable thread hides no other
                     continue
                 if len(tasks) >= limit:
@@ -299,6 +324,22 @@ class A2ADoor(RequestHandler):
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> pb.AgentCard:
         raise UnsupportedOperationError("no extended agent card")
+
+
+def scope_in(context: ServerCallContext) -> str | None:
+    """The caller's scope (None: an operator), as `ScopedContext` put it in the call's state."""
+    return context.state.get("scope")
+
+
+class ScopedContext(DefaultServerCallContextBuilder):
+    """The SDK's call context, with the caller's scope (set by the gateway's Guard,
+    durable_teams/gateway/auth.py): every request of the door keeps to the scope's threads."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state["scope"] = scope_of(request)
+        context.state.get("headers", {}).pop("authorization", None)  # the bearer token: in no state
+        return context
 
 
 def agent_card(team: str, description: str, skills: Mapping[str, str], url: str, version: str,
@@ -335,28 +376,43 @@ def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> lis
         if len(cards) == 1:  # the one team is the host's agent: its card at the well-known root too
             routes.append(Route(WELL_KNOWN, card_page))
         # 0.3 clients too (message/send, tasks/get, ...: most agents still speak it)
-        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name), base, enable_v0_3_compat=True)
+        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name), base, ScopedContext(),
+                                     enable_v0_3_compat=True)
         routes.append(Route(base, versioned(rpc.endpoint), methods=["POST"]))
     return routes
 
 
+STREAMS = {"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"}
+"""The methods answered with a stream (1.0's and 0.3's names)."""
+
+
 def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
     """A 1.0 method (`SendMessage`: 0.3's are `message/send`) sent without the A2A-Version
-    header is taken as 1.0, which it can only be (the SDK reads a missing header as 0.3)."""
+    header is taken as 1.0, which it can only be (the SDK reads a missing header as 0.3).
+    A streamed method holds one of the caller's streams (`--max-followers`) until it ends: 429
+    with the protocol's error object when the caller holds all it may."""
     async def handle(request: Request) -> Response:
-        if "a2a-version" not in request.headers:
-            body = await request.body()
-            try:
-                method = json.loads(body).get("method")
-            except (ValueError, AttributeError):
-                method = None
-            if isinstance(method, str) and method and "/" not in method:
-                scope = dict(request.scope)
-                scope["headers"] = [*request.scope["headers"], (b"a2a-version", b"1.0")]
-                request = Request(scope, request.receive)
-                request._body = body  # read once already: the dispatcher reads it from here
+        body = await request.body()
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        method = parsed.get("method") if isinstance(parsed, dict) else None
+        if method in STREAMS and not may_stream(request):
+            return JSONResponse({"jsonrpc": "2.0", "id": parsed.get("id"), "error": {
+                "code": TOO_MANY_STREAMS, "message": "too many open streams for this caller; try again later"}},
+                status_code=429, headers={"Retry-After": "1"})
+        if "a2a-version" not in request.headers and isinstance(method, str) and method and "/" not in method:
+            scope = dict(request.scope)
+            scope["headers"] = [*request.scope["headers"], (b"a2a-version", b"1.0")]
+            request = Request(scope, request.receive)
+            request._body = body  # read once already: the dispatcher reads it from here
         return await endpoint(request)
     return handle
+
+
+TOO_MANY_STREAMS = -32000
+"""JSON-RPC's implementation-defined server error: the caller holds all the streams it may."""
 
 
 WELL_KNOWN = "/.well-known/agent-card.json"

@@ -321,8 +321,7 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
     if cards and importlib.util.find_spec("a2a") is not None:
         from durable_teams.gateway.a2a_door import a2a_routes
 
-        routes += [Route(r.path, operators_only(r.app), methods=r.methods) if isinstance(r, Route) else r
-                   for r in a2a_routes(gateway, cards, bearer=bool(tokens))]
+        routes += a2a_routes(gateway, cards, bearer=bool(tokens))  # scoped tokens keep to their scope's tasks
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
                                 UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
