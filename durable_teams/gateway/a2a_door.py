@@ -4,6 +4,8 @@
     POST /a2a/{team}                               JSON-RPC: SendMessage, SendStreamingMessage,
                                                    GetTask, CancelTask, SubscribeToTask, ListTasks
 
+(routes: durable_teams/gateway/a2a_http.py; the protocol's objects: a2a_wire.py).
+
 `contextId` is the thread, a task is one turn of it (durable_teams/gateway/a2a_tasks.py). A
 question or an approval puts the task in `input-required` with the question as its status
 message; a message carrying the task's id answers it (an approval read strictly: a yes or a
@@ -16,15 +18,13 @@ withdrawn); the thread goes on and takes the next message as a new task.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
-from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
     InvalidParamsError,
@@ -33,111 +33,28 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
-from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway.a2a_reading import TaskReader
 from durable_teams.gateway.a2a_tasks import (
     NotATask,
-    TurnState,
     answered_by,
     parse_task_id,
     task_id,
-    turn_state,
 )
-from durable_teams.gateway.openai_compat import may_stream
-from durable_teams.gateway.scopes import scope_of, sees
-from durable_teams.gateway.team_cards import TeamCard
-from durable_teams.gateway.threads import Gateway, answering
+from durable_teams.gateway.a2a_wire import FINAL, PAUSED, scope_in, text_of
+from durable_teams.gateway.threads import answering
 from durable_teams.workflows.state import ConversationStatus
-
-FINAL = {"COMPLETED", "FAILED", "CANCELED", "REJECTED"}
-PAUSED = {"INPUT_REQUIRED", "AUTH_REQUIRED"}
-MAX_LISTED = 100
-
-
-def text_of(message: pb.Message) -> str:
-    """The text parts of a message, joined; `InvalidParamsError` when there is none."""
-    texts = [part.text for part in message.parts if part.WhichOneof("content") == "text"]
-    if len(texts) != len(message.parts):
-        raise InvalidParamsError("only text parts are understood here")
-    text = "\n".join(texts)
-    if not text.strip():
-        raise InvalidParamsError("the message has no text")
-    return text
-
-
-def agent_message(thread: str, number: int, text: str) -> pb.Message:
-    return pb.Message(message_id=f"{task_id(thread, number)}-{abs(hash(text)) % 10**8}", context_id=thread,
-                      task_id=task_id(thread, number), role=pb.ROLE_AGENT, parts=[pb.Part(text=text)])
-
-
-def as_task(thread: str, number: int, found: TurnState) -> pb.Task:
-    status = pb.TaskStatus(state=getattr(pb, f"TASK_STATE_{found.state}"))
-    if found.text:
-        status.message.CopyFrom(agent_message(thread, number, found.text))
-    task = pb.Task(id=task_id(thread, number), context_id=thread, status=status)
-    if found.state == "COMPLETED":
-        task.artifacts.add(artifact_id="reply", name="reply", parts=[pb.Part(text=found.text)])
-    return task
 
 
 @dataclass
-class A2ADoor(RequestHandler):
-    """One team's A2A requests, answered from its threads (`gateway`: the client and polling)."""
+class A2ADoor(TaskReader, RequestHandler):
+    """One team's A2A requests, answered from its threads (reading them: `TaskReader`)."""
 
-    gateway: Gateway
-    team: str
     wait_seconds: float = 300.0
     """How long SendMessage waits for the turn to end or ask before it returns the task working."""
-
-    async def thread_of(self, thread: str, scope: str | None) -> bool:
-        """True while the thread runs, False once ended; `TaskNotFoundError` when it is not this
-        team's, or not one a caller of `scope` sees."""
-        return await self.workflow_status(thread, scope) == WorkflowExecutionStatus.RUNNING
-
-    async def workflow_status(self, thread: str, scope: str | None) -> WorkflowExecutionStatus | None:
-        """The thread's run status; `TaskNotFoundError`, the same as for no thread, for another
-        scope's thread (durable_teams/gateway/scopes.py) or another team's."""
-        try:
-            described = await self.gateway.visible(thread, scope)
-        except ConversationNotFound:
-            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
-        except RPCError as err:
-            if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
-            raise
-        if (await described.memo()).get("team") != self.team:
-            raise TaskNotFoundError(f"no context {thread[:80]!r} for {self.team}")
-        return described.status
-
-    async def task(self, thread: str, number: int, scope: str | None) -> pb.Task:
-        """Turn `number` of `thread` as a task, read from the workflow now."""
-        ended = await self.workflow_status(thread, scope)
-        running = ended == WorkflowExecutionStatus.RUNNING
-        cancelled = ended in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
-        try:
-            status = await self.gateway.status(thread)
-        except Exception:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
-            if running:
-                raise
-            return as_task(thread, number, TurnState("CANCELED" if cancelled else "FAILED",
-                                                     "the conversation has ended"))
-        if number > max(status.turns, 1):
-            raise TaskNotFoundError(f"no task {task_id(thread, number)}")
-        last = status.last_reply
-        reply = None
-        if last is not None and last.turn >= number:
-            reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
-        found = turn_state(status, number, reply, running)
-        if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
-            found = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
-        return as_task(thread, number, found)
 
     async def accept(self, params: pb.SendMessageRequest, scope: str | None) -> tuple[str, int, Any]:
         """The message taken by its thread: (thread, turn, what waits for the turn's outcome).
@@ -176,20 +93,6 @@ class A2ADoor(RequestHandler):
         number = (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
-
-    async def known(self, thread: str, scope: str | None) -> bool:
-        """Whether `thread` is a thread of this team's that a caller of `scope` sees
-        (`TaskNotFoundError` for another team's)."""
-        try:
-            await self.gateway.visible(thread, scope)
-        except ConversationNotFound:  # none, or another scope's: its id is taken all the same
-            return False
-        except RPCError as err:
-            if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                return False
-            raise
-        await self.thread_of(thread, scope)
-        return True
 
     async def new_thread(self, wanted: str | None, scope: str | None) -> str:
         if wanted is not None:
@@ -242,12 +145,6 @@ class A2ADoor(RequestHandler):
                 seen = now
                 yield pb.TaskStatusUpdateEvent(task_id=task.id, context_id=thread, status=task.status)
 
-    def parsed(self, value: str) -> tuple[str, int]:
-        try:
-            return parse_task_id(value)
-        except NotATask as err:
-            raise TaskNotFoundError(str(err)) from None
-
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
         return await self.task(*self.parsed(params.id), scope_in(context))
 
@@ -274,41 +171,7 @@ class A2ADoor(RequestHandler):
         return await self.task(thread, number, scope)
 
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
-        """Each thread's latest task (a context's every task when `contextId` is given), newest
-        threads first, from Temporal's visibility store; a scoped caller's only."""
-        scope = scope_in(context)
-        if params.page_size < 0 or params.page_size > MAX_LISTED:
-            raise InvalidParamsError(f"pageSize must be 1 to {MAX_LISTED}")
-        limit = params.page_size or 50
-        if params.context_id:
-            try:
-                if not await self.known(params.context_id, scope):
-                    return pb.ListTasksResponse(page_size=limit)
-            except TaskNotFoundError:  # another team's or scope's: as none
-                return pb.ListTasksResponse(page_size=limit)
-            status = await self.gateway.status(params.context_id)
-            numbers = range(max(status.turns, 1), 0, -1)
-            tasks = [await self.task(params.context_id, n, scope) for n in list(numbers)[:limit]]
-        else:
-            tasks = []
-            query = "WorkflowType = 'TeamWorkflow'"
-            async for wf in self.gateway.client.list_workflows(query, limit=limit * 4):
-                try:
-                    memo = await wf.memo()
-                except Exception:  # noqa: BLE001 - a memo this gateway cannot read is no scope's
-                    continue
-                if memo.get("team") != self.team or not sees(scope, memo):
-                    continue
-                try:
-                    status = await self.gateway.status(wf.id)
-                    tasks.append(await self.task(wf.id, max(status.turns, 1), scope))
-                except Exception:  # noqa: BLE001 - one unreadable thread hides no other
-                    continue
-                if len(tasks) >= limit:
-                    break
-        if params.status:
-            tasks = [t for t in tasks if t.status.state == params.status]
-        return pb.ListTasksResponse(tasks=tasks, page_size=limit, total_size=len(tasks))
+        return await self.list_tasks(params, scope_in(context))
 
     async def on_create_task_push_notification_config(self, params: Any, context: ServerCallContext) -> Any:
         raise PushNotificationNotSupportedError()
@@ -324,98 +187,3 @@ class A2ADoor(RequestHandler):
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> pb.AgentCard:
         raise UnsupportedOperationError("no extended agent card")
-
-
-def scope_in(context: ServerCallContext) -> str | None:
-    """The caller's scope (None: an operator), as `ScopedContext` put it in the call's state."""
-    return context.state.get("scope")
-
-
-class ScopedContext(DefaultServerCallContextBuilder):
-    """The SDK's call context, with the caller's scope (set by the gateway's Guard,
-    durable_teams/gateway/auth.py): every request of the door keeps to the scope's threads."""
-
-    def build(self, request: Request) -> ServerCallContext:
-        context = super().build(request)
-        context.state["scope"] = scope_of(request)
-        context.state.get("headers", {}).pop("authorization", None)  # the bearer token: in no state
-        return context
-
-
-def agent_card(team: str, description: str, skills: Mapping[str, str], url: str, version: str,
-               bearer: bool) -> pb.AgentCard:
-    """The team's card: its agents as skills, its JSON-RPC URL, bearer auth when tokens guard it."""
-    card = pb.AgentCard(
-        name=team, description=description, version=version,
-        supported_interfaces=[pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
-        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=False),
-        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
-        skills=[pb.AgentSkill(id=name, name=name, description=text or name, tags=[team])
-                for name, text in skills.items()])
-    if bearer:
-        card.security_schemes["bearer"].http_auth_security_scheme.scheme = "bearer"
-        card.security_requirements.add().schemes["bearer"].SetInParent()
-    return card
-
-
-def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> list[Route]:
-    """Each team's card and JSON-RPC endpoint under /a2a/{team}."""
-    from a2a.server.request_handlers.response_helpers import agent_card_to_dict
-    from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
-
-    routes: list[Route] = []
-    for card in cards:
-        base = f"/a2a/{card.name}"
-
-        async def card_page(request: Request, card: TeamCard = card, base: str = base) -> Response:
-            url = str(request.base_url).rstrip("/") + base
-            skills = {s.name: s.description for s in card.skills}
-            return JSONResponse(agent_card_to_dict(agent_card(card.name, card.description, skills, url,
-                                                              VERSION, bearer)))
-        routes.append(Route(f"{base}/.well-known/agent-card.json", card_page))
-        if len(cards) == 1:  # the one team is the host's agent: its card at the well-known root too
-            routes.append(Route(WELL_KNOWN, card_page))
-        # 0.3 clients too (message/send, tasks/get, ...: most agents still speak it)
-        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name), base, ScopedContext(),
-                                     enable_v0_3_compat=True)
-        routes.append(Route(base, versioned(rpc.endpoint), methods=["POST"]))
-    return routes
-
-
-STREAMS = {"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"}
-"""The methods answered with a stream (1.0's and 0.3's names)."""
-
-
-def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    """A 1.0 method (`SendMessage`: 0.3's are `message/send`) sent without the A2A-Version
-    header is taken as 1.0, which it can only be (the SDK reads a missing header as 0.3).
-    A streamed method holds one of the caller's streams (`--max-followers`) until it ends: 429
-    with the protocol's error object when the caller holds all it may."""
-    async def handle(request: Request) -> Response:
-        body = await request.body()
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = None
-        method = parsed.get("method") if isinstance(parsed, dict) else None
-        if method in STREAMS and not may_stream(request):
-            return JSONResponse({"jsonrpc": "2.0", "id": parsed.get("id"), "error": {
-                "code": TOO_MANY_STREAMS, "message": "too many open streams for this caller; try again later"}},
-                status_code=429, headers={"Retry-After": "1"})
-        if "a2a-version" not in request.headers and isinstance(method, str) and method and "/" not in method:
-            scope = dict(request.scope)
-            scope["headers"] = [*request.scope["headers"], (b"a2a-version", b"1.0")]
-            request = Request(scope, request.receive)
-            request._body = body  # read once already: the dispatcher reads it from here
-        return await endpoint(request)
-    return handle
-
-
-TOO_MANY_STREAMS = -32000
-"""JSON-RPC's implementation-defined server error: the caller holds all the streams it may."""
-
-
-WELL_KNOWN = "/.well-known/agent-card.json"
-
-
-VERSION = "1.0"

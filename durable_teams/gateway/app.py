@@ -319,7 +319,7 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
         routes.append(Route("/mcp", operators_only(mcp_app), methods=["GET", "POST", "DELETE"]))
         lifespans.append(mcp_running)
     if cards and importlib.util.find_spec("a2a") is not None:
-        from durable_teams.gateway.a2a_door import a2a_routes
+        from durable_teams.gateway.a2a_http import a2a_routes
 
         routes += a2a_routes(gateway, cards, bearer=bool(tokens))  # scoped tokens keep to their scope's tasks
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,

@@ -1,0 +1,129 @@
+"""Reading one team's A2A tasks from its threads, as a caller's scope sees them: a task (a
+turn) from the workflow's status, a thread's run state, and the listing from Temporal's
+visibility store. Another team's or another scope's thread is `TaskNotFoundError`, the same
+as none (durable_teams/gateway/scopes.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_teams.client.refusals import ConversationNotFound
+from durable_teams.gateway.a2a_tasks import NotATask, TurnState, parse_task_id, task_id, turn_state
+from durable_teams.gateway.a2a_wire import as_task
+from durable_teams.gateway.scopes import sees
+from durable_teams.gateway.threads import Gateway
+
+MAX_LISTED = 100
+
+
+@dataclass
+class TaskReader:
+    """One team's tasks read from its threads, as a caller of a scope sees them (`gateway`: the
+    client and polling)."""
+
+    gateway: Gateway
+    team: str
+
+    async def thread_of(self, thread: str, scope: str | None) -> bool:
+        """True while the thread runs, False once ended; `TaskNotFoundError` when it is not this
+        team's, or not one a caller of `scope` sees."""
+        return await self.workflow_status(thread, scope) == WorkflowExecutionStatus.RUNNING
+
+    async def workflow_status(self, thread: str, scope: str | None) -> WorkflowExecutionStatus | None:
+        """The thread's run status; `TaskNotFoundError`, the same as for no thread, for another
+        scope's thread (durable_teams/gateway/scopes.py) or another team's."""
+        try:
+            described = await self.gateway.visible(thread, scope)
+        except ConversationNotFound:
+            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+            raise
+        if (await described.memo()).get("team") != self.team:
+            raise TaskNotFoundError(f"no context {thread[:80]!r} for {self.team}")
+        return described.status
+
+    async def task(self, thread: str, number: int, scope: str | None) -> pb.Task:
+        """Turn `number` of `thread` as a task, read from the workflow now."""
+        ended = await self.workflow_status(thread, scope)
+        running = ended == WorkflowExecutionStatus.RUNNING
+        cancelled = ended in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
+        try:
+            status = await self.gateway.status(thread)
+        except Exception:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
+            if running:
+                raise
+            return as_task(thread, number, TurnState("CANCELED" if cancelled else "FAILED",
+                                                     "the conversation has ended"))
+        if number > max(status.turns, 1):
+            raise TaskNotFoundError(f"no task {task_id(thread, number)}")
+        last = status.last_reply
+        reply = None
+        if last is not None and last.turn >= number:
+            reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
+        found = turn_state(status, number, reply, running)
+        if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
+            found = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
+        return as_task(thread, number, found)
+
+    async def known(self, thread: str, scope: str | None) -> bool:
+        """Whether `thread` is a thread of this team's that a caller of `scope` sees
+        (`TaskNotFoundError` for another team's)."""
+        try:
+            await self.gateway.visible(thread, scope)
+        except ConversationNotFound:  # none, or another scope's: its id is taken all the same
+            return False
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                return False
+            raise
+        await self.thread_of(thread, scope)
+        return True
+
+    def parsed(self, value: str) -> tuple[str, int]:
+        try:
+            return parse_task_id(value)
+        except NotATask as err:
+            raise TaskNotFoundError(str(err)) from None
+
+    async def list_tasks(self, params: pb.ListTasksRequest, scope: str | None) -> pb.ListTasksResponse:
+        """Each thread's latest task (a context's every task when `contextId` is given), newest
+        threads first, from Temporal's visibility store; a scoped caller's only."""
+        if params.page_size < 0 or params.page_size > MAX_LISTED:
+            raise InvalidParamsError(f"pageSize must be 1 to {MAX_LISTED}")
+        limit = params.page_size or 50
+        if params.context_id:
+            try:
+                if not await self.known(params.context_id, scope):
+                    return pb.ListTasksResponse(page_size=limit)
+            except TaskNotFoundError:  # another team's or scope's: as none
+                return pb.ListTasksResponse(page_size=limit)
+            status = await self.gateway.status(params.context_id)
+            numbers = range(max(status.turns, 1), 0, -1)
+            tasks = [await self.task(params.context_id, n, scope) for n in list(numbers)[:limit]]
+        else:
+            tasks = []
+            query = "WorkflowType = 'TeamWorkflow'"
+            async for wf in self.gateway.client.list_workflows(query, limit=limit * 4):
+                try:
+                    memo = await wf.memo()
+                except Exception:  # noqa: BLE001 - a memo this gateway cannot read is no scope's
+                    continue
+                if memo.get("team") != self.team or not sees(scope, memo):
+                    continue
+                try:
+                    status = await self.gateway.status(wf.id)
+                    tasks.append(await self.task(wf.id, max(status.turns, 1), scope))
+                except Exception:  # noqa: BLE001 - one unreadable thread hides no other
+                    continue
+                if len(tasks) >= limit:
+                    break
+        if params.status:
+            tasks = [t for t in tasks if t.status.state == params.status]
+        return pb.ListTasksResponse(tasks=tasks, page_size=limit, total_size=len(tasks))
