@@ -59,7 +59,7 @@ async def listed(agent: Any, **fields: Any) -> list[str]:
     return [t.id for t in (await agent.list_tasks(pb.ListTasksRequest(**fields))).tasks]
 
 
-@pytest.mark.slow  # about 4 s: ListTasks reads every thread the session's server holds
+@pytest.mark.slow  # two conversations and every kind of request: over a second
 async def test_a_scoped_token_sees_only_its_own_tasks_and_operators_see_all(client: Client, task_queue: str) -> None:
     async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
         async with running_gateway(client, task_queue, tokens=TOKENS, cards=SUPPORT) as url:

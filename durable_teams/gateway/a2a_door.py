@@ -44,7 +44,7 @@ from durable_teams.gateway.a2a_tasks import (
     parse_task_id,
     task_id,
 )
-from durable_teams.gateway.a2a_wire import FINAL, PAUSED, scope_in, text_of
+from durable_teams.gateway.a2a_wire import FINAL, PAUSED, history_wanted, scope_in, text_of
 from durable_teams.gateway.threads import answering
 from durable_teams.workflows.state import ConversationStatus
 
@@ -107,13 +107,14 @@ class A2ADoor(TaskReader, RequestHandler):
 
     async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task:
         scope = scope_in(context)
+        history = history_wanted(params.configuration)  # checked before the message goes in
         thread, number, waiter = await self.accept(params, scope)
         if not params.configuration.return_immediately:
             try:
                 await asyncio.wait_for(waiter(), self.wait_seconds)
             except TimeoutError:
                 pass  # still working: the task says so, tasks/get follows it
-        return await self.task(thread, number, scope)
+        return await self.task(thread, number, scope, history)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest, context: ServerCallContext
                                      ) -> AsyncGenerator[Event]:
@@ -146,7 +147,7 @@ class A2ADoor(TaskReader, RequestHandler):
                 yield pb.TaskStatusUpdateEvent(task_id=task.id, context_id=thread, status=task.status)
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
-        return await self.task(*self.parsed(params.id), scope_in(context))
+        return await self.task(*self.parsed(params.id), scope_in(context), history_wanted(params))
 
     async def on_cancel_task(self, params: pb.CancelTaskRequest, context: ServerCallContext) -> pb.Task | None:
         thread, number = self.parsed(params.id)

@@ -14,11 +14,13 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.a2a_tasks import NotATask, TurnState, parse_task_id, task_id, turn_state
-from durable_teams.gateway.a2a_wire import as_task
+from durable_teams.gateway.a2a_wire import as_task, history_of, history_wanted
 from durable_teams.gateway.scopes import sees
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.threads import Gateway, answering
 
 MAX_LISTED = 100
+MAX_HISTORY = 200
+"""The log messages of one turn read for its history (a turn's working can be long)."""
 
 
 @dataclass
@@ -49,8 +51,9 @@ class TaskReader:
             raise TaskNotFoundError(f"no context {thread[:80]!r} for {self.team}")
         return described.status
 
-    async def task(self, thread: str, number: int, scope: str | None) -> pb.Task:
-        """Turn `number` of `thread` as a task, read from the workflow now."""
+    async def task(self, thread: str, number: int, scope: str | None, history: int | None = 0) -> pb.Task:
+        """Turn `number` of `thread` as a task, read from the workflow now, with the latest
+        `history` messages of its history (None: all it keeps, up to `MAX_HISTORY`)."""
         ended = await self.workflow_status(thread, scope)
         running = ended == WorkflowExecutionStatus.RUNNING
         cancelled = ended in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
@@ -70,7 +73,12 @@ class TaskReader:
         found = turn_state(status, number, reply, running)
         if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
             found = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
-        return as_task(thread, number, found)
+        task = as_task(thread, number, found)
+        if history != 0:
+            log = await self.gateway.turn_messages(thread, number, answering(status), MAX_HISTORY)
+            said = history_of(thread, number, log)
+            task.history.extend(said[-history:] if history else said)
+        return task
 
     async def known(self, thread: str, scope: str | None) -> bool:
         """Whether `thread` is a thread of this team's that a caller of `scope` sees
@@ -94,22 +102,27 @@ class TaskReader:
 
     async def list_tasks(self, params: pb.ListTasksRequest, scope: str | None) -> pb.ListTasksResponse:
         """Each thread's latest task (a context's every task when `contextId` is given), newest
-        threads first, from Temporal's visibility store; a scoped caller's only."""
-        if params.page_size < 0 or params.page_size > MAX_LISTED:
+        threads first, from Temporal's visibility store; a scoped caller's only. A task's
+        history only with `historyLength`, its artifacts only with `includeArtifacts`."""
+        if params.HasField("page_size") and not 1 <= params.page_size <= MAX_LISTED:
             raise InvalidParamsError(f"pageSize must be 1 to {MAX_LISTED}")
-        limit = params.page_size or 50
+        limit = params.page_size if params.HasField("page_size") else 50
+        history = history_wanted(params) or 0  # not given: none (each would cost a read of the log)
         if params.context_id:
             try:
                 if not await self.known(params.context_id, scope):
-                    return pb.ListTasksResponse(page_size=limit)
+                    return pb.ListTasksResponse(page_size=0)
             except TaskNotFoundError:  # another team's or scope's: as none
-                return pb.ListTasksResponse(page_size=limit)
+                return pb.ListTasksResponse(page_size=0)
             status = await self.gateway.status(params.context_id)
             numbers = range(max(status.turns, 1), 0, -1)
-            tasks = [await self.task(params.context_id, n, scope) for n in list(numbers)[:limit]]
+            tasks = [await self.task(params.context_id, n, scope, history) for n in list(numbers)[:limit]]
         else:
             tasks = []
-            query = "WorkflowType = 'TeamWorkflow'"
+            # this gateway's queue only: another queue's threads are not served here (no query
+            # of theirs would be answered)
+            queue = self.gateway.task_queue.replace("\\", "\\\\").replace("'", "\\'")
+            query = f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{queue}'"
             async for wf in self.gateway.client.list_workflows(query, limit=limit * 4):
                 try:
                     memo = await wf.memo()
@@ -119,11 +132,14 @@ class TaskReader:
                     continue
                 try:
                     status = await self.gateway.status(wf.id)
-                    tasks.append(await self.task(wf.id, max(status.turns, 1), scope))
+                    tasks.append(await self.task(wf.id, max(status.turns, 1), scope, history))
                 except Exception:  # noqa: BLE001 - one unreadable thread hides no other
                     continue
                 if len(tasks) >= limit:
                     break
         if params.status:
             tasks = [t for t in tasks if t.status.state == params.status]
-        return pb.ListTasksResponse(tasks=tasks, page_size=limit, total_size=len(tasks))
+        if not params.include_artifacts:
+            for task in tasks:
+                task.ClearField("artifacts")
+        return pb.ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(tasks))
