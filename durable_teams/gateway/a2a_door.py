@@ -28,7 +28,6 @@ from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
     InvalidParamsError,
-    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -37,6 +36,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway.a2a_push_configs import PushConfigs
 from durable_teams.gateway.a2a_reading import TaskReader
 from durable_teams.gateway.a2a_tasks import (
     NotATask,
@@ -44,7 +44,14 @@ from durable_teams.gateway.a2a_tasks import (
     parse_task_id,
     task_id,
 )
-from durable_teams.gateway.a2a_wire import FINAL, PAUSED, history_wanted, scope_in, text_of
+from durable_teams.gateway.a2a_wire import (
+    FINAL,
+    PAUSED,
+    history_wanted,
+    scope_in,
+    state_of,
+    text_of,
+)
 from durable_teams.gateway.threads import answering
 from durable_teams.workflows.state import ConversationStatus
 
@@ -55,6 +62,11 @@ class A2ADoor(TaskReader, RequestHandler):
 
     wait_seconds: float = 300.0
     """How long SendMessage waits for the turn to end or ask before it returns the task working."""
+    allow_private_pushes: bool = False
+    """Push notifications to loopback, private and link-local addresses too (the operator's choice)."""
+
+    def __post_init__(self) -> None:
+        self.pushes = PushConfigs(self.gateway, self.allow_private_pushes)
 
     async def accept(self, params: pb.SendMessageRequest, scope: str | None) -> tuple[str, int, Any]:
         """The message taken by its thread: (thread, turn, what waits for the turn's outcome).
@@ -109,12 +121,23 @@ class A2ADoor(TaskReader, RequestHandler):
         scope = scope_in(context)
         history = history_wanted(params.configuration)  # checked before the message goes in
         thread, number, waiter = await self.accept(params, scope)
+        if params.configuration.HasField("task_push_notification_config"):
+            await self.with_push(thread, number, scope, params.configuration.task_push_notification_config)
         if not params.configuration.return_immediately:
             try:
                 await asyncio.wait_for(waiter(), self.wait_seconds)
             except TimeoutError:
                 pass  # still working: the task says so, tasks/get follows it
         return await self.task(thread, number, scope, history)
+
+    async def with_push(self, thread: str, number: int, scope: str | None,
+                        config: pb.TaskPushNotificationConfig) -> None:
+        """The push config a message carried, set on its task (the message is in already)."""
+        pushed = pb.TaskPushNotificationConfig()
+        pushed.CopyFrom(config)
+        task = await self.task(thread, number, scope)
+        pushed.task_id = task.id
+        await self.pushes.set(task.id, thread, number, state_of(task), pushed)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest, context: ServerCallContext
                                      ) -> AsyncGenerator[Event]:
@@ -174,17 +197,27 @@ class A2ADoor(TaskReader, RequestHandler):
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
         return await self.list_tasks(params, scope_in(context))
 
-    async def on_create_task_push_notification_config(self, params: Any, context: ServerCallContext) -> Any:
-        raise PushNotificationNotSupportedError()
+    async def on_create_task_push_notification_config(self, params: pb.TaskPushNotificationConfig,
+                                                      context: ServerCallContext) -> pb.TaskPushNotificationConfig:
+        thread, number = self.parsed(params.task_id)
+        task = await self.task(thread, number, scope_in(context))
+        return await self.pushes.set(task.id, thread, number, state_of(task), params)
 
-    async def on_get_task_push_notification_config(self, params: Any, context: ServerCallContext) -> Any:
-        raise PushNotificationNotSupportedError()
+    async def on_get_task_push_notification_config(self, params: pb.GetTaskPushNotificationConfigRequest,
+                                                   context: ServerCallContext) -> pb.TaskPushNotificationConfig:
+        await self.task(*self.parsed(params.task_id), scope_in(context))
+        return await self.pushes.get(params.task_id, params.id)
 
-    async def on_list_task_push_notification_configs(self, params: Any, context: ServerCallContext) -> Any:
-        raise PushNotificationNotSupportedError()
+    async def on_list_task_push_notification_configs(self, params: pb.ListTaskPushNotificationConfigsRequest,
+                                                     context: ServerCallContext
+                                                     ) -> pb.ListTaskPushNotificationConfigsResponse:
+        await self.task(*self.parsed(params.task_id), scope_in(context))
+        return pb.ListTaskPushNotificationConfigsResponse(configs=await self.pushes.listed(params.task_id))
 
-    async def on_delete_task_push_notification_config(self, params: Any, context: ServerCallContext) -> None:
-        raise PushNotificationNotSupportedError()
+    async def on_delete_task_push_notification_config(self, params: pb.DeleteTaskPushNotificationConfigRequest,
+                                                      context: ServerCallContext) -> None:
+        await self.task(*self.parsed(params.task_id), scope_in(context))
+        await self.pushes.delete(params.task_id, params.id)
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> pb.AgentCard:
         raise UnsupportedOperationError("no extended agent card")

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from durable_teams.gateway.a2a_door import A2ADoor
+from durable_teams.gateway.a2a_push_configs import allow_private_from_env
 from durable_teams.gateway.openai_compat import may_stream
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.team_cards import TeamCard
@@ -39,7 +40,7 @@ def agent_card(team: str, description: str, skills: Mapping[str, str], url: str,
     card = pb.AgentCard(
         name=team, description=description, version=version,
         supported_interfaces=[pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
-        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
         skills=[pb.AgentSkill(id=name, name=name, description=text or name, tags=[team])
                 for name, text in skills.items()])
@@ -55,6 +56,7 @@ def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> lis
     from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
 
     routes: list[Route] = []
+    allow_private = allow_private_from_env()
     for card in cards:
         base = f"/a2a/{card.name}"
 
@@ -67,7 +69,7 @@ def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> lis
         if len(cards) == 1:  # the one team is the host's agent: its card at the well-known root too
             routes.append(Route(WELL_KNOWN, card_page))
         # 0.3 clients too (message/send, tasks/get, ...: most agents still speak it)
-        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name), base, ScopedContext(),
+        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name, allow_private_pushes=allow_private), base, ScopedContext(),
                                      enable_v0_3_compat=True)
         routes.append(Route(base, versioned(rpc.endpoint), methods=["POST"]))
     return routes

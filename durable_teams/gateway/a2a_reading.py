@@ -17,6 +17,7 @@ from durable_teams.gateway.a2a_tasks import NotATask, TurnState, parse_task_id, 
 from durable_teams.gateway.a2a_wire import as_task, history_of, history_wanted
 from durable_teams.gateway.scopes import sees
 from durable_teams.gateway.threads import Gateway, answering
+from durable_teams.workflows.turn_view import ended_state
 
 MAX_LISTED = 100
 MAX_HISTORY = 200
@@ -70,10 +71,7 @@ class TaskReader:
         reply = None
         if last is not None and last.turn >= number:
             reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
-        found = turn_state(status, number, reply, running)
-        if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
-            found = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
-        task = as_task(thread, number, found)
+        task = as_task(thread, number, ended_state(turn_state(status, number, reply, running), running, cancelled))
         if history != 0:
             log = await self.gateway.turn_messages(thread, number, answering(status), MAX_HISTORY)
             said = history_of(thread, number, log)

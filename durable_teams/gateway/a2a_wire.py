@@ -75,6 +75,12 @@ def as_task(thread: str, number: int, found: TurnState) -> pb.Task:
     return task
 
 
+def state_of(task: pb.Task) -> TurnState:
+    """A task's state and status text, as durable_teams/workflows/turn_view.py names them."""
+    text = task.status.message.parts[0].text if task.status.message.parts else ""
+    return TurnState(pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_"), text)
+
+
 def scope_in(context: ServerCallContext) -> str | None:
     """The caller's scope (None: an operator), as `ScopedContext` put it in the call's state."""
     return context.state.get("scope")

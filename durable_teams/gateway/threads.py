@@ -55,9 +55,9 @@ from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (
     ConversationInput,
     ConversationStatus,
-    Question,
     TurnReply,
 )
+from durable_teams.workflows.turn_view import answering, question_text
 from durable_teams.workflows.usage import Tally
 
 T = TypeVar("T")
@@ -404,19 +404,5 @@ class Gateway(ThreadLog):
                 await asyncio.sleep(self.poll_seconds)
 
 
-def answering(status: ConversationStatus) -> int:
-    """The number of the turn the thread works on (the first queued; its questions are the
-    pending ones), or the latest when none is queued."""
-    return status.turns - status.queued_turns + 1 if status.queued_turns else status.turns
-
-
 async def _now(value: Outcome) -> Outcome:
     return value
-
-
-def question_text(q: Question) -> str:
-    """A question as an assistant message: what the next user message answers."""
-    if q.kind == "approval":
-        return f"[{q.agent}] Approve {q.tool}({q.arguments})? Reply yes or no."
-    hint = f" (options: {' | '.join(q.suggestions)})" if q.suggestions else ""
-    return f"[{q.agent}] {q.text}{hint}"
