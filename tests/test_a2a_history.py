@@ -82,6 +82,14 @@ async def test_get_task_and_send_return_the_turns_history(client: Client, task_q
                 context_id=asked.context_id, history_length=1, include_artifacts=True))
             with pytest.raises(Exception, match="pageSize must be 1 to 100"):
                 await agent.list_tasks(pb.ListTasksRequest(page_size=0))
+            with pytest.raises(Exception, match="no such pageToken"):
+                await agent.list_tasks(pb.ListTasksRequest(page_token="2"))
+            second = await send(agent, message("Thanks", context_id=asked.context_id))
+            one_of_two = await agent.list_tasks(pb.ListTasksRequest(context_id=asked.context_id, page_size=1))
+            async with httpx.AsyncClient() as raw:
+                bad_status = (await raw.post(f"{url}/a2a/support", json={
+                    "jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {"status": "NOT_A_STATE"}},
+                    headers={"A2A-Version": "1.0"})).json()
 
     assert said(asked) == [("ROLE_USER", support.QUESTION)]  # the question is the status, not history
     assert said(approval) == []
@@ -92,4 +100,7 @@ async def test_get_task_and_send_return_the_turns_history(client: Client, task_q
     assert not listed.tasks[0].history and not listed.tasks[0].artifacts and listed.page_size == 1
     assert said(listed_full.tasks[0]) == said(whole)[-1:]
     assert listed_full.tasks[0].artifacts[0].parts[0].text == support.ANSWER
+    assert [t.id for t in one_of_two.tasks] == [second.id] and one_of_two.total_size == 2
+    assert one_of_two.page_size == 1
+    assert bad_status["error"]["code"] == -32602 and "is not a task state" in bad_status["error"]["message"]
     assert len(support.REFUNDS) == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.routes.common import DefaultServerCallContextBuilder
@@ -91,6 +92,9 @@ def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[R
         except ValueError:
             parsed = None
         method = parsed.get("method") if isinstance(parsed, dict) else None
+        refused = unknown_status(method, parsed)
+        if refused:  # the SDK's parser would read it as no filter at all
+            return JSONResponse({"jsonrpc": "2.0", "id": parsed.get("id"), "error": {"code": -32602, "message": refused}})
         if method in STREAMS and not may_stream(request):
             return JSONResponse({"jsonrpc": "2.0", "id": parsed.get("id"), "error": {
                 "code": TOO_MANY_STREAMS, "message": "too many open streams for this caller; try again later"}},
@@ -102,6 +106,17 @@ def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[R
             request._body = body  # read once already: the dispatcher reads it from here
         return await endpoint(request)
     return handle
+
+
+def unknown_status(method: object, parsed: Any) -> str | None:
+    """Why a ListTasks request's `status` is no task state (None: it is one, or none given)."""
+    if method != "ListTasks":  # 1.0 (0.3 names its states otherwise)
+        return None
+    params = parsed.get("params") if isinstance(parsed, dict) else None
+    status = params.get("status") if isinstance(params, dict) else None
+    if status is None or status in pb.TaskState.keys() or status in pb.TaskState.values():
+        return None
+    return f"status {str(status)[:40]!r} is not a task state (TASK_STATE_WORKING, ...)"
 
 
 TOO_MANY_STREAMS = -32000

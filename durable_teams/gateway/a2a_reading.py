@@ -104,6 +104,8 @@ class TaskReader:
         history only with `historyLength`, its artifacts only with `includeArtifacts`."""
         if params.HasField("page_size") and not 1 <= params.page_size <= MAX_LISTED:
             raise InvalidParamsError(f"pageSize must be 1 to {MAX_LISTED}")
+        if params.page_token:  # this server gives no page tokens: any is not one of its
+            raise InvalidParamsError("no such pageToken (every list here is one page)")
         limit = params.page_size if params.HasField("page_size") else 50
         history = history_wanted(params) or 0  # not given: none (each would cost a read of the log)
         if params.context_id:
@@ -115,8 +117,9 @@ class TaskReader:
             status = await self.gateway.status(params.context_id)
             numbers = range(max(status.turns, 1), 0, -1)
             tasks = [await self.task(params.context_id, n, scope, history) for n in list(numbers)[:limit]]
+            total = len(numbers)  # the context's every task (a status filter counts the page's)
         else:
-            tasks = []
+            tasks, total = [], 0
             # this gateway's queue only: another queue's threads are not served here (no query
             # of theirs would be answered)
             queue = self.gateway.task_queue.replace("\\", "\\\\").replace("'", "\\'")
@@ -137,7 +140,8 @@ class TaskReader:
                     break
         if params.status:
             tasks = [t for t in tasks if t.status.state == params.status]
+            total = len(tasks)
         if not params.include_artifacts:
             for task in tasks:
                 task.ClearField("artifacts")
-        return pb.ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(tasks))
+        return pb.ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=max(total, len(tasks)))
