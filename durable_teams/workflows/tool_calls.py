@@ -152,10 +152,10 @@ class ToolRunner:
             result = ToolResult(is_error=True, content=tool_failure_message(spec, err))
         finally:
             self.in_flight -= 1
-        if edited:  # the model learns its call ran with a person's arguments
-            result = result.model_copy(update={"content": edited + result.content})
         if self.breaks.on and pauses(self.team, "after", agent, call.name):
             result, stopped = await self.breaks.after_tool(agent, call, result)
             if stopped is not None:  # the run ends after this batch (answering.py)
                 self.stopped[call.id] = stopped
+        if edited:  # the model learns its call ran with a person's arguments
+            result = result.model_copy(update={"content": edited + result.content})
         return reply(result)
