@@ -90,7 +90,7 @@ def test_a_breakpoint_that_would_never_pause_is_refused_where_the_team_is_define
 
 def question(**fields: object) -> Question:
     return Question(question_id="q1", kind="approval", text="?", agent="a", asked_at=datetime(2026, 1, 1, tzinfo=UTC),
-                    timeout_seconds=60, breakpoint=True, **fields)  # type: ignore[arg-type]
+                    timeout_seconds=60, **({"breakpoint": True} | fields))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("asked", "reply", "problem"), [
@@ -109,3 +109,22 @@ def question(**fields: object) -> Question:
 def test_which_edits_each_breakpoint_takes(asked: Question, reply: HumanReply, problem: str | None) -> None:
     state = ConversationState(pending={"q1": asked})
     assert reply_problem(state, reply) == problem
+
+
+@pytest.mark.parametrize(("asked", "step"), [
+    (question(tool="t", arguments='{"a": 1}'), 'breakpoint before t({"a": 1})'),
+    (question(tool="t", arguments="{}", after=True, result="ok"), "breakpoint after t({}) returned: ok"),
+    (question(), "breakpoint before a runs"),
+    (question(after=True, result="hands off to b"), "breakpoint after a: hands off to b"),
+    (question(tool="t", arguments="{}", breakpoint=False), "t({})"),
+])
+def test_what_a_person_reads_of_each_step(asked: Question, step: str) -> None:
+    """What `pending`, `chat` and chat clients show of an approval (never "None(None)")."""
+    assert asked.step == step
+
+
+def test_a_chat_client_reads_a_breakpoint_as_a_yes_or_no_to_resume() -> None:
+    from durable_teams.gateway.threads import question_text
+
+    assert question_text(question()) == "[a] At a breakpoint before a runs. Resume? Reply yes or no."
+    assert question_text(question(tool="t", arguments="{}", breakpoint=False)) == "[a] Approve t({})? Reply yes or no."

@@ -66,7 +66,7 @@ def kind_problem(workflow_id: str, q: Question, approving: bool) -> str | None:
         return (f"{q.question_id} is a question, not an approval: answer it with "
                 f"durable-teams answer {workflow_id} \"<your answer>\" --question {q.question_id}")
     if not approving and q.kind == "approval":
-        return (f"{q.question_id} asks for an approval of {q.tool}: reply with durable-teams "
+        return (f"{q.question_id} asks for an approval of {q.tool or q.step}: reply with durable-teams "
                 f"approve {workflow_id} --question {q.question_id} (or deny ... --reason '...')")
     return None
 

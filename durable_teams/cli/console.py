@@ -43,7 +43,7 @@ def format_message(m: Message) -> str:
 def format_question(workflow_id: str, q: Question) -> str:
     lines = [f"{workflow_id}  {q.question_id}  asked by {q.agent} at {q.asked_at:%Y-%m-%d %H:%M:%S} UTC"]
     if q.kind == "approval":
-        lines.append(f"  Approval needed: {q.tool}({q.arguments})")
+        lines.append(f"  Approval needed: {q.step}")
         lines.append(f"  Reply: durable-teams approve {workflow_id} --question {q.question_id}"
                      f"   (or deny ... --reason '...')")
     else:

@@ -92,6 +92,17 @@ class Question(Wire):
     """A breakpoint after its step: the tool's result, or what the agent answered or whom it
     hands off to."""
 
+    @property
+    def step(self) -> str:
+        """What an approval decides on, in a line: the tool call, or a breakpoint's step."""
+        call = f"{self.tool}({self.arguments})"
+        if not self.breakpoint:
+            return call
+        if self.tool is None:
+            return (f"breakpoint after {self.agent}: {self.result}" if self.after
+                    else f"breakpoint before {self.agent} runs")
+        return f"breakpoint after {call} returned: {self.result}" if self.after else f"breakpoint before {call}"
+
 
 class HumanReply(Wire):
     """An answer (signal `human_reply` or update `answer`). For approvals, `approved` decides;
