@@ -15,7 +15,7 @@ from temporalio.worker import Replayer
 from durable_teams.client.send import send_reply, send_turn
 from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor, Swarm
 from durable_teams.teams.tools import tool
-from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput
@@ -174,3 +174,74 @@ async def until_question(handle: WorkflowHandle, answered: str) -> Any:
         return [q for q in pending if q.question_id != answered]
 
     return (await until(fresh, f"a question after {answered} on {handle.id}"))[0]
+
+
+@pytest.mark.slow  # two turns in a conversation that continues as new after each step
+async def test_breakpoints_in_a_conversation_that_continues_as_new_run_each_step_once(
+        client: Client, task_queue: str) -> None:
+    team = Swarm([Agent("support", "Help customers.", tools=[execute_refund], interrupt_before=["agent"])],
+                 interrupt_after=["execute_refund"]).compile()
+    team.spec.continue_as_new_after_events = 5  # passed at every wait
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        replies = []
+        for order in ("A1", "B1"):
+            turn = asyncio.ensure_future(send_turn(client, handle.id, f"refund {order}"))
+            for _ in range(2):  # before the agent, after the refund
+                asked = await pending_question(handle)
+                await send_reply(client, handle.id, asked.question_id, approved=True)
+                await until(lambda q=asked: gone(handle, q.question_id), f"{asked.question_id} answered")
+            replies.append(await turn)
+        latest = (await handle.describe()).run_id
+    assert [r.text for r in replies] == ["done: refunded A1", "done: refunded B1"]
+    assert REFUNDS == {"A1": 1, "B1": 1} and len(model.requests) == 4
+    assert latest != handle.first_execution_run_id  # it continued as new; no step ran twice
+
+
+async def gone(handle: WorkflowHandle, question_id: str) -> bool:
+    return all(q.question_id != question_id for q in await handle.query(TeamWorkflow.pending_questions))
+
+
+@pytest.mark.slow  # two workers at once
+async def test_breakpoints_before_workers_engaged_at_once_are_answered_each_on_its_own(
+        client: Client, task_queue: str) -> None:
+    def script(req: ModelRequest, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Message:
+        if req.agent != "desk":
+            return say(f"{req.agent} done")
+        if messages[-1]["role"] == "user":
+            return calls(("transfer_to_a", {}), ("transfer_to_b", {}))
+        return say("desk: " + " | ".join(m.get("content") or "" for m in messages if m["role"] == "assistant"))
+
+    team = Supervisor([Agent("a", "A."), Agent("b", "B.")], name="desk", supervisor_name="desk",
+                      parallel_tool_calls=True, interrupt_before=["a", "b"]).compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(script)):
+        handle = await start(client, task_queue, team)
+        turn = asyncio.ensure_future(send_turn(client, handle.id, "both"))
+        both = await until(lambda: two_pending(handle), "two breakpoints pending")
+        by_agent = {q.agent: q.question_id for q in both}
+        await send_reply(client, handle.id, by_agent["b"], approved=False, text="skip b")
+        await send_reply(client, handle.id, by_agent["a"], approved=True)
+        reply = await turn
+    assert "a done" in reply.text and "b done" not in reply.text
+    assert "The user stopped b at a breakpoint before it ran: skip b." in reply.text
+
+
+async def two_pending(handle: WorkflowHandle) -> list[Any]:
+    pending = await handle.query(TeamWorkflow.pending_questions)
+    return pending if len(pending) == 2 else []
+
+
+@pytest.mark.slow  # a child workflow
+async def test_an_agent_run_as_a_child_takes_its_breakpoint_into_the_child(client: Client, task_queue: str) -> None:
+    team = Supervisor([Agent("billing", "Pays.", run_as_child=True, interrupt_before=["agent"])],
+                      name="desk").compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(desk_model)):
+        handle = await start(client, task_queue, team)
+        turn = asyncio.ensure_future(send_turn(client, handle.id, "pay me"))
+        child = client.get_workflow_handle(f"{handle.id}/billing-1")
+        asked = await pending_question(child)
+        await send_reply(client, child.id, asked.question_id, approved=True)
+        reply = await turn
+    assert (asked.agent, asked.breakpoint, asked.tool) == ("billing", True, None)
+    assert "billing paid" in reply.text

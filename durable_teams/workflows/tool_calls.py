@@ -153,9 +153,19 @@ class ToolRunner:
         finally:
             self.in_flight -= 1
         if self.breaks.on and pauses(self.team, "after", agent, call.name):
-            result, stopped = await self.breaks.after_tool(agent, call, result)
-            if stopped is not None:  # the run ends after this batch (answering.py)
-                self.stopped[call.id] = stopped
+            result = await self._after(agent, call, result)
         if edited:  # the model learns its call ran with a person's arguments
             result = result.model_copy(update={"content": edited + result.content})
         return reply(result)
+
+    async def _after(self, agent: str, call: ToolCall, result: ToolResult) -> ToolResult:
+        """A breakpoint after the call ran: the result the model sees (a person may edit it),
+        and, when they stop the run, why (kept for answering.py, which ends the run)."""
+        self.in_flight += 1  # no continue-as-new meanwhile: the result is in no carried state yet
+        try:
+            result, stopped = await self.breaks.after_tool(agent, call, result)
+        finally:
+            self.in_flight -= 1
+        if stopped is not None:
+            self.stopped[call.id] = stopped
+        return result
