@@ -128,3 +128,16 @@ def test_a_chat_client_reads_a_breakpoint_as_a_yes_or_no_to_resume() -> None:
 
     assert question_text(question()) == "[a] At a breakpoint before a runs. Resume? Reply yes or no."
     assert question_text(question(tool="t", arguments="{}", breakpoint=False)) == "[a] Approve t({})? Reply yes or no."
+
+
+def test_pending_says_how_to_resume_edit_or_stop_each_breakpoint() -> None:
+    from durable_teams.cli.console import format_question
+
+    before = format_question("t1", question(tool="t", arguments="{}")).splitlines()[1:]
+    after = format_question("t1", question(tool="t", arguments="{}", after=True, result="ok")).splitlines()[1:]
+    agent = format_question("t1", question()).splitlines()[1:]
+    assert before == ["  Resume or stop: breakpoint before t({})",
+                      "  Reply: durable-teams approve t1 --question q1 [--arguments '{...}']   (or deny ... --reason '...')"]
+    assert after[1] == "  Reply: durable-teams approve t1 --question q1 [--result '...']   (or deny ... --reason '...')"
+    assert agent[0] == "  Resume or stop: breakpoint before a runs"
+    assert "--" not in agent[1].split("   ")[0].replace("--question", "")
