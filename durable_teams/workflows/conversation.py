@@ -196,6 +196,8 @@ class TeamWorkflow(Intake, TurnCancel):
             answered = usage.last_answer(log, start)
             return TurnReply(turn=number, text=usage.stopped_text(outcome.text, answered),
                              agent=outcome.agent, status="budget_exceeded", before_stop=answered)
+        if outcome.kind == "stopped":  # by a person, at a breakpoint (workflows/breakpoints.py)
+            return TurnReply(turn=number, text=outcome.text, agent=outcome.agent, status="cancelled")
         return TurnReply(turn=number, text=outcome.text, agent=outcome.agent,
                          status=outcome.flag or "completed", structured=outcome.structured)
 
