@@ -28,7 +28,15 @@ from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
-from durable_teams.gateway.responses_turns import Refused, first_turn, following, refusal, resent
+from durable_teams.gateway.responses_forks import forked
+from durable_teams.gateway.responses_turns import (
+    NotLatest,
+    Refused,
+    first_turn,
+    following,
+    refusal,
+    resent,
+)
 from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
@@ -64,9 +72,13 @@ async def create(request: Request) -> Response:
     else:
         await visible_response(gw, ResponseRef.parse(previous), scope_of(request))
         try:
-            ref = await following(gw, team, ResponseRef.parse(previous), given,
-                                  input_id(ResponseRef.parse(previous).thread, "responses", request_id),
-                                  body.get("max_output_tokens"))
+            try:
+                ref = await following(gw, team, ResponseRef.parse(previous), given,
+                                      input_id(ResponseRef.parse(previous).thread, "responses", request_id),
+                                      body.get("max_output_tokens"))
+            except NotLatest as not_latest:  # an earlier response: continued on a fork of its thread
+                ref = await forked(gw, team, not_latest, given, caller_scope(request), request_id,
+                                   body.get("max_output_tokens"))
         except Refused as refused:
             return refused.response
     created = await created_at(gw, ref.thread)

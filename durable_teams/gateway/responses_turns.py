@@ -39,6 +39,19 @@ class Refused(Exception):
         self.response = response
 
 
+class NotLatest(Refused):
+    """`previous` is not its thread's latest response (`latest` is): a fork may continue it."""
+
+    def __init__(self, previous: ResponseRef, latest: View, ended_turn: bool) -> None:
+        why = ("" if ended_turn else
+               f" ({previous.id} ended at a question inside its turn, answered since: a fork "
+               "starts at a turn's end)")
+        super().__init__(refusal(409, f"{previous.id} is not the thread's latest response: continue "
+                                      f"from {latest.ref.id}{why}", "not_latest_response",
+                                 "previous_response_id", latest_response_id=latest.ref.id))
+        self.previous, self.latest, self.ended_turn = previous, latest, ended_turn
+
+
 async def first_turn(gw: Gateway, team: str, text: str, key: str | None, request_id: str,
                      max_tokens: int | None, request: Request) -> ResponseRef:
     """A new thread and its first turn (the same thread again for the same Idempotency-Key)."""
@@ -74,9 +87,7 @@ async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields
             return after
         if after.step > 0 and turn_id in (status.last_input_id, status.previous_input_id):
             return after
-        raise Refused(refusal(409, f"{previous.id} is not the thread's latest response: continue "
-                                   f"from {view.ref.id} (forks are not supported)", "not_latest_response",
-                              "previous_response_id", latest_response_id=view.ref.id))
+        raise NotLatest(previous, view, ended_turn=after.step == 0)
     if not view.ended:
         raise Refused(refusal(409, f"{previous.id} is still {view.status}: wait for it (GET "
                                    f"/v1/responses/{previous.id}) or cancel it", "response_in_progress",
