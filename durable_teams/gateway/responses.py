@@ -7,7 +7,7 @@ resuming a stream work from any gateway process, after any restart: nothing is k
     GET  /v1/responses/{id}                  the response; ?stream=true&starting_after=N resumes
     GET  /v1/responses/{id}/input_items      what the request sent
     POST /v1/responses/{id}/cancel           cancel its turn (the workflow's cancel_turn)
-    DELETE /v1/responses/{id}                (refused: a response is part of its thread's log)
+    DELETE /v1/responses/{id}                no longer served (its turn stays in the thread's log)
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway import requests as checks
@@ -148,6 +149,7 @@ async def input_items(request: Request) -> Response:
     """What the request that made the response sent, as the log holds it."""
     gw: Gateway = request.app.state.gateway
     ref = await seen_ref(request)
+    await state.read(gw, ref)  # no such response, or a deleted one: 404
     page = await gw._page(ref.thread, ref.start, 20)
     items: list[dict[str, Any]] = []
     for message in page.messages:
@@ -172,9 +174,25 @@ def user_item(ref: ResponseRef, text: str) -> dict[str, Any]:
 
 
 async def delete(request: Request) -> Response:
-    ref_of(request)  # the same 409 for any response id, whoever's: nothing to tell apart
-    return refusal(409, "a team's responses are its thread's durable log and cannot be deleted one "
-                        "by one (they go with the thread, at the namespace's retention)", "not_deletable")
+    """Delete a response: no longer served (GET, input_items, cancel, DELETE and
+    `previous_response_id` naming it are 404s, from every gateway process, after restarts),
+    marked in the thread's durable state (workflows/deletions.py). Its turn stays in the
+    thread's transcript; a running turn goes on (cancel it first to stop it)."""
+    gw: Gateway = request.app.state.gateway
+    ref = await seen_ref(request)
+    await state.read(gw, ref)  # no such response, or deleted already: 404
+    try:
+        deleted = await gw.client.get_workflow_handle(ref.thread).execute_update(
+            "delete_response", ref.key, result_type=bool)
+    except WorkflowUpdateFailedError as err:  # a worker without delete_response (older code)
+        return refusal(409, f"{ref.id} cannot be deleted: {getattr(err.cause, 'message', err)}", "not_deletable")
+    except RPCError as err:  # the thread has closed: its state takes no more changes
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return refusal(409, f"{ref.id} cannot be deleted: its thread has closed", "not_deletable")
+    if not deleted:  # another request deleted it meanwhile
+        raise UnknownResponse(f"no response {ref.id!r} (deleted)")
+    return JSONResponse({"id": ref.id, "object": "response", "deleted": True})
 
 
 async def cancel(request: Request) -> Response:

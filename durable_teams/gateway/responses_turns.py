@@ -70,7 +70,7 @@ async def first_turn(gw: Gateway, team: str, text: str, key: str | None, request
 
 
 async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input,
-                    turn_id: str, max_tokens: int | None) -> ResponseRef:
+                    turn_id: str, max_tokens: int | None, deleted_too: bool = False) -> ResponseRef:
     """The response to a request continuing `previous`: an answer to its question, or the
     thread's next turn. Only the thread's latest response may be continued (409 naming it); the
     same request sent again gets the response it made the first time."""
@@ -80,7 +80,7 @@ async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields
             raise UnknownResponse(f"no response {previous.id!r}")
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
-    view, status, after = await state.latest(gw, previous)
+    view, status, after = await state.latest(gw, previous, deleted_too)
     if after is not None:  # continued already: by this very request (a retry), or another
         if after.step == 0 and await gw.client.get_workflow_handle(thread).query(
                 "turn_number", turn_id) == after.turn:
@@ -151,7 +151,8 @@ async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], req
         if match.again:  # this very request, sent again: the response it made
             return latest
         try:
-            return await following(gw, team, latest, fields.Input(text=history.text), keys.this, max_tokens)
+            return await following(gw, team, latest, fields.Input(text=history.text), keys.this, max_tokens,
+                                   deleted_too=True)  # matched by its messages, not by a response id
         except (TurnConflict, ConversationEnded, QuestionClosed, Refused):  # another request got in first
             continue
     thread = await gw.start_thread(team, chats.new_thread_id(key, history), history=history.earlier,
