@@ -25,6 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
+from durable_teams.gateway import responses_live as live
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
@@ -33,12 +34,13 @@ from durable_teams.gateway.responses_forks import forked
 from durable_teams.gateway.responses_turns import (
     NotLatest,
     Refused,
+    first_thread,
     first_turn,
     following,
     refusal,
     resent,
 )
-from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse
+from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, View
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway
@@ -60,36 +62,50 @@ async def create(request: Request) -> Response:
         return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
                                             body.get("input")], sort_keys=True).encode()).hexdigest()
-    if previous is None and given.conversation is not None:
-        ref = await resent(gw, team, given.conversation, request, body.get("max_output_tokens"))
-    elif previous is None:
+    max_tokens = body.get("max_output_tokens")
+    if previous is None and given.conversation is None:
         if given.text is None:
             raise FieldError("'input': an mcp_approval_response answers a response: send its "
                              "previous_response_id", "input")
-        try:
-            ref = await first_turn(gw, team, given.text, key, request_id, body.get("max_output_tokens"), request)
-        except Refused as refused:
-            return refused.response
-    else:
-        await visible_response(gw, ResponseRef.parse(previous), scope_of(request))
-        try:
-            try:
-                ref = await following(gw, team, ResponseRef.parse(previous), given,
-                                      input_id(ResponseRef.parse(previous).thread, "responses", request_id),
-                                      body.get("max_output_tokens"))
-            except NotLatest as not_latest:  # an earlier response: continued on a fork of its thread
-                ref = await forked(gw, team, not_latest, given, caller_scope(request), request_id,
-                                   body.get("max_output_tokens"))
-        except Refused as refused:
-            return refused.response
+        thread: str | None = first_thread(team, key, request)
+    else:  # a resent conversation's thread is found as it goes in
+        thread = ResponseRef.parse(previous).thread if previous is not None else None
+    # a stream subscribes to live deltas before its input goes in: it sees every call from its start
+    feed = await live.open_feed(gw, thread, floor=0) if stream and thread else None
+    try:
+        if previous is None and given.conversation is not None:
+            ref = await resent(gw, team, given.conversation, request, max_tokens)
+        elif previous is None:
+            assert thread is not None and given.text is not None
+            ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request)
+        else:
+            ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens)
+    except Refused as refused:
+        await live.close(feed)
+        return refused.response
+    except BaseException:
+        await live.close(feed)
+        raise
     created = await created_at(gw, ref.thread)
     if stream:
-        return sse_response(event_stream(gw, ref, team, created, -1, background), {}, openai_error)
+        feed = await live.feed_for(gw, feed, ref)
+        return sse_response(event_stream(gw, ref, team, created, -1, background, feed), {}, openai_error)
     if background:
         view, _ = await state.read(gw, ref)
-        return JSONResponse(response_object(view, team, created, background=True))
+        return JSONResponse(response_object(view, team, created, background=True, live=gw.live_responses))
     view = await state.ended(gw, ref)
-    return JSONResponse(response_object(view, team, created))
+    return JSONResponse(response_object(view, team, created, live=gw.live_responses))
+
+
+async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input, request: Request,
+                    request_id: str, max_tokens: int | None) -> ResponseRef:
+    """The response to a request naming `previous`: on its thread, or on a fork of it."""
+    await visible_response(gw, previous, scope_of(request))
+    try:
+        return await following(gw, team, previous, given, input_id(previous.thread, "responses", request_id),
+                               max_tokens)
+    except NotLatest as not_latest:  # an earlier response: continued on a fork of its thread
+        return await forked(gw, team, not_latest, given, caller_scope(request), request_id, max_tokens)
 
 
 async def created_at(gw: Gateway, thread: str) -> int:
@@ -99,13 +115,25 @@ async def created_at(gw: Gateway, thread: str) -> int:
 
 
 async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, after: int,
-                       background: bool = False) -> AsyncIterator[str]:
-    """The response's events numbered from durable state, from `after + 1` until it ends."""
+                       background: bool = False, feed: live.Feed | None = None) -> AsyncIterator[str]:
+    """The response's events numbered from durable state, from `after + 1` until it ends, with
+    live text deltas from `feed` between them (durable_teams/gateway/responses_live.py)."""
     sent = after
-    async for view in state.views(gw, ref):
-        for event in numbered(events(view, team, created, background), sent):
-            yield sse_frame(event["type"], event)
-            sent = event["sequence_number"]
+    text = live.LiveText(ref, feed.floor) if feed is not None else None
+    try:
+        async for got in live.merged(state.views(gw, ref), feed.deltas if feed is not None else None):
+            if isinstance(got, View):
+                for event in numbered(events(got, team, created, background, gw.live_responses), sent):
+                    if text is not None and event["type"] == "response.output_text.delta":
+                        event = {**event, "delta": text.rest(event["delta"])}
+                    yield sse_frame(event["type"], event)
+                    sent = event["sequence_number"]
+                if got.ended:
+                    return
+            elif text is not None and sent >= live.OPENED and (piece := text.take(got)):
+                yield sse_frame("response.output_text.delta", text.event(piece, sent))
+    finally:
+        await live.close(feed)
 
 
 def ref_of(request: Request) -> ResponseRef:
@@ -140,9 +168,10 @@ async def retrieve(request: Request) -> Response:
         await state.read(gw, ref)  # an id that names no response: 404 before the stream starts
         if not may_stream(request):
             return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
-        return sse_response(event_stream(gw, ref, team, created, start), {}, openai_error)
+        feed = await live.open_feed(gw, ref.thread, floor=None)  # joined: calls made from now on
+        return sse_response(event_stream(gw, ref, team, created, start, feed=feed), {}, openai_error)
     view, _ = await state.read(gw, ref)
-    return JSONResponse(response_object(view, team, created))
+    return JSONResponse(response_object(view, team, created, live=gw.live_responses))
 
 
 async def input_items(request: Request) -> Response:
@@ -214,4 +243,4 @@ async def cancel(request: Request) -> Response:
                 return refusal(409, f"{ref.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
                                "not_cancellable")
     view = await state.ended(gw, ref)
-    return JSONResponse(response_object(view, team, await created_at(gw, ref.thread)))
+    return JSONResponse(response_object(view, team, await created_at(gw, ref.thread), live=gw.live_responses))

@@ -52,11 +52,20 @@ class NotLatest(Refused):
         self.previous, self.latest, self.ended_turn = previous, latest, ended_turn
 
 
-async def first_turn(gw: Gateway, team: str, text: str, key: str | None, request_id: str,
+def first_thread(team: str, key: str | None, request: Request) -> str:
+    """The thread a first request opens: the same for the same Idempotency-Key and caller."""
+    return f"{team}-resp-{idempotency_digest(key, request) or uuid.uuid4().hex[:16]}"
+
+
+def idempotency_digest(key: str | None, request: Request) -> str | None:
+    return hashlib.sha256(f"{getattr(request.state, 'caller', '')}\0{key}".encode()).hexdigest()[:16] if key else None
+
+
+async def first_turn(gw: Gateway, team: str, thread: str, text: str, key: str | None, request_id: str,
                      max_tokens: int | None, request: Request) -> ResponseRef:
-    """A new thread and its first turn (the same thread again for the same Idempotency-Key)."""
-    keyed = hashlib.sha256(f"{getattr(request.state, 'caller', '')}\0{key}".encode()).hexdigest()[:16] if key else None
-    thread = f"{team}-resp-{keyed}" if keyed else f"{team}-resp-{uuid.uuid4().hex[:16]}"
+    """`thread` (`first_thread`) started and its first turn (the same again for the same
+    Idempotency-Key)."""
+    keyed = idempotency_digest(key, request)
     try:
         await gw.start_thread(team, thread, idempotency=keyed, request_digest=request_id[:16] if keyed else None,
                               scope=scope_of(request))
