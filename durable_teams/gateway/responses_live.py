@@ -105,10 +105,15 @@ class LiveText:
 
 async def merged(views: AsyncIterator[View], deltas: asyncio.Queue[Delta] | None
                  ) -> AsyncIterator[View | Delta]:
-    """The views of a response as they come and, between them, the deltas that arrive."""
+    """The views of a response as they come and, after the first (which opens the message
+    item), the deltas that arrive between them (they wait in the queue until then)."""
     if deltas is None:
         async for view in views:
             yield view
+        return
+    try:
+        yield await anext(views)
+    except StopAsyncIteration:
         return
     reading: asyncio.Future[View] = asyncio.ensure_future(anext(views))
     getting: asyncio.Future[Delta] | None = None
