@@ -19,7 +19,7 @@ from durable_teams.workflows.messages import ModelRequest
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .teams import APPROVAL, ASKED, DESK, FIRST, desk_script
+from .teams import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
@@ -98,7 +98,8 @@ async def test_an_earlier_response_continues_on_a_fork_the_original_untouched(
         assert len((await original.fetch_history()).events) > events_before  # "four" went on
 
 
-async def test_a_response_that_ended_at_an_answered_question_is_not_forked(client: Client, task_queue: str) -> None:
+async def test_a_question_answered_since_is_no_fork_point_a_refund_is_never_paid_again(client: Client, task_queue: str) -> None:
+    REFUNDS.clear()
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
             running_gateway(client, task_queue, teams=["desk"]) as url:
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
@@ -111,3 +112,12 @@ async def test_a_response_that_ended_at_an_answered_question_is_not_forked(clien
         assert conflict.value.code == "not_latest_response" and approval.id in conflict.value.message
         assert "inside its turn" in conflict.value.message
         assert isinstance(conflict.value.body, dict) and conflict.value.body["latest_response_id"] == approval.id
+        # the approval taken, the refund paid once; a fork after it does not pay it again
+        request = next(item for item in approval.output if item.type == "mcp_approval_request")
+        done = await ai.responses.create(model="desk", previous_response_id=approval.id, input=[
+            {"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}])
+        assert (done.output_text, REFUNDS) == (DONE, ["4711"])
+        await ai.responses.create(model="desk", input="thanks", previous_response_id=done.id)
+        forked = await ai.responses.create(model="desk", input="and now?", previous_response_id=done.id)
+        assert thread_of(forked.id) != thread_of(done.id) and REFUNDS == ["4711"]
+        assert users(forked.output_text) == [FIRST, "and now?"]  # the answer was a question's, not a turn
