@@ -10,6 +10,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway.responses_view import ResponseRef
+from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 
 from .conftest import running_worker
@@ -55,3 +56,22 @@ async def test_a_deleted_response_is_gone_for_every_gateway_its_turn_stays(clien
                 await ai.responses.create(model="desk", input="four", previous_response_id=three.id)
             status = await client.get_workflow_handle(ResponseRef.parse(one.id).thread).query("status")
             assert sorted(status["deleted_responses"]) == sorted(ResponseRef.parse(r).key for r in (one.id, three.id))
+
+
+async def test_a_deletion_is_carried_across_continue_as_new(client: Client, task_queue: str) -> None:
+    team = Swarm([Agent("desk", "Help.")], name="longdesk").compile()
+    team.spec.continue_as_new_after_events = 20  # a new run after about every turn
+    async with running_worker(client, task_queue, [team], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, teams=["longdesk"]) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        one = await ai.responses.create(model="longdesk", input="one")
+        handle = client.get_workflow_handle(ResponseRef.parse(one.id).thread)
+        first_run = (await handle.describe()).run_id
+        latest = (await ai.responses.create(model="longdesk", input="two", previous_response_id=one.id)).id
+        await ai.responses.delete(one.id)
+        for text in ("three", "four"):
+            latest = (await ai.responses.create(model="longdesk", input=text, previous_response_id=latest)).id
+        assert (await handle.describe()).run_id != first_run
+        with pytest.raises(openai.NotFoundError):
+            await ai.responses.retrieve(one.id)
+        assert (await ai.responses.retrieve(latest)).status == "completed"
