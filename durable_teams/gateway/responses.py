@@ -63,13 +63,7 @@ async def create(request: Request) -> Response:
     request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
                                             body.get("input")], sort_keys=True).encode()).hexdigest()
     max_tokens = body.get("max_output_tokens")
-    if previous is None and given.conversation is None:
-        if given.text is None:
-            raise FieldError("'input': an mcp_approval_response answers a response: send its "
-                             "previous_response_id", "input")
-        thread: str | None = first_thread(team, key, request)
-    else:  # a resent conversation's thread is found as it goes in
-        thread = ResponseRef.parse(previous).thread if previous is not None else None
+    thread = input_thread(team, previous, given, key, request)
     # a stream subscribes to live deltas before its input goes in: it sees every call from its start
     feed = await live.open_feed(gw, thread, floor=0) if stream and thread else None
     try:
@@ -80,13 +74,13 @@ async def create(request: Request) -> Response:
             ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request)
         else:
             ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens)
+        created = await created_at(gw, ref.thread)
     except Refused as refused:
         await live.close(feed)
         return refused.response
     except BaseException:
         await live.close(feed)
         raise
-    created = await created_at(gw, ref.thread)
     if stream:
         feed = await live.feed_for(gw, feed, ref)
         return sse_response(event_stream(gw, ref, team, created, -1, background, feed), {}, openai_error)
@@ -95,6 +89,20 @@ async def create(request: Request) -> Response:
         return JSONResponse(response_object(view, team, created, background=True, live=gw.live_responses))
     view = await state.ended(gw, ref)
     return JSONResponse(response_object(view, team, created, live=gw.live_responses))
+
+
+def input_thread(team: str, previous: str | None, given: fields.Input, key: str | None,
+                 request: Request) -> str | None:
+    """The thread a request's input goes to, when known before it goes in (a resent
+    conversation's is found as it goes in)."""
+    if previous is not None:
+        return ResponseRef.parse(previous).thread
+    if given.conversation is not None:
+        return None
+    if given.text is None:
+        raise FieldError("'input': an mcp_approval_response answers a response: send its "
+                         "previous_response_id", "input")
+    return first_thread(team, key, request)
 
 
 async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input, request: Request,
