@@ -65,7 +65,7 @@ async def create(request: Request) -> Response:
     max_tokens = body.get("max_output_tokens")
     thread = input_thread(team, previous, given, key, request)
     # a stream subscribes to live deltas before its input goes in: it sees every call from its start
-    feed = await live.open_feed(gw, thread, floor=0) if stream and thread else None
+    feed = await live.open_feed(gw, thread) if stream and thread else None
     try:
         if previous is None and given.conversation is not None:
             ref = await resent(gw, team, given.conversation, request, max_tokens)
@@ -176,7 +176,7 @@ async def retrieve(request: Request) -> Response:
         await state.read(gw, ref)  # an id that names no response: 404 before the stream starts
         if not may_stream(request):
             return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
-        feed = await live.open_feed(gw, ref.thread, floor=None)  # joined: calls made from now on
+        feed = await live.open_feed(gw, ref.thread)  # joined: the calls made from now on
         return sse_response(event_stream(gw, ref, team, created, start, feed=feed), {}, openai_error)
     view, _ = await state.read(gw, ref)
     return JSONResponse(response_object(view, team, created, live=gw.live_responses))

@@ -10,9 +10,12 @@ connection's live deltas have not: the deltas of one connection add up to the fi
 (unless text it showed was not the answer's start: a model's words beside a tool call, a
 retried call; then the answer follows whole, after a paragraph break, as on the chat path).
 
-A delta is shown only for a model call this connection saw from its first word: the calls of
-a request whose stream subscribed before its input went in, or, on a stream joined later (a
-resumed one), calls made after it joined. The text of any other call comes whole at the end.
+A delta is shown only for a model call this connection saw from its first word: one made after
+it subscribed, which it tells by the call's `position` (the log's length when the call was
+made) being past the log's end when it subscribed. A `POST` stream subscribes before its input
+goes in, so it sees all of its calls (unless it is a request sent again: the calls already made
+come whole); a resumed stream sees those made after it joined. The text of any other call comes
+whole at the end.
 Live deltas are on only where they cross processes (a broker is configured: `Gateway.
 live_responses`, the same on every gateway), so without one a stream is as it always was.
 """
@@ -24,6 +27,8 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
+
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.gateway.openai_stream import ContentStream
 from durable_teams.gateway.responses_events import message_id
@@ -37,8 +42,8 @@ OPENED = 3
 
 @dataclass
 class Feed:
-    """A subscription to a thread's deltas (entered; closed by `close`), and the first log
-    index whose model calls it saw from their start."""
+    """A subscription to a thread's deltas (entered; closed by `close`), and `floor`: the
+    least `position` of a model call it saw from its first word."""
 
     thread: str
     subscription: AbstractAsyncContextManager[Any]
@@ -46,17 +51,21 @@ class Feed:
     floor: int
 
 
-async def open_feed(gw: Gateway, thread: str, floor: int | None) -> Feed | None:
-    """The thread's deltas from now on (None where Responses streams carry none). `floor`:
-    None for a stream joined while the thread may be in a model call: the calls made after
-    the log's present end only."""
+async def open_feed(gw: Gateway, thread: str) -> Feed | None:
+    """The thread's deltas from now on (None where Responses streams carry none), for the model
+    calls made after the log's present end: a call under way now (its `position` is at most
+    the log's length) began before this feed and is shown whole at the end, never in part."""
     if not gw.live_responses:
         return None
     subscription = gw.hub.subscribe(thread)
     deltas = await subscription.__aenter__()
     try:
-        if floor is None:
-            floor = await gw.log_total(thread) + 1
+        floor = await gw.log_total(thread) + 1
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            await subscription.__aexit__(None, None, None)
+            raise
+        floor = 0  # a thread this request opens: every call of it is new
     except BaseException:
         await subscription.__aexit__(None, None, None)
         raise
@@ -72,10 +81,9 @@ async def feed_for(gw: Gateway, feed: Feed | None, ref: ResponseRef) -> Feed | N
     """The feed a created response's stream reads: the one subscribed before its input went
     in, if on its thread (not a fork's, say), else one joined now."""
     if feed is not None and feed.thread == ref.thread:
-        feed.floor = ref.start
         return feed
     await close(feed)
-    return await open_feed(gw, ref.thread, floor=None)
+    return await open_feed(gw, ref.thread)
 
 
 @dataclass
