@@ -10,6 +10,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway.responses_view import ResponseRef
+from durable_teams.gateway.scopes import Token
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 
@@ -75,3 +76,15 @@ async def test_a_deletion_is_carried_across_continue_as_new(client: Client, task
         with pytest.raises(openai.NotFoundError):
             await ai.responses.retrieve(one.id)
         assert (await ai.responses.retrieve(latest)).status == "completed"
+
+
+async def test_another_scope_cannot_delete_a_response(client: Client, task_queue: str) -> None:
+    tokens = [Token("t-shop", "shop"), Token("t-crm", "crm")]
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, tokens=tokens, teams=["desk"]) as url:
+        shop = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="t-shop", max_retries=0)
+        crm = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="t-crm", max_retries=0)
+        mine = await shop.responses.create(model="desk", input="one")
+        with pytest.raises(openai.NotFoundError):  # the same 404 as for no response
+            await crm.responses.delete(mine.id)
+        assert (await shop.responses.retrieve(mine.id)).status == "completed"
