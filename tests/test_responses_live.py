@@ -59,8 +59,9 @@ async def test_a_stream_shows_the_text_live_and_resumes_without_gap_or_duplicate
         client: Client, task_queue: str, redis_url: str) -> None:
     first, resume_first = held_answer("Hel", "lo there.")
     helper, resume_helper = held_answer("Fine", ", thanks.")
+    from_sdk, resume_sdk = held_answer("Same", " here.")
     third, resume_third = held_answer("Good", "bye now.")
-    with FakeOpenAI([first, helper, third]) as fake, worker_process(client, task_queue, redis_url, fake.base_url):
+    with FakeOpenAI([first, helper, from_sdk, third]) as fake, worker_process(client, task_queue, redis_url, fake.base_url):
         async with running_gateway(client, task_queue, live_hub=RedisHub(redis_url)) as url:
             ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
             events: list[Any] = []
@@ -85,13 +86,27 @@ async def test_a_stream_shows_the_text_live_and_resumes_without_gap_or_duplicate
                 got = await stream.get_final_response()
             assert got.output_text == "Fine, thanks."
 
+            # the OpenAI Agents SDK's default model, streamed: the text as it comes, then the answer
+            from agents import Agent as SDKAgent
+            from agents import OpenAIResponsesModel, Runner, set_tracing_disabled
+            set_tracing_disabled(True)
+            sdk = SDKAgent(name="echo", model=OpenAIResponsesModel("echo", ai))
+            run = Runner.run_streamed(sdk, "And you?", previous_response_id=got.id)
+            shown: list[str] = []
+            async with asyncio.timeout(WITHIN):
+                async for item in run.stream_events():
+                    if item.type == "raw_response_event" and item.data.type == "response.output_text.delta":
+                        shown.append(item.data.delta)
+                        resume_sdk.set()
+            assert "".join(shown) == run.final_output == "Same here."
+
             # a stream left in the middle of the text, resumed from its last event: every
             # durable event once; the call under way when it rejoined comes whole at the end
             async with httpx.AsyncClient(base_url=url, timeout=WITHIN) as http:
                 seen: list[tuple[int, str]] = []
                 async with asyncio.timeout(WITHIN), http.stream("POST", "/v1/responses", json={
                         "model": "echo", "input": "Bye", "stream": True, "background": True,
-                        "previous_response_id": got.id}) as left:
+                        "previous_response_id": run.last_response_id}) as left:
                     async for name, data in sse_events(left):
                         seen.append((data["sequence_number"], name))
                         if name == "response.created":
@@ -111,7 +126,7 @@ async def test_a_stream_shows_the_text_live_and_resumes_without_gap_or_duplicate
             assert durable([n for n, _ in seen]) + durable(resumed_numbers) == list(range(resumed_numbers[-1] + 1))
             texts = [e["delta"] for e in rest if e["type"] == "response.output_text.delta"]
             assert texts == ["Goodbye now."] and rest[-1]["response"]["output"][0]["content"][0]["text"] == texts[0]
-        assert [r["stream"] for r in fake.requests] == [True, True, True]
+        assert [r["stream"] for r in fake.requests] == [True, True, True, True]
 
 
 async def test_without_a_broker_a_stream_is_as_before(client: Client, task_queue: str) -> None:
