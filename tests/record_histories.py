@@ -355,6 +355,23 @@ async def swarm_breakpoints(client: Client, name: str) -> None:
         await handle.result()
 
 
+async def deleted_response(client: Client, name: str) -> None:
+    """After 0.1.0: a Responses API response deleted (the `delete_response` update,
+    workflows/deletions.py) between two turns, and the same delete again."""
+    compiled = Swarm([Agent("echo", "Repeat what you hear.")]).compile()
+    script = lambda req, messages, tools: say(f"heard: {messages[-1]['content']}")  # noqa: E731
+    async with running_worker(client, "record", [compiled], ScriptedModel(script)):
+        await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        await send_turn(client, name, "one")
+        handle = client.get_workflow_handle(name)
+        assert await handle.execute_update("delete_response", "1_0_0", result_type=bool)
+        assert not await handle.execute_update("delete_response", "1_0_0", result_type=bool)
+        await send_turn(client, name, "two")
+        await handle.signal(TeamWorkflow.close)
+        await handle.result()
+
+
 async def asked_gone(handle: WorkflowHandle, question_id: str) -> bool:
     pending = await handle.query(TeamWorkflow.pending_questions)
     return all(q.question_id != question_id for q in pending)
@@ -378,6 +395,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "swarm_breakpoints": swarm_breakpoints,
     "swarm_after_tool_waiting": swarm_after_tool_waiting,
     "rewound_conversation": rewound_conversation,
+    # after 0.1.0: the Responses API's DELETE (docs/responses.md)
+    "deleted_response": deleted_response,
 }
 
 

@@ -70,7 +70,7 @@ from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.team_cards import TeamCard, descriptions
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
-from durable_teams.live.hub import LiveHub
+from durable_teams.live.hub import LiveHub, LocalHub
 from durable_teams.workflows.conversation import TeamWorkflow
 
 log = logging.getLogger(__name__)
@@ -322,7 +322,8 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
     ]
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None,
-                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks)
+                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks,
+                      live_responses=not isinstance(hub, LocalHub))  # a broker: the same on every gateway
     lifespans = []
     if importlib.util.find_spec("mcp") is not None:
         from durable_teams.gateway.mcp_door import McpDoor

@@ -204,6 +204,9 @@ class ConversationState(Wire):
     refused_signal_count: int = 0
     usage: UsageLedger = Field(default_factory=UsageLedger)
     """Tokens used: in total, per turn, per agent, per model (workflows/usage.py)."""
+    deleted_responses: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """Responses API responses deleted (`<turn>_<log index>_<step>`, workflows/deletions.py):
+    no longer served by the gateway; the log keeps their messages. Left off the wire while empty."""
 
 
 class ConversationInput(Wire):
@@ -288,6 +291,8 @@ class ConversationStatus(Reply):
     previous_input_id: str | None = None
     forked_from: str | None = None
     """`<thread id>@<checkpoint id>` when this conversation is a fork of another."""
+    deleted_responses: list[str] = Field(default_factory=list)
+    """Responses API responses deleted (workflows/deletions.py)."""
 
 
 class LogPage(Reply):
