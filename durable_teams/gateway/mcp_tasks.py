@@ -47,6 +47,7 @@ STATES = {"WORKING": "working", "SUBMITTED": "working", "INPUT_REQUIRED": "input
           "COMPLETED": "completed", "FAILED": "completed", "CANCELED": "cancelled"}
 """A2A's turn states as MCP task states (a failed turn is a tool result with `isError`)."""
 MAX_LISTED = 50
+LIST_READ_SECONDS = 2.0
 
 
 class UpdateTaskParams(types.RequestParams):
@@ -250,20 +251,23 @@ class McpTasks:
             await asyncio.sleep(self.gateway.poll_seconds)
 
     async def listed(self, scope: str | None) -> list[TaskView]:
-        """Each visible thread's latest task, newest threads first (Temporal's visibility)."""
-        views: list[TaskView] = []
+        """Each visible thread's latest task, newest threads first (Temporal's visibility; the
+        latest 200 conversations are looked at). A thread no worker answers for within
+        `LIST_READ_SECONDS` is left out: one stuck thread delays the list, never stalls it."""
+        threads = []
         async for wf in self.gateway.client.list_workflows("WorkflowType = 'TeamWorkflow'", limit=MAX_LISTED * 4):
             memo = await wf.memo()
-            if memo.get("team") not in self.teams or not sees(scope, memo):
-                continue
-            try:
-                status = await self.gateway.status(wf.id)
-                views.append(await self.read(task_id(wf.id, max(status.turns, 1)), scope))
-            except Exception:  # noqa: BLE001 - one unreadable thread hides no other
-                continue
-            if len(views) >= MAX_LISTED:
+            if memo.get("team") in self.teams and sees(scope, memo):
+                threads.append(wf.id)
+            if len(threads) >= MAX_LISTED:
                 break
-        return views
+
+        async def latest(thread: str) -> TaskView:
+            status = await self.gateway.status(thread)
+            return await self.read(task_id(thread, max(status.turns, 1)), scope)
+        found = await asyncio.gather(*(asyncio.wait_for(latest(t), LIST_READ_SECONDS) for t in threads),
+                                     return_exceptions=True)
+        return [view for view in found if isinstance(view, TaskView)]
 
 
 def with_related(result: dict[str, Any], task: str) -> dict[str, Any]:
