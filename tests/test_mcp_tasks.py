@@ -249,6 +249,7 @@ async def test_bad_json_rpc_gets_the_protocol_error_object(client: Client, task_
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
                    "MCP-Protocol-Version": LEGACY}
         answers = [await http.post(f"{url}/mcp", content=body, headers=headers) for body, _, _ in BAD_BODIES]
+        stream = await http.get(f"{url}/mcp", headers=headers, timeout=10)  # no stream held open: stateless
         rpc = Rpc(http, url, version=LEGACY)
         typed = [await rpc.error("tasks/get"), await rpc.error("tasks/get", taskId=["x"]),
                  await rpc.error("tasks/update", taskId="x::1", inputResponses="yes"),
@@ -259,6 +260,7 @@ async def test_bad_json_rpc_gets_the_protocol_error_object(client: Client, task_
         assert answer.json() == {"jsonrpc": "2.0", "id": request_id,
                                  "error": {"code": code, "message": answer.json()["error"]["message"]}}
     assert [e["code"] for e in typed] == [-32602] * 5
+    assert stream.status_code == 405 and stream.headers["allow"] == "POST"
 
 
 async def test_calls_that_wait_for_a_team_count_against_the_callers_streams(client: Client, task_queue: str) -> None:

@@ -1,4 +1,5 @@
-"""In front of the MCP SDK's HTTP endpoint: a POST body that is not one JSON-RPC message gets
+"""In front of the MCP SDK's HTTP endpoint: GET and DELETE get 405 (the endpoint is stateless:
+no stream of the server's own to hold open, no session to end); a POST body that is not one JSON-RPC message gets
 the protocol's error object (400), never a silent 202 or a validator's traceback text; a call
 that may wait for a team (`tools/call`, `tasks/result`) holds one of the caller's streams
 (`--max-followers`, durable_teams/gateway/auth.py), so it is refused with 429 past them."""
@@ -66,8 +67,10 @@ class McpHttp:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        if scope["method"] != "POST":  # stateless: no stream of the server's own to open (GET), no session to end
+            return await method_not_allowed(send)
         body = await read_body(receive)
         try:
             message = checked(body)
@@ -101,6 +104,14 @@ async def read_body(receive: Receive) -> bytes:
         if not message.get("more_body", False):
             break
     return b"".join(parts)
+
+
+async def method_not_allowed(send: Send) -> None:
+    raw = json.dumps({"error": {"message": "this MCP endpoint is stateless: POST one JSON-RPC message",
+                                "type": "method_not_allowed"}}).encode()
+    await send({"type": "http.response.start", "status": 405, "headers": [
+        (b"allow", b"POST"), (b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
+    await send({"type": "http.response.body", "body": raw})
 
 
 async def rpc_error(send: Send, status: int, code: int, message: str, request_id: Any,
