@@ -9,12 +9,17 @@ import asyncio
 from typing import Any
 
 import httpx
+import mcp_types as types
 import pytest
+from mcp.client.client import Client as McpClient
+from pydantic import TypeAdapter
 from temporalio.client import Client
 
 from durable_teams.gateway.auth import Limits
+from durable_teams.gateway.mcp_door import McpDoor
 from durable_teams.gateway.scopes import Token
 from durable_teams.gateway.team_cards import TeamCard
+from durable_teams.gateway.threads import Gateway
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say
@@ -165,6 +170,28 @@ async def test_the_2025_11_25_form_a_task_field_tasks_result_and_tasks_list(clie
     assert got["status"] == "completed" and got["pollInterval"] == 1000
     assert task in [t["taskId"] for t in listed["tasks"]]
     assert cursor["code"] == -32602
+
+
+async def test_the_sdk_clients_typed_task_requests_over_the_servers_own_transport(client: Client, task_queue: str) -> None:
+    """What `durable-teams mcp` serves over stdio: the same server, the SDK's typed requests (its
+    client holds a tools/call result to CallToolResult's shape, so it cannot take a task from
+    tools/call: the turn here is a plain call's, found as a task by its id)."""
+    door = McpDoor(Gateway(client, task_queue, poll_seconds=0.05, teams=["shop"]), {"shop": "Refunds."})
+    async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
+        async with McpClient(door.server(), mode="legacy") as mcp:
+            capabilities = mcp.session.server_capabilities
+            called = await mcp.call_tool("shop", {"message": "hello"})
+            task = f"{called.structured_content['thread_id']}::1"  # type: ignore[index]
+            payload = await mcp.session.send_request(types.GetTaskPayloadRequest(
+                params=types.GetTaskPayloadRequestParams(task_id=task)), types.CallToolResult)
+            got = await mcp.session.send_request(types.GetTaskRequest(
+                params=types.GetTaskRequestParams(task_id=task)), types.GetTaskResult)
+            listed = await mcp.session.send_request(types.ListTasksRequest(), TypeAdapter(types.ListTasksResult))
+
+    assert capabilities is not None and capabilities.tasks is not None and capabilities.tasks.cancel is not None
+    assert payload.content[0].text == "you said 'hello'"  # type: ignore[union-attr]
+    assert got.status == "completed" and got.task_id == task
+    assert task in [t.task_id for t in listed.tasks]
 
 
 async def test_cancel_stops_the_turn_and_tells_the_tool(client: Client, task_queue: str) -> None:
