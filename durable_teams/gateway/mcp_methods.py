@@ -67,31 +67,40 @@ def modern(ctx: ServerRequestContext[Any]) -> bool:
 
 def add_task_methods(server: Server[Any], door: TaskDoor) -> Server[Any]:
     """`server` serving the door's tasks."""
-    tasks = door.tasks
+    methods = TaskMethods(door)
+    server.add_request_handler("tasks/get", types.GetTaskRequestParams, methods.get)
+    server.add_request_handler("tasks/update", UpdateTaskParams, methods.update)
+    server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, methods.cancel)
+    server.add_request_handler("tasks/result", TaskResultParams, methods.result)
+    server.add_request_handler("tasks/list", types.PaginatedRequestParams, methods.listed)
+    server.middleware.append(methods.legacy_task_calls)
+    return server
 
-    def required(ctx: ServerRequestContext[Any]) -> str | None:
-        """The caller's scope; a 2026-07-28 request must declare the extension (-32021)."""
-        if modern(ctx) and not declares_tasks(ctx.params):
-            raise missing_capability()
-        return caller_scope(ctx)
 
-    async def get(ctx: ServerRequestContext[Any], params: types.GetTaskRequestParams) -> dict[str, Any]:
-        view = await tasks.read(params.task_id, required(ctx))
+class TaskMethods:
+    """The handlers, each reading the task from the workflow (durable_teams/gateway/mcp_tasks.py)."""
+
+    def __init__(self, door: TaskDoor) -> None:
+        self.door, self.tasks = door, door.tasks
+
+    async def get(self, ctx: ServerRequestContext[Any], params: types.GetTaskRequestParams) -> dict[str, Any]:
+        view = await self.tasks.read(params.task_id, required(ctx))
         return view.modern() if modern(ctx) else view.legacy()
 
-    async def update(ctx: ServerRequestContext[Any], params: UpdateTaskParams) -> dict[str, Any]:
-        await tasks.update(params.task_id, params.input_responses, required(ctx))
+    async def update(self, ctx: ServerRequestContext[Any], params: UpdateTaskParams) -> dict[str, Any]:
+        await self.tasks.update(params.task_id, params.input_responses, required(ctx))
         return {}
 
-    async def cancel(ctx: ServerRequestContext[Any], params: types.CancelTaskRequestParams) -> dict[str, Any]:
-        view = await tasks.cancel(params.task_id, required(ctx))
+    async def cancel(self, ctx: ServerRequestContext[Any], params: types.CancelTaskRequestParams) -> dict[str, Any]:
+        view = await self.tasks.cancel(params.task_id, required(ctx))
         return {} if modern(ctx) else view.legacy()
 
-    async def result(ctx: ServerRequestContext[Any], params: TaskResultParams) -> dict[str, Any]:
+    async def result(self, ctx: ServerRequestContext[Any], params: TaskResultParams) -> dict[str, Any]:
+        """Waits for the outcome (up to the door's wait), or returns the question to answer."""
         scope = legacy_only(ctx)
         if params.input_responses:
-            await tasks.update(params.task_id, params.input_responses, scope)
-        view = await tasks.settled(params.task_id, scope)
+            await self.tasks.update(params.task_id, params.input_responses, scope)
+        view = await self.tasks.settled(params.task_id, scope)
         if view.status == "input_required":
             return waiting(view)
         if not view.terminal:
@@ -100,13 +109,13 @@ def add_task_methods(server: Server[Any], door: TaskDoor) -> Server[Any]:
             return with_related(still.model_dump(by_alias=True, mode="json", exclude_none=True), view.task_id)
         return with_related(view.result(), view.task_id)
 
-    async def listed(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
+    async def listed(self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
         scope = legacy_only(ctx)
         if params.cursor is not None:
             raise MCPError(types.INVALID_PARAMS, "no such cursor (every task is on the first page)")
-        return {"tasks": [view.legacy() for view in await tasks.listed(scope)]}
+        return {"tasks": [view.legacy() for view in await self.tasks.listed(scope)]}
 
-    async def legacy_task_calls(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+    async def legacy_task_calls(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
         """A 2025-11-25 `tools/call` with a `task` field returns `{"task": ...}`."""
         raw = ctx.params
         if ctx.method != "tools/call" or modern(ctx) or not isinstance(raw, Mapping) or raw.get("task") is None:
@@ -115,17 +124,15 @@ def add_task_methods(server: Server[Any], door: TaskDoor) -> Server[Any]:
             params = types.CallToolRequestParams.model_validate(raw, by_name=False)
         except ValidationError:
             raise MCPError(types.INVALID_PARAMS, "Invalid request parameters") from None
-        found: HandlerResult = await door.call_tool(ctx, params)
+        found: HandlerResult = await self.door.call_tool(ctx, params)
         return found
 
-    server.add_request_handler("tasks/get", types.GetTaskRequestParams, get)
-    server.add_request_handler("tasks/update", UpdateTaskParams, update)
-    server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, cancel)
-    server.add_request_handler("tasks/result", TaskResultParams, result)
-    server.add_request_handler("tasks/list", types.PaginatedRequestParams, listed)
-    server.middleware.append(legacy_task_calls)
-    return server
 
+def required(ctx: ServerRequestContext[Any]) -> str | None:
+    """The caller's scope; a 2026-07-28 request must declare the extension (-32021)."""
+    if modern(ctx) and not declares_tasks(ctx.params):
+        raise missing_capability()
+    return caller_scope(ctx)
 
 def legacy_only(ctx: ServerRequestContext[Any]) -> str | None:
     """`tasks/result` and `tasks/list` are 2025-11-25's (the extension has neither)."""
