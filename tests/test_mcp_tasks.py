@@ -147,6 +147,24 @@ async def test_a_task_polled_across_a_gateway_restart_and_its_question_answered_
     assert no_list["code"] == -32601  # the extension has no tasks/list
 
 
+async def test_a_task_waiting_for_a_person_reads_from_its_memo_while_no_worker_runs_and_takes_the_answer_after(
+        client: Client, task_queue: str) -> None:
+    async with httpx.AsyncClient() as http, running_gateway(client, task_queue, **OPTIONS) as url:
+        rpc = Rpc(http, url)
+        async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
+            task = (await rpc.call("tools/call", name="shop", arguments={"message": "refund"}))["taskId"]
+            await rpc.status(task, "input_required")
+        no_worker = await rpc.call("tasks/get", taskId=task)  # the worker is gone: the memo answers
+        async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
+            (key, _), = no_worker["inputRequests"].items()
+            await rpc.call("tasks/update", taskId=task, inputResponses={
+                key: {"action": "accept", "content": {"answer": "E-5"}}})
+            done = await rpc.status(task, "completed")
+
+    assert no_worker["status"] == "input_required" and no_worker["statusMessage"] == "[shop] Which order?"
+    assert done["result"]["content"][0]["text"] == "Refund started for order E-5."
+
+
 async def test_the_2025_11_25_form_a_task_field_tasks_result_and_tasks_list(client: Client, task_queue: str) -> None:
     async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)), httpx.AsyncClient() as http:
         async with running_gateway(client, task_queue, **OPTIONS) as url:

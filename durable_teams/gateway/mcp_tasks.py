@@ -34,10 +34,11 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound, TurnConflict
 from durable_teams.client.send import submit_turn
+from durable_teams.client.server_state import memo_questions
 from durable_teams.gateway.a2a_tasks import NotATask, TurnState, parse_task_id, task_id, turn_state
 from durable_teams.gateway.mcp_forms import answer_text, elicit_form, text_result
 from durable_teams.gateway.scopes import sees
-from durable_teams.gateway.threads import Gateway, answering
+from durable_teams.gateway.threads import Gateway, answering, question_text
 from durable_teams.workflows.state import ConversationStatus, Question
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -147,6 +148,9 @@ class McpTasks:
     poll_ms: int = 1000
     wait_seconds: float = 300.0
     """How long `tasks/result` waits for an outcome before it answers with the task working."""
+    read_seconds: float = 2.0
+    """How long a read waits for a worker to answer the status query before it answers from
+    the thread's memo (its open questions: no worker needed)."""
 
     async def submit(self, thread: str, message: str | None) -> str:
         """`message` sent to the thread as a turn, or as the answer to its open question (none:
@@ -160,7 +164,8 @@ class McpTasks:
         accepted = await submit_turn(self.gateway.client, thread, message, busy_timeout=self.gateway.busy_seconds)
         return task_id(thread, accepted.number)
 
-    async def described(self, thread: str, scope: str | None, task: str) -> WorkflowExecutionDescription:
+    async def described(self, thread: str, scope: str | None, task: str
+                        ) -> tuple[WorkflowExecutionDescription, Mapping[str, Any]]:
         try:
             described = await self.gateway.visible(thread, scope)
         except ConversationNotFound:
@@ -172,7 +177,7 @@ class McpTasks:
         memo = await described.memo()
         if memo.get("team") not in self.teams or not sees(scope, memo):
             raise no_task(task)
-        return described
+        return described, memo
 
     async def read(self, task: str, scope: str | None) -> TaskView:
         """The task now (`MCPError` invalid params for a task this caller cannot see)."""
@@ -180,17 +185,19 @@ class McpTasks:
             thread, number = parse_task_id(task)
         except NotATask:
             raise no_task(task) from None
-        described = await self.described(thread, scope, task)
+        described, memo = await self.described(thread, scope, task)
         running = described.status == WorkflowExecutionStatus.RUNNING
         cancelled = described.status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
         ended = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
         status: ConversationStatus | None = None
         try:
-            status = await self.gateway.status(thread)
-        except Exception:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
-            if running:
+            status = await asyncio.wait_for(self.gateway.status(thread), self.read_seconds)
+        except Exception as err:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
+            if running and not isinstance(err, TimeoutError):
                 raise
         found, question = ended, None
+        if status is None and running:  # no worker answers now: what the memo says
+            found, question = from_memo(memo)
         if status is not None:
             if number > max(status.turns, 1):
                 raise no_task(task)
@@ -268,6 +275,15 @@ class McpTasks:
         found = await asyncio.gather(*(asyncio.wait_for(latest(t), LIST_READ_SECONDS) for t in threads),
                                      return_exceptions=True)
         return [view for view in found if isinstance(view, TaskView)]
+
+
+def from_memo(memo: Mapping[str, Any]) -> tuple[TurnState, Question | None]:
+    """A running thread's latest task as its memo tells it, while no worker answers: waiting
+    for its open question, else working."""
+    questions = memo_questions(memo) or []
+    if questions:
+        return TurnState("INPUT_REQUIRED", question_text(questions[0])), questions[0]
+    return TurnState("WORKING", "no worker has answered for this conversation lately"), None
 
 
 def with_related(result: dict[str, Any], task: str) -> dict[str, Any]:
