@@ -149,19 +149,21 @@ async def test_a_task_polled_across_a_gateway_restart_and_its_question_answered_
 
 async def test_a_task_waiting_for_a_person_reads_from_its_memo_while_no_worker_runs_and_takes_the_answer_after(
         client: Client, task_queue: str) -> None:
-    async with httpx.AsyncClient() as http, running_gateway(client, task_queue, **OPTIONS) as url:
+    async with httpx.AsyncClient() as http, running_gateway(client, task_queue, busy_seconds=1, **OPTIONS) as url:
         rpc = Rpc(http, url)
         async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
             task = (await rpc.call("tools/call", name="shop", arguments={"message": "refund"}))["taskId"]
             await rpc.status(task, "input_required")
         no_worker = await rpc.call("tasks/get", taskId=task)  # the worker is gone: the memo answers
+        (key, _), = no_worker["inputRequests"].items()
+        answer = {key: {"action": "accept", "content": {"answer": "E-5"}}}
+        not_taken = await rpc.error("tasks/update", taskId=task, inputResponses=answer)
         async with running_worker(client, task_queue, [SHOP], ScriptedModel(shop_script)):
-            (key, _), = no_worker["inputRequests"].items()
-            await rpc.call("tasks/update", taskId=task, inputResponses={
-                key: {"action": "accept", "content": {"answer": "E-5"}}})
+            await rpc.call("tasks/update", taskId=task, inputResponses=answer)  # ignored if the first got in
             done = await rpc.status(task, "completed")
 
     assert no_worker["status"] == "input_required" and no_worker["statusMessage"] == "[shop] Which order?"
+    assert not_taken["code"] == -32603 and not_taken["message"].startswith("no worker took the answer")
     assert done["result"]["content"][0]["text"] == "Refund started for order E-5."
 
 

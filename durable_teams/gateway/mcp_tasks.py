@@ -32,7 +32,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.client.refusals import ConversationNotFound, TurnConflict
+from durable_teams.client.refusals import ConversationBusy, ConversationNotFound, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.client.server_state import memo_questions
 from durable_teams.gateway.a2a_tasks import NotATask, TurnState, parse_task_id, task_id, turn_state
@@ -222,11 +222,15 @@ class McpTasks:
         if text is None:  # declined or cancelled: the question stays open
             return view
         try:
-            status = await self.gateway.status(view.thread)
+            status = await asyncio.wait_for(self.gateway.status(view.thread), self.gateway.busy_seconds)
             if any(p.question_id == q.question_id for p in status.pending):
                 await self.gateway.begin_exchange(view.thread, text, seen=status)
         except TurnConflict:  # answered elsewhere since
             pass
+        except (TimeoutError, ConversationBusy):
+            raise MCPError(types.INTERNAL_ERROR, f"no worker took the answer to {task[:80]!r} within "
+                           f"{self.gateway.busy_seconds:g} s; it may still be applied when one does: "
+                           "check the task before answering again") from None
         return await self.read(task, scope)
 
     async def cancel(self, task: str, scope: str | None) -> TaskView:
