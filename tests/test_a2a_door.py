@@ -16,7 +16,6 @@ from temporalio.client import Client
 
 from durable_teams.examples import support
 from durable_teams.gateway.a2a_tasks import NotATask, parse_task_id, task_id
-from durable_teams.gateway.scopes import Token
 from durable_teams.gateway.team_cards import card_of
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -170,18 +169,3 @@ async def test_a_client_chosen_context_id_names_the_thread_and_lists_are_bounded
     assert asked.context_id == wanted and asked.id == task_id(wanted, 1)
     assert asked.status.state == pb.TASK_STATE_INPUT_REQUIRED
     assert list(unknown.tasks) == []
-
-
-async def test_a_scoped_token_is_refused_on_the_mcp_door(client: Client, task_queue: str) -> None:
-    tokens = [Token("tok-shop", "shop"), Token("tok-op")]
-    async with running_gateway(client, task_queue, tokens=tokens, cards=CARDS) as url:
-        async with httpx.AsyncClient() as raw:
-            scoped = {"Authorization": "Bearer tok-shop", "Content-Type": "application/json"}
-            operator = scoped | {"Authorization": "Bearer tok-op"}
-            mcp_scoped = await raw.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                        headers=scoped | {"Accept": "application/json, text/event-stream"})
-            card_operator = await raw.get(f"{url}/a2a/support/.well-known/agent-card.json", headers=operator)
-
-    assert mcp_scoped.status_code == 403
-    assert mcp_scoped.json()["error"]["message"] == "this door takes operator tokens only (not a scoped token)"
-    assert card_operator.status_code == 200

@@ -120,6 +120,9 @@ class Gateway(ThreadLog):
     chat_marks: bool = True
     """A chat thread's first answer ends with its mark (durable_teams/gateway/chat_marks.py)."""
     worker_seen_at: float = float("-inf")
+    live_responses: bool = False
+    """Responses API streams carry live text deltas (deltas cross processes: a broker is
+    configured, durable_teams/gateway/responses_live.py)."""
 
     async def require_worker(self) -> None:
         """`NoWorker` (503) unless a worker polled the task queue lately (a seen worker is
@@ -343,7 +346,7 @@ class Gateway(ThreadLog):
             if q.kind == "approval":
                 approved = approval_of(text)
                 if approved is None:  # unclear: ask again, never take it as a denial
-                    return lambda: _now(Outcome("question", f"{ask_again(q.tool or 'the tool')} "
+                    return lambda: _now(Outcome("question", f"{ask_again(q.tool or q.agent)} "
                                          f"{question_text(q)}"))
                 answer["approved"] = approved
             try:
