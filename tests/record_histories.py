@@ -372,6 +372,47 @@ async def deleted_response(client: Client, name: str) -> None:
         await handle.result()
 
 
+async def a2a_push_delivered(client: Client, name: str) -> None:
+    """After 0.1.0: an A2A task's push workflow (workflows/a2a_push.py) delivering a support
+    turn's question, its approval (the first delivery answered 503: retried) and its
+    completion to a local receiver, then its config deleted (the workflow ends)."""
+    from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
+
+    from .push_receiver import receiving
+
+    compiled = support.build().compile()
+    thread = f"{name}-thread"
+    async with running_worker(client, "record", [compiled], ScriptedModel(support.SCRIPT)), receiving() as receiver:
+        await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=thread, task_queue="record")
+        conversation = client.get_workflow_handle(thread)
+        turn = asyncio.ensure_future(send_turn(client, thread, support.QUESTION))
+        asked = await pending_question(conversation)
+        push = await client.start_workflow(A2APushWorkflow.run, PushInput(
+            thread=thread, turn=1, allow_private=True, poll_seconds=0.05, retry_seconds=0.1, configs=[
+                PushConfig(id="hook", url=receiver.url, token="recorded-token")]), id=name, task_queue="record")
+
+        async def told(n: int) -> bool:
+            return len(receiver.received) >= n
+        await until(lambda: told(1), "the question's notification")
+        receiver.answers = [503]
+        await conversation.execute_update(TeamWorkflow.answer, HumanReply(question_id=asked.question_id, text="4711"))
+        approval = await until(lambda: fresh_question(conversation, asked.question_id), "the approval")
+        await until(lambda: told(3), "the approval's notification, retried once")
+        await conversation.execute_update(TeamWorkflow.answer, HumanReply(question_id=approval.question_id,
+                                                                         approved=True))
+        await turn
+        await until(lambda: told(4), "the completion's notification")
+        assert await push.execute_update(A2APushWorkflow.delete_config, "hook")
+        await push.result()
+        await conversation.signal(TeamWorkflow.close)
+
+
+async def fresh_question(handle: WorkflowHandle, seen: str) -> Any:
+    pending = await handle.query(TeamWorkflow.pending_questions)
+    return next((q for q in pending if q.question_id != seen), None)
+
+
 async def asked_gone(handle: WorkflowHandle, question_id: str) -> bool:
     pending = await handle.query(TeamWorkflow.pending_questions)
     return all(q.question_id != question_id for q in pending)
@@ -397,6 +438,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "rewound_conversation": rewound_conversation,
     # after 0.1.0: the Responses API's DELETE (docs/responses.md)
     "deleted_response": deleted_response,
+    # after 0.1.0: A2A push notifications (docs/a2a.md)
+    "a2a_push_delivered": a2a_push_delivered,
 }
 
 

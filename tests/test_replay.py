@@ -10,6 +10,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_teams.workflows.a2a_push import A2APushWorkflow
 from durable_teams.workflows.conversation import TeamWorkflow
 
 pytestmark = pytest.mark.pure
@@ -56,7 +57,7 @@ def test_parked_histories_end_in_a_wait(stem: str) -> None:
 async def test_history_replays(path: Path) -> None:
     text = path.read_text()  # noqa: ASYNC240 - a small file
     history = WorkflowHistory.from_json(WORKFLOW_IDS.get(path.stem, path.stem), text)
-    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[TeamWorkflow, A2APushWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
 
