@@ -45,7 +45,7 @@ class Limits:
     """Requests in progress per caller, streams included (429 above)."""
     max_followers: int = 16
     """Open streams per caller: `/events` followers, turn streams, streamed chat
-    completions and MCP calls that wait for a team (429 above)."""
+    completions, MCP calls that wait for a team and A2A streams (429 above)."""
 
 
 def is_stream(method: str, path: str) -> bool:
