@@ -122,6 +122,7 @@ async def test_push_configs_are_kept_by_a_workflow_and_delivered_with_retries(
     assert summaries and not any("push-token-1" in s or "cred-2" in s for s in summaries)
 
 
+@pytest.mark.slow  # two conversations
 async def test_a_private_address_is_refused_unless_the_operator_allows_it(
         client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ALLOW_PRIVATE_ENV, raising=False)
@@ -139,9 +140,25 @@ async def test_a_private_address_is_refused_unless_the_operator_allows_it(
         listed = await agent.list_task_push_notification_configs(
             pb.ListTaskPushNotificationConfigsRequest(task_id=asked.id))
         await client.get_workflow_handle(asked.context_id).terminate("test over")  # no inbox lists it
+        # a message carrying a config: refused before it goes in when the config is; kept with its task else
+        unsent = f"support-unsent-{uuid.uuid4().hex[:8]}"
+        with_private = message(support.QUESTION, context_id=unsent)
+        with_private.configuration.task_push_notification_config.url = "http://10.0.0.1/x"
+        with pytest.raises(Exception, match="private address"):
+            await send(agent, with_private)
+        with_public = message(support.QUESTION)
+        with_public.configuration.task_push_notification_config.url = "http://93.184.216.34/hook"
+        carried = await send(agent, with_public)
+        carried_configs = await agent.list_task_push_notification_configs(
+            pb.ListTaskPushNotificationConfigsRequest(task_id=carried.id))
+        await client.get_workflow_handle(carried.context_id).terminate("test over")
+        await client.get_workflow_handle(push_id(carried.id)).terminate("test over")  # no delivery out of here
+        started = [wf.id async for wf in client.list_workflows(f'WorkflowId = "{unsent}"')]
 
     assert "loopback address" in refused["http://127.0.0.1:9/hook"]
     assert "link-local address" in refused["http://169.254.169.254/latest"]
     assert "private address" in refused["http://10.0.0.1/x"]
     assert "not an http(s) URL" in refused["ftp://example.com/x"]
     assert list(listed.configs) == []
+    assert started == []  # the refused message started nothing
+    assert [c.url for c in carried_configs.configs] == ["http://93.184.216.34/hook"]

@@ -120,6 +120,8 @@ class A2ADoor(TaskReader, RequestHandler):
     async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task:
         scope = scope_in(context)
         history = history_wanted(params.configuration)  # checked before the message goes in
+        if params.configuration.HasField("task_push_notification_config"):
+            await self.pushes.check(params.configuration.task_push_notification_config)
         thread, number, waiter = await self.accept(params, scope)
         if params.configuration.HasField("task_push_notification_config"):
             await self.with_push(thread, number, scope, params.configuration.task_push_notification_config)

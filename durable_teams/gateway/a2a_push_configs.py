@@ -74,9 +74,9 @@ class PushConfigs:
     gateway: Gateway
     allow_private: bool = False
 
-    async def set(self, task_id: str, thread: str, turn: int, now: TurnState,
-                  params: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
-        """Keep `params` for the task (its state `now`: what the receiver is not told again)."""
+    async def check(self, params: pb.TaskPushNotificationConfig) -> None:
+        """`InvalidParamsError` for a config that cannot be kept: a field too long, a URL that
+        is not a public http(s) one (unless the operator allows others)."""
         for name, value in (("url", params.url), ("token", params.token), ("id", params.id),
                             ("authentication.credentials", params.authentication.credentials)):
             if len(value) > MAX_FIELD:
@@ -84,6 +84,11 @@ class PushConfigs:
         refused = await public_refusal(params.url, self.allow_private)
         if refused:
             raise InvalidParamsError(f"push notification url refused: {refused}")
+
+    async def set(self, task_id: str, thread: str, turn: int, now: TurnState,
+                  params: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
+        """Keep `params` for the task (its state `now`: what the receiver is not told again)."""
+        await self.check(params)
         config = PushConfig(id=params.id or uuid.uuid4().hex, url=params.url, token=params.token,
                             scheme=params.authentication.scheme, credentials=params.authentication.credentials)
         start = WithStartWorkflowOperation(
