@@ -86,6 +86,8 @@ async def test_get_task_and_send_return_the_turns_history(client: Client, task_q
                 await agent.list_tasks(pb.ListTasksRequest(page_token="2"))
             second = await send(agent, message("Thanks", context_id=asked.context_id))
             one_of_two = await agent.list_tasks(pb.ListTasksRequest(context_id=asked.context_id, page_size=1))
+            two_of_two = await agent.list_tasks(pb.ListTasksRequest(
+                context_id=asked.context_id, page_size=1, page_token=one_of_two.next_page_token))
             async with httpx.AsyncClient() as raw:
                 bad_status = (await raw.post(f"{url}/a2a/support", json={
                     "jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {"status": "NOT_A_STATE"}},
@@ -101,6 +103,7 @@ async def test_get_task_and_send_return_the_turns_history(client: Client, task_q
     assert said(listed_full.tasks[0]) == said(whole)[-1:]
     assert listed_full.tasks[0].artifacts[0].parts[0].text == support.ANSWER
     assert [t.id for t in one_of_two.tasks] == [second.id] and one_of_two.total_size == 2
-    assert one_of_two.page_size == 1
+    assert one_of_two.page_size == 1 and one_of_two.next_page_token
+    assert [t.id for t in two_of_two.tasks] == [asked.id] and two_of_two.next_page_token == ""
     assert bad_status["error"]["code"] == -32602 and "is not a task state" in bad_status["error"]["message"]
     assert len(support.REFUNDS) == 1

@@ -20,6 +20,8 @@ from durable_teams.gateway.threads import Gateway, answering
 from durable_teams.workflows.turn_view import ended_state
 
 MAX_LISTED = 100
+MAX_SCANNED = 1000
+"""Threads read from the visibility store for one listing (their memos only)."""
 MAX_HISTORY = 200
 """The log messages of one turn read for its history (a turn's working can be long)."""
 
@@ -100,13 +102,14 @@ class TaskReader:
 
     async def list_tasks(self, params: pb.ListTasksRequest, scope: str | None) -> pb.ListTasksResponse:
         """Each thread's latest task (a context's every task when `contextId` is given), newest
-        threads first, from Temporal's visibility store; a scoped caller's only. A task's
-        history only with `historyLength`, its artifacts only with `includeArtifacts`."""
+        threads first, from Temporal's visibility store (the latest `MAX_SCANNED` threads of
+        the gateway's queue); a scoped caller's only. A page at a time (`nextPageToken`: an
+        offset); a task's history only with `historyLength`, its artifacts only with
+        `includeArtifacts`. A `status` filter keeps the page's tasks in that state."""
         if params.HasField("page_size") and not 1 <= params.page_size <= MAX_LISTED:
             raise InvalidParamsError(f"pageSize must be 1 to {MAX_LISTED}")
-        if params.page_token:  # this server gives no page tokens: any is not one of its
-            raise InvalidParamsError("no such pageToken (every list here is one page)")
         limit = params.page_size if params.HasField("page_size") else 50
+        offset = page_offset(params.page_token)
         history = history_wanted(params) or 0  # not given: none (each would cost a read of the log)
         if params.context_id:
             try:
@@ -115,33 +118,50 @@ class TaskReader:
             except TaskNotFoundError:  # another team's or scope's: as none
                 return pb.ListTasksResponse(page_size=0)
             status = await self.gateway.status(params.context_id)
-            numbers = range(max(status.turns, 1), 0, -1)
-            tasks = [await self.task(params.context_id, n, scope, history) for n in list(numbers)[:limit]]
-            total = len(numbers)  # the context's every task (a status filter counts the page's)
+            found = [(params.context_id, n) for n in range(max(status.turns, 1), 0, -1)]
         else:
-            tasks, total = [], 0
-            # this gateway's queue only: another queue's threads are not served here (no query
-            # of theirs would be answered)
-            queue = self.gateway.task_queue.replace("\\", "\\\\").replace("'", "\\'")
-            query = f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{queue}'"
-            async for wf in self.gateway.client.list_workflows(query, limit=limit * 4):
-                try:
-                    memo = await wf.memo()
-                except Exception:  # noqa: BLE001 - a memo this gateway cannot read is no scope's
-                    continue
-                if memo.get("team") != self.team or not sees(scope, memo):
-                    continue
-                try:
-                    status = await self.gateway.status(wf.id)
-                    tasks.append(await self.task(wf.id, max(status.turns, 1), scope, history))
-                except Exception:  # noqa: BLE001 - one unreadable thread hides no other
-                    continue
-                if len(tasks) >= limit:
-                    break
+            found = [(thread, 0) for thread in await self.threads(scope)]
+        tasks = []
+        for thread, number in found[offset:offset + limit]:
+            try:
+                if not number:  # a thread's latest task
+                    number = max((await self.gateway.status(thread)).turns, 1)
+                tasks.append(await self.task(thread, number, scope, history))
+            except Exception:  # noqa: BLE001 - one unreadable thread hides no other
+                continue
         if params.status:
             tasks = [t for t in tasks if t.status.state == params.status]
-            total = len(tasks)
         if not params.include_artifacts:
             for task in tasks:
                 task.ClearField("artifacts")
-        return pb.ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=max(total, len(tasks)))
+        more = offset + limit < len(found)
+        return pb.ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(found),
+                                    next_page_token=f"{TOKEN_PREFIX}{offset + limit}" if more else "")
+
+    async def threads(self, scope: str | None) -> list[str]:
+        """This team's threads a caller of `scope` sees, newest first, from the visibility
+        store (the gateway's queue only: another queue's threads are not served here)."""
+        queue = self.gateway.task_queue.replace("\\", "\\\\").replace("'", "\\'")
+        query = f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{queue}'"
+        found = []
+        async for wf in self.gateway.client.list_workflows(query, limit=MAX_SCANNED):
+            try:
+                memo = await wf.memo()
+            except Exception:  # noqa: BLE001 - a memo this gateway cannot read is no scope's
+                continue
+            if memo.get("team") == self.team and sees(scope, memo):
+                found.append(wf.id)
+        return found
+
+
+TOKEN_PREFIX = "offset-"
+
+
+def page_offset(token: str) -> int:
+    """Where a page token says the page starts; `InvalidParamsError` for one not given here."""
+    if not token:
+        return 0
+    digits = token.removeprefix(TOKEN_PREFIX)
+    if not token.startswith(TOKEN_PREFIX) or not digits.isdigit() or len(digits) > 6:
+        raise InvalidParamsError("no such pageToken")
+    return int(digits)
