@@ -198,8 +198,12 @@ def family(key: ChatKey, first_user_text: str) -> str:
     return f"{key.team}-chat-{key.digest(flat(first_user_text)).hexdigest()[:24]}-"
 
 
-def new_thread_id(key: ChatKey, history: ChatHistory) -> str:
-    return family(key, history.first_user_text) + uuid.uuid4().hex[:MARK_CHARS]
+def new_thread_id(key: ChatKey, history: ChatHistory, seed: str | None = None) -> str:
+    """A new thread's id in the chat's family: its mark random, or derived from `seed` (what
+    makes a request the same one: its Idempotency-Key, or the mark its history carries, with
+    its digest), so the same request sent again names the same new thread, never a second."""
+    end = hashlib.sha256(seed.encode()).hexdigest() if seed else uuid.uuid4().hex
+    return family(key, history.first_user_text) + end[:MARK_CHARS]
 
 
 def flat(text: str) -> str:

@@ -10,6 +10,7 @@ import hashlib
 from typing import NamedTuple
 
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from temporalio.client import Client, WorkflowQueryFailedError
 
 
@@ -29,6 +30,12 @@ class KeyedInput(NamedTuple):
 
     id: str
     turn: int | None
+
+
+def caller_key(request: Request, key: str) -> str:
+    """An Idempotency-Key as this caller's own (two callers' equal keys never meet)."""
+    caller = getattr(request.state, "caller", "") or ""
+    return hashlib.sha256(f"{caller}\0{key}".encode()).hexdigest()[:32]
 
 
 def content_id(prefix: str, *content: str) -> str:

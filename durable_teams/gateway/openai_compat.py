@@ -28,17 +28,19 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from temporalio.client import WorkflowQueryFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from durable_teams.client.approvals import approval_of
 from durable_teams.client.checkpoints import CheckpointError
 from durable_teams.client.refusals import ConversationEnded, TurnConflict
-from durable_teams.gateway import chat_edits
+from durable_teams.gateway import chat_edits, key_records
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.chat_marks import latest_mark, mark_line, mark_of, unmarked
-from durable_teams.gateway.keyed import keyed_input
+from durable_teams.gateway.keyed import caller_key, keyed_input
 from durable_teams.gateway.openai_stream import chunk_stream, usage_of
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.sse import openai_error, sse_response
@@ -219,7 +221,7 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
     status = await gw.status(thread)
-    key = request.headers.get("idempotency-key")
+    key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # stands for this request alone: a retry reads its first outcome, other text is a 409
         keyed = await keyed_input(gw.client, thread, input_id(thread, "idempotency", key), text)
         return await exchange_on(gw, thread, bool(body.get("stream")), partial(
@@ -240,7 +242,12 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     (durable_teams/gateway/chat_history.py), or on a new one that opens with the earlier
     messages, closed when its chat goes quiet. When another request with the same history got
     in first (two chats that said the same words, sent at once), or the thread ended since it
-    was found, the next thread that fits, or a new one."""
+    was found, the next thread that fits, or a new one.
+
+    A retry stays a retry: an `Idempotency-Key` stands for this request alone, kept in Temporal
+    (durable_teams/gateway/key_records.py: other content is a 409, the same content however
+    late gets the first outcome), and a new thread opened for a keyed request or a marked
+    history has an id derived from it, so the same request sent again finds that thread."""
     stream, tenant = bool(body.get("stream")), scope_of(request)
     await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
     history = chats.without_asked_again(history)  # an unclear answer: the thread never took it
@@ -248,31 +255,82 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     keys = chats.request_keys(key, history)
     retry = says_retry(request)
     carried = latest_mark(history.earlier)
+    keyed = keyed_of(request)
+    on = partial(_on_thread, gw, stream, carried)
+    if keyed is not None:
+        first = key_records.check(await key_records.recorded(gw.client, "chat", keyed), keys.this)
+        if first is not None:  # this very request, sent again
+            retry = True
+            number = await taken(gw, first.thread, keys.this)
+            if number is not None:  # however late: the first outcome, nothing sent
+                return await on(first.thread, partial(gw.begin_exchange, first.thread, history.text, keys.this,
+                                                      max_tokens(body), again=True, turn=number))
+    claim = partial(_claim, gw, keyed, keys.this)
     for _ in range(MATCH_ATTEMPTS):
         match = await chats.find_thread(gw, key, history, retry=retry, keys=keys,
                                         wait_seconds=gw.chat_lookup_seconds)
         if match is None:
             break
         try:
-            return await exchange_on(gw, match.thread, stream, partial(
-                gw.begin_exchange, match.thread, history.text, keys.this, max_tokens(body),
-                seen=match.status, again=match.again), mark_for(gw, match.thread, carried))
+            if not match.again:
+                await claim(match.thread)
+            return await on(match.thread, partial(gw.begin_exchange, match.thread, history.text, keys.this,
+                                                  max_tokens(body), seen=match.status, again=match.again))
         except (TurnConflict, ConversationEnded):  # taken by another request, or ended since
             continue
     edit = await chat_edits.edited_turn(gw, key, history)
     if edit is not None:  # an earlier message edited: its thread forked there (chat_edits.py)
         fork_id = chat_edits.fork_id(key, history, edit, keys)
         try:
-            return await exchange_on(gw, fork_id, stream, partial(
-                chat_edits.begin_fork, gw, key, history, edit, keys, max_tokens(body)),
-                mark_for(gw, fork_id, carried))
+            await claim(fork_id)
+            return await on(fork_id, partial(chat_edits.begin_fork, gw, key, history, edit, keys, max_tokens(body)))
         except CheckpointError as err:  # a turn that cannot be forked: a new thread, as before
             log.info("chat edit of %s not forked (%s); a new thread opens", edit.thread, err)
-    thread = await gw.start_thread(team, chats.new_thread_id(key, history), user=end_user(body),
-                                   history=unmarked(history.earlier), scope=tenant,
-                                   idle_close_seconds=gw.chat_idle_seconds)
-    return await exchange_on(gw, thread, stream, partial(
-        gw.begin_exchange, thread, history.text, keys.this, max_tokens(body)), mark_for(gw, thread, carried))
+    seed = f"{keyed or ''}\0{carried or ''}\0{keys.this}" if keyed or carried else None
+    thread = chats.new_thread_id(key, history, seed)
+    await claim(thread)
+    try:
+        await gw.start_thread(team, thread, user=end_user(body), history=unmarked(history.earlier),
+                              scope=tenant, idle_close_seconds=gw.chat_idle_seconds)
+    except WorkflowAlreadyStartedError:  # by this very request: sent again, or its twin at once
+        number = await taken(gw, thread, keys.this)
+        if number is not None:
+            return await on(thread, partial(gw.begin_exchange, thread, history.text, keys.this,
+                                            max_tokens(body), again=True, turn=number))
+        try:
+            await gw.running(thread, team, tenant)  # its twin started it, and sends the same input
+        except ConversationEnded:  # that thread is over (closed when its chat went quiet): a new one
+            thread = await gw.start_thread(team, chats.new_thread_id(key, history), user=end_user(body),
+                                           history=unmarked(history.earlier), scope=tenant,
+                                           idle_close_seconds=gw.chat_idle_seconds)
+    return await on(thread, partial(gw.begin_exchange, thread, history.text, keys.this, max_tokens(body)))
+
+
+async def _on_thread(gw: Gateway, stream: bool, carried: str | None, thread: str,
+                     begin: Callable[[], Awaitable[Callable[[], Awaitable[Outcome]]]]) -> Exchange:
+    return await exchange_on(gw, thread, stream, begin, mark_for(gw, thread, carried))
+
+
+def keyed_of(request: Request) -> str | None:
+    """The request's Idempotency-Key as its caller's own (checked), or None."""
+    key = checks.idempotency_key(request.headers.get("idempotency-key"))
+    return caller_key(request, key) if key else None
+
+
+async def _claim(gw: Gateway, keyed: str | None, request: str, thread: str) -> None:
+    """Just before a keyed request's input goes into `thread`: the key recorded as this
+    request's (`KeyReused`, 409, when another request under it came first)."""
+    if keyed is not None:
+        await key_records.claim(gw.client, gw.task_queue, "chat", keyed, request, thread)
+
+
+async def taken(gw: Gateway, thread: str, input_id: str) -> int | None:
+    """The turn `thread` took the input `input_id` in (or answered with it), None when it did
+    not (or there is no such thread)."""
+    try:
+        return await gw.turn_of(thread, input_id)
+    except (RPCError, WorkflowQueryFailedError):
+        return None
 
 
 def mark_for(gw: Gateway, thread: str, carried: str | None) -> str:

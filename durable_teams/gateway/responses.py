@@ -22,10 +22,12 @@ from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
 
 from durable_teams.client.refusals import ConversationNotFound
+from durable_teams.gateway import key_records
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
+from durable_teams.gateway.keyed import caller_key
 from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
 from durable_teams.gateway.responses_turns import Refused, first_turn, following, refusal, resent
@@ -51,6 +53,9 @@ async def create(request: Request) -> Response:
         return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
                                             body.get("input")], sort_keys=True).encode()).hexdigest()
+    if key and (previous is not None or given.conversation is not None):  # the first request's own check
+        await key_records.claim(gw.client, gw.task_queue, "responses", caller_key(request, key),
+                                content_digest(previous, body.get("input")), previous or "")
     if previous is None and given.conversation is not None:
         ref = await resent(gw, team, given.conversation, request, body.get("max_output_tokens"))
     elif previous is None:
@@ -77,6 +82,11 @@ async def create(request: Request) -> Response:
         return JSONResponse(response_object(view, team, created, background=True))
     view = await state.ended(gw, ref)
     return JSONResponse(response_object(view, team, created))
+
+
+def content_digest(*content: Any) -> str:
+    """What a keyed request stands for: its content, whoever sends it under which key."""
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
 
 
 async def created_at(gw: Gateway, thread: str) -> int:
