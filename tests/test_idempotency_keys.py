@@ -18,6 +18,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway.chat_marks import without_marks
+from durable_teams.gateway.responses_view import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 
@@ -43,10 +44,18 @@ def answer(response: httpx.Response) -> str:
     return str(response.json()["choices"][0]["message"]["content"])
 
 
+@pytest.fixture(params=["updates-on", "updates-off"])
+def cluster(request: pytest.FixtureRequest, env: object) -> Client:
+    """The session's dev server, or one with workflow updates off (turns go in as signals)."""
+    name = "client" if request.param == "updates-on" else "old_cluster"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
 async def test_a_key_on_the_chat_path_without_a_thread_id_is_one_request_however_late(
-        client: Client, task_queue: str) -> None:
+        cluster: Client, task_queue: str) -> None:
     """The chat resends its history and names no thread; every request has its own key."""
     REFUNDS.clear()
+    client = cluster
     first = f"{FIRST} ({uuid.uuid4().hex[:6]})"
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)):
         async with running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
@@ -197,3 +206,29 @@ async def test_a_retried_request_with_a_mark_of_no_fitting_thread_opens_one_thre
     assert new is not None and new != old, threads
     assert len(answers) == 1 and without_marks(answers.pop() or "").startswith("I saw [")  # the history it opened with
     assert turns == 1
+
+
+async def test_a_late_retry_of_a_keyed_responses_request_is_its_first_response(client: Client, task_queue: str) -> None:
+    """A request continuing a response, retried after the thread moved on: its own response
+    (was a 409 not_latest_response), nothing sent; the key with another input a 409."""
+    REFUNDS.clear()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        first = await ai.responses.create(model="desk", input=FIRST)
+        keyed = {"Idempotency-Key": f"r-{uuid.uuid4().hex[:6]}"}
+        order = await ai.responses.create(model="desk", input="Order 7", previous_response_id=first.id,
+                                          extra_headers=keyed)
+        approval = next(item for item in order.output if item.type == "mcp_approval_request").id
+        done = await ai.responses.create(model="desk", previous_response_id=order.id, input=[
+            {"type": "mcp_approval_response", "approval_request_id": approval, "approve": True}])
+        await ai.responses.create(model="desk", input="thanks", previous_response_id=done.id)
+        late = await ai.responses.create(model="desk", input="Order 7", previous_response_id=first.id,
+                                         extra_headers=keyed)
+        with pytest.raises(openai.ConflictError) as other:
+            await ai.responses.create(model="desk", input="Order 8", previous_response_id=first.id,
+                                      extra_headers=keyed)
+        turns = (await client.get_workflow_handle(ResponseRef.parse(first.id).thread).query(TeamWorkflow.status)).turns
+    assert late.id == order.id and late.output_text == order.output_text
+    assert other.value.status_code == 409 and "idempotency_key_reused" in str(other.value.body)
+    assert done.output_text == DONE and turns == 2 and REFUNDS == ["7"]
