@@ -7,6 +7,7 @@ a retry: one new thread, one outcome."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -232,3 +233,30 @@ async def test_a_late_retry_of_a_keyed_responses_request_is_its_first_response(c
     assert late.id == order.id and late.output_text == order.output_text
     assert other.value.status_code == 409 and "idempotency_key_reused" in str(other.value.body)
     assert done.output_text == DONE and turns == 2 and REFUNDS == ["7"]
+
+
+async def test_one_keyed_request_sent_twice_at_once_is_one_turn(client: Client, task_queue: str) -> None:
+    """A client that fires its request and its retry together (a first message, and a history
+    whose thread ended): one thread, one turn, the same answer to both; another caller's request
+    under the same key is its own, and a 409 does not name the first request's thread."""
+    first = f"{FIRST} ({uuid.uuid4().hex[:6]})"
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, tokens=["tok-1", "tok-2"]) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60, headers={"Authorization": "Bearer tok-1"}) as http:
+        twins = await asyncio.gather(*(keyed_chat(http, chat(first), "twin") for _ in range(3)))
+        thread = twins[0].headers["x-thread-id"]
+        await client.get_workflow_handle(thread).terminate("the chat's thread ended")
+        history = chat(first, answer(twins[0]), "Order 7")
+        retried = await asyncio.gather(*(http.post(
+            "/v1/chat/completions", headers={"x-stainless-retry-count": str(n)},
+            json={"model": "desk", "messages": history}) for n in range(3)))
+        other_caller = await keyed_chat(http, chat(first), "twin", Authorization="Bearer tok-2")
+        reused = await keyed_chat(http, chat("other words"), "twin")
+        new = {r.headers["x-thread-id"] for r in retried}
+        turns = [(await client.get_workflow_handle(t).query(TeamWorkflow.status)).turns for t in (thread, *new)]
+    assert {r.headers["x-thread-id"] for r in twins} == {thread} and len({answer(r) for r in twins}) == 1
+    assert len(new) == 1 and thread not in new and len({answer(r) for r in retried}) == 1
+    assert turns == [1, 1]
+    assert answer(other_caller) == answer(twins[0]).replace(thread[-12:], other_caller.headers["x-thread-id"][-12:])
+    assert other_caller.headers["x-thread-id"] != thread
+    assert reused.status_code == 409 and thread not in reused.text

@@ -55,7 +55,7 @@ def check(record: KeyRecord | None, request: str) -> KeyRecord | None:
     """`record` when it is this request's (a retry), None when there is none; `KeyReused` (409)
     when the key stood for another request."""
     if record is not None and record.request != request:
-        raise KeyReused(record.thread)
+        raise KeyReused()  # not the first request's thread: the request did not name it
     return record
 
 

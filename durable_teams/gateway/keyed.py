@@ -19,9 +19,10 @@ class KeyReused(HTTPException):
 
     kind = "idempotency_key_reused"
 
-    def __init__(self, thread: str) -> None:
-        super().__init__(409, f"this Idempotency-Key was used for another request on thread {thread} "
-                              "(other text): use a new key")
+    def __init__(self, thread: str | None = None) -> None:
+        where = f" on thread {thread}" if thread else ""  # None: a route whose request names no thread
+        super().__init__(409, f"this Idempotency-Key was used for another request{where} "
+                              "(other content): use a new key")
 
 
 class KeyedInput(NamedTuple):

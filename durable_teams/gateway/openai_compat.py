@@ -293,7 +293,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
         await gw.start_thread(team, thread, user=end_user(body), history=unmarked(history.earlier),
                               scope=tenant, idle_close_seconds=gw.chat_idle_seconds)
     except WorkflowAlreadyStartedError:  # by this very request: sent again, or its twin at once
-        number = await taken(gw, thread, keys.this)
+        number = await taken_soon(gw, thread, keys.this)  # the twin sends it right after the start
         if number is not None:
             return await on(thread, partial(gw.begin_exchange, thread, history.text, keys.this,
                                             max_tokens(body), again=True, turn=number))
@@ -322,6 +322,18 @@ async def _claim(gw: Gateway, keyed: str | None, request: str, thread: str) -> N
     request's (`KeyReused`, 409, when another request under it came first)."""
     if keyed is not None:
         await key_records.claim(gw.client, gw.task_queue, "chat", keyed, request, thread)
+
+
+async def taken_soon(gw: Gateway, thread: str, input_id: str) -> int | None:
+    """`taken`, waiting up to `busy_seconds` for the request that started `thread` a moment ago
+    to send its input (never sent twice at once: the second would answer the first's question)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + gw.busy_seconds
+    while True:
+        number = await taken(gw, thread, input_id)
+        if number is not None or loop.time() >= deadline:
+            return number
+        await asyncio.sleep(gw.poll_seconds)  # the workflow's state, polled as `_outcome` does
 
 
 async def taken(gw: Gateway, thread: str, input_id: str) -> int | None:

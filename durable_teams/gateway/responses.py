@@ -53,10 +53,8 @@ async def create(request: Request) -> Response:
         return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
                                             body.get("input")], sort_keys=True).encode()).hexdigest()
-    if key and (previous is not None or given.conversation is not None):  # the first request's own check
-        await key_records.claim(gw.client, gw.task_queue, "responses", caller_key(request, key),
-                                content_digest(previous, body.get("input")), previous or "")
     if previous is None and given.conversation is not None:
+        await claim(gw, request, key, previous, body.get("input"))
         ref = await resent(gw, team, given.conversation, request, body.get("max_output_tokens"))
     elif previous is None:
         if given.text is None:
@@ -68,6 +66,7 @@ async def create(request: Request) -> Response:
             return refused.response
     else:
         await visible_response(gw, ResponseRef.parse(previous), scope_of(request))
+        await claim(gw, request, key, previous, body.get("input"))  # after the 404: a refused request claims nothing
         try:
             ref = await following(gw, team, ResponseRef.parse(previous), given,
                                   input_id(ResponseRef.parse(previous).thread, "responses", request_id),
@@ -84,9 +83,13 @@ async def create(request: Request) -> Response:
     return JSONResponse(response_object(view, team, created))
 
 
-def content_digest(*content: Any) -> str:
-    """What a keyed request stands for: its content, whoever sends it under which key."""
-    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
+async def claim(gw: Gateway, request: Request, key: str | None, *content: Any) -> None:
+    """A keyed request that does not start its own thread: the key recorded as standing for
+    its content (durable_teams/gateway/key_records.py), `KeyReused` (409) for other content."""
+    if key:
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
+        await key_records.claim(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
+                                str(content[0] or ""))
 
 
 async def created_at(gw: Gateway, thread: str) -> int:
