@@ -260,3 +260,33 @@ async def test_one_keyed_request_sent_twice_at_once_is_one_turn(client: Client, 
     assert answer(other_caller) == answer(twins[0]).replace(thread[-12:], other_caller.headers["x-thread-id"][-12:])
     assert other_caller.headers["x-thread-id"] != thread
     assert reused.status_code == 409 and thread not in reused.text
+
+
+async def test_a_late_retry_of_a_marked_chat_request_is_its_first_outcome(client: Client, task_queue: str) -> None:
+    """No key: the SDK retries "Order 7" after the chat went on (its answer approved, the
+    refund ran). The history carries the thread's mark, and the thread took this very request:
+    its first outcome (the approval it led to), nothing sent, no second thread or refund."""
+    REFUNDS.clear()
+    first = f"{FIRST} ({uuid.uuid4().hex[:6]})"
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        history: Any = [{"role": "user", "content": first}]
+        said = []
+        for text in (None, "Order 7", "yes"):
+            if text is not None:
+                history.append({"role": "user", "content": text})
+            raw = await ai.chat.completions.with_raw_response.create(model="desk", messages=history)
+            said.append((raw.parse().choices[0].message.content or "", raw.headers["x-thread-id"]))
+            history.append({"role": "assistant", "content": said[-1][0]})
+        order_request = history[:3]
+        late = await ai.chat.completions.with_raw_response.create(
+            model="desk", messages=order_request, extra_headers={"x-stainless-retry-count": "1"})
+        resent = await http.post("/v1/chat/completions", json={"model": "desk", "messages": order_request})
+        thread = said[0][1]
+        status = await client.get_workflow_handle(thread).query(TeamWorkflow.status)
+    assert {t for _, t in said} == {thread} and without_marks(said[-1][0]) == DONE
+    assert late.headers["x-thread-id"] == resent.headers["x-thread-id"] == thread
+    # the turn "Order 7" was part of, as it ended
+    assert without_marks(late.parse().choices[0].message.content or "") == without_marks(answer(resent)) == DONE
+    assert status.turns == 1 and REFUNDS == ["7"]
