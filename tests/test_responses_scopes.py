@@ -1,8 +1,8 @@
 """Scoped tokens on the Responses routes (durable_teams/gateway/responses.py, scopes.py): a
 response of another scope's thread is the same 404 as a response that does not exist, on
 create with `previous_response_id` (a message, or an `mcp_approval_response` that would run the
-refund), retrieve, a resumed stream, input_items and cancel; DELETE is the same 409 for any
-id. The scope's own token and an operator token see it; through the openai client and raw
+refund), retrieve, a resumed stream, input_items, cancel and DELETE (which deletes nothing).
+The scope's own token and an operator token see it; through the openai client and raw
 HTTP."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ async def test_another_scopes_response_is_the_same_404_as_a_missing_one(client: 
     for (method, path, _), theirs, none in zip(requests_naming(second.id, approval), hidden, absent, strict=True):
         assert theirs.status_code == none.status_code, (method, path, theirs.text, none.text)
         assert theirs.text.replace(second.id, "ID") == none.text.replace(missing, "ID"), (method, path)
-        assert theirs.status_code == (409 if method == "DELETE" else 404), (method, path, theirs.text)
+        assert theirs.status_code == 404, (method, path, theirs.text)
     assert by_client.value.status_code == 404 and refunds_after_crm == []
     assert seen_by_operator.status_code == 200 and seen_by_operator.json()["id"] == second.id
     assert first.output_text == ASKED and done.output_text == DONE and REFUNDS == ["4711"]

@@ -7,7 +7,8 @@
     GET  /threads/{id}/events           ?start=N -> SSE until the conversation ends
     GET  /questions                     every question waiting for a person
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason,
-                                        "arguments"?: {...} (a breakpoint's call, edited)}
+                                        "arguments"?: {...} (a breakpoint's call, edited),
+                                        "result"?: "..." (a breakpoint's tool result, edited)}
     GET  /threads/{id}/checkpoints      the thread's checkpoints (gateway/time_routes.py)
     POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
@@ -69,7 +70,7 @@ from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.team_cards import TeamCard, descriptions
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
-from durable_teams.live.hub import LiveHub
+from durable_teams.live.hub import LiveHub, LocalHub
 from durable_teams.workflows.conversation import TeamWorkflow
 
 log = logging.getLogger(__name__)
@@ -181,6 +182,13 @@ async def thread_events(request: Request) -> Response:
     return sse_response(frames())
 
 
+def _edits(approved: object, reply: dict[str, Any]) -> str:
+    """What an idempotency key stands for besides the text: the decision and a breakpoint's edits."""
+    if "result" in reply:
+        return repr((approved, reply.get("arguments"), reply["result"]))
+    return repr(approved) if "arguments" not in reply else repr((approved, reply["arguments"]))
+
+
 async def questions(request: Request) -> Response:
     return JSONResponse(await request.app.state.gateway.pending(scope_of(request)))
 
@@ -197,6 +205,10 @@ async def answer(request: Request) -> Response:
         if not isinstance(body["arguments"], dict) or approved is not True:
             raise checks.BadRequest("'arguments' must be a JSON object, sent with approved=true")
         reply["arguments"] = json.dumps(body["arguments"])
+    if body.get("result") is not None:  # a breakpoint after a tool call: the result the model sees
+        if not isinstance(body["result"], str) or approved is not True:
+            raise checks.BadRequest("'result' must be a string, sent with approved=true")
+        reply["result"] = checks.text_field(body, "result", required=True, max_bytes=checks.MAX_TURN_BYTES)
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
@@ -205,7 +217,7 @@ async def answer(request: Request) -> Response:
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
         keyed = await keyed_input(gw.client, thread, caller_key(request, key), question, reply["text"],
-                                  repr(approved) if "arguments" not in reply else repr((approved, reply["arguments"])))
+                                  _edits(approved, reply))
         if keyed.turn is not None:
             return JSONResponse({"question_id": question, "accepted": True})
         reply["input_id"] = keyed.id
@@ -304,7 +316,8 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
     ]
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None,
-                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks)
+                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks,
+                      live_responses=not isinstance(hub, LocalHub))  # a broker: the same on every gateway
     lifespans = []
     if importlib.util.find_spec("mcp") is not None:
         from durable_teams.gateway.mcp_door import McpDoor

@@ -124,7 +124,7 @@ class Exchanges(ThreadLog):
             if q.kind == "approval":
                 approved = approval_of(text)
                 if approved is None:  # unclear: ask again, never take it as a denial
-                    return lambda: _now(Outcome("question", f"{ask_again(q.tool or 'the tool')} "
+                    return lambda: _now(Outcome("question", f"{ask_again(q.tool or q.agent)} "
                                          f"{question_text(q)}"))
                 answer["approved"] = approved
             try:

@@ -39,6 +39,8 @@ async def _now(value: Outcome) -> Outcome:
 def question_text(q: Question) -> str:
     """A question as an assistant message: what the next user message answers."""
     if q.kind == "approval":
+        if q.breakpoint:  # yes resumes the step, no stops it
+            return f"[{q.agent}] At a {q.step}. Resume? Reply yes or no."
         return f"[{q.agent}] Approve {q.tool}({q.arguments})? Reply yes or no."
     hint = f" (options: {' | '.join(q.suggestions)})" if q.suggestions else ""
     return f"[{q.agent}] {q.text}{hint}"

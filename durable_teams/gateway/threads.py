@@ -84,6 +84,9 @@ class Gateway(Exchanges):
     chat_marks: bool = True
     """A chat thread's first answer ends with its mark (durable_teams/gateway/chat_marks.py)."""
     worker_seen_at: float = float("-inf")
+    live_responses: bool = False
+    """Responses API streams carry live text deltas (deltas cross processes: a broker is
+    configured, durable_teams/gateway/responses_live.py)."""
 
     async def require_worker(self) -> None:
         """`NoWorker` (503) unless a worker polled the task queue lately (a seen worker is
