@@ -29,8 +29,8 @@ from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_live as live
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
+from durable_teams.gateway.chat_requests import caller_scope, input_id, may_stream
 from durable_teams.gateway.keyed import caller_key
-from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
 from durable_teams.gateway.responses_forks import forked
 from durable_teams.gateway.responses_turns import (

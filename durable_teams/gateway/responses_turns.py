@@ -21,7 +21,7 @@ from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
-from durable_teams.gateway.openai_compat import (
+from durable_teams.gateway.chat_requests import (
     MATCH_ATTEMPTS,
     caller_scope,
     input_id,
