@@ -230,8 +230,13 @@ async def test_a_late_retry_of_a_keyed_responses_request_is_its_first_response(c
             await ai.responses.create(model="desk", input="Order 8", previous_response_id=first.id,
                                       extra_headers=keyed)
         turns = (await client.get_workflow_handle(ResponseRef.parse(first.id).thread).query(TeamWorkflow.status)).turns
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            first_keyed = {"Idempotency-Key": f"r1-{uuid.uuid4().hex[:6]}"}
+            await http.post("/v1/responses", headers=first_keyed, json={"model": "desk", "input": FIRST})
+            other_team = await http.post("/v1/responses", headers=first_keyed, json={"model": "echo", "input": FIRST})
     assert late.id == order.id and late.output_text == order.output_text
     assert other.value.status_code == 409 and "idempotency_key_reused" in str(other.value.body)
+    assert other_team.status_code == 409 and other_team.json()["error"]["type"] == "idempotency_key_reused"
     assert done.output_text == DONE and turns == 2 and REFUNDS == ["7"]
 
 

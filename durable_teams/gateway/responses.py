@@ -70,10 +70,11 @@ async def create(request: Request) -> Response:
     feed = await live.open_feed(gw, thread) if stream and thread else None
     try:
         if previous is None and given.conversation is not None:
-            await claim(gw, request, key, previous, body.get("input"))
+            await claim(gw, request, key, previous, body.get("input"), team)
             ref = await resent(gw, team, given.conversation, request, max_tokens)
         elif previous is None:
             assert thread is not None and given.text is not None
+            await claim(gw, request, key, None, body.get("input"), team)  # another team's thread is another
             ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request)
         else:
             ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens,
@@ -114,7 +115,7 @@ async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields
                     raw_input: Any = None) -> ResponseRef:
     """The response to a request naming `previous`: on its thread, or on a fork of it."""
     await visible_response(gw, previous, scope_of(request))
-    await claim(gw, request, key, previous.id, raw_input)  # after the 404: a refused request claims nothing
+    await claim(gw, request, key, previous.id, raw_input, team)  # after the 404: a refused request claims nothing
     try:
         return await following(gw, team, previous, given, input_id(previous.thread, "responses", request_id),
                                max_tokens)
