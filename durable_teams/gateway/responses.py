@@ -30,7 +30,7 @@ from durable_teams.gateway import responses_live as live
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.chat_requests import caller_scope, input_id, may_stream
-from durable_teams.gateway.keyed import caller_key
+from durable_teams.gateway.keyed import KeyReused, caller_key
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
 from durable_teams.gateway.responses_forks import forked
 from durable_teams.gateway.responses_turns import (
@@ -128,8 +128,11 @@ async def claim(gw: Gateway, request: Request, key: str | None, *content: Any) -
     its content (durable_teams/gateway/key_records.py), `KeyReused` (409) for other content."""
     if key:
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
-        await key_records.claim(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
-                                str(content[0] or ""))
+        try:
+            await key_records.claim(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
+                                    str(content[0] or ""))
+        except KeyReused as reused:  # OpenAI's error shape, as a new response's reused key has it
+            raise Refused(refusal(409, reused.detail, "idempotency_key_reused")) from None
 
 
 async def created_at(gw: Gateway, thread: str) -> int:
