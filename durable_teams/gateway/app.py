@@ -323,7 +323,7 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
         from durable_teams.gateway.mcp_door import McpDoor
 
         mcp_app, mcp_running = McpDoor(gateway, descriptions(cards or [])).http_app()
-        routes.append(Route("/mcp", operators_only(mcp_app), methods=["GET", "POST", "DELETE"]))
+        routes.append(Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]))  # scoped tokens: their threads
         lifespans.append(mcp_running)
     if cards and importlib.util.find_spec("a2a") is not None:
         from durable_teams.gateway.a2a_door import a2a_routes
