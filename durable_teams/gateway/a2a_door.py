@@ -16,6 +16,8 @@ withdrawn); the thread goes on and takes the next message as a new task.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ from durable_teams.gateway.a2a_tasks import (
     task_id,
     turn_state,
 )
+from durable_teams.gateway.keyed import KeyReused, content_id, keyed_input
 from durable_teams.gateway.team_cards import TeamCard
 from durable_teams.gateway.threads import Gateway, answering
 from durable_teams.workflows.state import ConversationStatus
@@ -134,7 +137,8 @@ class A2ADoor(RequestHandler):
         """The message taken by its thread: (thread, turn, what waits for the turn's outcome)."""
         message = params.message
         text = text_of(message)
-        turn_id = message.message_id or None
+        prefix = "a2a-" + hashlib.sha256(message.message_id.encode()).hexdigest()[:24] if message.message_id else None
+        turn_id = content_id(prefix, text) if prefix else None
         if message.task_id:  # an answer to the task's question
             try:
                 thread, number = parse_task_id(message.task_id)
@@ -142,6 +146,9 @@ class A2ADoor(RequestHandler):
                 raise TaskNotFoundError(str(err)) from None
             if not await self.thread_of(thread):
                 raise UnsupportedOperationError(f"task {message.task_id} has ended")
+            again = await self.sent_before(thread, prefix, text)
+            if again is not None:
+                return again
             status = await self.gateway.status(thread)
             if not answered_by(status, number):
                 task = await self.task(thread, number)
@@ -156,16 +163,44 @@ class A2ADoor(RequestHandler):
             thread = message.context_id
             if not await self.thread_of(thread):
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
+            again = await self.sent_before(thread, prefix, text)
+            if again is not None:
+                return again
             seen = await self.gateway.status(thread)
             if seen.pending:
                 raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
+        elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
+            thread = f"{self.team}-a2a-{prefix[4:20]}"
+            if not await self.known(thread):
+                with contextlib.suppress(WorkflowAlreadyStartedError):  # its twin, sent at once
+                    await self.gateway.start_thread(self.team, thread)
+            elif not await self.thread_of(thread):
+                raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
+            again = await self.sent_before(thread, prefix, text)
+            if again is not None:
+                return again
         else:  # a new context: the client's id for it, when it gave one, is the thread's
             thread = await self.new_thread(message.context_id or None)
         waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen)
         number = (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
+
+    async def sent_before(self, thread: str, prefix: str | None, text: str) -> tuple[str, int, Any] | None:
+        """A message whose `messageId` the thread took already: the same text is a retry (its
+        turn and outcome, nothing sent again, however late), other text an error (a messageId
+        stands for one message, as an Idempotency-Key for one request); None for a new one."""
+        if prefix is None:
+            return None
+        try:
+            keyed = await keyed_input(self.gateway.client, thread, prefix, text)
+        except KeyReused:
+            raise InvalidParamsError("this messageId was sent with another message: use a new messageId") from None
+        if keyed.turn is None:
+            return None
+        waiter = await self.gateway.begin_exchange(thread, text, keyed.id, again=True, turn=keyed.turn)
+        return thread, keyed.turn, waiter
 
     async def known(self, thread: str) -> bool:
         """Whether `thread` is a thread of this team's (`TaskNotFoundError` for another team's)."""
