@@ -169,3 +169,31 @@ async def test_a_client_chosen_context_id_names_the_thread_and_lists_are_bounded
     assert asked.context_id == wanted and asked.id == task_id(wanted, 1)
     assert asked.status.state == pb.TASK_STATE_INPUT_REQUIRED
     assert list(unknown.tasks) == []
+
+
+@pytest.mark.slow  # a gateway of its own
+async def test_a_message_id_stands_for_one_message(client: Client, task_queue: str) -> None:
+    """A message sent again with its messageId (a client's retry) is that message: its task,
+    nothing sent twice, an answer retried after it was taken too; the messageId with other
+    text is refused, never a dropped text."""
+    support.REFUNDS.clear()
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)), \
+            running_gateway(client, task_queue, tokens=["s3cret"], cards=CARDS) as url:
+        agent = await a2a(url)
+        first = message(support.QUESTION)
+        asked = await send(agent, first)
+        again = await send(agent, first)
+        reused = pb.SendMessageRequest(message=pb.Message(
+            message_id=first.message.message_id, role=pb.ROLE_USER, parts=[pb.Part(text="other words")],
+            context_id=asked.context_id))
+        with pytest.raises(Exception, match="messageId was sent with another message"):
+            await send(agent, reused)
+        approval = await send(agent, message("Order 4711", task_id=asked.id, context_id=asked.context_id))
+        yes = message("yes", task_id=asked.id, context_id=asked.context_id)
+        done = await send(agent, yes)
+        yes_again = await send(agent, yes)  # after the task completed: the same outcome
+        status = await client.get_workflow_handle(asked.context_id).query(TeamWorkflow.status)
+    assert again.id == asked.id and again.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    assert approval.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    assert done.status.state == yes_again.status.state == pb.TASK_STATE_COMPLETED and yes_again.id == done.id
+    assert status.turns == 1 and len(support.REFUNDS) == 1

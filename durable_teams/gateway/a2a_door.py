@@ -18,6 +18,8 @@ withdrawn); the thread goes on and takes the next message as a new task.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +54,7 @@ from durable_teams.gateway.a2a_wire import (
     state_of,
     text_of,
 )
+from durable_teams.gateway.keyed import KeyReused, content_id, keyed_input
 from durable_teams.gateway.threads import answering
 from durable_teams.workflows.state import ConversationStatus
 
@@ -73,7 +76,10 @@ class A2ADoor(TaskReader, RequestHandler):
         A new thread keeps the caller's `scope`."""
         message = params.message
         text = text_of(message)
-        turn_id = message.message_id or None
+        # the scope in the digest too: another scope's same messageId is another message
+        digest = hashlib.sha256(f"{scope or ''}\n{message.message_id}".encode()).hexdigest()[:24]
+        prefix = "a2a-" + digest if message.message_id else None
+        turn_id = content_id(prefix, text) if prefix else None
         if message.task_id:  # an answer to the task's question
             try:
                 thread, number = parse_task_id(message.task_id)
@@ -81,6 +87,9 @@ class A2ADoor(TaskReader, RequestHandler):
                 raise TaskNotFoundError(str(err)) from None
             if not await self.thread_of(thread, scope):
                 raise UnsupportedOperationError(f"task {message.task_id} has ended")
+            again = await self.sent_before(thread, prefix, text)
+            if again is not None:
+                return again
             status = await self.gateway.status(thread)
             if not answered_by(status, number):
                 task = await self.task(thread, number, scope)
@@ -95,16 +104,45 @@ class A2ADoor(TaskReader, RequestHandler):
             thread = message.context_id
             if not await self.thread_of(thread, scope):
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
+            again = await self.sent_before(thread, prefix, text)
+            if again is not None:
+                return again
             seen = await self.gateway.status(thread)
             if seen.pending:
                 raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
+        elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
+            thread = f"{self.team}-a2a-{prefix[4:20]}"
+            if not await self.known(thread, scope):
+                with contextlib.suppress(WorkflowAlreadyStartedError):  # its twin, sent at once
+                    await self.gateway.start_thread(self.team, thread, scope=scope)
+            elif not await self.thread_of(thread, scope):
+                raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
+            await self.thread_of(thread, scope)  # another scope's (a digest's clash): as none
+            again = await self.sent_before(thread, prefix, text)
+            if again is not None:
+                return again
         else:  # a new context: the client's id for it, when it gave one, is the thread's
             thread = await self.new_thread(message.context_id or None, scope)
         waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen)
         number = (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
+
+    async def sent_before(self, thread: str, prefix: str | None, text: str) -> tuple[str, int, Any] | None:
+        """A message whose `messageId` the thread took already: the same text is a retry (its
+        turn and outcome, nothing sent again, however late), other text an error (a messageId
+        stands for one message, as an Idempotency-Key for one request); None for a new one."""
+        if prefix is None:
+            return None
+        try:
+            keyed = await keyed_input(self.gateway.client, thread, prefix, text)
+        except KeyReused:
+            raise InvalidParamsError("this messageId was sent with another message: use a new messageId") from None
+        if keyed.turn is None:
+            return None
+        waiter = await self.gateway.begin_exchange(thread, text, keyed.id, again=True, turn=keyed.turn)
+        return thread, keyed.turn, waiter
 
     async def new_thread(self, wanted: str | None, scope: str | None) -> str:
         if wanted is not None:

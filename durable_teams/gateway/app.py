@@ -61,7 +61,7 @@ from durable_teams.gateway.errors import (
     on_unknown_team,
 )
 from durable_teams.gateway.exposure import Exposure, page_policy
-from durable_teams.gateway.keyed import keyed_input
+from durable_teams.gateway.keyed import caller_key, keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.responses_view import UnknownResponse
 from durable_teams.gateway.scopes import Token, scope_of
@@ -81,12 +81,6 @@ async def body_of(request: Request) -> dict[str, Any]:
 
 def thread_of(request: Request) -> str:
     return checks.thread_id(request.path_params["thread"])
-
-
-def caller_key(request: Request, key: str) -> str:
-    """An Idempotency-Key as this caller's own (two callers' equal keys never meet)."""
-    caller = getattr(request.state, "caller", "") or ""
-    return hashlib.sha256(f"{caller}\0{key}".encode()).hexdigest()[:32]
 
 
 async def start_thread(request: Request) -> Response:

@@ -23,12 +23,14 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
+from durable_teams.gateway import key_records
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_live as live
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
-from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
+from durable_teams.gateway.chat_requests import caller_scope, input_id, may_stream
+from durable_teams.gateway.keyed import KeyReused, caller_key
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
 from durable_teams.gateway.responses_forks import forked
 from durable_teams.gateway.responses_turns import (
@@ -68,12 +70,15 @@ async def create(request: Request) -> Response:
     feed = await live.open_feed(gw, thread) if stream and thread else None
     try:
         if previous is None and given.conversation is not None:
+            await claim(gw, request, key, previous, body.get("input"), team)
             ref = await resent(gw, team, given.conversation, request, max_tokens)
         elif previous is None:
             assert thread is not None and given.text is not None
+            await claim(gw, request, key, None, body.get("input"), team)  # another team's thread is another
             ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request)
         else:
-            ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens)
+            ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens,
+                                  key, body.get("input"))
         created = await created_at(gw, ref.thread)
     except Refused as refused:
         await live.close(feed)
@@ -106,14 +111,28 @@ def input_thread(team: str, previous: str | None, given: fields.Input, key: str 
 
 
 async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input, request: Request,
-                    request_id: str, max_tokens: int | None) -> ResponseRef:
+                    request_id: str, max_tokens: int | None, key: str | None = None,
+                    raw_input: Any = None) -> ResponseRef:
     """The response to a request naming `previous`: on its thread, or on a fork of it."""
     await visible_response(gw, previous, scope_of(request))
+    await claim(gw, request, key, previous.id, raw_input, team)  # after the 404: a refused request claims nothing
     try:
         return await following(gw, team, previous, given, input_id(previous.thread, "responses", request_id),
                                max_tokens)
     except NotLatest as not_latest:  # an earlier response: continued on a fork of its thread
         return await forked(gw, team, not_latest, given, caller_scope(request), request_id, max_tokens)
+
+
+async def claim(gw: Gateway, request: Request, key: str | None, *content: Any) -> None:
+    """A keyed request that does not start its own thread: the key recorded as standing for
+    its content (durable_teams/gateway/key_records.py), `KeyReused` (409) for other content."""
+    if key:
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
+        try:
+            await key_records.claim(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
+                                    str(content[0] or ""))
+        except KeyReused as reused:  # OpenAI's error shape, as a new response's reused key has it
+            raise Refused(refusal(409, reused.detail, "idempotency_key_reused")) from None
 
 
 async def created_at(gw: Gateway, thread: str) -> int:

@@ -22,7 +22,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.replay_state import ReplayFailed
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
 from durable_teams.gateway import responses_fields as fields
-from durable_teams.gateway.openai_compat import input_id
+from durable_teams.gateway.chat_requests import input_id
 from durable_teams.gateway.responses_turns import NotLatest, Refused, following, refusal
 from durable_teams.gateway.responses_view import ResponseRef
 from durable_teams.gateway.threads import Gateway

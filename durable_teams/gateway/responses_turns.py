@@ -21,7 +21,13 @@ from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
-from durable_teams.gateway.openai_compat import MATCH_ATTEMPTS, caller_scope, input_id, says_retry
+from durable_teams.gateway.chat_requests import (
+    MATCH_ATTEMPTS,
+    caller_scope,
+    input_id,
+    says_retry,
+    taken,
+)
 from durable_teams.gateway.responses_events import approval_id
 from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, View
 from durable_teams.gateway.scopes import scope_of
@@ -91,6 +97,8 @@ async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields
         raise checks.BadRequest(str(mismatch)) from None
     view, status, after = await state.latest(gw, previous, deleted_too)
     if after is not None:  # continued already: by this very request (a retry), or another
+        if await taken(gw, thread, turn_id) == after.turn:  # however late (the ids the thread took)
+            return after
         if after.step == 0 and await gw.client.get_workflow_handle(thread).query(
                 "turn_number", turn_id) == after.turn:
             return after
