@@ -122,7 +122,7 @@ class A2APushWorkflow:
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1)),
             summary="watch the A2A task")
         emptied = asyncio.ensure_future(workflow.wait_condition(lambda: not self.configs))
-        await asyncio.wait([watching, emptied], return_when=asyncio.FIRST_COMPLETED)
+        await workflow.wait([watching, emptied], return_when=asyncio.FIRST_COMPLETED)  # deterministic, unlike asyncio.wait
         if watching.done():
             emptied.cancel()
             return watching.result()
