@@ -154,6 +154,17 @@ async def test_a_private_address_is_refused_unless_the_operator_allows_it(
         await client.get_workflow_handle(carried.context_id).terminate("test over")
         await client.get_workflow_handle(push_id(carried.id)).terminate("test over")  # no delivery out of here
         started = [wf.id async for wf in client.list_workflows(f'WorkflowId = "{unsent}"')]
+        streamed = await create_client(f"{url}/a2a/support", ClientConfig(
+            streaming=True, httpx_client=httpx.AsyncClient(headers=TOKEN, timeout=60)),
+            resolver_http_kwargs={"headers": TOKEN})
+        streamed_public = message(support.QUESTION)
+        streamed_public.configuration.task_push_notification_config.url = "http://93.184.216.34/hook"
+        events = [e async for e in streamed.send_message(streamed_public)]
+        streamed_task = events[0].task
+        streamed_configs = await agent.list_task_push_notification_configs(
+            pb.ListTaskPushNotificationConfigsRequest(task_id=streamed_task.id))
+        await client.get_workflow_handle(streamed_task.context_id).terminate("test over")
+        await client.get_workflow_handle(push_id(streamed_task.id)).terminate("test over")
 
     assert "loopback address" in refused["http://127.0.0.1:9/hook"]
     assert "link-local address" in refused["http://169.254.169.254/latest"]
@@ -162,3 +173,4 @@ async def test_a_private_address_is_refused_unless_the_operator_allows_it(
     assert list(listed.configs) == []
     assert started == []  # the refused message started nothing
     assert [c.url for c in carried_configs.configs] == ["http://93.184.216.34/hook"]
+    assert [c.url for c in streamed_configs.configs] == ["http://93.184.216.34/hook"]  # a stream's too

@@ -182,7 +182,12 @@ class A2ADoor(TaskReader, RequestHandler):
     async def on_message_send_stream(self, params: pb.SendMessageRequest, context: ServerCallContext
                                      ) -> AsyncGenerator[Event]:
         scope = scope_in(context)
+        pushed = params.configuration.HasField("task_push_notification_config")
+        if pushed:  # checked before the message goes in
+            await self.pushes.check(params.configuration.task_push_notification_config)
         thread, number, _ = await self.accept(params, scope)
+        if pushed:
+            await self.with_push(thread, number, scope, params.configuration.task_push_notification_config)
         async for event in self.updates(thread, number, scope):
             yield event
 
