@@ -9,17 +9,20 @@ seconds after a blocking `SendMessage`, and each next task of the same context w
 within 5 s (a thread takes one turn at a time): the model's 4 s keep a task working, and
 `--wait-seconds` is how long `SendMessage` waits for the turn before it returns the task as
 it is (the gateway's default is 300 s). Run the TCK against the team's endpoint:
-`run_tck.py --sut-url http://127.0.0.1:9999/a2a/tck --category mandatory`. Prints "ready" once it serves; stops on Ctrl-C.
+`run_tck.py --sut-url http://127.0.0.1:9999/a2a/tck --category mandatory`. Prints "ready" once it serves; stops on Ctrl-C or SIGTERM (its dev server too).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import shutil
+import signal
 import sys
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -54,16 +57,28 @@ class SlowEcho(ScriptedModel):
         return await super().complete(req, messages, tools)
 
 
+class Server(uvicorn.Server):
+    """uvicorn's server, stopping on SIGTERM or Ctrl-C without raising the signal again once
+    stopped, so the dev server is stopped too (uvicorn re-raises it, which ends the process first)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
+        yield
+
+
 async def serve(port: int, model_seconds: float, wait_seconds: float) -> None:
     temporal = shutil.which("temporal", path=sys.exec_prefix + "/bin") or shutil.which("temporal")
     async with await WorkflowEnvironment.start_local(
             data_converter=pydantic_data_converter, dev_server_existing_path=temporal,
             search_attributes=[AWAITING_HUMAN, TEAM, TASK]) as env:
         queue = f"tck-{uuid.uuid4().hex[:8]}"
-        a2a_http.A2ADoor = functools.partial(A2ADoor, wait_seconds=wait_seconds)  # type: ignore[misc]
+        a2a_http.A2ADoor = functools.partial(A2ADoor, wait_seconds=wait_seconds)  # type: ignore[misc,assignment]
         app = create_app(env.client, task_queue=queue, cards=[card_of(TCK_TEAM.spec)], teams=["tck"])
         async with build_worker(env.client, [TCK_TEAM], SlowEcho(model_seconds), task_queue=queue):
-            server = uvicorn.Server(server_config(app, "127.0.0.1", port, log_level="warning"))
+            server = Server(server_config(app, "127.0.0.1", port, log_level="warning"))
             print("ready", flush=True)
             await server.serve()
 
