@@ -28,29 +28,36 @@ from durable_teams.workflows.transcript import LogDelta
 RECHECK_SECONDS = 5.0
 """A response is read again at least this often while it runs (the long poll is the rule)."""
 MAX_APPROVAL_CACHE = 4096
-_approval_tools: dict[tuple[str, str], frozenset[str]] = {}
-"""(thread, agent) -> the agent's tools that wait for approval: a cache of what the team fixes
-(a thread's team does not change), so no state."""
+_approval_tools: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
+"""(thread, agent) -> the agent's tools that wait for approval, and those that pause at a
+breakpoint: a cache of what the team fixes (a thread's team does not change), so no state."""
 
 
-async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> set[str]:
-    """The tools of `agents` that wait for a person's approval, as the workflow's team says."""
-    found: set[str] = set()
+async def _agent_query(gw: Gateway, thread: str, name: str, args: list[object], result_type: type) -> object:
+    try:
+        return await gw.client.get_workflow_handle(thread).query(name, args=args, result_type=result_type)
+    except WorkflowQueryFailedError:  # not an agent of the team (a nested team's), or an older worker
+        return None
+
+
+async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> tuple[set[str], set[str]]:
+    """The tools of `agents` that wait for a person, as the workflow's team says: those that
+    need approval, and those that pause at a breakpoint (before or after they run)."""
+    approvals: set[str] = set()
+    breaks: set[str] = set()
     for agent in sorted(agents):
         key = (thread, agent)
         if key not in _approval_tools:
-            try:
-                # the agent's tools, with no messages (upto 0): what its model calls are offered
-                delta = await gw.client.get_workflow_handle(thread).query(
-                    "model_view_delta", args=[agent, 0, 0, 0, 0, True], result_type=LogDelta)
-                tools = frozenset(t.name for t in delta.tools or [] if t.needs_approval)
-            except WorkflowQueryFailedError:  # not an agent of the team (a nested team's)
-                tools = frozenset()
+            # the agent's tools, with no messages (upto 0): what its model calls are offered
+            delta = await _agent_query(gw, thread, "model_view_delta", [agent, 0, 0, 0, 0, True], LogDelta)
+            tools = frozenset(t.name for t in getattr(delta, "tools", None) or [] if t.needs_approval)
+            paused = await _agent_query(gw, thread, "breakpoint_tools", [agent], list[str])
             if len(_approval_tools) >= MAX_APPROVAL_CACHE:
                 _approval_tools.clear()
-            _approval_tools[key] = tools
-        found |= _approval_tools[key]
-    return found
+            _approval_tools[key] = tools, frozenset(paused or [])  # type: ignore[call-overload]
+        approvals |= _approval_tools[key][0]
+        breaks |= _approval_tools[key][1]
+    return approvals, breaks
 
 
 async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tuple[View, ConversationStatus]:
@@ -75,11 +82,11 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tupl
         if index >= page.total or not page.messages or turns > (0 if ref.step else 1):
             break  # the whole log, or as far as the next turn: this response ended before it
     agents = {m.name for m in messages if m.role == "assistant" and m.tool_calls and m.name}
-    tools = await approval_tools(gw, ref.thread, agents)
+    tools, breaks = await approval_tools(gw, ref.thread, agents)
     reply = replies[0] if replies else None
     if reply is None and status.last_reply is not None and status.last_reply.turn > ref.turn:
         reply = forgotten_reply(ref, messages)  # turns end in order: this one ended long ago
-    return view_of(ref, messages, reply, status.pending, tools), status
+    return view_of(ref, messages, reply, status.pending, tools, breaks), status
 
 
 def forgotten_reply(ref: ResponseRef, messages: list[Message]) -> TurnReply:

@@ -2,7 +2,7 @@
 
 A response is one stretch of a thread's log: from where its input went in (`ResponseRef`,
 encoded in its id) to where the team stopped: the turn's reply, or a question to a person (an
-`ask_human` call, or a tool call waiting for approval). Everything here is computed from the
+`ask_human` call, a tool call waiting for approval, or one at a breakpoint before or after it runs). Everything here is computed from the
 log, the turn's reply and the questions waiting, so any gateway process gives the same answer
 for the same id, and the event list of a response still running is a prefix of its final one
 (`responses_events.events`).
@@ -68,9 +68,15 @@ class Stop:
     agent: str
     call: ToolCall
     approval: bool
+    breakpoint: bool = False
+    """A tool call that pauses at a breakpoint (before it runs, or after it ran): yes resumes
+    it, no stops it (docs/time-travel.md)."""
 
     @property
     def text(self) -> str:
+        if self.breakpoint:
+            return (f"[{self.agent}] At a breakpoint at {self.call.name}({self.call.arguments}). "
+                    "Resume? Reply yes or no.")
         if self.approval:
             return f"[{self.agent}] Approve {self.call.name}({self.call.arguments})? Reply yes or no."
         try:
@@ -109,9 +115,11 @@ def is_turn_start(message: Message) -> bool:
 
 
 def view_of(ref: ResponseRef, messages: list[Message], reply: TurnReply | None,
-            pending: list[Question], approval_tools: set[str]) -> View:
+            pending: list[Question], approval_tools: set[str],
+            breakpoint_tools: set[str] | frozenset[str] = frozenset()) -> View:
     """The response `ref` given the log from `ref.start` (as far as it goes), the reply of its
-    turn (None while it runs), the questions waiting now, and which tools wait for approval."""
+    turn (None while it runs), the questions waiting now, which tools wait for approval and
+    which pause at a breakpoint (a call of either ends the response, as an approval request)."""
     view = View(ref)
     seen_start = ref.step > 0  # an answer's response opens on no new turn
     end = ref.start + len(messages)
@@ -125,13 +133,16 @@ def view_of(ref: ResponseRef, messages: list[Message], reply: TurnReply | None,
             continue
         if message.role != "assistant" or not message.tool_calls:
             continue
-        stops = [c for c in message.tool_calls if c.name == ASK_HUMAN or c.name in approval_tools]
+        stops = [c for c in message.tool_calls
+                 if c.name == ASK_HUMAN or c.name in approval_tools or c.name in breakpoint_tools]
         if not stops:
             calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
             said = f"{message.content.strip()} " if message.content and message.content.strip() else ""
             view.steps.append((at, f"{message.name or 'agent'}: {said}-> {calls}"))
             continue
-        stop = Stop(at, message.name or "agent", stops[0], stops[0].name != ASK_HUMAN)
+        first = stops[0]  # an approval comes before a breakpoint before the same call
+        stop = Stop(at, message.name or "agent", first, first.name != ASK_HUMAN,
+                    first.name in breakpoint_tools and first.name not in approval_tools)
         answered = any(m.role == "tool" and m.tool_call_id == stop.call.id for m in messages[offset + 1:])
         waiting = any(q.tool_call_id == stop.call.id for q in pending)
         if waiting or answered or reply is not None:

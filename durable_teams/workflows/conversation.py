@@ -15,7 +15,16 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import definition_checks, inputs, intent_turns, labels, live_view, roster, usage
+    from . import (
+        breakpoints,
+        definition_checks,
+        inputs,
+        intent_turns,
+        labels,
+        live_view,
+        roster,
+        usage,
+    )
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .cancelling import TurnCancel
@@ -279,6 +288,17 @@ class TeamWorkflow(Intake, TurnCancel, ResponseDeletion):
             previous_input_id=self.state.previous_input_id, forked_from=self.input.forked_from,
             deleted_responses=list(self.state.deleted_responses),
         )
+
+    @workflow.query
+    def breakpoint_tools(self, agent: str) -> list[str]:
+        """`agent`'s tools (activities, not handoffs or built-ins) that pause at a breakpoint
+        before or after they run: what a door that shows only tool calls (the Responses API's
+        approval requests) shows as a step waiting for a person. Fixed by the team."""
+        team = self.team
+        if team is None or agent not in team.agents or not breakpoints.declared(team):
+            return []
+        return [t for t in team.agents[agent].tools if t in team.tools
+                and any(breakpoints.pauses(team, when, agent, t) for when in ("before", "after"))]
 
     @workflow.query
     def model_view_delta(self, agent: str, agent_run: int, upto: int, log_start: int,
