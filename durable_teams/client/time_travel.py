@@ -26,9 +26,12 @@ from durable_teams.client.checkpoints import (
     list_checkpoints,
     run_histories,
 )
+from durable_teams.client.fork_state import state_inside_turn
 from durable_teams.client.replay_state import replay_history
 from durable_teams.client.start import start_conversation
 
+INSIDE = ("model", "tool", "answer")
+"""Checkpoints inside a turn: a fork there continues the turn (client/fork_state.py)."""
 NOT_INHERITED = ("idempotency", "request")
 """Memo keys of the original a fork leaves out: they name the request that started it."""
 
@@ -62,10 +65,11 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
                fork_id: str | None = None, input_id: str | None = None) -> Forked:
     """Start a new conversation from `workflow_id`'s checkpoint `at` (default: its latest turn
     end). At a turn's start, the fork answers that turn again, with `message` in place of its
-    text if given (edit and regenerate); at a turn's end, `message` (if given) is its next turn.
+    text if given (edit and regenerate); at a turn's end, `message` (if given) is its next turn;
+    inside a turn (a model reply, a tool result, an answer), the fork continues that turn.
     `input_id`: the id the fork's first turn is recorded under (`status.last_input_id`), for a
     client that finds its thread by it (a chat client's edit, durable_teams/gateway/chat_edits.py).
-    Raises `CheckpointError` for a checkpoint of another thread, or one inside a turn."""
+    Raises `CheckpointError` for a checkpoint of another thread, or a message inside a turn."""
     points = await list_checkpoints(client, workflow_id)
     point, base, message = _fork_point(points, workflow_id, at, message)
     histories = {_run_of(h): h for h in await run_histories(client, workflow_id)}
@@ -77,7 +81,9 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
     # the state to start from: the conversation's at `base` (a turn's end), or as it started
     instance = await replay_history(client, _cut(first, first.events[0].event_id))
     state = instance.input.state  # a fork's inherited state, None for a new conversation
-    if base is not None and base.run_id in histories:
+    if point.kind in INSIDE:  # the turn resumes where it stood (client/fork_state.py)
+        instance, state = await state_inside_turn(client, histories[point.run_id], point)
+    elif base is not None and base.run_id in histories:
         instance = await replay_history(client, _cut(histories[base.run_id], base.event_id))
         state = instance.state
         if state.queue or state.pending or state.in_progress:
@@ -117,10 +123,13 @@ def _fork_point(points: list[Checkpoint], workflow_id: str, at: str | None,
     if point.kind == "turn":  # taken again, on the state the turn before it left
         base = next((e for e in reversed(ends) if point.turn and e.turn == point.turn - 1), None)
         return point, base, point.text if message is None else message
-    starts = [p.id for p in points if p.kind in ("turn", "turn_end")]
-    raise CheckpointError(
-        f"checkpoint {point.id} is inside a turn ({point.description}); a fork starts at a "
-        f"turn's start or end for now: one of {', '.join(starts[-6:]) or 'none yet'}")
+    if message is not None:  # inside a turn: it goes on as it stood, with its own message
+        start = next((p.id for p in reversed(points[: points.index(point)]) if p.kind == "turn"), None)
+        raise CheckpointError(
+            f"checkpoint {point.id} is inside a turn ({point.description}): a fork there continues "
+            f"that turn, so it takes no --message; to edit the turn's message fork at its start"
+            + (f" ({start})" if start else ""))
+    return point, None, None
 
 
 async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") -> str:
