@@ -34,6 +34,12 @@ class FileProgress:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.left = Counter(self.file_of(item.nodeid) for item in session.items)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        """With pytest-xdist (`-n`), each worker collects the whole suite: count it once."""
+        if not self.left:
+            self.left = Counter(self.file_of(nodeid) for nodeid in ids)
+
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.started.setdefault(self.file_of(nodeid), time.monotonic())
 
@@ -81,6 +87,8 @@ class FileProgress:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
+        return
     if config.get_verbosity() < 0:  # the terminal reporter may register after this
         config.pluginmanager.register(FileProgress(config), "file-progress")
 

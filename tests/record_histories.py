@@ -41,7 +41,7 @@ from durable_teams.workflows.messages import Budgets, Message, ModelRequest, Mod
 from durable_teams.workflows.state import ConversationInput, HumanReply
 
 from .conftest import binary, running_worker
-from .waiting import pending_question
+from .waiting import pending_question, until
 
 HERE = Path(__file__).parent / "histories"
 EXAMPLES: dict[str, ModuleType] = {"faang": faang, "faang_teams": faang_teams}
@@ -319,6 +319,105 @@ async def rewound_conversation(client: Client, name: str) -> None:
         await client.get_workflow_handle(name).result()
 
 
+async def swarm_after_tool_waiting(client: Client, name: str) -> None:
+    """After 0.1.0: parked at a breakpoint after look_up_item ran, before the model sees its result."""
+    compiled = acme.build().compile()
+    compiled.spec.interrupt_after = ["look_up_item"]
+    script = {"triage": [call("transfer_to_issues_and_repairs")], "repairs": acme.SCRIPT["repairs"]}
+    await park(client, name, compiled, script, "My boots fell apart, refund them.", [])
+
+
+async def swarm_breakpoints(client: Client, name: str) -> None:
+    """After 0.1.0: breakpoints before an agent (declared on it), before a tool (resumed with
+    edited arguments) and after it (an edited result), after the agent; a second turn stopped
+    before the agent ran."""
+    from .time_travel_team import execute_refund, support_model
+
+    compiled = Swarm([Agent("support", "Help customers.", tools=[execute_refund], interrupt_before=["agent"])],
+                     interrupt_before=["execute_refund"], interrupt_after=["execute_refund", "support"]).compile()
+    answers = [[HumanReply(question_id="", approved=True),
+                HumanReply(question_id="", approved=True, arguments='{"order": "A2"}'),
+                HumanReply(question_id="", approved=True, result="refund of A2 queued"),
+                HumanReply(question_id="", approved=True)],
+               [HumanReply(question_id="", approved=False, text="not now")]]
+    async with running_worker(client, "record", [compiled], ScriptedModel(support_model)):
+        handle = await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        for text, replies in zip(("refund A1", "refund B1"), answers, strict=True):
+            turn = asyncio.ensure_future(send_turn(client, name, text))
+            for reply in replies:
+                question = await pending_question(handle)
+                await handle.execute_update(TeamWorkflow.answer, reply.model_copy(
+                    update={"question_id": question.question_id}))
+                await until(lambda q=question: asked_gone(handle, q.question_id))
+            await turn
+        await handle.signal(TeamWorkflow.close)
+        await handle.result()
+
+
+async def deleted_response(client: Client, name: str) -> None:
+    """After 0.1.0: a Responses API response deleted (the `delete_response` update,
+    workflows/deletions.py) between two turns, and the same delete again."""
+    compiled = Swarm([Agent("echo", "Repeat what you hear.")]).compile()
+    script = lambda req, messages, tools: say(f"heard: {messages[-1]['content']}")  # noqa: E731
+    async with running_worker(client, "record", [compiled], ScriptedModel(script)):
+        await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
+        await send_turn(client, name, "one")
+        handle = client.get_workflow_handle(name)
+        assert await handle.execute_update("delete_response", "1_0_0", result_type=bool)
+        assert not await handle.execute_update("delete_response", "1_0_0", result_type=bool)
+        await send_turn(client, name, "two")
+        await handle.signal(TeamWorkflow.close)
+        await handle.result()
+
+
+async def a2a_push_delivered(client: Client, name: str) -> None:
+    """After 0.1.0: an A2A task's push workflow (workflows/a2a_push.py) delivering a support
+    turn's question, its approval (the first delivery answered 503: retried) and its
+    completion to a local receiver, then its config deleted (the workflow ends)."""
+    from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
+
+    from .push_receiver import receiving
+
+    compiled = support.build().compile()
+    thread = f"{name}-thread"
+    async with running_worker(client, "record", [compiled], ScriptedModel(support.SCRIPT)), receiving() as receiver:
+        await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=thread, task_queue="record")
+        conversation = client.get_workflow_handle(thread)
+        turn = asyncio.ensure_future(send_turn(client, thread, support.QUESTION))
+        asked = await pending_question(conversation)
+        push = await client.start_workflow(A2APushWorkflow.run, PushInput(
+            thread=thread, turn=1, allow_private=True, poll_seconds=0.05, retry_seconds=0.1, configs=[
+                PushConfig(id="hook", url=receiver.url, token="recorded-token")]), id=name, task_queue="record")
+
+        async def told(n: int) -> bool:
+            return len(receiver.received) >= n
+        await until(lambda: told(1), "the question's notification")
+        receiver.answers = [503]
+        await conversation.execute_update(TeamWorkflow.answer, HumanReply(question_id=asked.question_id, text="4711"))
+        approval = await until(lambda: fresh_question(conversation, asked.question_id), "the approval")
+        await until(lambda: told(3), "the approval's notification, retried once")
+        await conversation.execute_update(TeamWorkflow.answer, HumanReply(question_id=approval.question_id,
+                                                                         approved=True))
+        await turn
+        await until(lambda: told(4), "the completion's notification")
+        assert await push.execute_update(A2APushWorkflow.delete_config, "hook")
+        await push.result()
+        await conversation.signal(TeamWorkflow.close)
+
+
+async def fresh_question(handle: WorkflowHandle, seen: str) -> Any:
+    pending = await handle.query(TeamWorkflow.pending_questions)
+    return next((q for q in pending if q.question_id != seen), None)
+
+
+async def asked_gone(handle: WorkflowHandle, question_id: str) -> bool:
+    pending = await handle.query(TeamWorkflow.pending_questions)
+    return all(q.question_id != question_id for q in pending)
+
+
 CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None]]] = {
     "acme_conversation": acme_conversation, "routing_conversation": routing_conversation,
     "support_waiting_question": support_waiting_question,
@@ -334,7 +433,13 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     # after 0.1.0: time travel (docs/time-travel.md)
     "swarm_breakpoint_waiting": swarm_breakpoint_waiting,
     "forked_conversation": forked_conversation,
+    "swarm_breakpoints": swarm_breakpoints,
+    "swarm_after_tool_waiting": swarm_after_tool_waiting,
     "rewound_conversation": rewound_conversation,
+    # after 0.1.0: the Responses API's DELETE (docs/responses.md)
+    "deleted_response": deleted_response,
+    # after 0.1.0: A2A push notifications (docs/a2a.md)
+    "a2a_push_delivered": a2a_push_delivered,
 }
 
 

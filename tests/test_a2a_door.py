@@ -16,7 +16,6 @@ from temporalio.client import Client
 
 from durable_teams.examples import support
 from durable_teams.gateway.a2a_tasks import NotATask, parse_task_id, task_id
-from durable_teams.gateway.scopes import Token
 from durable_teams.gateway.team_cards import card_of
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -172,18 +171,29 @@ async def test_a_client_chosen_context_id_names_the_thread_and_lists_are_bounded
     assert list(unknown.tasks) == []
 
 
-async def test_a_scoped_token_is_refused_on_the_mcp_and_a2a_doors(client: Client, task_queue: str) -> None:
-    tokens = [Token("tok-shop", "shop"), Token("tok-op")]
-    async with running_gateway(client, task_queue, tokens=tokens, cards=CARDS) as url:
-        async with httpx.AsyncClient() as raw:
-            scoped = {"Authorization": "Bearer tok-shop", "Content-Type": "application/json"}
-            operator = scoped | {"Authorization": "Bearer tok-op"}
-            a2a_scoped = await raw.post(f"{url}/a2a/support", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask",
-                                                                    "params": {"id": "x::1"}}, headers=scoped)
-            mcp_scoped = await raw.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                        headers=scoped | {"Accept": "application/json, text/event-stream"})
-            card_operator = await raw.get(f"{url}/a2a/support/.well-known/agent-card.json", headers=operator)
-
-    assert a2a_scoped.status_code == mcp_scoped.status_code == 403
-    assert a2a_scoped.json()["error"]["message"] == "this door takes operator tokens only (not a scoped token)"
-    assert card_operator.status_code == 200
+@pytest.mark.slow  # a gateway of its own
+async def test_a_message_id_stands_for_one_message(client: Client, task_queue: str) -> None:
+    """A message sent again with its messageId (a client's retry) is that message: its task,
+    nothing sent twice, an answer retried after it was taken too; the messageId with other
+    text is refused, never a dropped text."""
+    support.REFUNDS.clear()
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)), \
+            running_gateway(client, task_queue, tokens=["s3cret"], cards=CARDS) as url:
+        agent = await a2a(url)
+        first = message(support.QUESTION)
+        asked = await send(agent, first)
+        again = await send(agent, first)
+        reused = pb.SendMessageRequest(message=pb.Message(
+            message_id=first.message.message_id, role=pb.ROLE_USER, parts=[pb.Part(text="other words")],
+            context_id=asked.context_id))
+        with pytest.raises(Exception, match="messageId was sent with another message"):
+            await send(agent, reused)
+        approval = await send(agent, message("Order 4711", task_id=asked.id, context_id=asked.context_id))
+        yes = message("yes", task_id=asked.id, context_id=asked.context_id)
+        done = await send(agent, yes)
+        yes_again = await send(agent, yes)  # after the task completed: the same outcome
+        status = await client.get_workflow_handle(asked.context_id).query(TeamWorkflow.status)
+    assert again.id == asked.id and again.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    assert approval.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    assert done.status.state == yes_again.status.state == pb.TASK_STATE_COMPLETED and yes_again.id == done.id
+    assert status.turns == 1 and len(support.REFUNDS) == 1

@@ -62,6 +62,15 @@ async def test_support_demo_takes_answers_at_the_terminal(client: Client) -> Non
     assert "Answer: Your refund is on its way." in out
 
 
+async def test_support_demo_reads_an_approval_strictly(client: Client) -> None:
+    """A conditional yes at the demo's prompt is asked again (it approved: "y" was all it read);
+    the plain yes after it approves, one refund."""
+    out = await cli(client, "demo", "support", stdin="Order 4711\nyes if it is under $20\nok, why?\ny\n")
+    assert out.count("Please answer yes or no: may execute_refund run?") == 2
+    assert out.count("[execute_refund result] success") == 1
+    assert "Answer: Your refund is on its way." in out
+
+
 def acme_script() -> dict[str, list[Step]]:
     """The ACME example's script, plus one more reply from repairs for a fourth turn."""
     return {**acme.SCRIPT, "repairs": [*acme.SCRIPT["repairs"], say("Glad I could help. Anything else?")]}

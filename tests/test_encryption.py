@@ -153,7 +153,7 @@ async def test_the_key_holder_reads_result_and_transcript(parked: Parked) -> Non
     (None, "this conversation is encrypted (key id 'new') and no key is configured"),
     (OLD_ONLY, "key id 'new', which is not among the configured keys (old)"),
     (f"new:{OLD}", "under key id 'new' does not decrypt"),
-])
+], ids=["no key", "another key id", "a wrong key"])  # not the random keys: one name in every process
 async def test_a_missing_or_wrong_key_is_a_clear_error(parked: Parked, keys: str | None,
                                                        message: str) -> None:
     other = await connect(parked.address, encryption=keys or {})  # {}: no key

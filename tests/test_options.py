@@ -31,12 +31,12 @@ SUPERVISOR = dict(
 )
 AGENT = dict(description="Does a.", skills=["x"], run_as_child=True, temperature=0.2,
              model_calls=ModelCalls(timeout_seconds=5.0), intents=[Intent(phrases=["hi a"], answer="a")],
-             api="responses")
+             api="responses", interrupt_before=["agent"], interrupt_after=["tools"])
 TEAM = dict(budgets=Budgets(max_model_calls=3), ask_human_timeout_seconds=60.0, ask_human_default="no",
             model_calls=ModelCalls(max_attempts=2), continue_as_new_after_events=500,
             continue_as_new_after_bytes=1_000_000, intents=[Intent(phrases=["hi"], answer="hello")],
             intent_similarity=IntentSimilarity(threshold=0.9), api="chat_completions",
-            interrupt_before=["tools"])
+            interrupt_before=["tools"], interrupt_after=["a"])
 
 
 def test_samples_cover_every_option() -> None:

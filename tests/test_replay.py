@@ -10,6 +10,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_teams.workflows.a2a_push import A2APushWorkflow
 from durable_teams.workflows.conversation import TeamWorkflow
 
 pytestmark = pytest.mark.pure
@@ -20,7 +21,7 @@ WORKFLOW_IDS = {"nested_waiting_child": "nested_waiting/research_team-1",
 """File stem -> workflow id, where the id cannot be a file name (a child's id has a slash)."""
 PARKED = ["nested_waiting", "nested_waiting_child", "support_waiting_approval",
           "support_waiting_question", "support_labelled_waiting_question", "swarm_waiting_approval",
-          "swarm_breakpoint_waiting"]
+          "swarm_breakpoint_waiting", "swarm_after_tool_waiting"]
 """Recorded mid-wait: still running, waiting for a person (or, the parent, for its child)."""
 
 
@@ -56,6 +57,25 @@ def test_parked_histories_end_in_a_wait(stem: str) -> None:
 async def test_history_replays(path: Path) -> None:
     text = path.read_text()  # noqa: ASYNC240 - a small file
     history = WorkflowHistory.from_json(WORKFLOW_IDS.get(path.stem, path.stem), text)
-    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[TeamWorkflow, A2APushWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
+
+
+async def test_the_recorded_breakpoints_replay_to_what_each_person_decided() -> None:
+    """swarm_breakpoints: before the agent (resumed), before the refund (edited arguments),
+    after it (an edited result), after the agent (resumed); turn 2 stopped before the agent."""
+    from types import SimpleNamespace
+
+    from durable_teams.client.replay_state import replay_history
+
+    path = Path(__file__).parent / "histories" / "swarm_breakpoints.json"
+    history = WorkflowHistory.from_json("swarm_breakpoints", path.read_text())
+    state = (await replay_history(SimpleNamespace(data_converter=pydantic_data_converter), history)).state  # type: ignore[arg-type]
+    assert [(r.text, r.status) for r in state.replies.values()] == [
+        ('done: (The user changed the arguments to {"order": "A2"} before it ran.) refund of A2 queued', "completed"),
+        ("The user stopped support at a breakpoint before it ran: not now.", "cancelled")]
+    tool = next(m for m in state.transcript.log if m.role == "tool")
+    assert (tool.content, tool.name) == (
+        '(The user changed the arguments to {"order": "A2"} before it ran.) refund of A2 queued', "execute_refund")
+    assert state.questions_asked == 5 and not state.pending

@@ -272,7 +272,7 @@ async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_thro
 
 
 def test_a_breakpoint_on_a_tool_the_team_lacks_is_refused_where_the_team_is_defined() -> None:
-    with pytest.raises(TeamError, match=r"interrupt_before names no tool of team 'swarm': execute_refnd \(its tools: execute_refund"):
+    with pytest.raises(TeamError, match=r"interrupt_before names no tool or agent of team 'swarm': execute_refnd \(its tools: execute_refund"):
         Swarm([Agent("support", "Help.", tools=[execute_refund])], interrupt_before=["execute_refnd"])
 
 

@@ -66,7 +66,7 @@ def kind_problem(workflow_id: str, q: Question, approving: bool) -> str | None:
         return (f"{q.question_id} is a question, not an approval: answer it with "
                 f"durable-teams answer {workflow_id} \"<your answer>\" --question {q.question_id}")
     if not approving and q.kind == "approval":
-        return (f"{q.question_id} asks for an approval of {q.tool}: reply with durable-teams "
+        return (f"{q.question_id} asks for an approval of {q.tool or q.step}: reply with durable-teams "
                 f"approve {workflow_id} --question {q.question_id} (or deny ... --reason '...')")
     return None
 
@@ -131,8 +131,11 @@ async def accepted_within(handle: WorkflowHandle, answer: HumanReply, wait: time
     rejection (validated by the worker) is a CliError."""
     late = f"no worker took it within {wait.total_seconds():g} s"
     try:
-        await handle.start_update(TeamWorkflow.answer, answer, rpc_timeout=wait,
-                                  wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        update = await handle.start_update(TeamWorkflow.answer, answer, rpc_timeout=wait,
+                                           wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        # A rejection by the validator does not raise from start_update: its outcome is known
+        # at once, and result() raises it (the handler itself returns without waiting).
+        await update.result(rpc_timeout=wait)
     except WorkflowUpdateRPCTimeoutOrCancelledError:
         return late
     except WorkflowUpdateFailedError as err:
@@ -175,6 +178,8 @@ async def cmd_approve(args: argparse.Namespace) -> int:
         if not isinstance(edited, dict) or not approved:
             raise CliError("--arguments takes a JSON object, with approve")
         fields["arguments"] = json.dumps(edited)
+    if getattr(args, "result", None) is not None:  # a breakpoint after a tool: the result, edited
+        fields["result"] = text_arg(args.result, "--result")
     qid, why = await reply(args, True, **fields)
     verb = "Approval of" if approved else "Denial of"
     print(f"{verb} {qid} {queued(why)}." if why else f"{'Approved' if approved else 'Denied'} {qid}.")

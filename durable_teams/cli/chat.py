@@ -142,9 +142,9 @@ async def answer_questions(client: Client, thread: str, turn: asyncio.Future[Tur
         q = fresh[0]
         seen.add(q.question_id)
         if q.kind == "approval":
-            line = await read_line(f"? [{q.agent}] approve {q.tool}({q.arguments})? [y/n] ")
+            line = await read_line(f"? [{q.agent}] {'resume at a ' if q.breakpoint else 'approve '}{q.step}? [y/n] ")
             while line is not None and approval_of(line) is None:  # unclear: ask again
-                line = await read_line(f"{ask_again(q.tool or 'the tool')} [y/n] ")
+                line = await read_line(f"{ask_again(q.tool or q.agent)} [y/n] ")
             reply: dict[str, object] = {"approved": bool(line is not None and approval_of(line))}
         else:
             hint = f" ({' | '.join(q.suggestions)})" if q.suggestions else ""

@@ -69,6 +69,7 @@ async def run_support_demo() -> int:
     import asyncio
 
     from durable_teams.cli.console import format_question
+    from durable_teams.client.approvals import approval_of, ask_again
     from durable_teams.client.refusals import ReplyRejected
     from durable_teams.client.send import send_reply
     from durable_teams.examples import support
@@ -100,11 +101,13 @@ async def run_support_demo() -> int:
             prompt = "Approve? [y/n] " if question.kind == "approval" else "Your answer: "
             try:
                 text = await asyncio.to_thread(input, prompt)
+                while question.kind == "approval" and approval_of(text) is None:  # unclear: ask again
+                    text = await asyncio.to_thread(input, f"{ask_again(question.tool or question.agent)} [y/n] ")
             except EOFError:
                 stdin_open = False
                 print("(no terminal input: answer from another terminal with the command above)")
                 continue
-            reply = ({"approved": text.strip().lower().startswith("y")} if question.kind == "approval"
+            reply = ({"approved": bool(approval_of(text))} if question.kind == "approval"  # read strictly
                      else {"text": text})
             try:
                 await send_reply(client, workflow_id, question.question_id, **reply)

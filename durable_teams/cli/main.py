@@ -137,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("--reason", default="", help="a note the agent sees")
         if name == "approve":
             cmd.add_argument("--arguments", help="a breakpoint's tool call: run it with these arguments (JSON object)")
+            cmd.add_argument("--result", help="a breakpoint after a tool call: the result the model sees instead")
     graph = sub.add_parser("graph", help="print a team as a Mermaid diagram")
     graph.add_argument("team")
     graph.add_argument("--team", dest="team_module", action="append", default=[],

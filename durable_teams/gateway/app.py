@@ -7,7 +7,8 @@
     GET  /threads/{id}/events           ?start=N -> SSE until the conversation ends
     GET  /questions                     every question waiting for a person
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason,
-                                        "arguments"?: {...} (a breakpoint's call, edited)}
+                                        "arguments"?: {...} (a breakpoint's call, edited),
+                                        "result"?: "..." (a breakpoint's tool result, edited)}
     GET  /threads/{id}/checkpoints      the thread's checkpoints (gateway/time_routes.py)
     POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     POST /v1/chat/completions           OpenAI Chat Completions (model = team)
@@ -36,7 +37,6 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
@@ -61,7 +61,7 @@ from durable_teams.gateway.errors import (
     on_unknown_team,
 )
 from durable_teams.gateway.exposure import Exposure, page_policy
-from durable_teams.gateway.keyed import keyed_input
+from durable_teams.gateway.keyed import caller_key, keyed_input
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.responses_view import UnknownResponse
 from durable_teams.gateway.scopes import Token, scope_of
@@ -69,7 +69,7 @@ from durable_teams.gateway.sse import sse_frame, sse_response
 from durable_teams.gateway.team_cards import TeamCard, descriptions
 from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
-from durable_teams.live.hub import LiveHub
+from durable_teams.live.hub import LiveHub, LocalHub
 from durable_teams.workflows.conversation import TeamWorkflow
 
 log = logging.getLogger(__name__)
@@ -81,12 +81,6 @@ async def body_of(request: Request) -> dict[str, Any]:
 
 def thread_of(request: Request) -> str:
     return checks.thread_id(request.path_params["thread"])
-
-
-def caller_key(request: Request, key: str) -> str:
-    """An Idempotency-Key as this caller's own (two callers' equal keys never meet)."""
-    caller = getattr(request.state, "caller", "") or ""
-    return hashlib.sha256(f"{caller}\0{key}".encode()).hexdigest()[:32]
 
 
 async def start_thread(request: Request) -> Response:
@@ -187,6 +181,13 @@ async def thread_events(request: Request) -> Response:
     return sse_response(frames())
 
 
+def _edits(approved: object, reply: dict[str, Any]) -> str:
+    """What an idempotency key stands for besides the text: the decision and a breakpoint's edits."""
+    if "result" in reply:
+        return repr((approved, reply.get("arguments"), reply["result"]))
+    return repr(approved) if "arguments" not in reply else repr((approved, reply["arguments"]))
+
+
 async def questions(request: Request) -> Response:
     return JSONResponse(await request.app.state.gateway.pending(scope_of(request)))
 
@@ -203,6 +204,10 @@ async def answer(request: Request) -> Response:
         if not isinstance(body["arguments"], dict) or approved is not True:
             raise checks.BadRequest("'arguments' must be a JSON object, sent with approved=true")
         reply["arguments"] = json.dumps(body["arguments"])
+    if body.get("result") is not None:  # a breakpoint after a tool call: the result the model sees
+        if not isinstance(body["result"], str) or approved is not True:
+            raise checks.BadRequest("'result' must be a string, sent with approved=true")
+        reply["result"] = checks.text_field(body, "result", required=True, max_bytes=checks.MAX_TURN_BYTES)
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
@@ -211,7 +216,7 @@ async def answer(request: Request) -> Response:
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
         keyed = await keyed_input(gw.client, thread, caller_key(request, key), question, reply["text"],
-                                  repr(approved) if "arguments" not in reply else repr((approved, reply["arguments"])))
+                                  _edits(approved, reply))
         if keyed.turn is not None:
             return JSONResponse({"question_id": question, "accepted": True})
         reply["input_id"] = keyed.id
@@ -255,21 +260,6 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"ok": True})
 
 
-class operators_only:  # noqa: N801 - reads as what it does at the route
-    """The MCP and A2A doors name threads by id and do not yet check a scoped token's threads
-    (durable_teams/gateway/scopes.py): operator tokens (or no tokens) only, else 403. A class,
-    so Starlette's Route takes it as an ASGI app (not a request function)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("state", {}).get("scope") is not None:
-            response = error(403, "this door takes operator tokens only (not a scoped token)", "forbidden")
-            return await response(scope, receive, send)
-        await self.app(scope, receive, send)
-
-
 def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token] | None = None,
                max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
                live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
@@ -310,19 +300,19 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
     ]
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None,
-                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks)
+                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks,
+                      live_responses=not isinstance(hub, LocalHub))  # a broker: the same on every gateway
     lifespans = []
     if importlib.util.find_spec("mcp") is not None:
         from durable_teams.gateway.mcp_door import McpDoor
 
         mcp_app, mcp_running = McpDoor(gateway, descriptions(cards or [])).http_app()
-        routes.append(Route("/mcp", operators_only(mcp_app), methods=["GET", "POST", "DELETE"]))
+        routes.append(Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]))  # scoped tokens: their threads
         lifespans.append(mcp_running)
     if cards and importlib.util.find_spec("a2a") is not None:
-        from durable_teams.gateway.a2a_door import a2a_routes
+        from durable_teams.gateway.a2a_http import a2a_routes
 
-        routes += [Route(r.path, operators_only(r.app), methods=r.methods) if isinstance(r, Route) else r
-                   for r in a2a_routes(gateway, cards, bearer=bool(tokens))]
+        routes += a2a_routes(gateway, cards, bearer=bool(tokens))  # scoped tokens keep to their scope's tasks
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
                                 UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,

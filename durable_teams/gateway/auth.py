@@ -44,8 +44,8 @@ class Limits:
     max_requests: int = 64
     """Requests in progress per caller, streams included (429 above)."""
     max_followers: int = 16
-    """Open streams per caller: `/events` followers, turn streams and streamed chat
-    completions (429 above)."""
+    """Open streams per caller: `/events` followers, turn streams, streamed chat
+    completions, MCP calls that wait for a team and A2A streams (429 above)."""
 
 
 def is_stream(method: str, path: str) -> bool:

@@ -198,8 +198,12 @@ def family(key: ChatKey, first_user_text: str) -> str:
     return f"{key.team}-chat-{key.digest(flat(first_user_text)).hexdigest()[:24]}-"
 
 
-def new_thread_id(key: ChatKey, history: ChatHistory) -> str:
-    return family(key, history.first_user_text) + uuid.uuid4().hex[:MARK_CHARS]
+def new_thread_id(key: ChatKey, history: ChatHistory, seed: str | None = None) -> str:
+    """A new thread's id in the chat's family: its mark random, or derived from `seed` (what
+    makes a request the same one: its Idempotency-Key, or the mark its history carries, with
+    its digest), so the same request sent again names the same new thread, never a second."""
+    end = hashlib.sha256(seed.encode()).hexdigest() if seed else uuid.uuid4().hex
+    return family(key, history.first_user_text) + end[:MARK_CHARS]
 
 
 def flat(text: str) -> str:
@@ -270,7 +274,8 @@ async def find_thread(gw: Gateway, key: ChatKey, history: ChatHistory, *, retry:
     prefix = family(key, history.first_user_text)
     mark = latest_mark(history.earlier)
     if mark is not None:
-        return await _fits(gw, prefix + mark, key, follows, keys, history.user_messages)
+        found = await _fits(gw, prefix + mark, key, follows, keys, history.user_messages)
+        return found or await _took(gw, prefix + mark, key, keys)
     if follows is None and not retry:
         return None  # no answer of ours to continue from
     if '"' in prefix or "\\" in prefix:
@@ -295,6 +300,20 @@ async def find_thread(gw: Gateway, key: ChatKey, history: ChatHistory, *, retry:
         if listed or loop.time() >= deadline:
             return None
         await asyncio.sleep(0.2)
+
+
+async def _took(gw: Gateway, thread: str, key: ChatKey, keys: RequestKeys) -> Match | None:
+    """The chat's marked thread, when it took this very request already, however long ago (a
+    late retry: its first outcome, nothing sent). Only for a marked thread: identical chats of
+    one caller send identical requests, and only the mark tells whose thread took it."""
+    try:
+        if key.tenant is not None and not sees(key.tenant, await gw.memo(thread)):
+            return None
+        if await gw.turn_of(thread, keys.this) is None:
+            return None
+        return Match(thread, await gw.status(thread), again=True)
+    except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
+        return None
 
 
 async def _fits(gw: Gateway, thread: str, key: ChatKey, said: Message | None, keys: RequestKeys,

@@ -10,6 +10,7 @@ import hashlib
 from typing import NamedTuple
 
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from temporalio.client import Client, WorkflowQueryFailedError
 
 
@@ -18,9 +19,10 @@ class KeyReused(HTTPException):
 
     kind = "idempotency_key_reused"
 
-    def __init__(self, thread: str) -> None:
-        super().__init__(409, f"this Idempotency-Key was used for another request on thread {thread} "
-                              "(other text): use a new key")
+    def __init__(self, thread: str | None = None) -> None:
+        where = f" on thread {thread}" if thread else ""  # None: a route whose request names no thread
+        super().__init__(409, f"this Idempotency-Key was used for another request{where} "
+                              "(other content): use a new key")
 
 
 class KeyedInput(NamedTuple):
@@ -29,6 +31,12 @@ class KeyedInput(NamedTuple):
 
     id: str
     turn: int | None
+
+
+def caller_key(request: Request, key: str) -> str:
+    """An Idempotency-Key as this caller's own (two callers' equal keys never meet)."""
+    caller = getattr(request.state, "caller", "") or ""
+    return hashlib.sha256(f"{caller}\0{key}".encode()).hexdigest()[:32]
 
 
 def content_id(prefix: str, *content: str) -> str:

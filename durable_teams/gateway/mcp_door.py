@@ -30,6 +30,11 @@ from mcp.shared.exceptions import NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp
 
+from durable_teams.client.refusals import ConversationNotFound
+from durable_teams.gateway.mcp_forms import answer_text, elicit_form, schema_of, text_result
+from durable_teams.gateway.mcp_methods import TaskServer, add_task_methods, caller_scope
+from durable_teams.gateway.mcp_rpc import McpHttp
+from durable_teams.gateway.mcp_tasks import McpTasks, declares_tasks
 from durable_teams.gateway.threads import Gateway, Outcome, answering, question_text
 from durable_teams.workflows.state import Question
 
@@ -40,10 +45,6 @@ INPUT_SCHEMA: dict[str, Any] = {
         "thread_id": {"type": "string", "description": "continue this conversation (from an earlier result)"},
     },
 }
-ANSWER_SCHEMA: dict[str, Any] = {"type": "object", "required": ["answer"],
-                                 "properties": {"answer": {"type": "string", "title": "Your answer"}}}
-APPROVAL_SCHEMA: dict[str, Any] = {"type": "object", "required": ["approved"],
-                                   "properties": {"approved": {"type": "boolean", "title": "Approve"}}}
 
 
 @dataclass(frozen=True)
@@ -93,29 +94,6 @@ def parse_state(state: str) -> tuple[str, str]:
     return thread, question
 
 
-def answer_text(response: Any, question: Question) -> str | None:
-    """The typed answer an elicitation response carries ("yes"/"no" for an approval, read
-    strictly by the gateway like any other answer); None when the person declined or cancelled
-    a question (an approval declined is a no)."""
-    if isinstance(response, Mapping):
-        action, content = response.get("action"), response.get("content") or {}
-    else:
-        action, content = getattr(response, "action", None), getattr(response, "content", None) or {}
-    if question.kind == "approval":
-        if action == "decline":
-            return "no"
-        if action == "accept" and isinstance(content.get("approved"), bool):
-            return "yes" if content["approved"] else "no"
-        return None
-    text = content.get("answer") if action == "accept" else None
-    return text if isinstance(text, str) and text.strip() else None
-
-
-def text_result(text: str, thread: str, status: str, error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error,
-                                structured_content={"thread_id": thread, "status": status, "text": text})
-
-
 @dataclass
 class McpDoor:
     """The tools of `gateway`'s teams (`descriptions`: team -> what the tool says it does)."""
@@ -124,43 +102,54 @@ class McpDoor:
     descriptions: Mapping[str, str]
     wait_seconds: float = 300.0
     """How long a call waits for the turn's outcome before it returns "working"."""
+    poll_ms: int = 1000
+    """The polling interval a task suggests to its client."""
+
+    def __post_init__(self) -> None:
+        self.tasks = McpTasks(self.gateway, self.teams(), self.poll_ms, self.wait_seconds)
 
     def http_app(self) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
         """Streamable HTTP, stateless and in plain JSON (no session in this process: a
         restarted gateway serves the same clients), and what runs it (the app's lifespan).
-        The gateway's guard checks tokens, Host, Origin and sizes before it."""
+        The gateway's guard checks tokens, Host, Origin and sizes before it; `McpHttp` the
+        JSON-RPC envelope and the caller's open streams."""
         manager = StreamableHTTPSessionManager(app=self.server(), stateless=True, json_response=True)
-        return StreamableHTTPASGIApp(manager), manager.run
+        return McpHttp(StreamableHTTPASGIApp(manager)), manager.run
 
     def server(self) -> Server[Any]:
-        return Server("durable-teams", instructions="Each tool is a team of agents: send it a message; "
-                      "a result's thread_id continues the conversation.",
-                      on_list_tools=self.list_tools, on_call_tool=self.call_tool)
+        server = TaskServer("durable-teams", instructions="Each tool is a team of agents: send it a message; "
+                            "a result's thread_id continues the conversation.",
+                            on_list_tools=self.list_tools)
+        # registered apart: a call may also return a task, which `on_call_tool` does not type
+        server.add_request_handler("tools/call", types.CallToolRequestParams, self.call_tool)
+        return add_task_methods(server, self)
 
     async def list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        legacy = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        execution = types.ToolExecution(task_support="optional") if legacy else None
         return types.ListToolsResult(tools=[
             types.Tool(name=team, description=self.descriptions.get(team) or f"the {team} team",
-                       input_schema=INPUT_SCHEMA) for team in self.teams()])
+                       input_schema=INPUT_SCHEMA, execution=execution) for team in self.teams()])
 
     def teams(self) -> list[str]:
         return list(self.gateway.teams if self.gateway.teams is not None else self.descriptions)
 
     async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-                        ) -> types.CallToolResult | types.InputRequiredResult:
+                        ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         team = params.name
         if team not in self.teams():
             return text_result(f"no tool {team!r} (teams: {', '.join(self.teams())})", "", "failed", True)
+        scope = caller_scope(ctx)
+        call: Call | None = None
         try:
             call = call_of(params.arguments)
             if params.request_state is not None:  # the repeated call of an input_required result
                 thread, question = parse_state(params.request_state)
                 return await self.answered(ctx, team, thread, question, params.input_responses or {})
-            if call.thread_id is None:
-                thread = await self.gateway.start_thread(team)
-            elif await self.gateway.running(call.thread_id, team):
-                thread = call.thread_id
-            else:
-                raise BadCall(f"no thread {call.thread_id}")
+            thread = await self.thread_for(team, call.thread_id, scope)
+            if params.task is not None or (ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+                                           and declares_tasks(ctx.params)):
+                return await self.as_task(ctx, thread, call.message, scope, params.task is not None)
             if call.message is None:
                 return await self.outcome(ctx, thread, None)
             status = await self.gateway.status(thread)
@@ -168,12 +157,29 @@ class McpDoor:
             return await self.outcome(ctx, thread, waiter)
         except Exception as err:  # noqa: BLE001 - the model reads why, the conversation is untouched
             return text_result(f"{type(err).__name__}: {err}" if not isinstance(err, BadCall) else str(err),
-                               call.thread_id if "call" in locals() and call.thread_id else "", "failed", True)
+                               call.thread_id if call and call.thread_id else "", "failed", True)
+
+    async def thread_for(self, team: str, wanted: str | None, scope: str | None) -> str:
+        """A new thread of `team` in the caller's scope, or `wanted` if the caller sees it."""
+        if wanted is None:
+            return await self.gateway.start_thread(team, scope=scope)
+        try:
+            if await self.gateway.running(wanted, team, scope=scope):
+                return wanted
+        except ConversationNotFound:  # another scope's thread: as if there were none
+            pass
+        raise BadCall(f"no thread {wanted}")
+
+    async def as_task(self, ctx: ServerRequestContext[Any], thread: str, message: str | None,
+                      scope: str | None, legacy: bool) -> dict[str, Any]:
+        """The turn as a task, once the workflow has it: the 2025-11-25 `CreateTaskResult`
+        (`legacy`: the call had a `task` field), else the tasks extension's."""
+        view = await self.tasks.read(await self.tasks.submit(thread, message), scope)
+        return {"task": view.legacy()} if legacy else {"resultType": "task"} | view.modern(detailed=False)
 
     async def answered(self, ctx: ServerRequestContext[Any], team: str, thread: str, question: str,
                        responses: Mapping[str, Any]) -> types.CallToolResult | types.InputRequiredResult:
-        if not await self.gateway.running(thread, team):
-            raise BadCall(f"no thread {thread}")
+        await self.thread_for(team, thread, caller_scope(ctx))
         status = await self.gateway.status(thread)
         asked = next((q for q in status.pending if q.question_id == question), None)
         if asked is None:  # answered elsewhere since: what the thread does now
@@ -211,17 +217,14 @@ class McpDoor:
     async def ask(self, ctx: ServerRequestContext[Any], thread: str, q: Question
                   ) -> types.CallToolResult | types.InputRequiredResult:
         message = question_text(q)
-        schema = APPROVAL_SCHEMA if q.kind == "approval" else ANSWER_SCHEMA
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            form = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message,
-                                                                            requested_schema=schema))
-            return types.InputRequiredResult(input_requests={q.question_id: form},
+            return types.InputRequiredResult(input_requests={q.question_id: elicit_form(q)},
                                              request_state=state_of(thread, q.question_id))
         elicits = ctx.session.check_client_capability(
             types.ClientCapabilities(elicitation=types.ElicitationCapability()))
         if elicits:  # an earlier revision's client: ask the person now
             try:
-                response = await ctx.session.elicit_form(message, schema, ctx.request_id)
+                response = await ctx.session.elicit_form(message, schema_of(q), ctx.request_id)
             except NoBackChannelError:  # stateless HTTP: no way to ask now; the text asks instead
                 response = None
             text = answer_text(response, q) if response is not None else None
@@ -231,3 +234,4 @@ class McpDoor:
                 return await self.outcome(ctx, thread, waiter)
         return text_result(f"{message}\n(answer with this tool: thread_id {thread!r}, your answer as message)",
                            thread, "input_required")
+

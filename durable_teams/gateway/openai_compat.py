@@ -13,16 +13,10 @@ so a client that retries the same request gets the same turn, never a second one
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
 import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -31,19 +25,28 @@ from starlette.responses import JSONResponse, Response
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.approvals import approval_of
-from durable_teams.client.checkpoints import CheckpointError
-from durable_teams.client.refusals import ConversationEnded, TurnConflict
-from durable_teams.gateway import chat_edits
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
-from durable_teams.gateway.chat_marks import latest_mark, mark_line, mark_of, unmarked
+from durable_teams.gateway.chat_requests import (  # noqa: F401 - named here for the modules that always found them here
+    MATCH_ATTEMPTS,
+    RETRY_COUNT,
+    Exchange,
+    caller_scope,
+    end_user,
+    exchange_on,
+    input_id,
+    max_tokens,
+    may_stream,
+    says_retry,
+    taken,
+)
+from durable_teams.gateway.chat_resent import chat_thread
 from durable_teams.gateway.keyed import keyed_input
 from durable_teams.gateway.openai_stream import chunk_stream, usage_of
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.sse import openai_error, sse_response
 from durable_teams.gateway.threads import Gateway, Outcome, TeamMismatch
-from durable_teams.live.hub import Delta
 from durable_teams.workflows.state import ConversationStatus
 
 log = logging.getLogger("durable_teams.gateway")
@@ -113,58 +116,6 @@ def check_fields(body: dict[str, Any]) -> None:
             checks.encodable(user, field)
 
 
-def end_user(body: dict[str, Any]) -> str | None:
-    """OpenAI's `user`, or its newer `safety_identifier` (checked by `check_fields`): None when
-    absent, empty or blank, which all mean the same (no end user named), for the thread's memo
-    and its chat key alike. Both sent: both, as one id."""
-    ids = [value for field in ("user", "safety_identifier")
-           if isinstance(value := body.get(field), str) and value.strip()]
-    if len(ids) == 2:
-        return json.dumps(ids)
-    return ids[0] if ids else None
-
-
-MATCH_ATTEMPTS = 3
-"""Threads a history-resending request tries when other requests keep getting in first."""
-RETRY_COUNT = "x-stainless-retry-count"
-"""The header the openai SDKs (Python, JS) send: how many times the request was retried."""
-
-
-@dataclass
-class Exchange:
-    """A request's input accepted by `thread`: what waits for its outcome and, when streaming,
-    the live deltas subscribed to before the input went in (its first deltas are not missed)."""
-
-    thread: str
-    outcome: Callable[[], Awaitable[Outcome]]
-    subscription: AbstractAsyncContextManager[asyncio.Queue[Delta]] | None = None
-    deltas: asyncio.Queue[Delta] | None = None
-    mark: str = ""
-    """What the answer ends with: the thread's mark, for a history that does not carry it yet
-    (durable_teams/gateway/chat_marks.py)."""
-
-
-async def exchange_on(gw: Gateway, thread: str, stream: bool,
-                      begin: Callable[[], Awaitable[Callable[[], Awaitable[Outcome]]]],
-                      mark: str = "") -> Exchange:
-    if not stream:
-        return Exchange(thread, await begin(), mark=mark)
-    outcome, subscription, deltas = await gw.subscribed(thread, begin)
-    return Exchange(thread, outcome, subscription, deltas, mark)
-
-
-def says_retry(request: Request) -> bool:
-    """Whether the request says it is one sent again: an `Idempotency-Key`, or the openai
-    SDKs' retry count above 0."""
-    count = request.headers.get(RETRY_COUNT, "").strip()
-    return bool(request.headers.get("idempotency-key")) or (count.isdigit() and int(count) > 0)
-
-
-def input_id(*parts: str) -> str:
-    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()
-    return f"named-{digest[:32]}"
-
-
 def named_input(thread: str, status: ConversationStatus, text: str, request: Request,
                 asked_by: str | None = None) -> tuple[str, bool]:
     """The input id of a request on a named thread, and whether the thread took it already.
@@ -219,7 +170,7 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
     status = await gw.status(thread)
-    key = request.headers.get("idempotency-key")
+    key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # stands for this request alone: a retry reads its first outcome, other text is a 409
         keyed = await keyed_input(gw.client, thread, input_id(thread, "idempotency", key), text)
         return await exchange_on(gw, thread, bool(body.get("stream")), partial(
@@ -232,84 +183,6 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     key, again = named_input(thread, status, text, request, asked_by)
     return await exchange_on(gw, thread, bool(body.get("stream")), partial(
         gw.begin_exchange, thread, text, key, max_tokens(body), again=again))
-
-
-async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: dict[str, Any],
-                      request: Request) -> Exchange:
-    """The exchange on the thread a history-resending client continues
-    (durable_teams/gateway/chat_history.py), or on a new one that opens with the earlier
-    messages, closed when its chat goes quiet. When another request with the same history got
-    in first (two chats that said the same words, sent at once), or the thread ended since it
-    was found, the next thread that fits, or a new one."""
-    stream, tenant = bool(body.get("stream")), scope_of(request)
-    await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
-    history = chats.without_asked_again(history)  # an unclear answer: the thread never took it
-    key = chats.chat_key(caller_scope(request), team, history, end_user(body), tenant)
-    keys = chats.request_keys(key, history)
-    retry = says_retry(request)
-    carried = latest_mark(history.earlier)
-    for _ in range(MATCH_ATTEMPTS):
-        match = await chats.find_thread(gw, key, history, retry=retry, keys=keys,
-                                        wait_seconds=gw.chat_lookup_seconds)
-        if match is None:
-            break
-        try:
-            return await exchange_on(gw, match.thread, stream, partial(
-                gw.begin_exchange, match.thread, history.text, keys.this, max_tokens(body),
-                seen=match.status, again=match.again), mark_for(gw, match.thread, carried))
-        except (TurnConflict, ConversationEnded):  # taken by another request, or ended since
-            continue
-    edit = await chat_edits.edited_turn(gw, key, history)
-    if edit is not None:  # an earlier message edited: its thread forked there (chat_edits.py)
-        fork_id = chat_edits.fork_id(key, history, edit, keys)
-        try:
-            return await exchange_on(gw, fork_id, stream, partial(
-                chat_edits.begin_fork, gw, key, history, edit, keys, max_tokens(body)),
-                mark_for(gw, fork_id, carried))
-        except CheckpointError as err:  # a turn that cannot be forked: a new thread, as before
-            log.info("chat edit of %s not forked (%s); a new thread opens", edit.thread, err)
-    thread = await gw.start_thread(team, chats.new_thread_id(key, history), user=end_user(body),
-                                   history=unmarked(history.earlier), scope=tenant,
-                                   idle_close_seconds=gw.chat_idle_seconds)
-    return await exchange_on(gw, thread, stream, partial(
-        gw.begin_exchange, thread, history.text, keys.this, max_tokens(body)), mark_for(gw, thread, carried))
-
-
-def mark_for(gw: Gateway, thread: str, carried: str | None) -> str:
-    """The mark line an answer on `thread` ends with: none when the history carries it already
-    (or marks are off)."""
-    return mark_line(thread) if gw.chat_marks and carried != mark_of(thread) else ""
-
-
-def may_stream(request: Request) -> bool:
-    """Whether the caller may hold one more stream (`--max-followers`): a streamed chat
-    completion holds its connection and a live subscription as long as an `/events` follower,
-    so it counts as one (durable_teams/gateway/auth.py holds it until the response ends)."""
-    open_stream = getattr(request.state, "open_stream", None)
-    return open_stream is None or bool(open_stream())
-
-
-def caller_scope(request: Request) -> str:
-    """Whose chat families a caller's requests continue: its scope's (any token of a scoped
-    name), else its token's (a digest of it); "" on a gateway without tokens."""
-    tenant = scope_of(request)
-    if tenant is not None:
-        return f"scope:{tenant}"
-    caller = getattr(request.state, "caller", "")
-    return caller if caller.startswith("token:") else ""
-
-
-def max_tokens(body: dict[str, Any]) -> int | None:
-    """`max_completion_tokens` (or the older `max_tokens`): a positive integer, or None."""
-    found: list[int] = []
-    for name in ("max_completion_tokens", "max_tokens"):  # both checked: neither hides the other
-        value = body.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1_000_000:
-            raise FieldError(f"'{name}' must be an integer from 1 to 1000000", name)
-        found.append(value)
-    return found[0] if found else None
 
 
 async def chat_completions(request: Request) -> Response:

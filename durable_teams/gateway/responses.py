@@ -7,7 +7,7 @@ resuming a stream work from any gateway process, after any restart: nothing is k
     GET  /v1/responses/{id}                  the response; ?stream=true&starting_after=N resumes
     GET  /v1/responses/{id}/input_items      what the request sent
     POST /v1/responses/{id}/cancel           cancel its turn (the workflow's cancel_turn)
-    DELETE /v1/responses/{id}                (refused: a response is part of its thread's log)
+    DELETE /v1/responses/{id}                no longer served (its turn stays in the thread's log)
 """
 
 from __future__ import annotations
@@ -20,16 +20,29 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
+from durable_teams.gateway import key_records
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
+from durable_teams.gateway import responses_live as live
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
-from durable_teams.gateway.openai_compat import caller_scope, input_id, may_stream
+from durable_teams.gateway.chat_requests import caller_scope, input_id, may_stream
+from durable_teams.gateway.keyed import KeyReused, caller_key
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
-from durable_teams.gateway.responses_turns import Refused, first_turn, following, refusal, resent
-from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse
+from durable_teams.gateway.responses_forks import forked
+from durable_teams.gateway.responses_turns import (
+    NotLatest,
+    Refused,
+    first_thread,
+    first_turn,
+    following,
+    refusal,
+    resent,
+)
+from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, View
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.sse import openai_error, sse_frame, sse_response
 from durable_teams.gateway.threads import Gateway
@@ -51,32 +64,75 @@ async def create(request: Request) -> Response:
         return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
                                             body.get("input")], sort_keys=True).encode()).hexdigest()
-    if previous is None and given.conversation is not None:
-        ref = await resent(gw, team, given.conversation, request, body.get("max_output_tokens"))
-    elif previous is None:
-        if given.text is None:
-            raise FieldError("'input': an mcp_approval_response answers a response: send its "
-                             "previous_response_id", "input")
-        try:
-            ref = await first_turn(gw, team, given.text, key, request_id, body.get("max_output_tokens"), request)
-        except Refused as refused:
-            return refused.response
-    else:
-        await visible_response(gw, ResponseRef.parse(previous), scope_of(request))
-        try:
-            ref = await following(gw, team, ResponseRef.parse(previous), given,
-                                  input_id(ResponseRef.parse(previous).thread, "responses", request_id),
-                                  body.get("max_output_tokens"))
-        except Refused as refused:
-            return refused.response
-    created = await created_at(gw, ref.thread)
+    max_tokens = body.get("max_output_tokens")
+    thread = input_thread(team, previous, given, key, request)
+    # a stream subscribes to live deltas before its input goes in: it sees every call from its start
+    feed = await live.open_feed(gw, thread) if stream and thread else None
+    try:
+        if previous is None and given.conversation is not None:
+            await claim(gw, request, key, previous, body.get("input"), team)
+            ref = await resent(gw, team, given.conversation, request, max_tokens)
+        elif previous is None:
+            assert thread is not None and given.text is not None
+            await claim(gw, request, key, None, body.get("input"), team)  # another team's thread is another
+            ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request)
+        else:
+            ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens,
+                                  key, body.get("input"))
+        created = await created_at(gw, ref.thread)
+    except Refused as refused:
+        await live.close(feed)
+        return refused.response
+    except BaseException:
+        await live.close(feed)
+        raise
     if stream:
-        return sse_response(event_stream(gw, ref, team, created, -1, background), {}, openai_error)
+        feed = await live.feed_for(gw, feed, ref)
+        return sse_response(event_stream(gw, ref, team, created, -1, background, feed), {}, openai_error)
     if background:
         view, _ = await state.read(gw, ref)
-        return JSONResponse(response_object(view, team, created, background=True))
+        return JSONResponse(response_object(view, team, created, background=True, live=gw.live_responses))
     view = await state.ended(gw, ref)
-    return JSONResponse(response_object(view, team, created))
+    return JSONResponse(response_object(view, team, created, live=gw.live_responses))
+
+
+def input_thread(team: str, previous: str | None, given: fields.Input, key: str | None,
+                 request: Request) -> str | None:
+    """The thread a request's input goes to, when known before it goes in (a resent
+    conversation's is found as it goes in)."""
+    if previous is not None:
+        return ResponseRef.parse(previous).thread
+    if given.conversation is not None:
+        return None
+    if given.text is None:
+        raise FieldError("'input': an mcp_approval_response answers a response: send its "
+                         "previous_response_id", "input")
+    return first_thread(team, key, request)
+
+
+async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input, request: Request,
+                    request_id: str, max_tokens: int | None, key: str | None = None,
+                    raw_input: Any = None) -> ResponseRef:
+    """The response to a request naming `previous`: on its thread, or on a fork of it."""
+    await visible_response(gw, previous, scope_of(request))
+    await claim(gw, request, key, previous.id, raw_input, team)  # after the 404: a refused request claims nothing
+    try:
+        return await following(gw, team, previous, given, input_id(previous.thread, "responses", request_id),
+                               max_tokens)
+    except NotLatest as not_latest:  # an earlier response: continued on a fork of its thread
+        return await forked(gw, team, not_latest, given, caller_scope(request), request_id, max_tokens)
+
+
+async def claim(gw: Gateway, request: Request, key: str | None, *content: Any) -> None:
+    """A keyed request that does not start its own thread: the key recorded as standing for
+    its content (durable_teams/gateway/key_records.py), `KeyReused` (409) for other content."""
+    if key:
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
+        try:
+            await key_records.claim(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
+                                    str(content[0] or ""))
+        except KeyReused as reused:  # OpenAI's error shape, as a new response's reused key has it
+            raise Refused(refusal(409, reused.detail, "idempotency_key_reused")) from None
 
 
 async def created_at(gw: Gateway, thread: str) -> int:
@@ -86,13 +142,25 @@ async def created_at(gw: Gateway, thread: str) -> int:
 
 
 async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, after: int,
-                       background: bool = False) -> AsyncIterator[str]:
-    """The response's events numbered from durable state, from `after + 1` until it ends."""
+                       background: bool = False, feed: live.Feed | None = None) -> AsyncIterator[str]:
+    """The response's events numbered from durable state, from `after + 1` until it ends, with
+    live text deltas from `feed` between them (durable_teams/gateway/responses_live.py)."""
     sent = after
-    async for view in state.views(gw, ref):
-        for event in numbered(events(view, team, created, background), sent):
-            yield sse_frame(event["type"], event)
-            sent = event["sequence_number"]
+    text = live.LiveText(ref, feed.floor) if feed is not None else None
+    try:
+        async for got in live.merged(state.views(gw, ref), feed.deltas if feed is not None else None):
+            if isinstance(got, View):
+                for event in numbered(events(got, team, created, background, gw.live_responses), sent):
+                    if text is not None and event["type"] == "response.output_text.delta":
+                        event = {**event, "delta": text.rest(event["delta"])}
+                    yield sse_frame(event["type"], event)
+                    sent = event["sequence_number"]
+                if got.ended:
+                    return
+            elif text is not None and sent >= live.OPENED and (piece := text.take(got)):
+                yield sse_frame("response.output_text.delta", text.event(piece, sent))
+    finally:
+        await live.close(feed)
 
 
 def ref_of(request: Request) -> ResponseRef:
@@ -127,15 +195,17 @@ async def retrieve(request: Request) -> Response:
         await state.read(gw, ref)  # an id that names no response: 404 before the stream starts
         if not may_stream(request):
             return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
-        return sse_response(event_stream(gw, ref, team, created, start), {}, openai_error)
+        feed = await live.open_feed(gw, ref.thread)  # joined: the calls made from now on
+        return sse_response(event_stream(gw, ref, team, created, start, feed=feed), {}, openai_error)
     view, _ = await state.read(gw, ref)
-    return JSONResponse(response_object(view, team, created))
+    return JSONResponse(response_object(view, team, created, live=gw.live_responses))
 
 
 async def input_items(request: Request) -> Response:
     """What the request that made the response sent, as the log holds it."""
     gw: Gateway = request.app.state.gateway
     ref = await seen_ref(request)
+    await state.read(gw, ref)  # no such response, or a deleted one: 404
     page = await gw._page(ref.thread, ref.start, 20)
     items: list[dict[str, Any]] = []
     for message in page.messages:
@@ -160,9 +230,25 @@ def user_item(ref: ResponseRef, text: str) -> dict[str, Any]:
 
 
 async def delete(request: Request) -> Response:
-    ref_of(request)  # the same 409 for any response id, whoever's: nothing to tell apart
-    return refusal(409, "a team's responses are its thread's durable log and cannot be deleted one "
-                        "by one (they go with the thread, at the namespace's retention)", "not_deletable")
+    """Delete a response: no longer served (GET, input_items, cancel, DELETE and
+    `previous_response_id` naming it are 404s, from every gateway process, after restarts),
+    marked in the thread's durable state (workflows/deletions.py). Its turn stays in the
+    thread's transcript; a running turn goes on (cancel it first to stop it)."""
+    gw: Gateway = request.app.state.gateway
+    ref = await seen_ref(request)
+    await state.read(gw, ref)  # no such response, or deleted already: 404
+    try:
+        deleted = await gw.client.get_workflow_handle(ref.thread).execute_update(
+            "delete_response", ref.key, result_type=bool)
+    except WorkflowUpdateFailedError as err:  # a worker without delete_response (older code)
+        return refusal(409, f"{ref.id} cannot be deleted: {getattr(err.cause, 'message', err)}", "not_deletable")
+    except RPCError as err:  # the thread has closed: its state takes no more changes
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return refusal(409, f"{ref.id} cannot be deleted: its thread has closed", "not_deletable")
+    if not deleted:  # another request deleted it meanwhile
+        raise UnknownResponse(f"no response {ref.id!r} (deleted)")
+    return JSONResponse({"id": ref.id, "object": "response", "deleted": True})
 
 
 async def cancel(request: Request) -> Response:
@@ -184,4 +270,4 @@ async def cancel(request: Request) -> Response:
                 return refusal(409, f"{ref.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
                                "not_cancellable")
     view = await state.ended(gw, ref)
-    return JSONResponse(response_object(view, team, await created_at(gw, ref.thread)))
+    return JSONResponse(response_object(view, team, await created_at(gw, ref.thread), live=gw.live_responses))

@@ -11,12 +11,16 @@ from durable_teams.gateway import requests as checks
 from durable_teams.gateway.chat_history import FieldError
 
 TAKEN = {"model", "input", "previous_response_id", "stream", "background", "max_output_tokens",
-         "store", "tools", "tool_choice", "text", "instructions", "metadata", "stream_options"}
+         "store", "tools", "tool_choice", "text", "instructions", "metadata", "stream_options",
+         "background_options"}
 IGNORED = {"temperature", "top_p", "parallel_tool_calls", "user", "safety_identifier",
-           "prompt_cache_key", "prompt_cache_retention", "service_tier", "reasoning", "include",
-           "truncation", "client_metadata"}
-"""Sampling and caching hints, and a client's own labels: a team's agents use their own model
-settings."""
+           "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "service_tier",
+           "reasoning", "include", "truncation", "client_metadata", "image"}
+"""Sampling and caching hints, options for inputs a team does not take (images), and a
+client's own labels: a team's agents use their own model settings."""
+WINDOWS = ("soonest", "2h", "8h")
+"""`background_options.completion_window`: a team's background run starts at once, so it
+ends within any of them."""
 SYSTEM_ROLES = {"system", "developer"}
 SKIPPED_ITEMS = {"reasoning", "mcp_approval_request"}
 """Items of ours a client resends with the conversation: the thread has them."""
@@ -25,6 +29,9 @@ REFUSED = {
     "prompt": "prompt templates are not served: a team's prompts are its agents' instructions",
     "top_logprobs": "log probabilities are not available from a team",
     "max_tool_calls": "a team's tool calls are bounded by its own budgets (Supervisor(max_tool_calls=...))",
+    "context_management": "a team's agents manage their own context (compaction is not run for a request)",
+    "moderation": "moderation is not run by the gateway: a team's guardrails are its own",
+    "access_programs": "access programs are the model provider's: a team's agents call their own models",
 }
 
 
@@ -75,6 +82,24 @@ def check(body: dict[str, Any]) -> None:
         raise FieldError("'max_output_tokens' must be an integer from 1 to 1000000", "max_output_tokens")
     if body.get("stream_options") is not None and not isinstance(body["stream_options"], dict):
         raise FieldError("'stream_options' must be an object", "stream_options")
+    check_background_options(body)
+
+
+def check_background_options(body: dict[str, Any]) -> None:
+    """`background_options`: `{"completion_window": "soonest" | "2h" | "8h"}`, the longer
+    windows with `background: true` and no stream, as the API has it."""
+    options = body.get("background_options")
+    if options is None:
+        return
+    if not isinstance(options, dict) or set(options) - {"completion_window"}:
+        raise FieldError("'background_options' takes only completion_window", "background_options")
+    window = options.get("completion_window", "soonest")
+    if window not in WINDOWS:
+        raise FieldError(f"'background_options.completion_window' is one of {', '.join(WINDOWS)}",
+                         "background_options")
+    if window != "soonest" and (body.get("background") is not True or body.get("stream")):
+        raise FieldError(f"'background_options': the {window} window needs background: true and no stream",
+                         "background_options")
 
 
 def parse_input(value: Any, instructions: str | None = None, continued: bool = False) -> Input:

@@ -53,12 +53,15 @@ async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> set[str]
     return found
 
 
-async def read(gw: Gateway, ref: ResponseRef) -> tuple[View, ConversationStatus]:
-    """The response `ref` as its thread has it now, with the thread's status."""
+async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tuple[View, ConversationStatus]:
+    """The response `ref` as its thread has it now, with the thread's status. A deleted one
+    (`DELETE /v1/responses/{id}`) is unknown, unless `deleted_too` (walking the thread)."""
     handle = gw.client.get_workflow_handle(ref.thread)
     status = await gw.status(ref.thread)  # before the log: a reply read here has its log complete
     if not 1 <= ref.turn <= status.turns:  # an id no request of this thread was given
         raise UnknownResponse(f"no response {ref.id!r}")
+    if not deleted_too and ref.key in status.deleted_responses:
+        raise UnknownResponse(f"no response {ref.id!r} (deleted)")
     replies = await handle.query("turn_replies", args=[[ref.turn]], result_type=list[TurnReply])
     messages: list[Message] = []
     index = ref.start
@@ -101,16 +104,18 @@ def successor(view: View, status: ConversationStatus) -> ResponseRef | None:
     return None
 
 
-async def latest(gw: Gateway, ref: ResponseRef) -> tuple[View, ConversationStatus, ResponseRef | None]:
-    """The thread's latest response, walked to from `ref`, and the one right after `ref`."""
-    view, status = await read(gw, ref)
+async def latest(gw: Gateway, ref: ResponseRef,
+                 deleted_too: bool = False) -> tuple[View, ConversationStatus, ResponseRef | None]:
+    """The thread's latest response, walked to from `ref` (deleted or not, with `deleted_too`),
+    and the one right after `ref` (responses deleted on the way are walked through)."""
+    view, status = await read(gw, ref, deleted_too)
     first: ResponseRef | None = None
     for _ in range(10_000):
         after = successor(view, status)
         if after is None:
             break
         first = first or after
-        view, status = await read(gw, after)
+        view, status = await read(gw, after, deleted_too=True)
     return view, status, first
 
 
@@ -161,7 +166,7 @@ async def latest_of_thread(gw: Gateway, thread: str, page_size: int = 50) -> Res
         page = await gw._page(thread, start, end - start)
         for offset in range(len(page.messages) - 1, -1, -1):
             if is_turn_start(page.messages[offset]):
-                view, _, _ = await latest(gw, ResponseRef(thread, status.turns, start + offset, 0))
+                view, _, _ = await latest(gw, ResponseRef(thread, status.turns, start + offset, 0), True)
                 return view.ref
         end = start
     return None

@@ -21,7 +21,13 @@ from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
-from durable_teams.gateway.openai_compat import MATCH_ATTEMPTS, caller_scope, input_id, says_retry
+from durable_teams.gateway.chat_requests import (
+    MATCH_ATTEMPTS,
+    caller_scope,
+    input_id,
+    says_retry,
+    taken,
+)
 from durable_teams.gateway.responses_events import approval_id
 from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, View
 from durable_teams.gateway.scopes import scope_of
@@ -39,11 +45,33 @@ class Refused(Exception):
         self.response = response
 
 
-async def first_turn(gw: Gateway, team: str, text: str, key: str | None, request_id: str,
+class NotLatest(Refused):
+    """`previous` is not its thread's latest response (`latest` is): a fork may continue it."""
+
+    def __init__(self, previous: ResponseRef, latest: View, ended_turn: bool) -> None:
+        why = ("" if ended_turn else
+               f" ({previous.id} ended at a question inside its turn, answered since: a fork "
+               "starts at a turn's end)")
+        super().__init__(refusal(409, f"{previous.id} is not the thread's latest response: continue "
+                                      f"from {latest.ref.id}{why}", "not_latest_response",
+                                 "previous_response_id", latest_response_id=latest.ref.id))
+        self.previous, self.latest, self.ended_turn = previous, latest, ended_turn
+
+
+def first_thread(team: str, key: str | None, request: Request) -> str:
+    """The thread a first request opens: the same for the same Idempotency-Key and caller."""
+    return f"{team}-resp-{idempotency_digest(key, request) or uuid.uuid4().hex[:16]}"
+
+
+def idempotency_digest(key: str | None, request: Request) -> str | None:
+    return hashlib.sha256(f"{getattr(request.state, 'caller', '')}\0{key}".encode()).hexdigest()[:16] if key else None
+
+
+async def first_turn(gw: Gateway, team: str, thread: str, text: str, key: str | None, request_id: str,
                      max_tokens: int | None, request: Request) -> ResponseRef:
-    """A new thread and its first turn (the same thread again for the same Idempotency-Key)."""
-    keyed = hashlib.sha256(f"{getattr(request.state, 'caller', '')}\0{key}".encode()).hexdigest()[:16] if key else None
-    thread = f"{team}-resp-{keyed}" if keyed else f"{team}-resp-{uuid.uuid4().hex[:16]}"
+    """`thread` (`first_thread`) started and its first turn (the same again for the same
+    Idempotency-Key)."""
+    keyed = idempotency_digest(key, request)
     try:
         await gw.start_thread(team, thread, idempotency=keyed, request_digest=request_id[:16] if keyed else None,
                               scope=scope_of(request))
@@ -57,7 +85,7 @@ async def first_turn(gw: Gateway, team: str, text: str, key: str | None, request
 
 
 async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input,
-                    turn_id: str, max_tokens: int | None) -> ResponseRef:
+                    turn_id: str, max_tokens: int | None, deleted_too: bool = False) -> ResponseRef:
     """The response to a request continuing `previous`: an answer to its question, or the
     thread's next turn. Only the thread's latest response may be continued (409 naming it); the
     same request sent again gets the response it made the first time."""
@@ -67,16 +95,16 @@ async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields
             raise UnknownResponse(f"no response {previous.id!r}")
     except TeamMismatch as mismatch:
         raise checks.BadRequest(str(mismatch)) from None
-    view, status, after = await state.latest(gw, previous)
+    view, status, after = await state.latest(gw, previous, deleted_too)
     if after is not None:  # continued already: by this very request (a retry), or another
+        if await taken(gw, thread, turn_id) == after.turn:  # however late (the ids the thread took)
+            return after
         if after.step == 0 and await gw.client.get_workflow_handle(thread).query(
                 "turn_number", turn_id) == after.turn:
             return after
         if after.step > 0 and turn_id in (status.last_input_id, status.previous_input_id):
             return after
-        raise Refused(refusal(409, f"{previous.id} is not the thread's latest response: continue "
-                                   f"from {view.ref.id} (forks are not supported)", "not_latest_response",
-                              "previous_response_id", latest_response_id=view.ref.id))
+        raise NotLatest(previous, view, ended_turn=after.step == 0)
     if not view.ended:
         raise Refused(refusal(409, f"{previous.id} is still {view.status}: wait for it (GET "
                                    f"/v1/responses/{previous.id}) or cancel it", "response_in_progress",
@@ -140,7 +168,8 @@ async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], req
         if match.again:  # this very request, sent again: the response it made
             return latest
         try:
-            return await following(gw, team, latest, fields.Input(text=history.text), keys.this, max_tokens)
+            return await following(gw, team, latest, fields.Input(text=history.text), keys.this, max_tokens,
+                                   deleted_too=True)  # matched by its messages, not by a response id
         except (TurnConflict, ConversationEnded, QuestionClosed, Refused):  # another request got in first
             continue
     thread = await gw.start_thread(team, chats.new_thread_id(key, history), history=history.earlier,

@@ -39,6 +39,11 @@ class ResponseRef:
     def id(self) -> str:
         return f"{PREFIX}{self.thread.encode().hex()}_{self.turn}_{self.start}_{self.step}"
 
+    @property
+    def key(self) -> str:
+        """The response within its thread (what `delete_response` marks)."""
+        return f"{self.turn}_{self.start}_{self.step}"
+
     @classmethod
     def parse(cls, value: object) -> ResponseRef:
         """The ref an id stands for, or `UnknownResponse`."""

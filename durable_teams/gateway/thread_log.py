@@ -17,6 +17,7 @@ from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.refusals import ConversationEnded
 from durable_teams.client.send import AcceptedTurn
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import LogPage, TurnReply
 
 
@@ -60,6 +61,22 @@ class ThreadLog:
                     back -= 1
             end = start
         return None
+
+    async def turn_messages(self, thread: str, number: int, latest: int, limit: int = 200) -> list[tuple[int, Message]]:
+        """Turn `number`'s log messages with their indexes, from its message to the next turn's
+        (at most `limit`; `latest`: the newest turn begun); none when the log does not hold it."""
+        start = await self.turn_start(thread, number, latest)
+        found: list[tuple[int, Message]] = []
+        while start is not None and len(found) < limit:
+            page = await self._page(thread, start, limit - len(found))
+            for offset, message in enumerate(page.messages):
+                if found and message.role == "user" and message.kind == "message" and message.agent_run == 0:
+                    return found  # the next turn's message
+                found.append((start + offset, message))
+            start += len(page.messages)
+            if not page.messages or start >= page.total:
+                break
+        return found
 
     async def _page(self, thread: str, start: int, limit: int = 200) -> LogPage:
         handle = self.client.get_workflow_handle(thread)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -18,7 +19,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.replay_state import ReplayFailed
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
+from durable_teams.gateway import key_records
 from durable_teams.gateway import requests as checks
+from durable_teams.gateway.keyed import caller_key
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.threads import Gateway
 
@@ -56,6 +59,9 @@ async def fork_thread(request: Request) -> Response:
         digest = hashlib.sha256(f"{caller}\0{key}\0{thread}\0{at}\0{message}".encode()).hexdigest()
         wanted = f"{thread}-fork-{digest[:12]}"
     await gw.visible(thread, scope_of(request))  # no such thread, or another scope's: 404
+    if key:  # the key stands for this fork alone: the same key with another fork is a 409
+        await key_records.claim(gw.client, gw.task_queue, "fork", caller_key(request, key),
+                                json.dumps([thread, at, message, body.get("thread_id")]), wanted or "")
     # the fork keeps the original's memo, its scope with it: the same callers see it
     try:
         forked = await fork(gw.client, thread, at=at, message=message, fork_id=wanted)

@@ -68,13 +68,17 @@ def tool(
     retry_interval_seconds: float = 1.0,
     task_queue: str | None = None,
     cache_seconds: float | None = None,
+    interrupt_before: bool = False,
+    interrupt_after: bool = False,
 ) -> Any:
     """Make a function a tool: `@tool`, `@tool(idempotent=True)` or `tool(fn)`.
 
     A tool runs at most once per call unless it is declared `idempotent=True` (safe to run
     twice); then it is retried after a failure or a timeout, up to `max_attempts` (default 3)
     runs. `cache_seconds` (an idempotent tool only) reuses a result for the same arguments,
-    across conversations, for that long. A definition that cannot work raises `TeamError` here.
+    across conversations, for that long. `interrupt_before` / `interrupt_after` pause every call
+    for a person before it runs / after it ran, in every team (docs/time-travel.md,
+    "Breakpoints"). A definition that cannot work raises `TeamError` here.
     """
 
     def wrap(f: Callable[..., Any] | Tool) -> Tool:
@@ -103,6 +107,8 @@ def tool(
             idempotent=idempotent,
             retry_interval_seconds=retry_interval_seconds,
             task_queue=task_queue,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
         )
         return Tool(f, spec, cache_seconds)
 

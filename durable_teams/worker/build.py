@@ -26,7 +26,7 @@ from temporalio.worker import (
 )
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from durable_teams.activities import heartbeats
+from durable_teams.activities import a2a_push_delivery, heartbeats
 from durable_teams.activities.mcp_calls import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.model_embeddings import EmbeddingActivities
@@ -51,6 +51,7 @@ from durable_teams.worker.team_sets import (
     workers_serving_other_teams,
 )
 from durable_teams.worker.tolerant_converter import tolerant_client
+from durable_teams.workflows.a2a_push import A2APushWorkflow
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.placement import LOCATE_ACTIVITY
 
@@ -221,7 +222,9 @@ def build_worker(
     labels = LabelsActivity(client)
     own_queue = worker_queue_name(task_queue)
     options: dict = {
-        "workflows": [TeamWorkflow],  # a test may serve another version of it (tests/next_release.py)
+        # a test may serve another version of TeamWorkflow (tests/next_release.py); A2A tasks'
+        # push notifications are workflows of their own (workflows/a2a_push.py)
+        "workflows": [TeamWorkflow, A2APushWorkflow],
         # a regular model call heartbeats to hear of a cancel (activities/heartbeats.py)
         "default_heartbeat_throttle_interval": heartbeats.THROTTLE,
         # Our workflow package is imported once instead of into every conversation's sandbox.
@@ -247,7 +250,7 @@ def build_worker(
         task_queue=task_queue,
         activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team,
                     mcp.list_mcp_tools, mcp.call_mcp_tool, locate_activity(own_queue),
-                    labels.available_labels, embeddings.embed_texts],
+                    labels.available_labels, embeddings.embed_texts, *a2a_push_delivery.ACTIVITIES],
         **options,
     )
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],

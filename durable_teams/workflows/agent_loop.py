@@ -11,6 +11,7 @@ import json
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import timedelta
+from typing import Literal
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -20,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from . import roster, usage
     from .agent_spans import SINK, AgentRunRecord, HandoffMade, agent_run_span
     from .answering import AgentOutcome, Budget, CallAnswerer
+    from .breakpoints import pauses
     from .human import HumanDesk, Interrupted
     from .live_view import OfferedViews
     from .messages import (
@@ -89,9 +91,18 @@ class AgentLoop:
         first finishes answering the calls of the run's last message (a turn resumed after
         continue-as-new)."""
         with self.span(agent, agent_run) as span:
+            breaks = self.tools.breaks
+            stopped = await breaks.before_agent(agent) if (
+                breaks.on and not resume and pauses(self.team, "before", agent)) else None
+            if stopped is not None:  # a worker's supervisor is told; a stopped shared run ends the turn
+                return self.stop(agent, agent_run, stopped, "answer" if agent_run else "stopped")
             outcome = await self.resume_calls(agent, agent_run, budget) if resume else None
             if outcome is None:
                 outcome = await self._loop(agent, agent_run, budget)
+            if breaks.on and outcome.kind not in ("budget", "stopped") and pauses(self.team, "after", agent):
+                stopped = await breaks.after_agent(agent, _what(outcome))
+                if stopped is not None:  # routing goes no further
+                    return self.stop(agent, agent_run, stopped, "stopped")
             if span is not None and outcome.kind == "handoff":
                 span.handoffs = [HandoffMade(target, call.name, call.id) for target, call in outcome.handoffs]
             return outcome
@@ -141,11 +152,12 @@ class AgentLoop:
             "before an agent gave a final answer.",
         )
 
-    def stop(self, agent: str, agent_run: int, text: str) -> AgentOutcome:
+    def stop(self, agent: str, agent_run: int, text: str,
+             kind: Literal["budget", "stopped", "answer"] = "budget") -> AgentOutcome:
         self.transcript.append(
             Message(role="assistant", content=text, name=agent, agent_run=agent_run, kind="error")
         )
-        return AgentOutcome("budget", agent, text)
+        return AgentOutcome(kind, agent, text)
 
     async def call_model(
         self, agent: str, agent_run: int, budget: Budget
@@ -273,3 +285,12 @@ class AgentLoop:
         except Interrupted:
             self.interrupted_at = self.interrupted_at or (agent, agent_run, before)
             raise
+
+
+def _what(outcome: AgentOutcome) -> str:
+    """What an agent's run came to, for a person at a breakpoint after it."""
+    if outcome.kind == "handoff":
+        return "hands off to " + ", ".join(target for target, _ in outcome.handoffs)
+    if outcome.kind == "escalate":
+        return f"asks for help: {outcome.text}"
+    return f"answered: {outcome.text}"

@@ -40,7 +40,8 @@ class Budget:
 class AgentOutcome:
     """How an agent run ended (or None from `answer`: the run goes on)."""
 
-    kind: Literal["answer", "handoff", "escalate", "forward", "budget"]
+    kind: Literal["answer", "handoff", "escalate", "forward", "budget", "stopped"]
+    """"stopped": a person stopped the turn at a breakpoint (workflows/breakpoints.py)."""
     agent: str
     text: str = ""
     handoffs: list[tuple[str, ToolCall]] = field(default_factory=list)
@@ -70,6 +71,11 @@ class CallAnswerer:
         for message in messages:
             self.state.transcript.append(message)
             self.state.answered_calls.pop(message.tool_call_id or "", None)
+        stops = [self.tools.stopped.pop(m.tool_call_id) for m in messages if m.tool_call_id in self.tools.stopped]
+        if stops:  # a person stopped the run at a breakpoint after a tool (workflows/breakpoints.py)
+            self.state.transcript.append(Message(role="assistant", content=stops[0], name=agent,
+                                                 agent_run=agent_run, kind="error"))
+            return AgentOutcome("stopped", agent, stops[0])
         return self._outcome(agent, messages, batch)
 
     def _classify(

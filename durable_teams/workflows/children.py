@@ -50,8 +50,12 @@ def child_team(team: TeamSpec, agent: str) -> TeamSpec:
     if spec.team is not None:
         return spec.team
     alone = replace(spec, run_as_child=False, handoffs=[], handoff_tool_names={}, handoff_descriptions={})
+    tools = {t: team.tools[t] for t in spec.tools if t in team.tools}
+    kept = ("tools", agent, *tools)  # the team's breakpoints on what the child runs
     return replace(team, name=f"{team.name}/{agent}", supervisor=None, agents={agent: alone},
-                   tools={t: team.tools[t] for t in spec.tools if t in team.tools}, start_agent=agent)
+                   tools=tools, start_agent=agent,
+                   interrupt_before=[n for n in team.interrupt_before if n in kept],
+                   interrupt_after=[n for n in team.interrupt_after if n in kept])
 
 
 def bounded_history(messages: list[Message], max_bytes: int = HISTORY_BYTES) -> list[Message]:

@@ -137,10 +137,7 @@ def definition_problems(team: TeamSpec) -> list[str]:
         found.append(f"team {team.name!r} has no agents")
     names = list(team.agents) + ([team.supervisor.name] if team.supervisor else [])
     found += [agent_name_problem(n) for n in names]
-    unknown = [n for n in team.interrupt_before if n != "tools" and n not in team.tools]
-    if unknown:  # a typo would never pause
-        found.append(f"interrupt_before names no tool of team {team.name!r}: {', '.join(unknown)} "
-                     f"(its tools: {', '.join(team.tools) or 'none'}; or \"tools\" for every tool)")
+    found += _breakpoint_problems(team)
     for name in team.tools:
         found.append(tool_name_problem(name))
         if name in BUILTINS:
@@ -153,6 +150,35 @@ def definition_problems(team: TeamSpec) -> list[str]:
         if agent.team is not None:
             found += [f"in nested team {name!r}: {p}" for p in definition_problems(agent.team)]
     return [p for p in found if p]
+
+
+def _breakpoint_problems(team: TeamSpec) -> list[str]:
+    """Breakpoint names (workflows/breakpoints.py) that would never pause: a typo, a tool of
+    another agent, or a nested team named from outside it (its breakpoints are its own)."""
+    found: list[str] = []
+    steps = list(team.agents) + ([team.supervisor.name] if team.supervisor else [])
+    for which in ("interrupt_before", "interrupt_after"):
+        unknown = [n for n in getattr(team, which) if n != "tools" and n not in team.tools and n not in steps]
+        if unknown:
+            found.append(f"{which} names no tool or agent of team {team.name!r}: {', '.join(unknown)} "
+                         f"(its tools: {', '.join(team.tools) or 'none'}; its agents: {', '.join(steps)}; "
+                         "or \"tools\" for every tool)")
+        nested = [n for n in getattr(team, which) if n in team.agents and team.agents[n].team is not None]
+        if nested:
+            found.append(f"{which} names the nested team {', '.join(nested)}: declare its breakpoints "
+                         "on its own team or agents")
+        for name, agent in team.agents.items():
+            own = getattr(agent, which)
+            if own and agent.team is not None:
+                found.append(f"agent {name!r} is a nested team: declare its breakpoints on its own "
+                             f"team or agents, not in {which}")
+                continue
+            unknown = [n for n in own if n not in ("tools", "agent", name) and n not in agent.tools]
+            if unknown:
+                found.append(f"{which} of agent {name!r} names none of its tools: {', '.join(unknown)} "
+                             f"(its tools: {', '.join(agent.tools) or 'none'}; or \"tools\" for all of "
+                             "them, \"agent\" for the agent itself)")
+    return found
 
 
 def _intent_problems(team: TeamSpec) -> list[str]:

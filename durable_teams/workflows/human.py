@@ -45,8 +45,10 @@ def reply_problem(state: ConversationState, reply: HumanReply) -> str | None:
         return f"no pending question {reply.question_id!r} (pending: {known})"
     if reply.question_id in state.answers:
         return f"question {reply.question_id!r} was already answered"
-    if reply.arguments is not None and not question.breakpoint:
-        return "only a breakpoint's tool call takes edited arguments"
+    if reply.arguments is not None and not (question.breakpoint and question.tool and not question.after):
+        return "only a breakpoint before a tool call takes edited arguments"
+    if reply.result is not None and not (question.breakpoint and question.tool and question.after):
+        return "only a breakpoint after a tool call takes an edited result"
     if reply.arguments is not None and not _json_object(reply.arguments):
         return "the edited arguments must be a JSON object"
     if question.kind == "approval":
@@ -121,7 +123,10 @@ class HumanDesk:
         # `durable-teams pending` lists these from the visibility store, `answer` checks them.
         workflow.upsert_memo({PENDING_MEMO: [q.model_dump(mode="json") for q in self.state.pending.values()]})
 
-    async def _wait(self, question: Question) -> HumanReply | None:
+    async def wait(self, question: Question, interruptible: bool = True) -> HumanReply | None:
+        """Ask `question` and wait for its answer (None: none came in time). Unless
+        `interruptible` is False, a long history cuts the wait with `Interrupted` (the question
+        stays pending, and the next run re-attaches to it)."""
         if self.use_search_attribute and self.labels is None:
             self.labels = await labels.available_labels()
         self.state.pending[question.question_id] = question
@@ -133,13 +138,13 @@ class HumanDesk:
         remaining = max(question.timeout_seconds - elapsed, 0.001)
         try:
             await workflow.wait_condition(
-                lambda: qid in self.state.answers or self.should_interrupt(),
+                lambda: qid in self.state.answers or (interruptible and self.should_interrupt()),
                 timeout=timedelta(seconds=remaining),
                 timeout_summary=f"{question.kind} {qid}",
             )
         except TimeoutError:
             pass
-        if qid not in self.state.answers and self.should_interrupt():
+        if qid not in self.state.answers and interruptible and self.should_interrupt():
             raise Interrupted(qid)
         reply = self.state.answers.get(qid)
         # Not in a `finally`: when the workflow is evicted or terminated mid-wait, there is no
@@ -148,7 +153,9 @@ class HumanDesk:
         self._mark()
         return reply
 
-    def _new_question(self, **fields: object) -> Question:
+    def new_question(self, **fields: object) -> Question:
+        """A question with the next id, or the pending one of the same tool call (a turn
+        resumed after continue-as-new)."""
         call_id = fields.get("tool_call_id")
         for question in self.state.pending.values():  # resumed after continue-as-new
             if call_id and question.tool_call_id == call_id:
@@ -169,11 +176,11 @@ class HumanDesk:
             suggestions = [str(s) for s in args.get("suggestions") or []]
         except (ValueError, KeyError, TypeError, AttributeError):
             return 'Error: ask_human needs arguments {"question": "<text>"}.'
-        question = self._new_question(
+        question = self.new_question(
             text=text, agent=agent, suggestions=suggestions, default_answer=default_answer,
             tool_call_id=call.id,
         )
-        reply = await self._wait(question)
+        reply = await self.wait(question)
         if reply is not None:
             return reply.text
         waited = describe_duration(question.timeout_seconds)
@@ -183,7 +190,7 @@ class HumanDesk:
 
     async def approve(self, agent: str, call: ToolCall) -> tuple[bool, str]:
         """Ask a person to approve a tool call. Returns (approved, note for the model)."""
-        question = self._new_question(
+        question = self.new_question(
             kind="approval",
             text=f"Approve {call.name}({call.arguments})?",
             agent=agent,
@@ -191,7 +198,7 @@ class HumanDesk:
             arguments=call.arguments,
             tool_call_id=call.id,
         )
-        reply = await self._wait(question)
+        reply = await self.wait(question)
         if reply is None:
             waited = describe_duration(question.timeout_seconds)
             return False, f"Not run: {call.name} needs approval and none came within {waited}."
@@ -199,23 +206,3 @@ class HumanDesk:
             return True, ""
         reason = f": {reply.text}" if reply.text.strip() else ""
         return False, f"The user denied {call.name}{reason}. It was not run."
-
-    async def breakpoint(self, agent: str, call: ToolCall) -> tuple[str | None, str]:
-        """Pause before a tool call (a team's `interrupt_before`) for a person. Returns the
-        arguments to run it with (None: stopped) and a note for the model."""
-        question = self._new_question(
-            kind="approval", breakpoint=True, agent=agent, tool=call.name, arguments=call.arguments,
-            text=f"Breakpoint before {call.name}({call.arguments}): resume (approve, optionally "
-                 "with edited arguments) or stop (deny)?",
-            tool_call_id=call.id,
-        )
-        reply = await self._wait(question)
-        if reply is None:
-            waited = describe_duration(question.timeout_seconds)
-            return None, f"Not run: {call.name} waited at a breakpoint and no one resumed it within {waited}."
-        if not reply.approved:
-            reason = f": {reply.text}" if reply.text.strip() else ""
-            return None, f"The user stopped {call.name} at a breakpoint{reason}. It was not run."
-        if reply.arguments is not None and reply.arguments != call.arguments:
-            return reply.arguments, f"(The user changed the arguments to {reply.arguments} before it ran.) "
-        return call.arguments, ""

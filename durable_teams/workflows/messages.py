@@ -155,6 +155,10 @@ class ToolSpec(Wire):
     """Set for a tool an MCP server offers: the server's name (workflows/mcp_tools.py)."""
     mcp_tool: str | None = None
     """The tool's name on that server (`name` may carry the server's `tool_prefix`)."""
+    interrupt_before: bool = Field(default=False, exclude_if=lambda value: not value)
+    """A breakpoint before every call of this tool (workflows/breakpoints.py)."""
+    interrupt_after: bool = Field(default=False, exclude_if=lambda value: not value)
+    """A breakpoint after every call of this tool, before the model sees its result."""
 
 
 class MCPServerSpec(Wire):

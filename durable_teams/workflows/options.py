@@ -83,6 +83,11 @@ class AgentOptions:
     api: Annotated[ModelApi | None, Field(exclude_if=lambda v: v is None)] = None
     """Which OpenAI API this agent's model calls use: "chat_completions" (None: the team's,
     else Chat Completions) or "responses" (`/v1/responses`, for models served only there)."""
+    interrupt_before: Annotated[list[str], Field(exclude_if=lambda v: not v)] = field(default_factory=list)
+    """Breakpoints of this agent: pause before its own tools run (their names, or "tools"), and
+    before it runs ("agent", or its own name). See docs/time-travel.md."""
+    interrupt_after: Annotated[list[str], Field(exclude_if=lambda v: not v)] = field(default_factory=list)
+    """Likewise after its tools ran (their names, or "tools"), and after its reply ("agent")."""
 
 
 @dataclass(kw_only=True)
@@ -167,8 +172,13 @@ class TeamOptions:
     """Which OpenAI API the team's model calls use (an agent may say otherwise): None or
     "chat_completions" (`/v1/chat/completions`), or "responses" (`/v1/responses`)."""
     interrupt_before: Annotated[list[str], Field(exclude_if=lambda v: not v)] = field(default_factory=list)
-    """Breakpoints: pause before these tools run (tool names, or "tools" for every tool), as a
-    question a person answers: resume, resume with edited arguments, or stop (docs/time-travel.md)."""
+    """Breakpoints: pause before these steps, as a question a person answers (resume, resume
+    with edited arguments, or stop): tool names, "tools" for every tool, or agent names (before
+    the agent runs). See docs/time-travel.md."""
+    interrupt_after: Annotated[list[str], Field(exclude_if=lambda v: not v)] = field(default_factory=list)
+    """Breakpoints after these steps: tool names or "tools" (after the tool ran, before the
+    model sees its result, which the person may edit), or agent names (after the agent's reply,
+    before routing goes on)."""
 
 
 def option_values(options: object, of: type) -> dict[str, Any]:

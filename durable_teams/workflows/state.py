@@ -83,7 +83,25 @@ class Question(Wire):
     """The model's call this question answers: a turn resumed after continue-as-new re-attaches
     to the question instead of asking again."""
     breakpoint: bool = Field(default=False, exclude_if=lambda value: not value)
-    """An approval asked by a breakpoint (`interrupt_before`): its answer may edit the arguments."""
+    """An approval asked by a breakpoint (workflows/breakpoints.py): before a tool call (its
+    answer may edit the arguments), after one (it may edit the result), or around an agent's
+    run (`tool` None)."""
+    after: bool = Field(default=False, exclude_if=lambda value: not value)
+    """A breakpoint after its step (`interrupt_after`), not before it."""
+    result: str | None = left_out_when_unset()
+    """A breakpoint after its step: the tool's result, or what the agent answered or whom it
+    hands off to."""
+
+    @property
+    def step(self) -> str:
+        """What an approval decides on, in a line: the tool call, or a breakpoint's step."""
+        call = f"{self.tool}({self.arguments})"
+        if not self.breakpoint:
+            return call
+        if self.tool is None:
+            return (f"breakpoint after {self.agent}: {self.result}" if self.after
+                    else f"breakpoint before {self.agent} runs")
+        return f"breakpoint after {call} returned: {self.result}" if self.after else f"breakpoint before {call}"
 
 
 class HumanReply(Wire):
@@ -97,6 +115,8 @@ class HumanReply(Wire):
     """The client's id of the request this answer came from (`ConversationStatus.last_input_id`)."""
     arguments: str | None = left_out_when_unset(max_length=65_536)
     """A breakpoint's approval only: the tool call's arguments (a JSON object) to run it with."""
+    result: str | None = left_out_when_unset(max_length=262_144)
+    """A breakpoint after a tool call only: the result the model sees instead of the tool's."""
 
 
 class AnswerAck(Reply):
@@ -184,6 +204,9 @@ class ConversationState(Wire):
     refused_signal_count: int = 0
     usage: UsageLedger = Field(default_factory=UsageLedger)
     """Tokens used: in total, per turn, per agent, per model (workflows/usage.py)."""
+    deleted_responses: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """Responses API responses deleted (`<turn>_<log index>_<step>`, workflows/deletions.py):
+    no longer served by the gateway; the log keeps their messages. Left off the wire while empty."""
 
 
 class ConversationInput(Wire):
@@ -268,6 +291,8 @@ class ConversationStatus(Reply):
     previous_input_id: str | None = None
     forked_from: str | None = None
     """`<thread id>@<checkpoint id>` when this conversation is a fork of another."""
+    deleted_responses: list[str] = Field(default_factory=list)
+    """Responses API responses deleted (workflows/deletions.py)."""
 
 
 class LogPage(Reply):

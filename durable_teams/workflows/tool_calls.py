@@ -16,6 +16,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from . import mcp_tools as mcp
+    from .breakpoints import Breakpoints, pauses
     from .human import HumanDesk
     from .messages import Message, TeamSpec, ToolCall, ToolRequest, ToolResult, ToolSpec
     from .state import ConversationState
@@ -84,6 +85,9 @@ class ToolRunner:
         self.in_flight = 0
         self.handoffs: dict[str, str] = {}
         """Tool call id -> agent, for tools that returned `Result(agent=...)`."""
+        self.breaks = Breakpoints(team, desk)
+        self.stopped: dict[str, str] = {}
+        """Tool call id -> why, for calls a person stopped the run after (a breakpoint)."""
 
     async def run(self, agent: str, agent_run: int, msg_index: int, call: ToolCall, position: int = 0) -> Message:
         """Run `call`, the `position`-th call of the message at `msg_index`, once (or, for an
@@ -113,8 +117,8 @@ class ToolRunner:
             approved, note = await self.desk.approve(agent, call)
             if not approved:
                 return reply(ToolResult(content=note))
-        elif call.name in self.team.interrupt_before or "tools" in self.team.interrupt_before:
-            arguments, edited = await self.desk.breakpoint(agent, call)  # declared teams only
+        elif self.breaks.on and pauses(self.team, "before", agent, call.name):  # declared teams only
+            arguments, edited = await self.breaks.before_tool(agent, call)
             if arguments is None:
                 return reply(ToolResult(content=edited))
             call = call.model_copy(update={"arguments": arguments})
@@ -148,6 +152,20 @@ class ToolRunner:
             result = ToolResult(is_error=True, content=tool_failure_message(spec, err))
         finally:
             self.in_flight -= 1
+        if self.breaks.on and pauses(self.team, "after", agent, call.name):
+            result = await self._after(agent, call, result)
         if edited:  # the model learns its call ran with a person's arguments
             result = result.model_copy(update={"content": edited + result.content})
         return reply(result)
+
+    async def _after(self, agent: str, call: ToolCall, result: ToolResult) -> ToolResult:
+        """A breakpoint after the call ran: the result the model sees (a person may edit it),
+        and, when they stop the run, why (kept for answering.py, which ends the run)."""
+        self.in_flight += 1  # no continue-as-new meanwhile: the result is in no carried state yet
+        try:
+            result, stopped = await self.breaks.after_tool(agent, call, result)
+        finally:
+            self.in_flight -= 1
+        if stopped is not None:
+            self.stopped[call.id] = stopped
+        return result

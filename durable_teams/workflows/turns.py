@@ -92,7 +92,7 @@ class TurnRunner:
                 if sup.add_handoff_back_messages:
                     for message in handoff_back_messages(run.agent, sup.name, f"back_{run.id}"):
                         self.transcript.append(message)
-            stopped = [r for r in results if r.kind == "budget"]
+            stopped = [r for r in results if r.kind in ("budget", "stopped")]
             if stopped:
                 return stopped[0]
             if sup.aggregate is not None:

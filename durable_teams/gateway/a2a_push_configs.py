@@ -1,0 +1,132 @@
+"""A2A push notification configs of a task, kept by the task's push workflow
+(durable_teams/workflows/a2a_push.py: its id `a2a-push:<task id>`), never in the gateway: set
+(update-with-start), read (its query), deleted (its update). A URL is checked when it is set
+(a public http(s) address unless the operator allows others: `ALLOW_PRIVATE_ENV`) and again
+at each delivery. The token and credentials go to the workflow's payloads only."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from temporalio.client import (
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_teams.gateway.threads import Gateway
+from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
+from durable_teams.workflows.push_targets import (
+    addresses_refusal,
+    host_and_port,
+    signature,
+    url_refusal,
+)
+from durable_teams.workflows.turn_view import TurnState
+
+ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
+"""`1` (or `true`, `yes`): deliver to loopback, private and link-local addresses too (a
+receiver on the operator's own network); read when the gateway starts."""
+MAX_FIELD = 2048
+
+
+def allow_private_from_env() -> bool:
+    return os.environ.get(ALLOW_PRIVATE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+async def public_refusal(url: str, allow_private: bool) -> str | None:
+    """Why `url` may not be set as a push URL (workflows/push_targets.py), its host resolved here."""
+    refused = url_refusal(url)
+    if refused or allow_private:
+        return refused
+    host, port = host_and_port(url)
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return f"the host {host!r} does not resolve"
+    return addresses_refusal(host, [str(info[4][0]) for info in infos])
+
+
+def push_id(task_id: str) -> str:
+    return f"a2a-push:{task_id}"
+
+
+def as_config(task_id: str, config: PushConfig) -> pb.TaskPushNotificationConfig:
+    out = pb.TaskPushNotificationConfig(id=config.id, task_id=task_id, url=config.url, token=config.token)
+    if config.scheme:
+        out.authentication.scheme = config.scheme
+        out.authentication.credentials = config.credentials
+    return out
+
+
+@dataclass
+class PushConfigs:
+    """The push configs of one gateway's tasks (`allow_private`: the operator's choice)."""
+
+    gateway: Gateway
+    allow_private: bool = False
+
+    async def check(self, params: pb.TaskPushNotificationConfig) -> None:
+        """`InvalidParamsError` for a config that cannot be kept: a field too long, a URL that
+        is not a public http(s) one (unless the operator allows others)."""
+        for name, value in (("url", params.url), ("token", params.token), ("id", params.id),
+                            ("authentication.credentials", params.authentication.credentials)):
+            if len(value) > MAX_FIELD:
+                raise InvalidParamsError(f"push notification config {name} over {MAX_FIELD} characters")
+        refused = await public_refusal(params.url, self.allow_private)
+        if refused:
+            raise InvalidParamsError(f"push notification url refused: {refused}")
+
+    async def set(self, task_id: str, thread: str, turn: int, now: TurnState,
+                  params: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
+        """Keep `params` for the task (its state `now`: what the receiver is not told again)."""
+        await self.check(params)
+        config = PushConfig(id=params.id or uuid.uuid4().hex, url=params.url, token=params.token,
+                            scheme=params.authentication.scheme, credentials=params.authentication.credentials)
+        start = WithStartWorkflowOperation(
+            A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=signature(now),
+                                           allow_private=self.allow_private),
+            id=push_id(task_id), task_queue=self.gateway.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
+        try:
+            await self.gateway.client.execute_update_with_start_workflow(A2APushWorkflow.set_config, config,
+                                                                         start_workflow_operation=start)
+        except WorkflowUpdateFailedError as err:
+            raise InvalidParamsError(str(getattr(err.cause, "message", err))) from None
+        return as_config(task_id, config)
+
+    async def listed(self, task_id: str) -> list[pb.TaskPushNotificationConfig]:
+        """The task's configs (none once its push workflow has ended)."""
+        handle = self.gateway.client.get_workflow_handle(push_id(task_id))
+        try:
+            if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+                return []
+            configs = await handle.query(A2APushWorkflow.listed)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return []
+            raise
+        return [as_config(task_id, c) for c in configs]
+
+    async def get(self, task_id: str, config_id: str) -> pb.TaskPushNotificationConfig:
+        for config in await self.listed(task_id):
+            if config.id == config_id:
+                return config
+        raise TaskNotFoundError(f"no push notification config {config_id[:80]!r} for task {task_id[:120]}")
+
+    async def delete(self, task_id: str, config_id: str) -> None:
+        await self.get(task_id, config_id)  # a missing one is an error, as for get
+        handle = self.gateway.client.get_workflow_handle(push_id(task_id))
+        try:
+            await handle.execute_update(A2APushWorkflow.delete_config, config_id)
+        except (WorkflowUpdateFailedError, RPCError):  # ended meanwhile: nothing is delivered any more
+            pass

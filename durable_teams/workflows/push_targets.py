@@ -1,0 +1,57 @@
+"""Where an A2A push notification may go, and what counts as news: pure checks shared by the
+gateway (when a config is set) and the delivery activity (at each attempt), each resolving
+the host itself. Never called by a workflow."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import urllib.parse
+
+from durable_teams.workflows.turn_view import TurnState
+
+
+def signature(found: TurnState) -> str:
+    """The state and a digest of its text: a second question of the same task is news too."""
+    return f"{found.state}:{hashlib.sha256(found.text.encode()).hexdigest()[:16]}"
+
+
+def address_refusal(address: str) -> str | None:
+    """Why an IP address is no place to deliver to (None: a public one)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for what in ("loopback", "link_local", "unspecified", "multicast", "private", "reserved"):
+        if getattr(ip, f"is_{what}"):
+            return what.replace("_", "-")
+    if isinstance(ip, ipaddress.IPv4Address) and ip in ipaddress.ip_network("100.64.0.0/10"):
+        return "shared"
+    return None
+
+
+def url_refusal(url: str) -> str | None:
+    """Why a push URL cannot be used at all, before any lookup (None: it may be)."""
+    try:
+        parsed = urllib.parse.urlsplit(url)
+        parsed.port  # noqa: B018 - a bad port raises here
+    except ValueError:
+        return "not a URL"
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return "not an http(s) URL with a host"
+    if parsed.username or parsed.password:
+        return "a URL with credentials in it (use the config's authentication)"
+    return None
+
+
+def host_and_port(url: str) -> tuple[str, int]:
+    parsed = urllib.parse.urlsplit(url)
+    return parsed.hostname or "", parsed.port or (443 if parsed.scheme == "https" else 80)
+
+
+def addresses_refusal(host: str, addresses: list[str]) -> str | None:
+    """Why a host that resolves to `addresses` is no place to deliver to (None: all public)."""
+    for address in addresses:
+        why = address_refusal(address)
+        if why:
+            return f"the host {host!r} is a {why} address (the operator allows public ones only)"
+    return None
