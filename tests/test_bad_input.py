@@ -79,7 +79,13 @@ BAD_INPUTS = [
      "InvalidInput", "'state' is set by continue-as-new and forks only"),
     ("fork-in-a-turn", [{"team_name": "echo", "forked_from": "t@x.1", "state": {
         "in_progress": {"turn": 1, "agent": "x", "view_id": 5}}}],
-     "InvalidInput", "a fork's 'state' is a conversation between turns"),
+     "InvalidInput", "a fork's 'in_progress' resumes its turn, which must be the first turn queued (turn 1)"),
+    ("fork-in-a-turn-of-no-run", [{"team_name": "echo", "forked_from": "t@x.1", "state": {
+        "queue": [[1, {"text": "hi"}]], "in_progress": {"turn": 1, "agent": "x", "view_id": 5}}}],
+     "InvalidInput", "a fork's 'in_progress' names agent run 5, which its transcript lacks"),
+    ("fork-with-a-turn-queued", [{"team_name": "echo", "forked_from": "t@x.1", "state": {
+        "queue": [[1, {"text": "hi"}]]}}],
+     "InvalidInput", "a fork's 'state' is a conversation between turns, or in one turn resumed"),
     ("unknown-team", [{"team_name": "nope", "task": "hi"}], "UnknownTeam",
      "No team named 'nope' on this worker (known: echo)."),
 ]

@@ -144,7 +144,8 @@ async def _replayed_turns(client: Client, history: WorkflowHistory) -> tuple[_Tu
                 super().__setitem__(key, value)
 
         queue = Queue()
-        carried = workflow.info().continued_run_id is not None  # listed in the run before
+        # listed in the run before, or (a fork inside a turn) in the original
+        carried = workflow.info().continued_run_id is not None or state.in_progress is not None
         for item in state.queue:  # queued as the run began: a fork's first turn
             list.append(queue, item) if carried else queue.append(item)
         object.__setattr__(state, "queue", queue)

@@ -25,14 +25,19 @@ from durable_teams.client.checkpoints import (
     CheckpointError,
     list_checkpoints,
     run_histories,
+    run_tag,
 )
+from durable_teams.client.fork_state import state_inside_turn
 from durable_teams.client.replay_state import replay_history
 from durable_teams.client.start import start_conversation
+from durable_teams.workflows.state import ConversationInput
 
+INSIDE = ("model", "tool", "answer")
+"""Checkpoints inside a turn: a fork there continues the turn (client/fork_state.py)."""
 NOT_INHERITED = ("idempotency", "request")
 """Memo keys of the original a fork leaves out: they name the request that started it."""
 
-__all__ = ["Checkpoint", "CheckpointError", "Forked", "fork", "list_checkpoints", "rewind"]
+__all__ = ["Checkpoint", "CheckpointError", "Forked", "fork", "fork_input", "list_checkpoints", "rewind"]
 
 
 @dataclass(frozen=True)
@@ -62,23 +67,54 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
                fork_id: str | None = None, input_id: str | None = None) -> Forked:
     """Start a new conversation from `workflow_id`'s checkpoint `at` (default: its latest turn
     end). At a turn's start, the fork answers that turn again, with `message` in place of its
-    text if given (edit and regenerate); at a turn's end, `message` (if given) is its next turn.
+    text if given (edit and regenerate); at a turn's end, `message` (if given) is its next turn;
+    inside a turn (a model reply, a tool result, an answer), the fork continues that turn.
     `input_id`: the id the fork's first turn is recorded under (`status.last_input_id`), for a
     client that finds its thread by it (a chat client's edit, durable_teams/gateway/chat_edits.py).
-    Raises `CheckpointError` for a checkpoint of another thread, or one inside a turn."""
+    Raises `CheckpointError` for a checkpoint of another thread, or a message inside a turn."""
     points = await list_checkpoints(client, workflow_id)
-    point, base, message = _fork_point(points, workflow_id, at, message)
     histories = {_run_of(h): h for h in await run_histories(client, workflow_id)}
+    try:
+        point, _, message = _fork_point(points, workflow_id, at, message)
+    except CheckpointError:
+        if at is not None:
+            _refuse_a_childs(list(histories.values()), points, workflow_id, at)
+        raise
     if point.run_id not in histories:  # inherited by this fork: fork it where it was made
         origin_id = await _origin_of(client, workflow_id)
         return await fork(client, origin_id, at=point.id, message=message, fork_id=fork_id,
                           input_id=input_id)
-    first = next(iter(histories.values()))
+    inp = await fork_input(client, workflow_id, list(histories.values()), points, point.id,
+                           message, input_id)
+    origin, first = inp.forked_from or "", next(iter(histories.values()))
+    started = first.events[0].workflow_execution_started_event_attributes
+    new_id = fork_id or f"{workflow_id}-fork-{uuid.uuid4().hex[:8]}"
+    team = inp.team.name if inp.team else inp.team_name or ""
+    memo = await _inherited_memo(client, workflow_id)
+    await start_conversation(client, team, inp, id=new_id, task_queue=started.task_queue.name,
+                             memo={**memo, "forked_from": origin},
+                             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
+    return Forked(new_id, origin, inp.task)
+
+
+async def fork_input(client: Client, workflow_id: str, histories: list[WorkflowHistory],
+                     points: list[Checkpoint], at: str | None, message: str | None = None,
+                     input_id: str | None = None) -> ConversationInput:
+    """The input a fork of `workflow_id` at checkpoint `at` starts with, from the histories of
+    its runs (oldest first) and their checkpoints: read from the server by `fork`, or recorded
+    (a conversation of an earlier release, tests/test_time_travel_cases.py)."""
+    point, base, message = _fork_point(points, workflow_id, at, message)
+    by_run = {_run_of(h): h for h in histories}
+    if point.run_id not in by_run:
+        raise CheckpointError(f"checkpoint {point.id} is in none of the histories given")
+    first = histories[0]
     # the state to start from: the conversation's at `base` (a turn's end), or as it started
     instance = await replay_history(client, _cut(first, first.events[0].event_id))
     state = instance.input.state  # a fork's inherited state, None for a new conversation
-    if base is not None and base.run_id in histories:
-        instance = await replay_history(client, _cut(histories[base.run_id], base.event_id))
+    if point.kind in INSIDE:  # the turn resumes where it stood (client/fork_state.py)
+        instance, state = await state_inside_turn(client, by_run[point.run_id], point)
+    elif base is not None and base.run_id in by_run:
+        instance = await replay_history(client, _cut(by_run[base.run_id], base.event_id))
         state = instance.state
         if state.queue or state.pending or state.in_progress:
             raise CheckpointError(
@@ -91,14 +127,7 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
     inp = instance.input.model_copy(update={
         "state": state, "task": message, "history": [],
         "team": instance.team or instance.input.team, "forked_from": origin})
-    started = first.events[0].workflow_execution_started_event_attributes
-    new_id = fork_id or f"{workflow_id}-fork-{uuid.uuid4().hex[:8]}"
-    team = inp.team.name if inp.team else inp.team_name or ""
-    memo = await _inherited_memo(client, workflow_id)
-    await start_conversation(client, team, inp, id=new_id, task_queue=started.task_queue.name,
-                             memo={**memo, "forked_from": origin},
-                             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
-    return Forked(new_id, origin, message)
+    return inp
 
 
 def _fork_point(points: list[Checkpoint], workflow_id: str, at: str | None,
@@ -117,10 +146,13 @@ def _fork_point(points: list[Checkpoint], workflow_id: str, at: str | None,
     if point.kind == "turn":  # taken again, on the state the turn before it left
         base = next((e for e in reversed(ends) if point.turn and e.turn == point.turn - 1), None)
         return point, base, point.text if message is None else message
-    starts = [p.id for p in points if p.kind in ("turn", "turn_end")]
-    raise CheckpointError(
-        f"checkpoint {point.id} is inside a turn ({point.description}); a fork starts at a "
-        f"turn's start or end for now: one of {', '.join(starts[-6:]) or 'none yet'}")
+    if message is not None:  # inside a turn: it goes on as it stood, with its own message
+        start = next((p.id for p in reversed(points[: points.index(point)]) if p.kind == "turn"), None)
+        raise CheckpointError(
+            f"checkpoint {point.id} is inside a turn ({point.description}): a fork there continues "
+            f"that turn, so it takes no --message; to edit the turn's message fork at its start"
+            + (f" ({start})" if start else ""))
+    return point, None, None
 
 
 async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") -> str:
@@ -152,6 +184,28 @@ async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") ->
         reset_reapply_exclude_types=[ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL,
                                      ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE]))
     return str(response.run_id)
+
+
+def _refuse_a_childs(histories: list[WorkflowHistory], points: list[Checkpoint], workflow_id: str,
+                     checkpoint_id: str) -> None:
+    """Raise a `CheckpointError` that says what to do if `checkpoint_id` is one of a nested
+    team's (a child workflow of this thread): a fork of the thread starts the child anew from
+    the handoff, and a fork of the child's own conversation is not the thread's."""
+    tag = checkpoint_id.split(".")[0]
+    for history in histories:
+        for event in history.events:
+            if event.event_type != EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+                continue
+            child = event.child_workflow_execution_started_event_attributes.workflow_execution
+            if run_tag(child.run_id) != tag:
+                continue
+            before = [p for p in points if p.run_id == _run_of(history) and p.event_id < event.event_id]
+            handoff = f"at {before[-1].id} ({before[-1].description}), " if before else ""
+            raise CheckpointError(
+                f"{checkpoint_id!r} is a checkpoint of the nested team running as {child.workflow_id}, "
+                f"not of thread {workflow_id}: fork the thread {handoff}before that team started "
+                f"(its fork runs the team again), or fork the team's own conversation on its own: "
+                f"durable-teams fork {child.workflow_id} --at {checkpoint_id}")
 
 
 async def _inherited_memo(client: Client, workflow_id: str) -> dict[str, object]:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from . import fork_resume
 from .messages import Message
 from .state import ConversationInput, ConversationState, RefusedSignal
 
@@ -158,9 +159,9 @@ def start_problem(inp: ConversationInput, max_task_bytes: int, continued: bool) 
         if inp.forked_from is None:
             return ("workflow input: 'state' is set by continue-as-new and forks only (it "
                     "carries a conversation under way); leave it out")
-        if inp.state.in_progress is not None or inp.state.pending or inp.state.queue:
-            return ("workflow input: a fork's 'state' is a conversation between turns: no turn "
-                    "in progress, question pending or turn queued")
+        problem = fork_resume.fork_state_problem(inp.state)
+        if problem is not None:
+            return problem
         if inp.task is not None and not inp.task.strip():
             return "workflow input: 'task' is empty; give the fork's first message, or leave it out"
         return None
