@@ -22,7 +22,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from durable_teams.workflows.messages import Wire
+from .messages import Wire
 
 MAX_CONFIGS = 10
 """Configs one task keeps (more are refused: each is a delivery per change)."""

@@ -8,7 +8,7 @@ import hashlib
 import ipaddress
 import urllib.parse
 
-from durable_teams.workflows.turn_view import TurnState
+from .turn_view import TurnState
 
 
 def signature(found: TurnState) -> str:

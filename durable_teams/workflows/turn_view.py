@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from durable_teams.workflows.state import ConversationStatus, Question, TurnReply
+from .state import ConversationStatus, Question, TurnReply
 
 
 def answering(status: ConversationStatus) -> int:
