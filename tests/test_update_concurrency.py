@@ -53,10 +53,12 @@ REGULAR = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
 async def test_hundred_concurrent_turns_are_each_accepted_or_refused_and_none_is_lost(
         client: Client, task_queue: str, team: CompiledTeam) -> None:
     model = GatedModel()  # holds the first turn while the others arrive
-    roomy = Limits(max_requests=500, max_followers=500)
+    # A hundred connections share one event loop with the gateway: on a busy machine a request's
+    # headers or body may take over the default 10 s to be read, which is not what this checks.
+    roomy = Limits(max_requests=500, max_followers=500, body_seconds=120)
     async with running_worker(client, task_queue, [team], model), \
             running_gateway(client, task_queue, teams=[TEAM.spec.name], limits=roomy,
-                            busy_seconds=0.5) as url, \
+                            busy_seconds=0.5, header_timeout=120) as url, \
             httpx.AsyncClient(base_url=url, timeout=120) as http:
         thread = f"conc-{uuid.uuid4().hex[:8]}"
         assert (await http.post("/threads", json={"team": TEAM.spec.name, "thread_id": thread})).status_code == 201
