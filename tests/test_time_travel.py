@@ -163,6 +163,11 @@ async def test_bad_checkpoints_are_refused_with_a_reason(client: Client, task_qu
             await fork(client, one.id, at=inside.id, message="refund B2")
         with pytest.raises(CheckpointError, match="inside a turn"):
             await rewind(client, one.id, to=inside.id)
+        first = next(p for p in await list_checkpoints(client, one.id) if p.kind == "turn")
+        with pytest.raises(CheckpointError) as refused:
+            await rewind(client, one.id, to=first.id)
+    assert str(refused.value) == ("the first turn has nothing before it to rewind to; fork it instead: "
+                                  f"durable-teams fork {one.id} --at {first.id}")
     assert REFUNDS == {"A1": 1}
 
 

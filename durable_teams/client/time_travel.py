@@ -168,12 +168,14 @@ async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") ->
     if point.kind == "turn":  # before the turn was taken: the end of the one before it
         before = [p for p in points if p.kind == "turn_end" and p.turn == (point.turn or 0) - 1]
         if not before:
-            raise CheckpointError("the first turn has nothing before it to rewind to; fork it instead")
+            raise CheckpointError("the first turn has nothing before it to rewind to; fork it instead: "
+                                  f"durable-teams fork {workflow_id} --at {point.id}")
         point = before[-1]
     history = (await run_histories(client, workflow_id))[-1]
     if point.run_id != _run_of(history):
         raise CheckpointError(f"checkpoint {point.id} is in an earlier run (before a "
-                              "continue-as-new); fork from it instead")
+                              f"continue-as-new); fork from it instead: durable-teams fork {workflow_id} "
+                              f"--at {point.id}")
     current = await client.get_workflow_handle(workflow_id).describe()
     task_done = _cut(history, point.event_id).events[-1].event_id
     response = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
