@@ -20,12 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_teams.workflows.a2a_push import Delivery, TaskChange, WatchRequest
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.push_targets import (
-    addresses_refusal,
-    host_and_port,
-    signature,
-    url_refusal,
-)
+from durable_teams.workflows.push_targets import public_refusal, signature
 from durable_teams.workflows.state import TurnReply
 from durable_teams.workflows.turn_view import TurnState, ended_state, turn_state
 
@@ -43,17 +38,10 @@ def status_event(task_id: str, thread: str, found: TurnState) -> dict[str, objec
     return {"statusUpdate": {"taskId": task_id, "contextId": thread, "status": status}}
 
 
-async def public_refusal(url: str, allow_private: bool) -> str | None:
-    """Why `url` may not be delivered to now (workflows/push_targets.py), its host resolved here."""
-    refused = url_refusal(url)
-    if refused or allow_private:
-        return refused
-    host, port = host_and_port(url)
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError:
-        return f"the host {host!r} does not resolve"
-    return addresses_refusal(host, [str(info[4][0]) for info in infos])
+async def resolve(host: str, port: int) -> list[str]:
+    """The host's addresses, as `public_refusal` checks them (workflows/push_targets.py)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
 
 
 class PushRefused(ApplicationError):
@@ -104,7 +92,7 @@ async def deliver_a2a_push(req: Delivery) -> None:
     """POST the event to the config's URL with its token and authentication; a 2xx is done,
     another 4xx (but 408 and 429) is the receiver's refusal (not retried), the rest is retried."""
     config = req.config
-    refused = await public_refusal(config.url, req.allow_private)
+    refused = await public_refusal(config.url, req.allow_private, resolve)
     if refused:
         raise PushRefused(f"push config {config.id!r}: {refused}")
     headers = {"Content-Type": "application/json"}

@@ -24,12 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.gateway.threads import Gateway
 from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
-from durable_teams.workflows.push_targets import (
-    addresses_refusal,
-    host_and_port,
-    signature,
-    url_refusal,
-)
+from durable_teams.workflows.push_targets import public_refusal, signature
 from durable_teams.workflows.turn_view import TurnState
 
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
@@ -42,17 +37,10 @@ def allow_private_from_env() -> bool:
     return os.environ.get(ALLOW_PRIVATE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-async def public_refusal(url: str, allow_private: bool) -> str | None:
-    """Why `url` may not be set as a push URL (workflows/push_targets.py), its host resolved here."""
-    refused = url_refusal(url)
-    if refused or allow_private:
-        return refused
-    host, port = host_and_port(url)
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError:
-        return f"the host {host!r} does not resolve"
-    return addresses_refusal(host, [str(info[4][0]) for info in infos])
+async def resolve(host: str, port: int) -> list[str]:
+    """The host's addresses, as `public_refusal` checks them (workflows/push_targets.py)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
 
 
 def push_id(task_id: str) -> str:
@@ -81,7 +69,7 @@ class PushConfigs:
                             ("authentication.credentials", params.authentication.credentials)):
             if len(value) > MAX_FIELD:
                 raise InvalidParamsError(f"push notification config {name} over {MAX_FIELD} characters")
-        refused = await public_refusal(params.url, self.allow_private)
+        refused = await public_refusal(params.url, self.allow_private, resolve)
         if refused:
             raise InvalidParamsError(f"push notification url refused: {refused}")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import urllib.parse
+from collections.abc import Awaitable, Callable
 
 from .turn_view import TurnState
 
@@ -55,3 +56,21 @@ def addresses_refusal(host: str, addresses: list[str]) -> str | None:
         if why:
             return f"the host {host!r} is a {why} address (the operator allows public ones only)"
     return None
+
+
+Resolve = Callable[[str, int], Awaitable[list[str]]]
+"""A host and port to its addresses (the caller's I/O; raises OSError when it does not resolve)."""
+
+
+async def public_refusal(url: str, allow_private: bool, resolve: Resolve) -> str | None:
+    """Why `url` may not be a push target now (None: it may), its host resolved by `resolve`:
+    the gateway asks when a config is set, the delivery activity before each attempt."""
+    refused = url_refusal(url)
+    if refused or allow_private:
+        return refused
+    host, port = host_and_port(url)
+    try:
+        addresses = await resolve(host, port)
+    except OSError:
+        return f"the host {host!r} does not resolve"
+    return addresses_refusal(host, addresses)
