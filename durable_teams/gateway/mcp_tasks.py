@@ -266,8 +266,12 @@ class McpTasks:
         latest 200 conversations are looked at). A thread no worker answers for within
         `LIST_READ_SECONDS` is left out: one stuck thread delays the list, never stalls it."""
         threads = []
-        async for wf in self.gateway.client.list_workflows("WorkflowType = 'TeamWorkflow'", limit=MAX_LISTED * 4):
-            memo = await wf.memo()
+        query = f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{self.gateway.task_queue}'"
+        async for wf in self.gateway.client.list_workflows(query, limit=MAX_LISTED * 4):
+            try:
+                memo = await wf.memo()
+            except Exception:  # noqa: BLE001 - a memo this gateway cannot decode (encrypted): not listed
+                continue
             if memo.get("team") in self.teams and sees(scope, memo):
                 threads.append(wf.id)
             if len(threads) >= MAX_LISTED:
