@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
@@ -26,7 +26,7 @@ from durable_teams.workflows.options import ModelCalls
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 from .teams import TEAM, GatedModel
-from .waiting import until
+from .waiting import WITHIN, until
 
 pytestmark = pytest.mark.workflow
 
@@ -42,6 +42,20 @@ async def one_turn(http: httpx.AsyncClient, thread: str, n: int) -> tuple[int, s
             if n % 5 and line:
                 break
         return resp.status_code, ""
+
+
+async def all_of(sending: list[asyncio.Future[tuple[int, str]]], handle: WorkflowHandle) -> list[tuple[int, str]]:
+    """Every client's outcome. A hundred turns answered one after another take ~15 s on an idle
+    machine and several times that beside a parallel suite: the deadline is far above both, and
+    a miss says how far the thread got (a stalled stream and a slow worker read differently)."""
+    done, pending = await asyncio.wait(sending, timeout=WITHIN * 3)
+    if pending:
+        status = await handle.query(TeamWorkflow.status)
+        for future in pending:
+            future.cancel()
+        raise AssertionError(f"{len(pending)} of {len(sending)} clients unfinished after {WITHIN * 3:.0f} s; "
+                             f"thread at {status.turns} turns, {status.queued_turns} queued")
+    return [future.result() for future in sending]
 
 
 REGULAR = Swarm([Agent("echo", "Repeat what you hear.")], name="echo",
@@ -62,9 +76,9 @@ async def test_hundred_concurrent_turns_are_each_accepted_or_refused_and_none_is
             httpx.AsyncClient(base_url=url, timeout=120) as http:
         thread = f"conc-{uuid.uuid4().hex[:8]}"
         assert (await http.post("/threads", json={"team": TEAM.spec.name, "thread_id": thread})).status_code == 201
-        sending = asyncio.gather(*(one_turn(http, thread, n) for n in range(100)))
+        sending = [asyncio.ensure_future(one_turn(http, thread, n)) for n in range(100)]
         asyncio.get_running_loop().call_later(1.0, model.gate.set)
-        outcomes = await asyncio.wait_for(sending, 120)
+        outcomes = await all_of(sending, client.get_workflow_handle(thread))
         accepted = sum(code == 200 for code, _ in outcomes)
         handle = client.get_workflow_handle(thread)
 
