@@ -17,7 +17,7 @@ from langchain_openai import ChatOpenAI
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.gateway import chat_history
+from durable_teams.gateway import chat_history, chat_threads
 from durable_teams.gateway.chat_marks import mark_line, without_marks
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
@@ -247,5 +247,5 @@ async def test_a_visibility_store_without_prefix_search_opens_a_new_thread(caplo
     gw = SimpleNamespace(client=SimpleNamespace(list_workflows=refuse))
     history = chat_history.chat_history([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
                                          {"role": "user", "content": "again"}])
-    assert await chat_history.find_thread(gw, chat_history.ChatKey("", "desk"), history) is None  # type: ignore[arg-type]
+    assert await chat_threads.find_thread(gw, chat_history.ChatKey("", "desk"), history) is None  # type: ignore[arg-type]
     assert "cannot look up chat threads (operator STARTS_WITH not allowed)" in caplog.text

@@ -15,7 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.client.approvals import ask_again
-from durable_teams.gateway import chat_history
+from durable_teams.gateway import chat_threads
 from durable_teams.gateway.auth import Limits
 from durable_teams.gateway.chat_marks import mark_line
 from durable_teams.teams.builders import Agent, Swarm
@@ -97,11 +97,11 @@ async def test_a_chat_whose_thread_ended_after_it_was_found_goes_on_in_a_new_one
         thread = opened.headers["x-thread-id"]
         seen = await client.get_workflow_handle(thread).query(TeamWorkflow.status)
         await client.get_workflow_handle(thread).terminate("ended meanwhile")
-        find_thread, stale = chat_history.find_thread, [chat_history.Match(thread, seen)]
+        find_thread, stale = chat_threads.find_thread, [chat_threads.Match(thread, seen)]
 
-        async def found_before_it_ended(*args: Any, **kwargs: Any) -> chat_history.Match | None:
+        async def found_before_it_ended(*args: Any, **kwargs: Any) -> chat_threads.Match | None:
             return stale.pop() if stale else await find_thread(*args, **kwargs)
-        monkeypatch.setattr(chat_history, "find_thread", found_before_it_ended)
+        monkeypatch.setattr(chat_threads, "find_thread", found_before_it_ended)
         answered = await http.post("/v1/chat/completions", json={"model": "desk", "messages": [
             {"role": "user", "content": first}, {"role": "assistant", "content": ASKED},
             {"role": "user", "content": "Order 4711"}]})

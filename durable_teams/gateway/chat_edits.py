@@ -2,7 +2,7 @@
 
 Open WebUI and LibreChat let a person edit an earlier user message and regenerate: the client
 resends the history up to the edited message. Such a request continues no thread (the thread
-has gone further, durable_teams/gateway/chat_history.py). When its history carries a thread's
+has gone further, durable_teams/gateway/chat_threads.py). When its history carries a thread's
 mark (so the thread is known, and is the caller's: marks name threads only inside the caller's
 own chat family) and the user messages before the edited one are, in order, that thread's
 turns 1..k-1 while the thread's turn k said other words, the thread is forked at the start of

@@ -1,5 +1,5 @@
 """The chat path for a client that resends its history and names no thread: the thread it
-continues (durable_teams/gateway/chat_history.py), a fork when an earlier message was edited
+continues (durable_teams/gateway/chat_threads.py), a fork when an earlier message was edited
 (chat_edits.py), or a new one; an Idempotency-Key's record kept by Temporal (key_records.py)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.checkpoints import CheckpointError
 from durable_teams.client.refusals import ConversationEnded, TurnConflict
-from durable_teams.gateway import chat_edits, key_records
+from durable_teams.gateway import chat_edits, chat_threads, key_records
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway.chat_marks import latest_mark, unmarked
 from durable_teams.gateway.chat_requests import (
@@ -39,7 +39,7 @@ log = logging.getLogger("durable_teams.gateway")
 async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: dict[str, Any],
                       request: Request) -> Exchange:
     """The exchange on the thread a history-resending client continues
-    (durable_teams/gateway/chat_history.py), or on a new one that opens with the earlier
+    (durable_teams/gateway/chat_threads.py), or on a new one that opens with the earlier
     messages, closed when its chat goes quiet. When another request with the same history got
     in first (two chats that said the same words, sent at once), or the thread ended since it
     was found, the next thread that fits, or a new one.
@@ -67,7 +67,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
                                                       max_tokens(body), again=True, turn=number))
     claim = partial(_claim, gw, keyed, keys.this)
     for _ in range(MATCH_ATTEMPTS):
-        match = await chats.find_thread(gw, key, history, retry=retry, keys=keys,
+        match = await chat_threads.find_thread(gw, key, history, retry=retry, keys=keys,
                                         wait_seconds=gw.chat_lookup_seconds)
         if match is None:
             break

@@ -1,7 +1,7 @@
 """How a Responses request goes into its thread: a new thread's first turn, the next turn or
 the answer to a question on the thread's latest response (`previous_response_id`), or a whole
 conversation resent by a client that keeps no response ids (found, or opened, with the chat
-path's matching: durable_teams/gateway/chat_history.py)."""
+path's matching: durable_teams/gateway/chat_threads.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from durable_teams.client.approvals import approval_of
 from durable_teams.client.refusals import ConversationEnded, QuestionClosed, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway import chat_history as chats
+from durable_teams.gateway import chat_threads
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_state as state
@@ -158,7 +159,7 @@ async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], req
     key = chats.chat_key(caller_scope(request), team, history, tenant=scope_of(request))
     keys = chats.request_keys(key, history)
     for _ in range(MATCH_ATTEMPTS):
-        match = await chats.find_thread(gw, key, history, retry=says_retry(request), keys=keys,
+        match = await chat_threads.find_thread(gw, key, history, retry=says_retry(request), keys=keys,
                                         wait_seconds=gw.chat_lookup_seconds)
         if match is None:
             break
