@@ -218,8 +218,10 @@ async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: C
                                "--id", f"{handle.id}-b", env=env)
         reply = await send_turn(client, f"{handle.id}-b", "ok")
         unknown = await run_cli("fork", handle.id, "--at", "nope.1", env=env)
+        left = (await handle.describe()).run_id
         rewound = await run_cli("rewind", handle.id, "--to", end_of_1.id, env=env)
         status = await handle.query(TeamWorkflow.status)
+        abandoned = await run_cli("checkpoints", handle.id, "--run-id", left, env=env)
     assert listed.code == 0
     lines = listed.out.splitlines()
     assert len(lines) == 8 and "tool     " in lines[2] and "tool result (execute_refund)" in lines[2]
@@ -230,6 +232,8 @@ async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: C
         f"durable-teams: 'nope.1' is not a checkpoint of thread {handle.id} "
         f"(list them: durable-teams checkpoints {handle.id})")
     assert rewound.code == 0 and status.turns == 1
+    assert rewound.out.strip().endswith(f"stays readable: durable-teams checkpoints {handle.id} --run-id {left}")
+    assert (abandoned.code, abandoned.out) == (0, listed.out)  # the abandoned branch, as it was
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
@@ -335,3 +339,48 @@ async def test_a_fork_while_a_question_is_open_asks_it_again_in_the_fork(client:
     assert [q.question_id for q in original] == [asked.question_id]  # still open in the original
     assert (latest_status.turns, latest_status.pending) == (1, [])
     assert REFUNDS == {"A1": 1}  # the fork's question is unanswered: its refund has not run
+
+
+@pytest.mark.slow  # three turns over three runs, two rewinds: several seconds
+async def test_rewind_to_a_turn_end_of_an_earlier_run_before_a_continue_as_new(
+        client: Client, task_queue: str) -> None:
+    team = support()
+    team.spec.continue_as_new_after_events = 20  # passed by the end of the first turn
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        for text in ("refund A1", "hello", "refund C3"):
+            await send_turn(client, handle.id, text)
+        last_run = (await handle.describe()).run_id
+        before = await list_checkpoints(client, handle.id)
+        end_of_1 = next(p for p in before if p.kind == "turn_end")
+        calls = len(model.requests)
+        new_run = await rewind(client, handle.id, to=end_of_1.id)
+        reply = await send_turn(client, handle.id, "refund B2")
+        log = await shared(client, handle.id)
+        own_calls = len(model.requests) - calls
+        after = await list_checkpoints(client, handle.id)
+        abandoned = await list_checkpoints(client, handle.id, run_id=last_run)
+        last_status = (await client.get_workflow_handle(handle.id, run_id=last_run).describe()).status
+        rewound_history = await client.get_workflow_handle(handle.id, run_id=new_run).fetch_history()
+        # again, to the new branch's turn 2 end: a run made by a reset, whose history names
+        # the run it was reset from
+        end_of_2 = next(p for p in after if p.kind == "turn_end" and p.turn == 2)
+        again = await rewind(client, handle.id, to=end_of_2.id)
+        third = await send_turn(client, handle.id, "thanks")
+        final_log = await shared(client, handle.id)
+    assert len({p.run_id for p in before}) >= 2 and end_of_1.run_id == before[0].run_id
+    assert end_of_1.run_id != last_run
+    assert (reply.turn, reply.text) == (2, "done: refunded B2")
+    assert log == ["refund A1", "done: refunded A1", "refund B2", "done: refunded B2"]
+    assert own_calls == 2  # B2's two model calls: nothing of the prefix ran again
+    assert REFUNDS == {"A1": 1, "C3": 1, "B2": 1}  # each paid once, in its own branch
+    assert last_status == WorkflowExecutionStatus.TERMINATED  # ended by the reset, readable
+    assert [p.id for p in abandoned] == [p.id for p in before]  # the abandoned branch, whole
+    assert [p.id for p in after[:4]] == [p.id for p in before[:4]]  # the prefix keeps its ids
+    assert [(p.kind, p.turn) for p in after[4:]] == [("turn_end", 1),
+        ("turn", 2), ("model", None), ("tool", None), ("model", None), ("turn_end", 2)]
+    assert await replays(client, rewound_history)
+    assert again not in (new_run, last_run) and (third.turn, third.text) == (3, "support heard: thanks")
+    assert final_log == [*log, "thanks", "support heard: thanks"]
+    assert REFUNDS == {"A1": 1, "C3": 1, "B2": 1}

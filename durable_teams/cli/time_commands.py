@@ -17,6 +17,7 @@ T = TypeVar("T")
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     points = sub.add_parser("checkpoints", help="list a conversation's checkpoints (no worker needed)")
     points.add_argument("workflow_id")
+    points.add_argument("--run-id", help="the branch ending with this run (one a rewind abandoned)")
     branch = sub.add_parser("fork", help="start a new conversation from a checkpoint of this one")
     branch.add_argument("workflow_id")
     branch.add_argument("--at", help="the checkpoint (default: the latest turn end)")
@@ -28,7 +29,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 async def cmd_checkpoints(args: argparse.Namespace) -> int:
-    for point in await _checked(list_checkpoints(await open_client(), args.workflow_id)):
+    for point in await _checked(list_checkpoints(await open_client(), args.workflow_id, run_id=args.run_id)):
         agent = f" [{point.agent}]" if point.agent else ""
         print(f"{point.id:<16} {point.kind:<8}{agent} {point.description}")
     return 0
@@ -45,9 +46,11 @@ async def cmd_fork(args: argparse.Namespace) -> int:
 
 
 async def cmd_rewind(args: argparse.Namespace) -> int:
-    run_id = await _checked(rewind(await open_client(), args.workflow_id, to=args.to))
-    print(f"{args.workflow_id} continues from {args.to} (run {run_id}); "
-          "the abandoned branch is its earlier run")
+    client = await open_client()
+    left = (await client.get_workflow_handle(args.workflow_id).describe()).run_id
+    run_id = await _checked(rewind(client, args.workflow_id, to=args.to))
+    print(f"{args.workflow_id} continues from {args.to} (run {run_id}); the abandoned branch "
+          f"stays readable: durable-teams checkpoints {args.workflow_id} --run-id {left}")
     return 0
 
 

@@ -59,25 +59,34 @@ class _Turns:
     ended: list[tuple[int, int, TurnReply, str | None]]
 
 
-async def run_histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
-    """The histories of every run of `workflow_id`, oldest first (following continue-as-new)."""
-    histories = [await client.get_workflow_handle(workflow_id).fetch_history()]
+async def run_histories(client: Client, workflow_id: str, run_id: str | None = None) -> list[WorkflowHistory]:
+    """The histories of every run of `workflow_id`, oldest first (following continue-as-new),
+    up to its current run or (an abandoned branch, after a rewind) up to run `run_id`."""
+    return [history for _, history in await runs(client, workflow_id, run_id)]
+
+
+async def runs(client: Client, workflow_id: str, run_id: str | None = None) -> list[tuple[str, WorkflowHistory]]:
+    """`run_histories`, each with the id the run has on the server: after a rewind (a reset)
+    it differs from the id its history names (`original_execution_run_id`, kept by a reset)."""
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    current = run_id or (await handle.describe()).run_id
+    found = [(current, await client.get_workflow_handle(workflow_id, run_id=current).fetch_history())]
     while True:
-        started = histories[0].events[0].workflow_execution_started_event_attributes
+        started = found[0][1].events[0].workflow_execution_started_event_attributes
         previous = started.continued_execution_run_id
         if not previous:
-            return histories
+            return found
         handle = client.get_workflow_handle(workflow_id, run_id=previous)
-        histories.insert(0, await handle.fetch_history())
+        found.insert(0, (previous, await handle.fetch_history()))
 
 
-async def list_checkpoints(client: Client, workflow_id: str) -> list[Checkpoint]:
+async def list_checkpoints(client: Client, workflow_id: str, run_id: str | None = None) -> list[Checkpoint]:
     """Every checkpoint of the thread `workflow_id`, across its runs, in order; a fork's list
     starts with the prefix it inherited (its origin's checkpoints up to the one it forked at).
-    Needs no worker."""
+    `run_id`: the branch that ends with that run (one a rewind abandoned). Needs no worker."""
     found: list[Checkpoint] = []
     origin: str | None = None
-    for n, history in enumerate(await run_histories(client, workflow_id)):
+    for n, history in enumerate(await run_histories(client, workflow_id, run_id)):
         points, forked_from = await run_checkpoints(client, history)
         found.extend(points)
         origin = forked_from if n == 0 else origin

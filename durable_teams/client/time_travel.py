@@ -26,6 +26,7 @@ from durable_teams.client.checkpoints import (
     list_checkpoints,
     run_histories,
     run_tag,
+    runs,
 )
 from durable_teams.client.fork_state import state_inside_turn
 from durable_teams.client.replay_state import replay_history
@@ -156,10 +157,11 @@ def _fork_point(points: list[Checkpoint], workflow_id: str, at: str | None,
 
 
 async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") -> str:
-    """Continue thread `workflow_id` from checkpoint `to` (a turn's end or start): a Temporal
-    reset to the workflow task after it. The abandoned branch stays as the earlier run of the
-    same workflow id; turns and answers it took after the checkpoint are not re-applied (they
-    belong to that branch). Returns the new run's id."""
+    """Continue thread `workflow_id` from checkpoint `to` (a turn's end or start, of any of its
+    runs, before a continue-as-new too): a Temporal reset to the workflow task after it. The
+    abandoned branch stays as earlier runs of the same workflow id (`list_checkpoints(...,
+    run_id=...)` reads it); turns and answers it took after the checkpoint are not re-applied
+    (they belong to that branch). Returns the new run's id."""
     points = await list_checkpoints(client, workflow_id)
     point = find(points, workflow_id, to)
     if point.kind not in ("turn", "turn_end"):
@@ -171,16 +173,20 @@ async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") ->
             raise CheckpointError("the first turn has nothing before it to rewind to; fork it instead: "
                                   f"durable-teams fork {workflow_id} --at {point.id}")
         point = before[-1]
-    history = (await run_histories(client, workflow_id))[-1]
-    if point.run_id != _run_of(history):
-        raise CheckpointError(f"checkpoint {point.id} is in an earlier run (before a "
-                              f"continue-as-new); fork from it instead: durable-teams fork {workflow_id} "
-                              f"--at {point.id}")
-    current = await client.get_workflow_handle(workflow_id).describe()
+    # the run that holds the checkpoint, by the id the server knows it under (a run made by
+    # an earlier rewind keeps the id of the run it was reset from in its history)
+    held = [(actual, h) for actual, h in await runs(client, workflow_id) if _run_of(h) == point.run_id]
+    if not held:
+        raise CheckpointError(f"checkpoint {point.id} is not in a run of thread {workflow_id} "
+                              "(it was inherited from the thread this one was forked from); "
+                              f"fork from it instead: durable-teams fork {workflow_id} --at {point.id}")
+    base, history = held[-1]
     task_done = _cut(history, point.event_id).events[-1].event_id
+    # an earlier run (closed by continue-as-new) is reset as well: the server ends the current
+    # run (terminated, readable) and starts the new one from the earlier run's history
     response = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
         namespace=client.namespace,
-        workflow_execution=WorkflowExecution(workflow_id=workflow_id, run_id=current.run_id),
+        workflow_execution=WorkflowExecution(workflow_id=workflow_id, run_id=base),
         reason=reason or f"durable-teams rewind to {point.id}", workflow_task_finish_event_id=task_done,
         request_id=uuid.uuid4().hex,
         reset_reapply_exclude_types=[ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL,
