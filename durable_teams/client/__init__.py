@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "ConversationNotFound": "durable_teams.client.refusals",
     "ConversationBusy": "durable_teams.client.refusals",
     "ReplyRejected": "durable_teams.client.refusals",
+    "TurnAbandoned": "durable_teams.client.refusals",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         ConversationEnded,
         ConversationNotFound,
         ReplyRejected,
+        TurnAbandoned,
     )
     from durable_teams.client.send import AcceptedTurn, send_reply, send_turn, submit_turn
     from durable_teams.client.start import start_conversation

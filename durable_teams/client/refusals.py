@@ -56,6 +56,11 @@ class TurnConflict(Exception):
     since the sender looked (the turn was not added)."""
 
 
+class TurnAbandoned(Exception):
+    """A turn the conversation took in a branch a rewind then abandoned (the turn came after
+    the checkpoint rewound to): the conversation that goes on will not answer it."""
+
+
 class Patience:
     """Growing, jittered pauses between sends while the server is too busy, until
     `busy_timeout` seconds have passed; then `ConversationBusy` with the last reason."""

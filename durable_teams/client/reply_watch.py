@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
-from durable_teams.client.refusals import Patience
+from durable_teams.client.refusals import Patience, TurnAbandoned
 from durable_teams.workflows.state import TurnReply
 
 ASK_PATIENCE = 60.0
@@ -27,21 +27,21 @@ class ConversationStopped(Exception):
     """The conversation stopped running before answering the turn."""
 
 
-async def history_growth(client: Client, workflow_id: str) -> AsyncIterator[None]:
-    """Yields at once, then each time a workflow task of the conversation completes (its
-    state may have changed), by long-polling its history. Follows continue-as-new; ends when
-    the conversation stops running."""
+async def history_growth(client: Client, workflow_id: str) -> AsyncIterator[str]:
+    """Yields the current run's id at once, then each time a workflow task of the
+    conversation completes (its state may have changed), by long-polling its history. Follows
+    continue-as-new (and a rewind's new run); ends when the conversation stops running."""
     handle = client.get_workflow_handle(workflow_id)
     while True:
         described = await handle.describe()
         known = described.raw_description.workflow_execution_info.history_length
-        yield
+        yield described.run_id
         if described.status != WorkflowExecutionStatus.RUNNING:
             return
         run = client.get_workflow_handle(workflow_id, run_id=described.run_id)
         async for event in run.fetch_history_events(wait_new_event=True):
             if event.event_id > known and event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-                yield
+                yield described.run_id
         # that run closed: a continue-as-new goes on in the next one (describe tells)
 
 
@@ -51,16 +51,20 @@ class ReplyWatch:
     def __init__(self, client: Client, workflow_id: str) -> None:
         self.client, self.workflow_id = client, workflow_id
         self.waiting: dict[int, list[asyncio.Future[TurnReply]]] = {}
+        self.turn_ids: dict[asyncio.Future[TurnReply], str] = {}
         self.task: asyncio.Task[None] | None = None
 
-    async def reply(self, number: int) -> TurnReply:
+    async def reply(self, number: int, turn_id: str | None = None) -> TurnReply:
         future: asyncio.Future[TurnReply] = asyncio.get_running_loop().create_future()
         self.waiting.setdefault(number, []).append(future)
+        if turn_id:
+            self.turn_ids[future] = turn_id
         if self.task is None or self.task.done():
             self.task = asyncio.ensure_future(self._serve())
         try:
             return await asyncio.shield(future)
         finally:
+            self.turn_ids.pop(future, None)
             waiters = self.waiting.get(number, [])
             if future in waiters:
                 waiters.remove(future)
@@ -69,8 +73,12 @@ class ReplyWatch:
 
     async def _serve(self) -> None:
         handle = self.client.get_workflow_handle(self.workflow_id)
+        run: str | None = None
         try:
-            async for _ in history_growth(self.client, self.workflow_id):
+            async for current in history_growth(self.client, self.workflow_id):
+                if run is not None and current != run and await self._reset(run):
+                    await self._refuse_abandoned(handle)
+                run = current
                 await self._deliver(handle)
                 if not self.waiting:
                     return
@@ -87,6 +95,35 @@ class ReplyWatch:
             for future in self.waiting.pop(reply.turn, []):
                 if not future.done():
                     future.set_result(reply)
+
+    async def _reset(self, run: str) -> bool:
+        """Whether run `run` was ended by a rewind (a reset terminates it), not continued."""
+        described = await self.client.get_workflow_handle(self.workflow_id, run_id=run).describe()
+        return described.status == WorkflowExecutionStatus.TERMINATED
+
+    async def _refuse_abandoned(self, handle: WorkflowHandle) -> None:
+        """After a rewind, a waiter whose turn the new branch has not taken (it was taken
+        after the checkpoint, in the branch abandoned) gets `TurnAbandoned`, not another
+        turn's reply and not an endless wait."""
+        for number, futures in list(self.waiting.items()):
+            for future in list(futures):
+                turn_id = self.turn_ids.get(future)
+                if turn_id is None or future.done():
+                    continue
+                taken = await self._taken(handle, turn_id)
+                if taken != number:
+                    futures.remove(future)
+                    future.set_exception(TurnAbandoned(
+                        f"turn {number} of conversation {self.workflow_id} was taken by the branch a "
+                        "rewind abandoned (it came after the checkpoint rewound to), so the "
+                        "conversation that goes on will not answer it; send it again"))
+            if not futures:
+                del self.waiting[number]
+
+    @staticmethod
+    async def _taken(handle: WorkflowHandle, turn_id: str) -> object:
+        """The number the conversation's current run took turn `turn_id` as (None: it did not)."""
+        return await Patience(handle.id, ASK_PATIENCE).retry(lambda: handle.query("turn_number", turn_id))
 
     def _fail(self, err: BaseException) -> None:
         for futures in self.waiting.values():
@@ -106,15 +143,16 @@ async def ask_replies(handle: WorkflowHandle, numbers: list[int]) -> list[TurnRe
 _WATCHES: weakref.WeakKeyDictionary[Client, dict[str, ReplyWatch]] = weakref.WeakKeyDictionary()
 
 
-async def wait_for_reply(client: Client, workflow_id: str, number: int) -> TurnReply:
+async def wait_for_reply(client: Client, workflow_id: str, number: int, turn_id: str | None = None) -> TurnReply:
     """The reply to turn `number` of the conversation, once it is answered. Raises
-    `ConversationStopped` when the conversation stops first."""
+    `ConversationStopped` when the conversation stops first, `TurnAbandoned` (given the turn's
+    `turn_id`) when a rewind abandoned the branch that took it."""
     watches = _WATCHES.setdefault(client, {})
     watch = watches.get(workflow_id)
     if watch is None:
         watch = watches[workflow_id] = ReplyWatch(client, workflow_id)
     try:
-        return await watch.reply(number)
+        return await watch.reply(number, turn_id)
     finally:
         if not watch.waiting and watches.get(workflow_id) is watch:
             del watches[workflow_id]

@@ -81,9 +81,10 @@ class AcceptedTurn:
     async def reply(self) -> TurnReply:
         """The reply, once answered (durable_teams/client/reply_watch.py: one long poll of the history
         and one query per step for every waiter of this process), across continue-as-new.
-        Raises `ConversationEnded` when the conversation stops before answering."""
+        Raises `ConversationEnded` when the conversation stops before answering,
+        `TurnAbandoned` when a rewind abandoned the branch that took the turn."""
         try:
-            return await wait_for_reply(self.client, self.workflow_id, self.number)
+            return await wait_for_reply(self.client, self.workflow_id, self.number, self.turn.turn_id)
         except ConversationStopped as stopped:
             handle = self.client.get_workflow_handle(self.workflow_id)
             await _raise_unless_running(handle, stopped)

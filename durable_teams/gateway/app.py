@@ -47,6 +47,7 @@ from durable_teams.client.refusals import (
     ConversationEnded,
     Patience,
     ReplyRejected,
+    TurnAbandoned,
     TurnRejected,
 )
 from durable_teams.gateway import requests as checks
@@ -316,7 +317,7 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
                                 UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
-                 WorkflowUpdateFailedError, TurnRejected, RPCError):
+                 WorkflowUpdateFailedError, TurnRejected, TurnAbandoned, RPCError):
         handlers[kind] = on_temporal_error
     handlers[Exception] = on_unexpected
 

@@ -18,6 +18,7 @@ from durable_teams.client.refusals import (
     ConversationEnded,
     ConversationNotFound,
     ReplyRejected,
+    TurnAbandoned,
     TurnRejected,
 )
 
@@ -62,6 +63,8 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
         return error(400, str(exc), "turn_rejected")
     if isinstance(exc, ReplyRejected):
         return error(409, str(exc), "reply_rejected")
+    if isinstance(exc, TurnAbandoned):  # a rewind left the turn in the branch it abandoned
+        return error(409, str(exc), "turn_abandoned")
     if isinstance(exc, ConversationNotFound):  # a ConversationEnded: checked first
         return error(404, str(exc), "not_found")
     if isinstance(exc, ConversationEnded):

@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from durable_teams.client.refusals import ConversationEnded
+from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
 from durable_teams.gateway.sse import sse_frame
 from durable_teams.gateway.threads import Outcome
 from durable_teams.live.hub import Delta
@@ -49,6 +49,9 @@ async def chunk_stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usa
         kind, answer, tally, finish = exchange.result()
     except ConversationEnded as ended:  # the status is sent already: OpenAI's in-stream error
         yield sse_frame(None, {"error": {"message": str(ended), "type": "conversation_ended"}})
+        return
+    except TurnAbandoned as abandoned:  # a rewind left the turn in the branch it abandoned
+        yield sse_frame(None, {"error": {"message": str(abandoned), "type": "turn_abandoned"}})
         return
     finally:
         exchange.cancel()  # the client left: stop waiting (the turn goes on in the workflow)

@@ -14,7 +14,7 @@ from typing import Any
 from temporalio.client import Client
 
 from durable_teams.client.events import delta_event, page_events
-from durable_teams.client.refusals import ConversationEnded
+from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
 from durable_teams.client.send import AcceptedTurn
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.messages import Message
@@ -114,7 +114,7 @@ class ThreadLog:
                     if news:
                         order.hold(news)
                 yield done_event(turn.result())
-            except ConversationEnded as ended:
+            except (ConversationEnded, TurnAbandoned) as ended:  # why it will not be answered
                 yield {"index": -1, "type": "error", "text": str(ended)}
             finally:
                 turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
