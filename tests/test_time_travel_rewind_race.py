@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.client.refusals import TurnAbandoned
-from durable_teams.client.send import send_turn
+from durable_teams.client.send import send_turn, submit_turn
 from durable_teams.client.time_travel import list_checkpoints, rewind
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.worker.scripted import ScriptedModel
@@ -91,3 +91,23 @@ async def test_a_turn_in_flight_during_a_rewind_is_refused_with_a_reason_and_the
     assert (after_http.turn, after_http.text) == (3, "support heard: bye")
     assert log == ["hello", "support heard: hello", "thanks", "support heard: thanks", "bye", "support heard: bye"]
     assert REFUNDS == {}  # neither held refund was approved: none ran
+
+
+async def test_a_turn_accepted_before_a_rewind_and_waited_on_after_it_is_refused(
+        client: Client, task_queue: str) -> None:
+    team = held()
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)):
+        handle = await start(client, task_queue, team)
+        await send_turn(client, handle.id, "hello")
+        end_of_1 = await end_of_turn(client, handle.id, 1)
+        accepted = await submit_turn(client, handle.id, "refund A1")  # the run rewound away from
+        await pending_question(handle)
+        await rewind(client, handle.id, to=end_of_1)
+        with pytest.raises(TurnAbandoned, match="send it again"):
+            await asyncio.wait_for(accepted.reply(), 60)  # the new run is idle: nothing else wakes it
+        again = await submit_turn(client, handle.id, "refund A1", turn_id=accepted.turn.turn_id)
+        asked = await pending_question(handle)
+        await handle.terminate("test over")  # leaves no question open
+    assert (accepted.number, again.number) == (2, 2)
+    assert asked.arguments == '{"order": "A1"}'  # sent again with its id: taken by the new branch
+    assert REFUNDS == {}

@@ -51,14 +51,15 @@ class ReplyWatch:
     def __init__(self, client: Client, workflow_id: str) -> None:
         self.client, self.workflow_id = client, workflow_id
         self.waiting: dict[int, list[asyncio.Future[TurnReply]]] = {}
-        self.turn_ids: dict[asyncio.Future[TurnReply], str] = {}
+        self.turn_ids: dict[asyncio.Future[TurnReply], tuple[str, str | None]] = {}
+        """A waiter's turn id, and the run it knows took the turn (None: the current one)."""
         self.task: asyncio.Task[None] | None = None
 
-    async def reply(self, number: int, turn_id: str | None = None) -> TurnReply:
+    async def reply(self, number: int, turn_id: str | None = None, run_id: str | None = None) -> TurnReply:
         future: asyncio.Future[TurnReply] = asyncio.get_running_loop().create_future()
         self.waiting.setdefault(number, []).append(future)
         if turn_id:
-            self.turn_ids[future] = turn_id
+            self.turn_ids[future] = (turn_id, run_id)
         if self.task is None or self.task.done():
             self.task = asyncio.ensure_future(self._serve())
         try:
@@ -73,12 +74,10 @@ class ReplyWatch:
 
     async def _serve(self) -> None:
         handle = self.client.get_workflow_handle(self.workflow_id)
-        run: str | None = None
+        reset: dict[str, bool] = {}
         try:
             async for current in history_growth(self.client, self.workflow_id):
-                if run is not None and current != run and await self._reset(run):
-                    await self._refuse_abandoned(handle)
-                run = current
+                await self._follow(handle, current, reset)
                 await self._deliver(handle)
                 if not self.waiting:
                     return
@@ -96,27 +95,28 @@ class ReplyWatch:
                 if not future.done():
                     future.set_result(reply)
 
-    async def _reset(self, run: str) -> bool:
-        """Whether run `run` was ended by a rewind (a reset terminates it), not continued."""
-        described = await self.client.get_workflow_handle(self.workflow_id, run_id=run).describe()
-        return described.status == WorkflowExecutionStatus.TERMINATED
-
-    async def _refuse_abandoned(self, handle: WorkflowHandle) -> None:
-        """After a rewind, a waiter whose turn the new branch has not taken (it was taken
-        after the checkpoint, in the branch abandoned) gets `TurnAbandoned`, not another
-        turn's reply and not an endless wait."""
+    async def _follow(self, handle: WorkflowHandle, current: str, reset: dict[str, bool]) -> None:
+        """Follow each waiter's turn to run `current`. After a rewind (a reset terminates the
+        run it leaves), a waiter whose turn the new branch has not taken (it was taken after the
+        checkpoint, in the branch abandoned) gets `TurnAbandoned`, not another turn's reply and
+        not an endless wait. `reset`: what is known of runs left, by run id."""
         for number, futures in list(self.waiting.items()):
             for future in list(futures):
-                turn_id = self.turn_ids.get(future)
-                if turn_id is None or future.done():
+                if future not in self.turn_ids or future.done():
                     continue
-                taken = await self._taken(handle, turn_id)
-                if taken != number:
-                    futures.remove(future)
-                    future.set_exception(TurnAbandoned(
-                        f"turn {number} of conversation {self.workflow_id} was taken by the branch a "
-                        "rewind abandoned (it came after the checkpoint rewound to), so the "
-                        "conversation that goes on will not answer it; send it again"))
+                turn_id, known = self.turn_ids[future]
+                if known is not None and known != current:
+                    if known not in reset:
+                        left = await self.client.get_workflow_handle(self.workflow_id, run_id=known).describe()
+                        reset[known] = left.status == WorkflowExecutionStatus.TERMINATED
+                    if reset[known] and await self._taken(handle, turn_id) != number:
+                        futures.remove(future)
+                        future.set_exception(TurnAbandoned(
+                            f"turn {number} of conversation {self.workflow_id} was taken by the branch a "
+                            "rewind abandoned (it came after the checkpoint rewound to), so the "
+                            "conversation that goes on will not answer it; send it again"))
+                        continue
+                self.turn_ids[future] = (turn_id, current)
             if not futures:
                 del self.waiting[number]
 
@@ -143,16 +143,18 @@ async def ask_replies(handle: WorkflowHandle, numbers: list[int]) -> list[TurnRe
 _WATCHES: weakref.WeakKeyDictionary[Client, dict[str, ReplyWatch]] = weakref.WeakKeyDictionary()
 
 
-async def wait_for_reply(client: Client, workflow_id: str, number: int, turn_id: str | None = None) -> TurnReply:
+async def wait_for_reply(client: Client, workflow_id: str, number: int, turn_id: str | None = None,
+                         run_id: str | None = None) -> TurnReply:
     """The reply to turn `number` of the conversation, once it is answered. Raises
     `ConversationStopped` when the conversation stops first, `TurnAbandoned` (given the turn's
-    `turn_id`) when a rewind abandoned the branch that took it."""
+    `turn_id`, and the id of the run that took it if known) when a rewind abandoned the branch
+    that took it."""
     watches = _WATCHES.setdefault(client, {})
     watch = watches.get(workflow_id)
     if watch is None:
         watch = watches[workflow_id] = ReplyWatch(client, workflow_id)
     try:
-        return await watch.reply(number, turn_id)
+        return await watch.reply(number, turn_id, run_id)
     finally:
         if not watch.waiting and watches.get(workflow_id) is watch:
             del watches[workflow_id]

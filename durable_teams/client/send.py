@@ -21,6 +21,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
 )
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
@@ -77,6 +78,8 @@ class AcceptedTurn:
     workflow_id: str
     turn: UserTurn
     number: int
+    run_id: str | None = None
+    """The run that took the turn, when known: a rewind that abandons it is told apart."""
 
     async def reply(self) -> TurnReply:
         """The reply, once answered (durable_teams/client/reply_watch.py: one long poll of the history
@@ -84,7 +87,7 @@ class AcceptedTurn:
         Raises `ConversationEnded` when the conversation stops before answering,
         `TurnAbandoned` when a rewind abandoned the branch that took the turn."""
         try:
-            return await wait_for_reply(self.client, self.workflow_id, self.number, self.turn.turn_id)
+            return await wait_for_reply(self.client, self.workflow_id, self.number, self.turn.turn_id, self.run_id)
         except ConversationStopped as stopped:
             handle = self.client.get_workflow_handle(self.workflow_id)
             await _raise_unless_running(handle, stopped)
@@ -119,8 +122,10 @@ async def submit_turn(
     patience = patience or Patience(workflow_id, busy_timeout)
     while True:
         try:
-            number = await handle.execute_update("submit_turn", turn, result_type=int)
-            return AcceptedTurn(client, workflow_id, turn, number)
+            update = await handle.start_update("submit_turn", turn, result_type=int,
+                                               wait_for_stage=WorkflowUpdateStage.COMPLETED)
+            number = await update.result()
+            return AcceptedTurn(client, workflow_id, turn, number, update.workflow_run_id)
         except WorkflowUpdateFailedError as err:
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type == CLOSED:
