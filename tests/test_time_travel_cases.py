@@ -17,6 +17,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
 from durable_teams.client.checkpoints import run_checkpoints
 from durable_teams.client.connection import connect
+from durable_teams.client.replay_state import ReplayFailed, replay_history
 from durable_teams.client.send import send_reply, send_turn
 from durable_teams.client.time_travel import CheckpointError, fork, fork_input, list_checkpoints
 from durable_teams.encryption.codec import EncryptionKeyError
@@ -193,3 +194,18 @@ async def test_a_fork_while_a_turns_model_call_runs_makes_that_call_itself(clien
         reply = await turn
     assert status.last_reply is not None and status.last_reply.text == "done: refunded A1"
     assert reply.text == "done: refunded A1" and REFUNDS == {"A1": 1}
+
+
+@pytest.mark.parametrize("taken", [1, 2, 3], ids=["started", "task_scheduled", "task_started"])
+async def test_a_run_that_has_not_taken_its_first_step_lists_nothing_and_never_hangs(
+        client: Client, taken: int) -> None:
+    """The current run right after a continue-as-new (or a fork just started) can be read
+    before its first workflow task completed: the Replayer would wait for that task for ever
+    (the hang of a fork inside a turn of an earlier run, listed right after the run changed)."""
+    whole = WorkflowHistory.from_json("forked_conversation", (HISTORIES / "forked_conversation.json").read_text())
+    begun = WorkflowHistory(whole.workflow_id, whole.events[:taken])
+    points, forked_from = await asyncio.wait_for(run_checkpoints(client, begun), 10)
+    listed, expected = await run_checkpoints(client, whole)
+    assert (points, forked_from) == ([], expected) and expected is not None and listed
+    with pytest.raises(ReplayFailed, match="has not taken its first step yet"):
+        await asyncio.wait_for(replay_history(client, begun), 10)

@@ -137,3 +137,30 @@ async def test_a_message_for_a_fork_inside_a_turn_is_refused_naming_the_turns_st
                                                   rf"to edit the turn's message fork at its start \({points[0].id}\)"):
             await fork(client, handle.id, at=points[2].id, message="refund B2")
     assert REFUNDS == {"A1": 1}
+
+
+@pytest.mark.slow  # three turns over two runs and a fork: over two seconds
+async def test_a_fork_inside_a_turn_of_an_earlier_run_continues_that_turn(
+        client: Client, task_queue: str) -> None:
+    team = support()
+    team.spec.continue_as_new_after_events = 20  # passed by the end of the first turn
+    model = ScriptedModel(support_model)
+    async with running_worker(client, task_queue, [team], model):
+        handle = await start(client, task_queue, team)
+        for text in ("refund A1", "hello", "thanks"):
+            await send_turn(client, handle.id, text)
+        points = await list_checkpoints(client, handle.id)
+        result = next(p for p in points if p.kind == "tool")
+        current = (await handle.describe()).run_id
+        calls = len(model.requests)
+        forked = await fork(client, handle.id, at=result.id)
+        fork_handle = client.get_workflow_handle(forked.workflow_id)
+        status = await replied(fork_handle, 1)
+        fork_calls = len(model.requests) - calls
+        nothing_more = await send_turn(client, forked.workflow_id, "bye")
+        fork_log = await shared(fork_handle)
+    assert result.run_id == points[0].run_id != current  # turn 1's refund: in the first run
+    assert REFUNDS == {"A1": 1} and fork_calls == 1  # the reply after the result, nothing before
+    assert status.last_reply is not None and status.last_reply.text == "done: refunded A1"
+    assert fork_log == ["refund A1", "done: refunded A1", "bye", "support heard: bye"]
+    assert nothing_more.turn == 2

@@ -21,8 +21,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
-from durable_teams.client.replay_state import replay_history
-from durable_teams.workflows.state import TurnReply, UserTurn
+from durable_teams.client.replay_state import replay_history, took_a_step
+from durable_teams.workflows.state import ConversationInput, TurnReply, UserTurn
 
 Kind = Literal["turn", "model", "tool", "answer", "turn_end"]
 RUN_TAG = 8
@@ -135,6 +135,10 @@ def _turn_points(run_id: str, turns: _Turns) -> list[Checkpoint]:
 
 async def _replayed_turns(client: Client, history: WorkflowHistory) -> tuple[_Turns, str | None]:
     turns = _Turns([], [])
+    if not took_a_step(history):  # a run that just began: no turn taken yet, its input says the rest
+        started = history.events[0].workflow_execution_started_event_attributes
+        inp, = await client.data_converter.decode(started.input.payloads, [ConversationInput])
+        return turns, inp.forked_from
 
     def watch(instance: Any) -> None:
         state = instance.state

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import (
     ExecuteWorkflowInput,
@@ -89,6 +90,12 @@ async def _replayed(client: Client, workflow_id: str) -> TeamWorkflow:
     return await replay_history(client, await client.get_workflow_handle(workflow_id).fetch_history())
 
 
+def took_a_step(history: WorkflowHistory) -> bool:
+    """Whether a workflow task of `history` completed: one just started (a run a continue-as-new
+    or a fork began a moment ago) has nothing to replay yet."""
+    return any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in history.events)
+
+
 async def replay_history(client: Client, history: WorkflowHistory,
                          on_start: Callable[[Any], None] | None = None) -> TeamWorkflow:
     """The workflow instance as `history` (whole, or cut after a workflow task) leaves it;
@@ -97,6 +104,8 @@ async def replay_history(client: Client, history: WorkflowHistory,
     # lacks) raises the codec's own readable error, not a replay failure logged as a traceback.
     started = history.events[0].workflow_execution_started_event_attributes
     await client.data_converter.decode(started.input.payloads)
+    if not took_a_step(history):  # the Replayer would wait for that step for ever
+        raise ReplayFailed(f"run {history.run_id} of {history.workflow_id} has not taken its first step yet")
     capture = _Capture(on_start)
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=client.data_converter,
                         workflow_runner=UnsandboxedWorkflowRunner(), interceptors=[capture])
