@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from durable_teams.gateway.a2a_door import A2ADoor
-from durable_teams.gateway.a2a_push_configs import allow_private_from_env
+from durable_teams.gateway.a2a_push_configs import PushOptions
 from durable_teams.gateway.openai_compat import may_stream
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.team_cards import TeamCard
@@ -51,13 +51,15 @@ def agent_card(team: str, description: str, skills: Mapping[str, str], url: str,
     return card
 
 
-def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> list[Route]:
-    """Each team's card and JSON-RPC endpoint under /a2a/{team}."""
+def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool,
+               push: PushOptions | None = None) -> list[Route]:
+    """Each team's card and JSON-RPC endpoint under /a2a/{team} (`push`: the operator's push
+    notification options; None: from the environment, `PushOptions.from_env`)."""
     from a2a.server.request_handlers.response_helpers import agent_card_to_dict
     from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
 
     routes: list[Route] = []
-    allow_private = allow_private_from_env()
+    push = push or PushOptions.from_env()
     for card in cards:
         base = f"/a2a/{card.name}"
 
@@ -70,7 +72,7 @@ def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> lis
         if len(cards) == 1:  # the one team is the host's agent: its card at the well-known root too
             routes.append(Route(WELL_KNOWN, card_page))
         # 0.3 clients too (message/send, tasks/get, ...: most agents still speak it)
-        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name, allow_private_pushes=allow_private), base, ScopedContext(),
+        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name, push=push), base, ScopedContext(),
                                      enable_v0_3_compat=True)
         routes.append(Route(base, versioned(rpc.endpoint), methods=["POST"]))
     return routes
