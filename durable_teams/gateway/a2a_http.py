@@ -90,10 +90,14 @@ def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[R
     async def handle(request: Request) -> Response:
         body = await request.body()
         try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = None
+            parsed, parsable = json.loads(body), True
+        except ValueError:  # the SDK answers -32700
+            parsed, parsable = None, False
         method = parsed.get("method") if isinstance(parsed, dict) else None
+        invalid = not_a_request(parsed) if parsable else None
+        if invalid:  # the SDK would log it with a traceback, as if the server had failed
+            return JSONResponse({"jsonrpc": "2.0", "id": request_id(parsed),
+                                 "error": {"code": -32600, "message": invalid}})
         refused = unknown_status(method, parsed)
         if refused:  # the SDK's parser would read it as no filter at all
             return JSONResponse({"jsonrpc": "2.0", "id": parsed.get("id"), "error": {"code": -32602, "message": refused}})
@@ -108,6 +112,27 @@ def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[R
             request._body = body  # read once already: the dispatcher reads it from here
         return await endpoint(request)
     return handle
+
+
+def not_a_request(parsed: Any) -> str | None:
+    """Why a parsed body is no JSON-RPC 2.0 request (None: it is one, as far as its frame goes)."""
+    if isinstance(parsed, list):
+        return "Invalid Request: batch requests are not supported"
+    if not isinstance(parsed, dict):
+        return "Invalid Request: a request is a JSON object"
+    if parsed.get("jsonrpc") != "2.0":
+        return "Invalid Request: 'jsonrpc' must be exactly '2.0'"
+    if not isinstance(parsed.get("method"), str) or not parsed["method"]:
+        return "Invalid Request: 'method' is required (a string)"
+    if parsed.get("id") is not None and request_id(parsed) is None:
+        return "Invalid Request: id must be a string, integer, or null"
+    return None
+
+
+def request_id(parsed: Any) -> str | int | None:
+    """The request's id when it is one JSON-RPC allows (a string or an integer), else null."""
+    found = parsed.get("id") if isinstance(parsed, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
 def unknown_status(method: object, parsed: Any) -> str | None:
