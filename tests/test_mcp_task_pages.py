@@ -64,7 +64,6 @@ async def page(mcp: McpClient, cursor: str | None = None) -> types.ListTasksResu
     return await mcp.session.send_request(types.ListTasksRequest(params=params), LISTED)
 
 
-@pytest.mark.slow  # four conversations
 async def test_tasks_list_pages_with_a_cursor_that_new_threads_do_not_shift(client: Client, task_queue: str) -> None:
     door = McpDoor(Gateway(client, task_queue, poll_seconds=0.05, teams=["echo"]), {"echo": "Echoes."})
     door.tasks.page_size = 2
@@ -93,7 +92,6 @@ async def legacy_list(http: httpx.AsyncClient, url: str, **params: Any) -> dict[
     return body
 
 
-@pytest.mark.slow  # a conversation beside an encrypted one
 async def test_an_encrypted_conversation_on_the_queue_is_left_out_of_tasks_list(client: Client, task_queue: str) -> None:
     key = base64.b64encode(os.urandom(32)).decode()
     sealed = await connect(client.service_client.config.target_host, encryption=f"k1:{key}")
