@@ -6,9 +6,7 @@ server with the counting scripted model and the counting refund tool of the time
 from __future__ import annotations
 
 import asyncio
-import json
 
-import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.worker import Replayer
@@ -23,7 +21,6 @@ from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
-from .gateway_helpers import running_gateway
 from .time_travel_team import (
     REFUNDS,
     execute_refund,
@@ -147,30 +144,3 @@ async def test_checkpoints_of_a_run_that_has_not_taken_its_first_step_are_none_a
         await replay_history(client, just_begun)
     await handle.terminate("test over")
     assert (points, forked_from) == ([], None)
-
-
-@pytest.mark.slow  # a gateway and a conversation
-async def test_a_gateway_turn_stream_a_rewind_goes_back_before_ends_with_the_reason(
-        client: Client, task_queue: str) -> None:
-    team = Swarm([Agent("support", "Help customers.", tools=[execute_refund])],
-                 interrupt_before=["execute_refund"]).compile()
-    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)), \
-            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
-        thread = (await http.post("/threads", json={"team": team.spec.name})).json()["thread_id"]
-        await send_turn(client, thread, "hello")
-
-        async def streamed() -> list[str]:
-            async with http.stream("POST", f"/threads/{thread}/turns", json={"text": "refund A1"}) as resp:
-                assert resp.status_code == 200
-                return [line async for line in resp.aiter_lines() if line.startswith("data: ")]
-        stream = asyncio.ensure_future(streamed())
-        await pending_question(client.get_workflow_handle(thread))
-        end_of_1 = next(p for p in await list_checkpoints(client, thread) if p.kind == "turn_end")
-        await rewind(client, thread, to=end_of_1.id)
-        events = [json.loads(line.removeprefix("data: ")) for line in await asyncio.wait_for(stream, 60)]
-        again = await send_turn(client, thread, "thanks")
-    assert events[0]["type"] == "user_message" and events[-1] == {
-        "index": -1, "type": "error",
-        "text": f"conversation {thread} was rewound to before turn 2 while it waited for its answer: "
-                "the thread goes on without it; send it again"}
-    assert (again.turn, again.text, REFUNDS) == (2, "support heard: thanks", {})
