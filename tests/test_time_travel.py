@@ -23,14 +23,7 @@ from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
 from .conftest import running_worker
-from .time_travel_team import (
-    REFUNDS,
-    execute_refund,
-    send_turns,
-    support,
-    support_model,
-    support_over_runs,
-)
+from .time_travel_team import REFUNDS, execute_refund, support, support_model
 from .waiting import pending_question
 
 pytestmark = pytest.mark.workflow
@@ -292,10 +285,13 @@ def test_a_breakpoint_on_a_tool_the_team_lacks_is_refused_where_the_team_is_defi
 
 @pytest.mark.slow  # over a second: out of the quick loop
 async def test_checkpoints_before_a_continue_as_new_are_listed_and_forkable(client: Client, task_queue: str) -> None:
-    team, model = support_over_runs(), ScriptedModel(support_model)
+    team = support()
+    team.spec.continue_as_new_after_events = 20  # passed by the end of the first turn
+    model = ScriptedModel(support_model)
     async with running_worker(client, task_queue, [team], model):
         handle = await start(client, task_queue, team)
-        await send_turns(client, handle.id, "refund A1", "hello", "thanks")
+        for text in ("refund A1", "hello", "thanks"):
+            await send_turn(client, handle.id, text)
         status = await handle.query(TeamWorkflow.status)
         points = await list_checkpoints(client, handle.id)
         end_of_1 = [p for p in points if p.kind == "turn_end"][0]

@@ -21,8 +21,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
-from durable_teams.client.replay_state import NotStarted, replay_history
-from durable_teams.workflows.state import ConversationInput, TurnReply, UserTurn
+from durable_teams.client.replay_state import replay_history
+from durable_teams.workflows.state import TurnReply, UserTurn
 
 Kind = Literal["turn", "model", "tool", "answer", "turn_end"]
 RUN_TAG = 8
@@ -61,20 +61,14 @@ class _Turns:
 
 async def run_histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
     """The histories of every run of `workflow_id`, oldest first (following continue-as-new)."""
-    return [history for _, history in await run_chain(client, workflow_id)]
-
-
-async def run_chain(client: Client, workflow_id: str) -> list[tuple[str, WorkflowHistory]]:
-    """Every run of `workflow_id` the current one continues, oldest first, with its run id
-    (after a reset, a history's own `run_id` names the run it was copied from, not itself)."""
-    run_id = (await client.get_workflow_handle(workflow_id).describe()).run_id
-    chain = [(run_id, await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history())]
+    histories = [await client.get_workflow_handle(workflow_id).fetch_history()]
     while True:
-        started = chain[0][1].events[0].workflow_execution_started_event_attributes
+        started = histories[0].events[0].workflow_execution_started_event_attributes
         previous = started.continued_execution_run_id
         if not previous:
-            return chain
-        chain.insert(0, (previous, await client.get_workflow_handle(workflow_id, run_id=previous).fetch_history()))
+            return histories
+        handle = client.get_workflow_handle(workflow_id, run_id=previous)
+        histories.insert(0, await handle.fetch_history())
 
 
 async def list_checkpoints(client: Client, workflow_id: str) -> list[Checkpoint]:
@@ -157,12 +151,7 @@ async def _replayed_turns(client: Client, history: WorkflowHistory) -> tuple[_Tu
         object.__setattr__(state, "queue", queue)
         object.__setattr__(state, "replies", Replies(state.replies))
 
-    try:
-        instance = await replay_history(client, history, on_start=watch)
-    except NotStarted:  # a run that just began (a continue-as-new a moment ago): no turn in it yet
-        started = history.events[0].workflow_execution_started_event_attributes
-        [given] = await client.data_converter.decode(started.input.payloads, [ConversationInput])
-        return turns, given.forked_from
+    instance = await replay_history(client, history, on_start=watch)
     return turns, instance.input.forked_from
 
 

@@ -29,11 +29,6 @@ class ConversationEnded(Exception):
     out), or is closing and takes no new turns."""
 
 
-class TurnAbandoned(ConversationEnded):
-    """The run that took the turn was ended by a rewind (`durable-teams rewind`) before it was
-    answered: the thread goes on from an earlier checkpoint without it. Send it again."""
-
-
 class ConversationNotFound(ConversationEnded):
     """No conversation has this workflow id (never started, or removed after its retention)."""
 

@@ -21,7 +21,6 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
-    WorkflowUpdateStage,
 )
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
@@ -38,7 +37,7 @@ from durable_teams.client.refusals import (
     TurnConflict,
     transient_reason,
 )
-from durable_teams.client.reply_watch import ConversationStopped, Taken, wait_for_reply
+from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
 from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
 from durable_teams.workflows.human import QUESTION_CLOSED
 from durable_teams.workflows.state import (
@@ -78,17 +77,13 @@ class AcceptedTurn:
     workflow_id: str
     turn: UserTurn
     number: int
-    run_id: str | None = None
-    """The run that took it (None: sent by signal, on a cluster with updates turned off)."""
 
     async def reply(self) -> TurnReply:
         """The reply, once answered (durable_teams/client/reply_watch.py: one long poll of the history
         and one query per step for every waiter of this process), across continue-as-new.
-        Raises `ConversationEnded` when the conversation stops before answering, and its
-        `TurnAbandoned` when a rewind took the thread back to before this turn."""
+        Raises `ConversationEnded` when the conversation stops before answering."""
         try:
-            return await wait_for_reply(self.client, self.workflow_id, self.number,
-                                        Taken(self.turn.turn_id or "", self.run_id))
+            return await wait_for_reply(self.client, self.workflow_id, self.number)
         except ConversationStopped as stopped:
             handle = self.client.get_workflow_handle(self.workflow_id)
             await _raise_unless_running(handle, stopped)
@@ -123,9 +118,8 @@ async def submit_turn(
     patience = patience or Patience(workflow_id, busy_timeout)
     while True:
         try:
-            update = await handle.start_update("submit_turn", turn, result_type=int,
-                                               wait_for_stage=WorkflowUpdateStage.COMPLETED)
-            return AcceptedTurn(client, workflow_id, turn, await update.result(), update.workflow_run_id)
+            number = await handle.execute_update("submit_turn", turn, result_type=int)
+            return AcceptedTurn(client, workflow_id, turn, number)
         except WorkflowUpdateFailedError as err:
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type == CLOSED:

@@ -24,7 +24,6 @@ from durable_teams.client.checkpoints import (
     Checkpoint,
     CheckpointError,
     list_checkpoints,
-    run_chain,
     run_histories,
     run_tag,
 )
@@ -158,10 +157,9 @@ def _fork_point(points: list[Checkpoint], workflow_id: str, at: str | None,
 
 async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") -> str:
     """Continue thread `workflow_id` from checkpoint `to` (a turn's end or start): a Temporal
-    reset to the workflow task after it, of the run that holds it (an earlier run's, from
-    before a continue-as-new, too: the server ends the current run). The abandoned branch stays
-    as earlier runs of the same workflow id; turns and answers it took after the checkpoint are
-    not re-applied (they belong to that branch). Returns the new run's id."""
+    reset to the workflow task after it. The abandoned branch stays as the earlier run of the
+    same workflow id; turns and answers it took after the checkpoint are not re-applied (they
+    belong to that branch). Returns the new run's id."""
     points = await list_checkpoints(client, workflow_id)
     point = find(points, workflow_id, to)
     if point.kind not in ("turn", "turn_end"):
@@ -173,16 +171,16 @@ async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") ->
             raise CheckpointError("the first turn has nothing before it to rewind to; fork it instead: "
                                   f"durable-teams fork {workflow_id} --at {point.id}")
         point = before[-1]
-    held = [(run_id, history) for run_id, history in await run_chain(client, workflow_id)
-            if _run_of(history) == point.run_id]
-    if not held:  # listed from a fork's origin: the prefix this thread inherited
-        raise CheckpointError(f"checkpoint {point.id} is of the conversation this thread was forked "
-                              f"from; fork from it instead: durable-teams fork {workflow_id} --at {point.id}")
-    run_id, history = held[-1]
+    history = (await run_histories(client, workflow_id))[-1]
+    if point.run_id != _run_of(history):
+        raise CheckpointError(f"checkpoint {point.id} is in an earlier run (before a "
+                              f"continue-as-new); fork from it instead: durable-teams fork {workflow_id} "
+                              f"--at {point.id}")
+    current = await client.get_workflow_handle(workflow_id).describe()
     task_done = _cut(history, point.event_id).events[-1].event_id
     response = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
         namespace=client.namespace,
-        workflow_execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+        workflow_execution=WorkflowExecution(workflow_id=workflow_id, run_id=current.run_id),
         reason=reason or f"durable-teams rewind to {point.id}", workflow_task_finish_event_id=task_done,
         request_id=uuid.uuid4().hex,
         reset_reapply_exclude_types=[ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL,
