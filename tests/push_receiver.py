@@ -18,11 +18,20 @@ class Receiver:
     received: list[tuple[dict[str, str], Any]] = field(default_factory=list)
     answers: list[int] = field(default_factory=list)
     """Statuses to answer the next POSTs with, in order (then 200)."""
+    refusing: int = 0
+    """While not 0, every POST is answered with this status (after `answers`)."""
+    statuses: list[int] = field(default_factory=list)
+    """What each POST in `received` was answered."""
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
+    def accepted(self) -> list[Any]:
+        """The bodies of the POSTs answered with a 2xx."""
+        return [body for (_, body), status in zip(self.received, self.statuses, strict=True) if status < 300]
+
     async def handle(self, request: web.Request) -> web.Response:
-        status = self.answers.pop(0) if self.answers else 200
+        status = self.answers.pop(0) if self.answers else self.refusing or 200
         self.received.append((dict(request.headers), await request.json()))
+        self.statuses.append(status)
         self.arrived.set()
         return web.Response(status=status)
 

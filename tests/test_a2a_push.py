@@ -16,9 +16,17 @@ from a2a.types import a2a_pb2 as pb
 from temporalio.client import Client
 
 from durable_teams.examples import support
-from durable_teams.gateway.a2a_push_configs import ALLOW_PRIVATE_ENV, push_id
+from durable_teams.gateway.a2a_push_configs import (
+    ALLOW_PRIVATE_ENV,
+    ATTEMPTS_ENV,
+    POLL_SECONDS_ENV,
+    RETRY_ENV,
+    PushOptions,
+    push_id,
+)
 from durable_teams.gateway.team_cards import card_of
 from durable_teams.worker.scripted import ScriptedModel
+from durable_teams.workflows.a2a_push import PushInput
 from durable_teams.workflows.push_targets import address_refusal, url_refusal
 
 from .conftest import running_worker
@@ -29,6 +37,7 @@ from .waiting import until
 pytestmark = pytest.mark.workflow
 
 CARDS = [card_of(support.build().compile().spec)]
+QUICK = PushOptions(allow_private=True, retry_seconds=0.01, poll_seconds=0.05)
 TOKEN = {"Authorization": "Bearer s3cret"}
 
 
@@ -60,12 +69,34 @@ def test_only_public_http_addresses_are_places_to_deliver_to() -> None:
         assert url_refusal(url), url
 
 
+def test_push_options_come_from_the_gateway_s_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for env in (ALLOW_PRIVATE_ENV, RETRY_ENV, ATTEMPTS_ENV, POLL_SECONDS_ENV):
+        monkeypatch.delenv(env, raising=False)
+    assert PushOptions.from_env() == PushOptions(allow_private=False, retry_seconds=1.0, attempts=8, poll_seconds=1.0)
+    monkeypatch.setenv(ALLOW_PRIVATE_ENV, "yes")
+    monkeypatch.setenv(RETRY_ENV, "0.25")
+    monkeypatch.setenv(ATTEMPTS_ENV, "3")
+    monkeypatch.setenv(POLL_SECONDS_ENV, "2")
+    assert PushOptions.from_env() == PushOptions(allow_private=True, retry_seconds=0.25, attempts=3, poll_seconds=2.0)
+    for env, value, says in [(RETRY_ENV, "soon", "is not a number"), (ATTEMPTS_ENV, "2.5", "is not an integer"),
+                             (RETRY_ENV, "0", "retry_seconds must be within"),
+                             (ATTEMPTS_ENV, "0", "attempts must be within"),
+                             (POLL_SECONDS_ENV, "-1", "poll_seconds must be within"),
+                             (RETRY_ENV, "nan", "retry_seconds must be within")]:
+        with monkeypatch.context() as patched:
+            patched.setenv(env, value)
+            with pytest.raises(ValueError, match=says):
+                PushOptions.from_env()
+    with pytest.raises(ValueError, match="attempts must be within"):
+        PushOptions(attempts=101)
+
+
 @pytest.mark.slow  # a whole support conversation, two gateways and a receiver
 async def test_push_configs_are_kept_by_a_workflow_and_delivered_with_retries(
-        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ALLOW_PRIVATE_ENV, "1")  # the receiver listens on loopback
+        client: Client, task_queue: str) -> None:
     support.REFUNDS.clear()
-    options: dict[str, Any] = {"tokens": ["s3cret"], "cards": CARDS}
+    # the receiver listens on loopback; a retry 10 ms after a failure (no real backoff waited)
+    options: dict[str, Any] = {"tokens": ["s3cret"], "cards": CARDS, "a2a_push": QUICK}
     async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)), \
             receiving() as receiver:
         async with running_gateway(client, task_queue, **options) as url:
@@ -109,6 +140,10 @@ async def test_push_configs_are_kept_by_a_workflow_and_delivered_with_retries(
     assert other.id == "second" and {c.id for c in listed.configs} == {made.id, "second"} and got == made
     states = [body["statusUpdate"]["status"]["state"] for _, body in receiver.received]
     assert states == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]
+    assert receiver.statuses == [503, 200, 200]
+    started, = await client.data_converter.decode(
+        history.events[0].workflow_execution_started_event_attributes.input.payloads, [PushInput])
+    assert (started.retry_seconds, started.poll_seconds, started.allow_private) == (0.01, 0.05, True)
     approval = receiver.received[1][1]["statusUpdate"]
     assert approval["taskId"] == asked.id and approval["contextId"] == asked.context_id
     assert "Approve execute_refund(" in approval["status"]["message"]["parts"][0]["text"]

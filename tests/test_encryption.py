@@ -22,8 +22,9 @@ import pytest_asyncio
 from google.protobuf.message import Message as ProtoMessage
 from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import History
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
@@ -274,21 +275,27 @@ async def test_failure_messages_are_encrypted_too(env: WorkflowEnvironment, task
     assert secret.encode() not in raw and b"WALRUS" not in raw and TASK.encode() not in raw
 
 
+@pytest.mark.parametrize("made_by", ["connect", "Client.connect"])
 async def test_a_worker_without_the_key_says_why_it_cannot_run_the_conversation(
-    env: WorkflowEnvironment, task_queue: str
+    env: WorkflowEnvironment, task_queue: str, made_by: str
 ) -> None:
     """Its workflow task fails with the reason (shown in the Web UI), and the conversation waits
-    for a worker that has the key instead of running on garbage."""
+    for a worker that has the key instead of running on garbage, or being ended as malformed
+    input: with our `connect()`, and with a client made by `Client.connect` (no codec at all)."""
     address = env.client.service_client.config.target_host
-    keyed, keyless = await connect(address, encryption=RING), await connect(address, encryption={})
+    keyed = await connect(address, encryption=RING)
+    keyless = (await connect(address, encryption={}) if made_by == "connect"
+               else await Client.connect(address, data_converter=pydantic_data_converter))
     handle = await keyed.start_workflow(
         TeamWorkflow.run, ConversationInput(team=team().spec, task=TASK),
         id=f"parcels-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
     async with running_worker(keyless, task_queue, [team()], ScriptedModel(script)):
         failed = await until(lambda: task_failure_messages(env.client.get_workflow_handle(handle.id)),
                              "a workflow task failed")
+        status = (await handle.describe()).status
     await handle.terminate("test over")
     assert failed and "encrypted (key id 'new') and no key is configured" in failed[0]
+    assert status == WorkflowExecutionStatus.RUNNING
 
 
 async def test_an_encrypting_client_leaves_the_task_out_of_the_search_attributes(

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -38,7 +38,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.gateway import requests as checks
-from durable_teams.gateway.a2a_push_configs import PushConfigs
+from durable_teams.gateway.a2a_push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.a2a_reading import TaskReader
 from durable_teams.gateway.a2a_tasks import (
     NotATask,
@@ -65,11 +65,11 @@ class A2ADoor(TaskReader, RequestHandler):
 
     wait_seconds: float = 300.0
     """How long SendMessage waits for the turn to end or ask before it returns the task working."""
-    allow_private_pushes: bool = False
-    """Push notifications to loopback, private and link-local addresses too (the operator's choice)."""
+    push: PushOptions = field(default_factory=PushOptions)
+    """The operator's choices for push notifications (private addresses, retries, polling)."""
 
     def __post_init__(self) -> None:
-        self.pushes = PushConfigs(self.gateway, self.allow_private_pushes)
+        self.pushes = PushConfigs(self.gateway, self.push)
 
     async def accept(self, params: pb.SendMessageRequest, scope: str | None) -> tuple[str, int, Any]:
         """The message taken by its thread: (thread, turn, what waits for the turn's outcome).

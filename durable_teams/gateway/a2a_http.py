@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from durable_teams.gateway.a2a_door import A2ADoor
-from durable_teams.gateway.a2a_push_configs import allow_private_from_env
+from durable_teams.gateway.a2a_push_configs import PushOptions
 from durable_teams.gateway.openai_compat import may_stream
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.team_cards import TeamCard
@@ -51,13 +51,15 @@ def agent_card(team: str, description: str, skills: Mapping[str, str], url: str,
     return card
 
 
-def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> list[Route]:
-    """Each team's card and JSON-RPC endpoint under /a2a/{team}."""
+def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool,
+               push: PushOptions | None = None) -> list[Route]:
+    """Each team's card and JSON-RPC endpoint under /a2a/{team} (`push`: the operator's push
+    notification options; None: from the environment, `PushOptions.from_env`)."""
     from a2a.server.request_handlers.response_helpers import agent_card_to_dict
     from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
 
     routes: list[Route] = []
-    allow_private = allow_private_from_env()
+    push = push or PushOptions.from_env()
     for card in cards:
         base = f"/a2a/{card.name}"
 
@@ -70,7 +72,7 @@ def a2a_routes(gateway: Gateway, cards: Sequence[TeamCard], bearer: bool) -> lis
         if len(cards) == 1:  # the one team is the host's agent: its card at the well-known root too
             routes.append(Route(WELL_KNOWN, card_page))
         # 0.3 clients too (message/send, tasks/get, ...: most agents still speak it)
-        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name, allow_private_pushes=allow_private), base, ScopedContext(),
+        rpc, = create_jsonrpc_routes(A2ADoor(gateway, card.name, push=push), base, ScopedContext(),
                                      enable_v0_3_compat=True)
         routes.append(Route(base, versioned(rpc.endpoint), methods=["POST"]))
     return routes
@@ -88,10 +90,14 @@ def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[R
     async def handle(request: Request) -> Response:
         body = await request.body()
         try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = None
+            parsed, parsable = json.loads(body), True
+        except ValueError:  # the SDK answers -32700
+            parsed, parsable = None, False
         method = parsed.get("method") if isinstance(parsed, dict) else None
+        invalid = not_a_request(parsed) if parsable else None
+        if invalid:  # the SDK would log it with a traceback, as if the server had failed
+            return JSONResponse({"jsonrpc": "2.0", "id": request_id(parsed),
+                                 "error": {"code": -32600, "message": invalid}})
         refused = unknown_status(method, parsed)
         if refused:  # the SDK's parser would read it as no filter at all
             return JSONResponse({"jsonrpc": "2.0", "id": parsed.get("id"), "error": {"code": -32602, "message": refused}})
@@ -106,6 +112,27 @@ def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[R
             request._body = body  # read once already: the dispatcher reads it from here
         return await endpoint(request)
     return handle
+
+
+def not_a_request(parsed: Any) -> str | None:
+    """Why a parsed body is no JSON-RPC 2.0 request (None: it is one, as far as its frame goes)."""
+    if isinstance(parsed, list):
+        return "Invalid Request: batch requests are not supported"
+    if not isinstance(parsed, dict):
+        return "Invalid Request: a request is a JSON object"
+    if parsed.get("jsonrpc") != "2.0":
+        return "Invalid Request: 'jsonrpc' must be exactly '2.0'"
+    if not isinstance(parsed.get("method"), str) or not parsed["method"]:
+        return "Invalid Request: 'method' is required (a string)"
+    if parsed.get("id") is not None and request_id(parsed) is None:
+        return "Invalid Request: id must be a string, integer, or null"
+    return None
+
+
+def request_id(parsed: Any) -> str | int | None:
+    """The request's id when it is one JSON-RPC allows (a string or an integer), else null."""
+    found = parsed.get("id") if isinstance(parsed, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
 def unknown_status(method: object, parsed: Any) -> str | None:

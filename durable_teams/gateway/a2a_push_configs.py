@@ -10,7 +10,8 @@ import asyncio
 import os
 import socket
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
@@ -30,11 +31,52 @@ from durable_teams.workflows.turn_view import TurnState
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
 """`1` (or `true`, `yes`): deliver to loopback, private and link-local addresses too (a
 receiver on the operator's own network); read when the gateway starts."""
+RETRY_ENV = "DURABLE_TEAMS_A2A_PUSH_RETRY_SECONDS"
+"""The first delivery retry's backoff, seconds (doubling up to 5 minutes)."""
+ATTEMPTS_ENV = "DURABLE_TEAMS_A2A_PUSH_ATTEMPTS"
+"""Delivery attempts of one notification before it is given up."""
+POLL_SECONDS_ENV = "DURABLE_TEAMS_A2A_PUSH_POLL_SECONDS"
+"""How often the watching activity reads the task's state, seconds."""
 MAX_FIELD = 2048
 
 
 def allow_private_from_env() -> bool:
     return os.environ.get(ALLOW_PRIVATE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass(frozen=True)
+class PushOptions:
+    """The operator's choices for push deliveries, fixed in a task's push workflow when its
+    first config is set (a later gateway's options apply to later tasks)."""
+
+    allow_private: bool = False
+    retry_seconds: float = 1.0
+    attempts: int = 8
+    poll_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name, value, low, high in (("retry_seconds", self.retry_seconds, 0.001, 3600.0),
+                                       ("attempts", self.attempts, 1, 100),
+                                       ("poll_seconds", self.poll_seconds, 0.01, 60.0)):
+            if not low <= value <= high:
+                raise ValueError(f"A2A push {name} must be within {low}..{high}, not {value!r}")
+
+    @classmethod
+    def from_env(cls) -> PushOptions:
+        """The options in the gateway's environment (`ValueError` naming a bad one)."""
+        values: dict[str, Any] = {"allow_private": allow_private_from_env()}
+        for env, name, kind in ((RETRY_ENV, "retry_seconds", float), (ATTEMPTS_ENV, "attempts", int),
+                                (POLL_SECONDS_ENV, "poll_seconds", float)):
+            text = os.environ.get(env, "").strip()
+            if text:
+                try:
+                    values[name] = kind(text)
+                except ValueError:
+                    raise ValueError(f"{env}={text[:40]!r} is not a{'n integer' if kind is int else ' number'}") from None
+        try:
+            return cls(**values)
+        except ValueError as err:
+            raise ValueError(f"{err} (from the environment: {RETRY_ENV}, {ATTEMPTS_ENV}, {POLL_SECONDS_ENV})") from None
 
 
 async def resolve(host: str, port: int) -> list[str]:
@@ -57,10 +99,10 @@ def as_config(task_id: str, config: PushConfig) -> pb.TaskPushNotificationConfig
 
 @dataclass
 class PushConfigs:
-    """The push configs of one gateway's tasks (`allow_private`: the operator's choice)."""
+    """The push configs of one gateway's tasks (`options`: the operator's choices)."""
 
     gateway: Gateway
-    allow_private: bool = False
+    options: PushOptions = field(default_factory=PushOptions)
 
     async def check(self, params: pb.TaskPushNotificationConfig) -> None:
         """`InvalidParamsError` for a config that cannot be kept: a field too long, a URL that
@@ -69,7 +111,7 @@ class PushConfigs:
                             ("authentication.credentials", params.authentication.credentials)):
             if len(value) > MAX_FIELD:
                 raise InvalidParamsError(f"push notification config {name} over {MAX_FIELD} characters")
-        refused = await public_refusal(params.url, self.allow_private, resolve)
+        refused = await public_refusal(params.url, self.options.allow_private, resolve)
         if refused:
             raise InvalidParamsError(f"push notification url refused: {refused}")
 
@@ -81,7 +123,10 @@ class PushConfigs:
                             scheme=params.authentication.scheme, credentials=params.authentication.credentials)
         start = WithStartWorkflowOperation(
             A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=signature(now),
-                                           allow_private=self.allow_private),
+                                           allow_private=self.options.allow_private,
+                                           retry_seconds=self.options.retry_seconds,
+                                           attempts=self.options.attempts,
+                                           poll_seconds=self.options.poll_seconds),
             id=push_id(task_id), task_queue=self.gateway.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -72,6 +72,9 @@ from durable_teams.gateway.threads import Gateway, UnknownTeam
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub, LocalHub
 from durable_teams.workflows.conversation import TeamWorkflow
+
+if TYPE_CHECKING:  # the a2a extra's: imported only where the A2A door is served
+    from durable_teams.gateway.a2a_push_configs import PushOptions
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +269,8 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
                live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
                exposure: Exposure | None = None, limits: Limits | None = None,
                busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0,
-               chat_marks: bool = True, cards: Sequence[TeamCard] | None = None) -> Guard:
+               chat_marks: bool = True, cards: Sequence[TeamCard] | None = None,
+               a2a_push: PushOptions | None = None) -> Guard:
     """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
     `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
     else this process's, durable_teams/live/hub.py). `teams`: the team names the workers serve
@@ -278,7 +282,8 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
     (durable_teams/gateway/chat_history.py); `chat_marks`: a chat thread's first answer ends
     with its mark (durable_teams/gateway/chat_marks.py); `cards`: what the teams say of themselves:
     the MCP tools at /mcp (with the `mcp` extra) describe them, and each is an A2A agent at
-    /a2a/{team} (with the `a2a` extra)."""
+    /a2a/{team} (with the `a2a` extra); `a2a_push`: its push notifications' options (None: from
+    the environment, durable_teams/gateway/a2a_push_configs.py)."""
     routes = [
         Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
         Route("/threads", start_thread, methods=["POST"]),
@@ -313,7 +318,7 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
     if cards and importlib.util.find_spec("a2a") is not None:
         from durable_teams.gateway.a2a_http import a2a_routes
 
-        routes += a2a_routes(gateway, cards, bearer=bool(tokens))  # scoped tokens keep to their scope's tasks
+        routes += a2a_routes(gateway, cards, bearer=bool(tokens), push=a2a_push)  # scoped tokens keep to their scope's tasks
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
                                 UnknownResponse: on_unknown_response}
     for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,

@@ -17,6 +17,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from durable_teams.gateway.mcp_forms import text_result
+from durable_teams.gateway.mcp_task_pages import BadCursor
 from durable_teams.gateway.mcp_tasks import (
     TASKS_EXTENSION,
     McpTasks,
@@ -111,9 +112,14 @@ class TaskMethods:
 
     async def listed(self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
         scope = legacy_only(ctx)
-        if params.cursor is not None:
-            raise MCPError(types.INVALID_PARAMS, "no such cursor (every task is on the first page)")
-        return {"tasks": [view.legacy() for view in await self.tasks.listed(scope)]}
+        try:
+            views, after = await self.tasks.listed(scope, params.cursor)
+        except BadCursor as err:
+            raise MCPError(types.INVALID_PARAMS, str(err)) from None
+        page: dict[str, Any] = {"tasks": [view.legacy() for view in views]}
+        if after:
+            page["nextCursor"] = after
+        return page
 
     async def legacy_task_calls(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
         """A 2025-11-25 `tools/call` with a `task` field returns `{"task": ...}`."""

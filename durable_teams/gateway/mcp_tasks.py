@@ -26,6 +26,7 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from temporalio.client import (
+    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
@@ -37,6 +38,7 @@ from durable_teams.client.send import submit_turn
 from durable_teams.client.server_state import memo_questions
 from durable_teams.gateway.a2a_tasks import NotATask, TurnState, parse_task_id, task_id, turn_state
 from durable_teams.gateway.mcp_forms import answer_text, elicit_form, text_result
+from durable_teams.gateway.mcp_task_pages import PAGE, Cursor, page_of
 from durable_teams.gateway.scopes import sees
 from durable_teams.gateway.threads import Gateway, answering, question_text
 from durable_teams.workflows.state import ConversationStatus, Question
@@ -47,7 +49,6 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 STATES = {"WORKING": "working", "SUBMITTED": "working", "INPUT_REQUIRED": "input_required",
           "COMPLETED": "completed", "FAILED": "completed", "CANCELED": "cancelled"}
 """A2A's turn states as MCP task states (a failed turn is a tool result with `isError`)."""
-MAX_LISTED = 50
 LIST_READ_SECONDS = 2.0
 
 
@@ -151,6 +152,8 @@ class McpTasks:
     read_seconds: float = 2.0
     """How long a read waits for a worker to answer the status query before it answers from
     the thread's memo (its open questions: no worker needed)."""
+    page_size: int = PAGE
+    """Threads a `tasks/list` page lists."""
 
     async def submit(self, thread: str, message: str | None) -> str:
         """`message` sent to the thread as a turn, or as the answer to its open question (none:
@@ -261,28 +264,30 @@ class McpTasks:
                 return view
             await asyncio.sleep(self.gateway.poll_seconds)
 
-    async def listed(self, scope: str | None) -> list[TaskView]:
-        """Each visible thread's latest task, newest threads first (Temporal's visibility; the
-        latest 200 conversations are looked at). A thread no worker answers for within
-        `LIST_READ_SECONDS` is left out: one stuck thread delays the list, never stalls it."""
-        threads = []
-        query = f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{self.gateway.task_queue}'"
-        async for wf in self.gateway.client.list_workflows(query, limit=MAX_LISTED * 4):
+    async def listed(self, scope: str | None, cursor: str | None = None) -> tuple[list[TaskView], str | None]:
+        """A page of each visible thread's latest task (Temporal's visibility order: running
+        threads first; durable_teams/gateway/mcp_task_pages.py), and the next page's cursor
+        (`BadCursor` for one not made here). A thread whose memo this gateway cannot decode (an
+        encrypted conversation, without the key) is left out, and one no worker answers for
+        within `LIST_READ_SECONDS`: one stuck thread delays the list, never stalls it."""
+        queue = self.gateway.task_queue.replace("\\", "\\\\").replace("'", "\\'")
+        query = f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{queue}'"
+
+        async def keep(wf: WorkflowExecution) -> bool:
             try:
                 memo = await wf.memo()
             except Exception:  # noqa: BLE001 - a memo this gateway cannot decode (encrypted): not listed
-                continue
-            if memo.get("team") in self.teams and sees(scope, memo):
-                threads.append(wf.id)
-            if len(threads) >= MAX_LISTED:
-                break
+                return False
+            return memo.get("team") in self.teams and sees(scope, memo)
+        threads, after = await page_of(self.gateway.client, query, keep, Cursor.decode(cursor) if cursor else None,
+                                       self.page_size)
 
         async def latest(thread: str) -> TaskView:
             status = await self.gateway.status(thread)
             return await self.read(task_id(thread, max(status.turns, 1)), scope)
         found = await asyncio.gather(*(asyncio.wait_for(latest(t), LIST_READ_SECONDS) for t in threads),
                                      return_exceptions=True)
-        return [view for view in found if isinstance(view, TaskView)]
+        return [view for view in found if isinstance(view, TaskView)], after.encode() if after else None
 
 
 def from_memo(memo: Mapping[str, Any]) -> tuple[TurnState, Question | None]:

@@ -21,15 +21,20 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.converter import PayloadConverter
 
+from durable_teams.encryption.codec import EncryptedPayloadGuard
 from durable_teams.workflows.inputs import Undecodable
 
 
 def tolerant_client(client: Client) -> Client:
     """`client` with the same connection, codec and settings, decoding untyped arguments
-    with `tolerant(...)` its payload converter."""
+    with `tolerant(...)` its payload converter. A client without a codec (one made with
+    `Client.connect`, not our `connect()`) gets the encrypted-payload guard: an encrypted
+    conversation then fails this worker's workflow tasks with the reason, until a worker with
+    the key takes it, instead of being refused as malformed input and ended."""
     converter = client.data_converter
     tolerant_converter = dataclasses.replace(
-        converter, payload_converter_class=tolerant(converter.payload_converter_class))
+        converter, payload_converter_class=tolerant(converter.payload_converter_class),
+        payload_codec=converter.payload_codec or EncryptedPayloadGuard())
     config = client.config()
     config["data_converter"] = tolerant_converter
     return Client(**config)
