@@ -13,8 +13,8 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from durable_teams.client.refusals import TurnAbandoned
-from durable_teams.client.send import send_turn, submit_turn
+from durable_teams.client.refusals import QuestionClosed, TurnAbandoned
+from durable_teams.client.send import send_reply, send_turn, submit_turn
 from durable_teams.client.time_travel import list_checkpoints, rewind
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.worker.scripted import ScriptedModel
@@ -101,10 +101,12 @@ async def test_a_turn_accepted_before_a_rewind_and_waited_on_after_it_is_refused
         await send_turn(client, handle.id, "hello")
         end_of_1 = await end_of_turn(client, handle.id, 1)
         accepted = await submit_turn(client, handle.id, "refund A1")  # the run rewound away from
-        await pending_question(handle)
+        old_question = await pending_question(handle)
         await rewind(client, handle.id, to=end_of_1)
         with pytest.raises(TurnAbandoned, match="send it again"):
             await asyncio.wait_for(accepted.reply(), 60)  # the new run is idle: nothing else wakes it
+        with pytest.raises(QuestionClosed):  # the abandoned branch's approval is asked no more
+            await send_reply(client, handle.id, old_question.question_id, approved=True)
         again = await submit_turn(client, handle.id, "refund A1", turn_id=accepted.turn.turn_id)
         asked = await pending_question(handle)
         await handle.terminate("test over")  # leaves no question open

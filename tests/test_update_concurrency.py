@@ -157,7 +157,7 @@ class FullQueue:
     def get_workflow_handle(self, workflow_id: str) -> FullQueue:
         return self
 
-    async def execute_update(self, *args: object, **kwargs: object) -> int:
+    async def start_update(self, *args: object, **kwargs: object) -> int:
         self.updates += 1
         raise RPCError("too many outstanding updates", RPCStatusCode.RESOURCE_EXHAUSTED, b"")
 
