@@ -14,13 +14,14 @@ from temporalio.client import Client
 
 from durable_teams.gateway.chat_marks import latest_mark
 from durable_teams.gateway.scopes import Token
+from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .time_travel_team import REFUNDS, support, support_model
+from .time_travel_team import REFUNDS, execute_refund, support, support_model
 from .waiting import until
 
 pytestmark = pytest.mark.workflow
@@ -102,6 +103,7 @@ async def test_an_edited_earlier_message_forks_the_thread_at_that_turn(client: C
     assert family == {original, fork}  # no orphaned thread opened with the pasted history
 
 
+@pytest.mark.slow  # over a second: out of the quick loop
 async def test_an_edit_from_another_caller_or_of_the_first_message_forks_nothing(
         client: Client, task_queue: str) -> None:
     team, model = support(), ScriptedModel(support_model)
@@ -200,3 +202,38 @@ async def test_an_edit_of_a_chat_whose_thread_closed_forks_it(client: Client, ta
     assert fork != original and answer.startswith("support heard: another question")
     assert fork_status.forked_from is not None and fork_status.forked_from.startswith(f"{original}@")
     assert fork_status.closed is False and fork_status.turns == 2
+
+
+@pytest.mark.slow  # a gateway and three threads
+async def test_an_edit_after_an_answered_question_forks_at_the_edited_turn(client: Client, task_queue: str) -> None:
+    """The chat answered an approval before the edited turn: its user messages are the thread's
+    turns and answers in order (the answers' words read from their checkpoints), so the edit
+    still forks there. An edited answer is not a turn: a new thread opens, as before."""
+    team = Swarm([Agent("support", "Help customers.", tools=[execute_refund])],
+                 interrupt_before=["execute_refund"]).compile()
+    model = ScriptedModel(support_model)
+    hello = f"hello {uuid.uuid4().hex[:6]}"
+    async with running_worker(client, task_queue, [team], model), running_gateway(client, task_queue) as url:
+        ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        name, chat, threads = team.spec.name, [user(hello)], []
+        for text in (None, "refund A1", "yes", "thanks"):
+            if text is not None:
+                chat.append(user(text))
+            answer, thread = await ask(ai, name, chat)
+            chat.append(assistant(answer))
+            threads.append(thread)
+        original, calls = threads[0], len(model.requests)
+        edited = [*chat[:6], user("refund B2")]  # turn 3 ("thanks") edited, after the answer "yes"
+        asked, fork = await ask(ai, name, edited)
+        done, fork_again = await ask(ai, name, [*edited, assistant(asked), user("yes")])
+        answer_edited = [*chat[:4], user("no")]  # the approval's answer edited: not a turn
+        _, other = await ask(ai, name, answer_edited)
+        fork_status = await client.get_workflow_handle(fork).query(TeamWorkflow.status)
+        other_status = await client.get_workflow_handle(other).query(TeamWorkflow.status)
+    assert threads == [original] * 4 and fork not in (original, other) and fork_again == fork
+    assert "execute_refund" in asked and done.startswith("done: refunded B2")
+    assert fork_status.forked_from is not None and fork_status.forked_from.startswith(f"{original}@")
+    assert fork_status.turns == 3  # turns 1 and 2 inherited, the edited turn 3 its own
+    assert users_of(model)[calls:calls + 2] == ["refund B2", "refund B2"]  # nothing of turns 1-2 again
+    assert REFUNDS["A1"] == 1 and REFUNDS["B2"] == 1
+    assert other != original and other_status.forked_from is None  # the edited answer: a new thread

@@ -60,6 +60,7 @@ def agents(model: ScriptedModel, since: int) -> Counter[str]:
     return Counter(request.agent for request, _, _ in model.requests[since:])
 
 
+@pytest.mark.slow  # a team of teams: over a second under load
 async def test_a_fork_inside_a_team_of_teams_turn_runs_only_the_nested_team_after_the_checkpoint(
         client: Client, task_queue: str) -> None:
     compiled = faang_teams.build().compile()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
@@ -47,7 +48,7 @@ class Checkpoint:
     agent: str | None
     description: str
     text: str | None = None
-    """A turn's user message."""
+    """A turn's user message, or the words of an answer."""
 
 
 @dataclass
@@ -189,14 +190,26 @@ async def _step_points(client: Client, run_id: str, events: Sequence[HistoryEven
             if point:
                 points.append(point)
         elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-            if event.workflow_execution_update_accepted_event_attributes.accepted_request.input.name == "answer":
-                points.append(Checkpoint(_cid(run_id, event.event_id), "answer", run_id,
-                                         event.event_id, None, None, "a question answered"))
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
+            if request.name == "answer":
+                points.append(await _answer_point(client, run_id, event.event_id, request.args.payloads))
         elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-            if event.workflow_execution_signaled_event_attributes.signal_name == "human_reply":
-                points.append(Checkpoint(_cid(run_id, event.event_id), "answer", run_id,
-                                         event.event_id, None, None, "a question answered"))
+            signal = event.workflow_execution_signaled_event_attributes
+            if signal.signal_name == "human_reply":
+                points.append(await _answer_point(client, run_id, event.event_id, signal.input.payloads))
     return points
+
+
+async def _answer_point(client: Client, run_id: str, event_id: int, payloads: Sequence[Payload]) -> Checkpoint:
+    """An answer's checkpoint, with the words the person answered (a chat client resends them:
+    gateway/chat_edits.py lines them up), when this client can read them."""
+    try:
+        [reply, *_] = await client.data_converter.decode(payloads)
+        text = reply.get("text") if isinstance(reply, dict) else None
+    except Exception:  # noqa: BLE001 - unreadable (another key, a malformed answer): no words
+        text = None
+    return Checkpoint(_cid(run_id, event_id), "answer", run_id, event_id, None, None, "a question answered",
+                      text=text if isinstance(text, str) else None)
 
 
 def _activity_point(run_id: str, event_id: int, name: str, summary: str) -> Checkpoint | None:

@@ -5,15 +5,16 @@ resends the history up to the edited message. Such a request continues no thread
 has gone further, durable_teams/gateway/chat_threads.py). When its history carries a thread's
 mark (so the thread is known, and is the caller's: marks name threads only inside the caller's
 own chat family) and the user messages before the edited one are, in order, that thread's
-turns 1..k-1 while the thread's turn k said other words, the thread is forked at the start of
-turn k with the edited text (durable_teams/client/time_travel.py): nothing before it runs
+turns and answers so far (each answer's words are read from its checkpoint) while the
+thread's next turn said other words, the thread is forked at the start of that turn with the
+edited text (durable_teams/client/time_travel.py): nothing before it runs
 again, the original stays as it was. The fork's id is in the same family with a mark of its
 own, derived from the request (so a retried request finds the same fork), and its first turn
 is recorded under the request's input id, so the client's next request continues the fork.
 
 Not forked (a new thread opens with the history, as before): a history without a mark, an
-edit of the first message (nothing of the old thread is resent), and a thread whose chat
-answered questions before turn k (its user messages are not its turns one for one).
+edit of the first message (nothing of the old thread is resent), and an edited answer to a
+question (not a turn: the answer's checkpoint is inside its turn).
 """
 
 from __future__ import annotations
@@ -64,16 +65,15 @@ async def edited_turn(gw: Gateway, key: ChatKey, history: ChatHistory) -> Edit |
         log.warning("chat edit: the checkpoints of %s cannot be read; a new thread opens",
                     thread, exc_info=True)
         return None
-    if any(p.kind == "answer" for p in points):
-        return None  # questions answered: its user messages are not its turns one for one
-    taken = [p for p in points if p.kind == "turn"]
-    k = len(said) + 1
-    if len(taken) < k or [flat(p.text or "") for p in taken[: k - 1]] != said:
+    # what the person said, in order: each turn's message and each answer's words
+    inputs = [p for p in points if p.kind in ("turn", "answer")]
+    n = len(said)
+    if len(inputs) <= n or [flat(p.text or "") for p in inputs[:n]] != said:
         return None  # the thread never got this far, or the history before the edit differs
-    turn = taken[k - 1]
-    if turn.turn != k or flat(turn.text or "") == flat(history.text):
-        return None  # the same words: not an edit (a regenerate opens a new thread, as before)
-    return Edit(thread, k, turn.id)
+    edited = inputs[n]
+    if edited.kind != "turn" or edited.turn is None or flat(edited.text or "") == flat(history.text):
+        return None  # an answer edited (not a turn), or the same words: not forked, as before
+    return Edit(thread, edited.turn, edited.id)
 
 
 def fork_id(key: ChatKey, history: ChatHistory, edit: Edit, keys: RequestKeys) -> str:
