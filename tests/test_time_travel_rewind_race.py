@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from types import SimpleNamespace
 
 import httpx
 import pytest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import QuestionClosed, TurnAbandoned
 from durable_teams.client.send import send_reply, send_turn, submit_turn
@@ -113,3 +115,32 @@ async def test_a_turn_accepted_before_a_rewind_and_waited_on_after_it_is_refused
     assert (accepted.number, again.number) == (2, 2)
     assert asked.arguments == '{"order": "A1"}'  # sent again with its id: taken by the new branch
     assert REFUNDS == {}
+
+
+class RunEndsAsTheTurnArrives:
+    """A conversation whose run ends (a rewind's reset, a continue-as-new) as the turn reaches
+    it: the server answers the first update NOT_FOUND while the thread goes on in a new run."""
+
+    def __init__(self) -> None:
+        self.updates = 0
+
+    def get_workflow_handle(self, workflow_id: str) -> RunEndsAsTheTurnArrives:
+        return self
+
+    async def describe(self) -> SimpleNamespace:
+        return SimpleNamespace(status=WorkflowExecutionStatus.RUNNING)
+
+    async def start_update(self, *args: object, **kwargs: object) -> SimpleNamespace:
+        self.updates += 1
+        if self.updates == 1:
+            raise RPCError("workflow execution already completed", RPCStatusCode.NOT_FOUND, b"")
+
+        async def result() -> int:
+            return 2
+        return SimpleNamespace(result=result, workflow_run_id="run-after-the-reset")
+
+
+async def test_a_turn_reaching_a_run_as_a_reset_ends_it_goes_to_the_run_that_goes_on() -> None:
+    server = RunEndsAsTheTurnArrives()
+    accepted = await submit_turn(server, "t1", "refund A1", turn_id="the-turn")  # type: ignore[arg-type]
+    assert (server.updates, accepted.number, accepted.run_id) == (2, 2, "run-after-the-reset")

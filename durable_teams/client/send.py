@@ -139,6 +139,10 @@ async def submit_turn(
         except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
                 await _raise_unless_running(handle, err)
+                # still running: the run it reached ended meanwhile (a continue-as-new, or a
+                # rewind's reset) without taking it; the run that goes on is sent it
+                await patience.wait(f"the run it reached had just ended: {err.message}")
+                continue
             if updates_disabled(err):
                 return AcceptedTurn(client, workflow_id, turn, await submit_by_signal(handle, turn, patience))
             reason = transient_reason(err)
