@@ -12,7 +12,13 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import QuestionClosed, TurnAbandoned
@@ -21,6 +27,7 @@ from durable_teams.client.time_travel import list_checkpoints, rewind
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.human import QUESTION_CLOSED
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
@@ -144,3 +151,22 @@ async def test_a_turn_reaching_a_run_as_a_reset_ends_it_goes_to_the_run_that_goe
     server = RunEndsAsTheTurnArrives()
     accepted = await submit_turn(server, "t1", "refund A1", turn_id="the-turn")  # type: ignore[arg-type]
     assert (server.updates, accepted.number, accepted.run_id) == (2, 2, "run-after-the-reset")
+
+
+class AnswerReachesAnEndingRun(RunEndsAsTheTurnArrives):
+    """The same for an answer: the first update meets the ended run; the run that goes on no
+    longer asks the question (a rewind went back before it)."""
+
+    async def execute_update(self, *args: object, **kwargs: object) -> None:
+        self.updates += 1
+        if self.updates == 1:
+            raise RPCError("workflow execution already completed", RPCStatusCode.NOT_FOUND, b"")
+        raise WorkflowUpdateFailedError(ApplicationError(
+            "question q1 is not pending", QUESTION_CLOSED, type="ReplyRejected"))
+
+
+async def test_an_answer_reaching_a_run_as_a_reset_ends_it_is_refused_by_the_run_that_goes_on() -> None:
+    server = AnswerReachesAnEndingRun()
+    with pytest.raises(QuestionClosed, match="question q1 is not pending"):
+        await send_reply(server, "t1", "q1", approved=True)  # type: ignore[arg-type]
+    assert server.updates == 2

@@ -175,17 +175,22 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
             raise ReplyRejected(f"{len(pending)} questions pending ({ids}); name one with --question")
         question_id = pending[0].question_id
     answer = HumanReply(question_id=question_id, **reply)  # type: ignore[arg-type]
-    try:
-        await handle.execute_update("answer", answer)
-    except RPCError as err:
-        if not updates_disabled(err):
-            raise
-        await answer_by_signal(handle, answer)
-    except WorkflowUpdateFailedError as err:
-        cause = err.cause
-        closed = isinstance(cause, ApplicationError) and QUESTION_CLOSED in cause.details
-        rejected = QuestionClosed if closed else ReplyRejected
-        raise rejected(f"Rejected: {getattr(cause, 'message', cause)}") from None
+    for attempt in range(3):
+        try:
+            await handle.execute_update("answer", answer)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND and attempt < 2:
+                await _raise_unless_running(handle, err)
+                continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one
+            if not updates_disabled(err):
+                raise
+            await answer_by_signal(handle, answer)
+        except WorkflowUpdateFailedError as err:
+            cause = err.cause
+            closed = isinstance(cause, ApplicationError) and QUESTION_CLOSED in cause.details
+            rejected = QuestionClosed if closed else ReplyRejected
+            raise rejected(f"Rejected: {getattr(cause, 'message', cause)}") from None
+        break
     return question_id
 
 
