@@ -324,6 +324,7 @@ async def test_litellm_keeps_the_mark_and_its_thread(client: Client, task_queue:
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of its price list
     import litellm  # a test extra
+    litellm.disable_aiohttp_transport = True  # httpx: aiohttp sessions it leaves open are reported by a later test's GC
     REFUNDS.clear()
     first = f"{FIRST} ({uuid.uuid4().hex[:6]})"
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
