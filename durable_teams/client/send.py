@@ -151,6 +151,14 @@ async def submit_turn(
         await patience.wait(reason)
 
 
+async def _running(handle: WorkflowHandle) -> bool:
+    """Whether the conversation still runs (in whichever run is current)."""
+    try:
+        return (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    except RPCError:
+        return False
+
+
 async def _raise_unless_running(handle: WorkflowHandle, err: Exception | None) -> None:
     """Raise the typed reason the conversation cannot answer; return if it is still running."""
     try:
@@ -179,8 +187,7 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
         try:
             await handle.execute_update("answer", answer)
         except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND and attempt < 2:
-                await _raise_unless_running(handle, err)
+            if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
                 continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one
             if not updates_disabled(err):
                 raise
