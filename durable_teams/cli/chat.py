@@ -29,7 +29,12 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.connection import TASK_QUEUE
-from durable_teams.client.refusals import ConversationEnded, ReplyRejected, TurnRejected
+from durable_teams.client.refusals import (
+    ConversationEnded,
+    ReplyRejected,
+    TurnAbandoned,
+    TurnRejected,
+)
 from durable_teams.client.send import send_reply, send_turn
 from durable_teams.client.server_state import (
     questions_of,
@@ -194,6 +199,9 @@ async def chat(client: Client, team: str, thread_id: str | None, task_queue: str
             continue
         except TurnRejected as rejected:  # the same, where the turn went as a signal (updates off)
             print(f"(not sent: {rejected})")
+            continue
+        except TurnAbandoned as abandoned:  # someone rewound the thread: it goes on without this turn
+            print(f"({abandoned})")
             continue
         except ConversationEnded as ended:
             print(f"{ended}{await why_it_failed(client, thread.id)}")

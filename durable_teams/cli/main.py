@@ -57,7 +57,12 @@ from durable_teams.cli.commands import (
 from durable_teams.cli.interrupt import interruptible
 from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.client.exit_guard import exit_now
-from durable_teams.client.refusals import ConversationBusy, ConversationEnded, ReplyRejected
+from durable_teams.client.refusals import (
+    ConversationBusy,
+    ConversationEnded,
+    ReplyRejected,
+    TurnAbandoned,
+)
 from durable_teams.client.server_address import port_arg
 from durable_teams.client.server_state import root_cause
 from durable_teams.encryption.codec import EncryptionKeyError
@@ -241,7 +246,8 @@ async def run_command(args: argparse.Namespace) -> int | str:
         return f"durable-teams: {not_found(err, workflow_id) or f'the Temporal server refused the call: {err.message}'}"
     except WorkflowQueryFailedError as err:
         return f"durable-teams: the workflow could not answer: {err.message}"
-    except (ReplyRejected, ConversationEnded, ConversationBusy, EncryptionKeyError, LiveHubError) as err:
+    except (ReplyRejected, ConversationEnded, TurnAbandoned, ConversationBusy, EncryptionKeyError,
+            LiveHubError) as err:
         return f"durable-teams: {err}"
     except SystemExit as stop:  # a command's own sys.exit("reason")
         if stop.code is None:
