@@ -85,9 +85,15 @@ async def list_checkpoints(client: Client, workflow_id: str, run_id: str | None 
     """Every checkpoint of the thread `workflow_id`, across its runs, in order; a fork's list
     starts with the prefix it inherited (its origin's checkpoints up to the one it forked at).
     `run_id`: the branch that ends with that run (one a rewind abandoned). Needs no worker."""
+    return await checkpoints_of(client, await run_histories(client, workflow_id, run_id))
+
+
+async def checkpoints_of(client: Client, histories: list[WorkflowHistory]) -> list[Checkpoint]:
+    """`list_checkpoints` of a thread whose run histories (oldest first) the caller has read
+    already (a fork or a rewind reads them too: fetched once)."""
     found: list[Checkpoint] = []
     origin: str | None = None
-    for n, history in enumerate(await run_histories(client, workflow_id, run_id)):
+    for n, history in enumerate(histories):
         points, forked_from = await run_checkpoints(client, history)
         found.extend(points)
         origin = forked_from if n == 0 else origin

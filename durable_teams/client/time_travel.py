@@ -23,6 +23,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from durable_teams.client.checkpoints import (
     Checkpoint,
     CheckpointError,
+    checkpoints_of,
     list_checkpoints,
     run_histories,
     run_tag,
@@ -73,8 +74,9 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
     `input_id`: the id the fork's first turn is recorded under (`status.last_input_id`), for a
     client that finds its thread by it (a chat client's edit, durable_teams/gateway/chat_edits.py).
     Raises `CheckpointError` for a checkpoint of another thread, or a message inside a turn."""
-    points = await list_checkpoints(client, workflow_id)
-    histories = {_run_of(h): h for h in await run_histories(client, workflow_id)}
+    read = await run_histories(client, workflow_id)
+    points = await checkpoints_of(client, read)
+    histories = {_run_of(h): h for h in read}
     try:
         point, _, message = _fork_point(points, workflow_id, at, message)
     except CheckpointError:
@@ -162,7 +164,8 @@ async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") ->
     abandoned branch stays as earlier runs of the same workflow id (`list_checkpoints(...,
     run_id=...)` reads it); turns and answers it took after the checkpoint are not re-applied
     (they belong to that branch). Returns the new run's id."""
-    points = await list_checkpoints(client, workflow_id)
+    chain = await runs(client, workflow_id)
+    points = await checkpoints_of(client, [history for _, history in chain])
     point = find(points, workflow_id, to)
     if point.kind not in ("turn", "turn_end"):
         raise CheckpointError(f"checkpoint {point.id} is inside a turn ({point.description}); "
@@ -175,7 +178,7 @@ async def rewind(client: Client, workflow_id: str, to: str, reason: str = "") ->
         point = before[-1]
     # the run that holds the checkpoint, by the id the server knows it under (a run made by
     # an earlier rewind keeps the id of the run it was reset from in its history)
-    held = [(actual, h) for actual, h in await runs(client, workflow_id) if _run_of(h) == point.run_id]
+    held = [(actual, h) for actual, h in chain if _run_of(h) == point.run_id]
     if not held:
         raise CheckpointError(f"checkpoint {point.id} is not in a run of thread {workflow_id} "
                               "(it was inherited from the thread this one was forked from); "
