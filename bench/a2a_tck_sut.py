@@ -29,10 +29,11 @@ import uvicorn
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.gateway import a2a_http, create_app
-from durable_teams.gateway.a2a_door import A2ADoor
-from durable_teams.gateway.connections import server_config
-from durable_teams.gateway.team_cards import card_of
+from durable_teams.gateway import create_app
+from durable_teams.gateway.core.connections import server_config
+from durable_teams.gateway.core.team_cards import card_of
+from durable_teams.gateway.doors.a2a import routes as a2a_http
+from durable_teams.gateway.doors.a2a.door import A2ADoor
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import build_worker
 from durable_teams.worker.scripted import ScriptedModel, say

@@ -13,7 +13,7 @@ import uvicorn
 from temporalio.client import Client
 
 from durable_teams.gateway import create_app
-from durable_teams.gateway.connections import DEFAULT_HEADER_TIMEOUT, server_config
+from durable_teams.gateway.core.connections import DEFAULT_HEADER_TIMEOUT, server_config
 from durable_teams.worker.devserver import free_port
 
 from .waiting import until

@@ -15,8 +15,8 @@ from a2a.types import a2a_pb2 as pb
 from temporalio.client import Client
 
 from durable_teams.examples import support
-from durable_teams.gateway.a2a_tasks import NotATask, parse_task_id, task_id
-from durable_teams.gateway.team_cards import card_of
+from durable_teams.gateway.core.team_cards import card_of
+from durable_teams.gateway.doors.a2a.tasks import NotATask, parse_task_id, task_id
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 

@@ -14,8 +14,8 @@ from a2a.types import a2a_pb2 as pb
 from temporalio.client import Client
 
 from durable_teams.examples import support
-from durable_teams.gateway.a2a_wire import history_of
-from durable_teams.gateway.team_cards import card_of
+from durable_teams.gateway.core.team_cards import card_of
+from durable_teams.gateway.doors.a2a.wire import history_of
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.messages import Message, ToolCall
 

@@ -16,7 +16,8 @@ from a2a.types import a2a_pb2 as pb
 from temporalio.client import Client
 
 from durable_teams.examples import support
-from durable_teams.gateway.a2a_push_configs import (
+from durable_teams.gateway.core.team_cards import card_of
+from durable_teams.gateway.doors.a2a.push_configs import (
     ALLOW_PRIVATE_ENV,
     ATTEMPTS_ENV,
     POLL_SECONDS_ENV,
@@ -24,7 +25,6 @@ from durable_teams.gateway.a2a_push_configs import (
     PushOptions,
     push_id,
 )
-from durable_teams.gateway.team_cards import card_of
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.a2a_push import PushInput
 from durable_teams.workflows.push_targets import address_refusal, url_refusal

@@ -22,8 +22,8 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client
 
 from durable_teams.examples import support
-from durable_teams.gateway.a2a_push_configs import PushOptions, push_id
-from durable_teams.gateway.team_cards import card_of
+from durable_teams.gateway.core.team_cards import card_of
+from durable_teams.gateway.doors.a2a.push_configs import PushOptions, push_id
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .gateway_helpers import running_gateway

@@ -14,9 +14,9 @@ from a2a.types import a2a_pb2 as pb
 from temporalio.client import Client
 
 from durable_teams.examples import support
-from durable_teams.gateway.auth import Limits
-from durable_teams.gateway.scopes import Token
-from durable_teams.gateway.team_cards import card_of
+from durable_teams.gateway.core.auth import Limits
+from durable_teams.gateway.core.scopes import Token
+from durable_teams.gateway.core.team_cards import card_of
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 

@@ -15,9 +15,9 @@ from a2a.types import a2a_pb2 as pb
 from mcp.client.client import Client as McpClient
 from temporalio.client import Client
 
-from durable_teams.gateway.mcp_door import McpDoor
-from durable_teams.gateway.team_cards import card_of
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.team_cards import card_of
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.mcp.door import McpDoor
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 

@@ -17,8 +17,9 @@ from langchain_openai import ChatOpenAI
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.gateway import chat_history, chat_threads
-from durable_teams.gateway.chat_marks import mark_line, without_marks
+from durable_teams.gateway.doors.openai_chat import history as chat_history
+from durable_teams.gateway.doors.openai_chat import which_thread as chat_threads
+from durable_teams.gateway.doors.openai_chat.marks import mark_line, without_marks
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow

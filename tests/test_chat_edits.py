@@ -12,8 +12,8 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.chat_marks import latest_mark
-from durable_teams.gateway.scopes import Token
+from durable_teams.gateway.core.scopes import Token
+from durable_teams.gateway.doors.openai_chat.marks import latest_mark
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow

@@ -16,9 +16,15 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway import chat_history
-from durable_teams.gateway.chat_history import ChatHistory, chat_key, family
-from durable_teams.gateway.chat_marks import MARK, latest_mark, mark_line, mark_of, without_marks
+from durable_teams.gateway.doors.openai_chat import history as chat_history
+from durable_teams.gateway.doors.openai_chat.history import ChatHistory, chat_key, family
+from durable_teams.gateway.doors.openai_chat.marks import (
+    MARK,
+    latest_mark,
+    mark_line,
+    mark_of,
+    without_marks,
+)
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 
@@ -77,7 +83,7 @@ def test_a_chat_key_holds_the_system_prompts_the_user_and_the_caller() -> None:
 
 
 def test_participant_names_and_the_safety_identifier_are_part_of_the_key() -> None:
-    from durable_teams.gateway.openai_compat import end_user
+    from durable_teams.gateway.doors.openai_chat.door import end_user
 
     def prefix(name: object = None, **body: object) -> str:
         message: dict[str, object] = {"role": "user", "content": FIRST}

@@ -12,7 +12,7 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.threads import Gateway
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 

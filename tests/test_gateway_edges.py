@@ -17,8 +17,8 @@ from temporalio.client import Client
 
 from durable_teams.client.refusals import QuestionClosed, ReplyRejected
 from durable_teams.client.send import send_reply
-from durable_teams.gateway.openai_stream import until_done
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.openai_chat.stream import until_done
 from durable_teams.live.hub import Delta
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, say

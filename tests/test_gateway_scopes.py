@@ -17,8 +17,7 @@ from temporalio.client import Client
 
 from durable_teams.cli import serve
 from durable_teams.client.start import start_conversation
-from durable_teams.gateway.chat_marks import without_marks
-from durable_teams.gateway.scopes import (
+from durable_teams.gateway.core.scopes import (
     SCOPE_MEMO,
     Token,
     TokenError,
@@ -27,6 +26,7 @@ from durable_teams.gateway.scopes import (
     scoped_tokens,
     tokens_file,
 )
+from durable_teams.gateway.doors.openai_chat.marks import without_marks
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput

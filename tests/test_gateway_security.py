@@ -14,7 +14,7 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.exposure import Exposure
+from durable_teams.gateway.core.exposure import Exposure
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker

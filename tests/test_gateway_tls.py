@@ -17,7 +17,7 @@ from temporalio.client import Client
 
 from durable_teams.cli.serve import check_tls, clear_tokens_warning
 from durable_teams.client.server_address import port_open
-from durable_teams.gateway.auth import TOKENS_ENV
+from durable_teams.gateway.core.auth import TOKENS_ENV
 
 from .cli_process import ROOT, cli_env, run_cli
 from .tls_proxy import make_pki

@@ -18,8 +18,8 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.chat_marks import without_marks
-from durable_teams.gateway.responses_view import ResponseRef
+from durable_teams.gateway.doors.openai_chat.marks import without_marks
+from durable_teams.gateway.doors.responses.view import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 

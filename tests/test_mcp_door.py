@@ -19,9 +19,9 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client
 
-from durable_teams.gateway.mcp_door import BadCall, McpDoor, call_of, parse_state, state_of
-from durable_teams.gateway.team_cards import TeamCard, card_of
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.team_cards import TeamCard, card_of
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.mcp.door import BadCall, McpDoor, call_of, parse_state, state_of
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow

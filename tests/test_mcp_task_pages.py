@@ -22,10 +22,10 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from durable_teams.client.connection import connect
-from durable_teams.gateway.mcp_door import McpDoor
-from durable_teams.gateway.mcp_task_pages import BadCursor, Cursor
-from durable_teams.gateway.team_cards import TeamCard
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.team_cards import TeamCard
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.mcp.door import McpDoor
+from durable_teams.gateway.doors.mcp.task_pages import BadCursor, Cursor
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput

@@ -15,11 +15,11 @@ from mcp.client.client import Client as McpClient
 from pydantic import TypeAdapter
 from temporalio.client import Client
 
-from durable_teams.gateway.auth import Limits
-from durable_teams.gateway.mcp_door import McpDoor
-from durable_teams.gateway.scopes import Token
-from durable_teams.gateway.team_cards import TeamCard
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.auth import Limits
+from durable_teams.gateway.core.scopes import Token
+from durable_teams.gateway.core.team_cards import TeamCard
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.mcp.door import McpDoor
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say

@@ -15,7 +15,7 @@ from temporalio.client import Client
 from durable_teams.client.connection import connect
 from durable_teams.client.server_state import pending_questions
 from durable_teams.encryption.codec import KEY_ENV, KEY_FILE_ENV
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.threads import Gateway
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow

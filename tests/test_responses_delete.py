@@ -9,8 +9,8 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.responses_view import ResponseRef
-from durable_teams.gateway.scopes import Token
+from durable_teams.gateway.core.scopes import Token
+from durable_teams.gateway.doors.responses.view import ResponseRef
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 

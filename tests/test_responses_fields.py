@@ -12,8 +12,8 @@ import pytest
 from openai.resources.responses import AsyncResponses
 from temporalio.client import Client
 
-from durable_teams.gateway import responses_fields as fields
-from durable_teams.gateway.chat_history import FieldError
+from durable_teams.gateway.doors.openai_chat.history import FieldError
+from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.worker.scripted import ScriptedModel
 
 from .conftest import running_worker

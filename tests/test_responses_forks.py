@@ -12,8 +12,8 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.responses_view import ResponseRef
-from durable_teams.gateway.scopes import Token
+from durable_teams.gateway.core.scopes import Token
+from durable_teams.gateway.doors.responses.view import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.messages import ModelRequest
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from durable_teams.gateway.responses_events import events, numbered
-from durable_teams.gateway.responses_view import ResponseRef, UnknownResponse, view_of
+from durable_teams.gateway.doors.responses.events import events, numbered
+from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, view_of
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.state import TurnReply
 

@@ -16,9 +16,9 @@ from starlette.routing import Route
 from temporalio.client import Client
 
 from durable_teams.gateway import create_app
-from durable_teams.gateway.auth import Limits
-from durable_teams.gateway.exposure import DELETABLE, SERVED_METHODS
-from durable_teams.gateway.team_cards import TeamCard
+from durable_teams.gateway.core.auth import Limits
+from durable_teams.gateway.core.exposure import DELETABLE, SERVED_METHODS
+from durable_teams.gateway.core.team_cards import TeamCard
 
 from .gateway_helpers import running_gateway
 

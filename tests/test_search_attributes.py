@@ -22,7 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_teams.client.server_state import pending_questions
 from durable_teams.client.start import start_conversation
 from durable_teams.examples import faang, support
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.threads import Gateway
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.worker.search_attributes import learn_labels
 from durable_teams.workflows.conversation import TeamWorkflow

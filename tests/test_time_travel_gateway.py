@@ -9,7 +9,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.client.send import send_turn
-from durable_teams.gateway.scopes import Token
+from durable_teams.gateway.core.scopes import Token
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 

@@ -16,9 +16,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
 from durable_teams.client.refusals import ConversationBusy, Patience
-from durable_teams.gateway.auth import Limits
-from durable_teams.gateway.errors import on_temporal_error
-from durable_teams.gateway.threads import Gateway
+from durable_teams.gateway.core.auth import Limits
+from durable_teams.gateway.core.errors import on_temporal_error
+from durable_teams.gateway.core.threads import Gateway
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.options import ModelCalls

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from durable_teams.cli.commands import CliError, open_client
 from durable_teams.cli.serve import run_until_stopped
 from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
-from durable_teams.gateway.team_cards import card_of, descriptions
+from durable_teams.gateway.core.team_cards import card_of, descriptions
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
 
@@ -37,8 +37,8 @@ def parser() -> argparse.ArgumentParser:
 async def _serve(args: argparse.Namespace) -> None:
     from mcp.server.stdio import stdio_server
 
-    from durable_teams.gateway.mcp_door import McpDoor
-    from durable_teams.gateway.threads import Gateway
+    from durable_teams.gateway.core.threads import Gateway
+    from durable_teams.gateway.doors.mcp.door import McpDoor
 
     cards = [card_of(team.spec) for team in load_teams(args.team, args.examples)]
     client = await open_client()

@@ -27,14 +27,14 @@ from durable_teams.cli.commands import CliError, open_client
 from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
 from durable_teams.client.exit_guard import exit_now
 from durable_teams.client.server_address import port_arg
-from durable_teams.gateway.auth import (
+from durable_teams.gateway.core.auth import (
     DEFAULT_MAX_BODY,
     TOKENS_ENV,
     Limits,
     is_loopback,
 )
-from durable_teams.gateway.exposure import ANY, Exposure
-from durable_teams.gateway.scopes import (
+from durable_teams.gateway.core.exposure import ANY, Exposure
+from durable_teams.gateway.core.scopes import (
     SCOPED_TOKENS_ENV,
     Token,
     TokenError,
@@ -43,7 +43,7 @@ from durable_teams.gateway.scopes import (
     scoped_tokens,
     tokens_file,
 )
-from durable_teams.gateway.team_cards import card_of
+from durable_teams.gateway.core.team_cards import card_of
 from durable_teams.live.hub import LiveHubError
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
@@ -152,7 +152,7 @@ async def run_gateway(args: argparse.Namespace, tokens: list[Token]) -> None:
     import uvicorn
 
     from durable_teams.gateway.app import create_app
-    from durable_teams.gateway.connections import server_config
+    from durable_teams.gateway.core.connections import server_config
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one
     await require_namespace(client)  # else every call would be a 404 from a gateway that looks healthy

@@ -50,10 +50,9 @@ from durable_teams.client.refusals import (
     TurnAbandoned,
     TurnRejected,
 )
-from durable_teams.gateway import requests as checks
-from durable_teams.gateway import responses, time_routes
-from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
-from durable_teams.gateway.errors import (
+from durable_teams.gateway.core import requests as checks
+from durable_teams.gateway.core.auth import DEFAULT_MAX_BODY, Guard, Limits
+from durable_teams.gateway.core.errors import (
     error,
     on_http_error,
     on_temporal_error,
@@ -61,20 +60,22 @@ from durable_teams.gateway.errors import (
     on_unknown_response,
     on_unknown_team,
 )
-from durable_teams.gateway.exposure import Exposure, page_policy
-from durable_teams.gateway.keyed import caller_key, keyed_input
-from durable_teams.gateway.openai_compat import chat_completions
-from durable_teams.gateway.responses_view import UnknownResponse
-from durable_teams.gateway.scopes import Token, scope_of
-from durable_teams.gateway.sse import sse_frame, sse_response
-from durable_teams.gateway.team_cards import TeamCard, descriptions
-from durable_teams.gateway.threads import Gateway, UnknownTeam
+from durable_teams.gateway.core.exposure import Exposure, page_policy
+from durable_teams.gateway.core.keyed import caller_key, keyed_input
+from durable_teams.gateway.core.scopes import Token, scope_of
+from durable_teams.gateway.core.sse import sse_frame, sse_response
+from durable_teams.gateway.core.team_cards import TeamCard, descriptions
+from durable_teams.gateway.core.threads import Gateway, UnknownTeam
+from durable_teams.gateway.doors.native import time_routes
+from durable_teams.gateway.doors.openai_chat.door import chat_completions
+from durable_teams.gateway.doors.responses import door as responses
+from durable_teams.gateway.doors.responses.view import UnknownResponse
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub, LocalHub
 from durable_teams.workflows.conversation import TeamWorkflow
 
 if TYPE_CHECKING:  # the a2a extra's: imported only where the A2A door is served
-    from durable_teams.gateway.a2a_push_configs import PushOptions
+    from durable_teams.gateway.doors.a2a.push_configs import PushOptions
 
 log = logging.getLogger(__name__)
 
@@ -310,13 +311,13 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
                       live_responses=not isinstance(hub, LocalHub))  # a broker: the same on every gateway
     lifespans = []
     if importlib.util.find_spec("mcp") is not None:
-        from durable_teams.gateway.mcp_door import McpDoor
+        from durable_teams.gateway.doors.mcp.door import McpDoor
 
         mcp_app, mcp_running = McpDoor(gateway, descriptions(cards or [])).http_app()
         routes.append(Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]))  # scoped tokens: their threads
         lifespans.append(mcp_running)
     if cards and importlib.util.find_spec("a2a") is not None:
-        from durable_teams.gateway.a2a_http import a2a_routes
+        from durable_teams.gateway.doors.a2a.routes import a2a_routes
 
         routes += a2a_routes(gateway, cards, bearer=bool(tokens), push=a2a_push)  # scoped tokens keep to their scope's tasks
     handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,

@@ -1,0 +1,185 @@
+"""The exchanges half of `Gateway` (durable_teams/gateway/threads.py): a turn sent and
+accepted, a question answered, and the outcome each request waits for (its own turn's, never a
+later one's), read from the workflow's state."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypeVar
+
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_teams.client.approvals import approval_of, ask_again
+from durable_teams.client.refusals import ConversationBusy, Patience, QuestionClosed, TurnConflict
+from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
+from durable_teams.client.server_state import questions_of
+from durable_teams.gateway.core.outcomes import Outcome, _now, answering, question_text
+from durable_teams.gateway.core.requests import BadRequest
+from durable_teams.gateway.core.thread_log import ThreadLog, background
+from durable_teams.live.hub import Delta
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationStatus, TurnReply
+
+T = TypeVar("T")
+
+
+class Exchanges(ThreadLog):
+    """Turns, answers and outcomes: a mixin of `Gateway`, through its client and budgets."""
+
+    busy_seconds: float
+
+    async def raise_unless_running(self, thread: str) -> None:
+        raise NotImplementedError  # Gateway's: whether the thread runs, from its description
+
+    async def accept_turn(self, thread: str, text: str, sender: str | None, turn_id: str | None,
+                          patience: Patience | None = None, again: int | None = None) -> tuple[int, AcceptedTurn]:
+        """Send a turn and return once the workflow has accepted it, with the log index its
+        events start from (a `turn_id` sent again is the same turn: `again`, its number, when
+        known, and its events from its start, the question it waits on included)."""
+        patience = patience or Patience(thread, self.busy_seconds)  # one budget for the whole request
+        index = None
+        if again is not None:
+            index = await self.turn_start(thread, again, answering(await self.status(thread)))
+        if index is None:
+            index = await self.patiently(lambda: self.log_total(thread), patience)
+        accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
+                                     patience=patience)
+        return index, accepted
+
+    async def subscribed(self, thread: str, send: Callable[[], Awaitable[T]]
+                         ) -> tuple[T, AbstractAsyncContextManager[asyncio.Queue[Delta]], asyncio.Queue[Delta]]:
+        """`send()` with the thread's live deltas subscribed first, so a fast model's first
+        words are not missed. The subscription is the caller's to close (closed here if `send`
+        fails)."""
+        subscription = self.hub.subscribe(thread)
+        deltas = await subscription.__aenter__()
+        try:
+            return await send(), subscription, deltas
+        except BaseException:
+            await subscription.__aexit__(None, None, None)
+            raise
+
+    async def patiently(self, call: Callable[[], Awaitable[Any]], patience: Patience) -> Any:
+        """`call`, sent again while the server is too busy to answer (a query timed out under
+        load) until `patience` runs out (`ConversationBusy`, 429: the turn was not sent)."""
+        return await patience.retry(call)
+
+    async def status(self, thread: str) -> ConversationStatus:
+        return await self.client.get_workflow_handle(thread).query(TeamWorkflow.status)
+    async def reply(self, thread: str, question_id: str | None, **reply: Any) -> str:
+        """Answer a question; `ConversationBusy` (429) when no worker takes the answer within
+        `busy_seconds` (the update waits for one: workers being redeployed, say)."""
+        try:
+            return await asyncio.wait_for(send_reply(self.client, thread, question_id, **reply),
+                                          self.busy_seconds)
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):  # the SDK's word for it
+            raise ConversationBusy(
+                f"no worker took the answer to {thread} within {self.busy_seconds:g} s; it may still "
+                "be applied when one does: check the question before answering again") from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:  # "workflow execution already completed"
+                await self.raise_unless_running(thread)
+            raise
+
+    async def approval_in_words(self, thread: str, question_id: str, text: str) -> bool | None:
+        """The `approved` a typed answer gives when `question_id` is an approval (`approval_of`,
+        strictly); None for another question. An answer that is not a plain yes or no is a
+        `BadRequest` (400) that asks again: the approval stays open."""
+        try:  # from the memo (no worker needed: without one, the answer is a 429 as before)
+            questions = await questions_of(self.client.get_workflow_handle(thread))
+        except (RPCError, WorkflowQueryFailedError):
+            return None  # the reply says what is wrong with the thread
+        asked = next((q for q in questions if q.question_id == question_id), None)
+        if asked is None or asked.kind != "approval":
+            return None
+        approved = approval_of(text)
+        if approved is None:
+            raise BadRequest(f"{ask_again(asked.tool or 'the tool')} ({text[:80]!r} is not a plain yes or "
+                             'no; or send "approved": true or false)')
+        return approved
+    async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
+                             max_tokens: int | None = None, *, seen: ConversationStatus | None = None,
+                             again: bool = False, turn: int | None = None) -> Callable[[], Awaitable[Outcome]]:
+        """One OpenAI-style exchange, started: `text` answers the thread's open question, or
+        is sent as a turn (accepted by the workflow before this returns, so the caller may
+        acknowledge it), under the input id `turn_id`. Returns what waits for the outcome:
+        (kind, text), kind "reply", "question" or "failed" (the turn failed: the text says why).
+
+        `seen`: the thread as the caller found it; the text then goes in only if the thread is
+        still there (its question open, no other turn since), else `TurnConflict`. `again`: the
+        thread took this very input already (a retry): nothing is sent, its outcome (that of
+        `turn` when known) is awaited."""
+        status = seen or await self.status(thread)
+        if again:  # the turn it started, or the turn whose question it answered
+            number = turn or (await self.turn_of(thread, turn_id) if turn_id else None)
+            return lambda: self._outcome(thread, set(), target_turn=number or answering(status), turn=None)
+        ids = "last_input_id" in status.model_fields_set  # a worker that records input ids
+        seen_ids = {q.question_id for q in status.pending}
+        if status.pending:
+            q = status.pending[0]
+            answer: dict[str, Any] = {"text": text} | ({"input_id": turn_id} if ids and turn_id else {})
+            if q.kind == "approval":
+                approved = approval_of(text)
+                if approved is None:  # unclear: ask again, never take it as a denial
+                    return lambda: _now(Outcome("question", f"{ask_again(q.tool or q.agent)} "
+                                         f"{question_text(q)}"))
+                answer["approved"] = approved
+            try:
+                await self.reply(thread, q.question_id, **answer)
+            except QuestionClosed as closed:
+                if seen is not None:  # another request answered it since the caller looked
+                    raise TurnConflict(f"{thread}: {closed}") from None
+                raise
+            return lambda: self._outcome(thread, seen_ids, target_turn=answering(status), turn=None)
+        accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
+                                     busy_timeout=self.busy_seconds, max_tokens=max_tokens,
+                                     after_turns=status.turns if seen is not None and ids else None)
+
+        async def outcome() -> Outcome:
+            turn = background(accepted.reply())
+            try:
+                return await self._outcome(thread, seen_ids, target_turn=None, turn=turn)
+            finally:
+                turn.cancel()  # a question came back: the turn goes on in the workflow
+        return outcome
+
+    async def turn_of(self, thread: str, turn_id: str) -> int | None:
+        """The turn the thread started for the input `turn_id`, or answered with it (None: unknown)."""
+        handle = self.client.get_workflow_handle(thread)
+        try:
+            number = (await handle.query("inputs_taken", turn_id) or {}).get(turn_id)
+        except WorkflowQueryFailedError:  # a worker of an earlier release: turns only
+            number = await handle.query("turn_number", turn_id)
+        return number if isinstance(number, int) else None
+
+    async def reply_of(self, thread: str, number: int, latest: TurnReply) -> TurnReply:
+        """Turn `number`'s reply (the workflow keeps the latest 200); `latest` if gone."""
+        replies = await self.client.get_workflow_handle(thread).query(
+            "turn_replies", [number], result_type=list[TurnReply])
+        return replies[0] if replies else latest
+
+    async def converse(self, thread: str, text: str, turn_id: str | None = None) -> Outcome:
+        """`begin_exchange`, then its outcome."""
+        return await (await self.begin_exchange(thread, text, turn_id))()
+
+    async def _outcome(self, thread: str, seen: set[str], *, target_turn: int | None,
+                       turn: asyncio.Future[TurnReply] | None) -> Outcome:
+        while True:
+            if turn is not None and turn.done():
+                reply = turn.result()
+                return Outcome.of(reply)
+            status = await self.status(thread)
+            last = status.last_reply
+            if target_turn is not None and last is not None and last.turn >= target_turn:
+                # that turn's own reply, never a later turn's (a message sent right after it)
+                return Outcome.of(last if last.turn == target_turn else await self.reply_of(thread, target_turn, last))
+            fresh = [q for q in status.pending if q.question_id not in seen]
+            if fresh:  # asked before the turn ended: the same turn's question
+                return Outcome("question", question_text(fresh[0]))
+            if turn is not None:
+                await asyncio.wait([turn], timeout=self.poll_seconds)
+            else:
+                await asyncio.sleep(self.poll_seconds)

@@ -1,0 +1,173 @@
+"""Reading one team's A2A tasks from its threads, as a caller's scope sees them: a task (a
+turn) from the workflow's status, a thread's run state, and the listing from Temporal's
+visibility store. Another team's or another scope's thread is `TaskNotFoundError`, the same
+as none (durable_teams/gateway/scopes.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_teams.client.refusals import ConversationNotFound
+from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.threads import Gateway, answering
+from durable_teams.gateway.doors.a2a.tasks import (
+    NotATask,
+    TurnState,
+    parse_task_id,
+    task_id,
+    turn_state,
+)
+from durable_teams.gateway.doors.a2a.wire import as_task, history_of, history_wanted
+from durable_teams.workflows.turn_view import ended_state
+
+MAX_LISTED = 100
+MAX_SCANNED = 1000
+"""Threads read from the visibility store for one listing (their memos only)."""
+MAX_HISTORY = 200
+"""The log messages of one turn read for its history (a turn's working can be long)."""
+
+
+@dataclass
+class TaskReader:
+    """One team's tasks read from its threads, as a caller of a scope sees them (`gateway`: the
+    client and polling)."""
+
+    gateway: Gateway
+    team: str
+
+    async def thread_of(self, thread: str, scope: str | None) -> bool:
+        """True while the thread runs, False once ended; `TaskNotFoundError` when it is not this
+        team's, or not one a caller of `scope` sees."""
+        return await self.workflow_status(thread, scope) == WorkflowExecutionStatus.RUNNING
+
+    async def workflow_status(self, thread: str, scope: str | None) -> WorkflowExecutionStatus | None:
+        """The thread's run status; `TaskNotFoundError`, the same as for no thread, for another
+        scope's thread (durable_teams/gateway/scopes.py) or another team's."""
+        try:
+            described = await self.gateway.visible(thread, scope)
+        except ConversationNotFound:
+            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+            raise
+        if (await described.memo()).get("team") != self.team:
+            raise TaskNotFoundError(f"no context {thread[:80]!r} for {self.team}")
+        return described.status
+
+    async def task(self, thread: str, number: int, scope: str | None, history: int | None = 0) -> pb.Task:
+        """Turn `number` of `thread` as a task, read from the workflow now, with the latest
+        `history` messages of its history (None: all it keeps, up to `MAX_HISTORY`)."""
+        ended = await self.workflow_status(thread, scope)
+        running = ended == WorkflowExecutionStatus.RUNNING
+        cancelled = ended in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
+        try:
+            status = await self.gateway.status(thread)
+        except Exception:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
+            if running:
+                raise
+            return as_task(thread, number, TurnState("CANCELED" if cancelled else "FAILED",
+                                                     "the conversation has ended"))
+        if number > max(status.turns, 1):
+            raise TaskNotFoundError(f"no task {task_id(thread, number)}")
+        last = status.last_reply
+        reply = None
+        if last is not None and last.turn >= number:
+            reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
+        task = as_task(thread, number, ended_state(turn_state(status, number, reply, running), running, cancelled))
+        if history != 0:
+            log = await self.gateway.turn_messages(thread, number, answering(status), MAX_HISTORY)
+            said = history_of(thread, number, log)
+            task.history.extend(said[-history:] if history else said)
+        return task
+
+    async def known(self, thread: str, scope: str | None) -> bool:
+        """Whether `thread` is a thread of this team's that a caller of `scope` sees
+        (`TaskNotFoundError` for another team's)."""
+        try:
+            await self.gateway.visible(thread, scope)
+        except ConversationNotFound:  # none, or another scope's: its id is taken all the same
+            return False
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                return False
+            raise
+        await self.thread_of(thread, scope)
+        return True
+
+    def parsed(self, value: str) -> tuple[str, int]:
+        try:
+            return parse_task_id(value)
+        except NotATask as err:
+            raise TaskNotFoundError(str(err)) from None
+
+    async def list_tasks(self, params: pb.ListTasksRequest, scope: str | None) -> pb.ListTasksResponse:
+        """Each thread's latest task (a context's every task when `contextId` is given), newest
+        threads first, from Temporal's visibility store (the latest `MAX_SCANNED` threads of
+        the gateway's queue); a scoped caller's only. A page at a time (`nextPageToken`: an
+        offset); a task's history only with `historyLength`, its artifacts only with
+        `includeArtifacts`. A `status` filter keeps the page's tasks in that state."""
+        if params.HasField("page_size") and not 1 <= params.page_size <= MAX_LISTED:
+            raise InvalidParamsError(f"pageSize must be 1 to {MAX_LISTED}")
+        limit = params.page_size if params.HasField("page_size") else 50
+        offset = page_offset(params.page_token)
+        history = history_wanted(params) or 0  # not given: none (each would cost a read of the log)
+        if params.context_id:
+            try:
+                if not await self.known(params.context_id, scope):
+                    return pb.ListTasksResponse(page_size=0)
+            except TaskNotFoundError:  # another team's or scope's: as none
+                return pb.ListTasksResponse(page_size=0)
+            status = await self.gateway.status(params.context_id)
+            found = [(params.context_id, n) for n in range(max(status.turns, 1), 0, -1)]
+        else:
+            found = [(thread, 0) for thread in await self.threads(scope)]
+        tasks = []
+        for thread, number in found[offset:offset + limit]:
+            try:
+                if not number:  # a thread's latest task
+                    number = max((await self.gateway.status(thread)).turns, 1)
+                tasks.append(await self.task(thread, number, scope, history))
+            except Exception:  # noqa: BLE001 - one unreadable thread hides no other
+                continue
+        if params.status:
+            tasks = [t for t in tasks if t.status.state == params.status]
+        if not params.include_artifacts:
+            for task in tasks:
+                task.ClearField("artifacts")
+        more = offset + limit < len(found)
+        return pb.ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(found),
+                                    next_page_token=f"{TOKEN_PREFIX}{offset + limit}" if more else "")
+
+    async def threads(self, scope: str | None) -> list[str]:
+        """This team's threads a caller of `scope` sees, newest first, from the visibility
+        store (the gateway's queue only: another queue's threads are not served here)."""
+        queue = self.gateway.task_queue.replace("\\", "\\\\").replace("'", "\\'")
+        query = f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{queue}'"
+        found = []
+        async for wf in self.gateway.client.list_workflows(query, limit=MAX_SCANNED):
+            try:
+                memo = await wf.memo()
+            except Exception:  # noqa: BLE001 - a memo this gateway cannot read is no scope's
+                continue
+            if memo.get("team") == self.team and sees(scope, memo):
+                found.append(wf.id)
+        return found
+
+
+TOKEN_PREFIX = "offset-"
+
+
+def page_offset(token: str) -> int:
+    """Where a page token says the page starts; `InvalidParamsError` for one not given here."""
+    if not token:
+        return 0
+    digits = token.removeprefix(TOKEN_PREFIX)
+    if not token.startswith(TOKEN_PREFIX) or not digits.isdigit() or len(digits) > 6:
+        raise InvalidParamsError("no such pageToken")
+    return int(digits)

@@ -1,0 +1,86 @@
+"""A2A's protocol objects for a turn (a2a-sdk's protobuf types): a task as the spec shapes it,
+its history from the thread's log, the text of a message, the caller's scope in a call's context. No Temporal, no HTTP."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import InvalidParamsError
+
+from durable_teams.gateway.doors.a2a.tasks import TurnState, task_id
+from durable_teams.workflows.messages import Message
+
+FINAL = {"COMPLETED", "FAILED", "CANCELED", "REJECTED"}
+PAUSED = {"INPUT_REQUIRED", "AUTH_REQUIRED"}
+
+
+def text_of(message: pb.Message) -> str:
+    """The text parts of a message, joined; `InvalidParamsError` when there is none."""
+    texts = [part.text for part in message.parts if part.WhichOneof("content") == "text"]
+    if len(texts) != len(message.parts):
+        raise InvalidParamsError("only text parts are understood here")
+    text = "\n".join(texts)
+    if not text.strip():
+        raise InvalidParamsError("the message has no text")
+    return text
+
+
+def agent_message(thread: str, number: int, text: str) -> pb.Message:
+    """The agent's status message; its id the same for the same words from any process."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return pb.Message(message_id=f"{task_id(thread, number)}-{digest}", context_id=thread,
+                      task_id=task_id(thread, number), role=pb.ROLE_AGENT, parts=[pb.Part(text=text)])
+
+
+def history_of(thread: str, number: int, log: Sequence[tuple[int, Message]]) -> list[pb.Message]:
+    """Turn `number`'s log (index, message) as the task's history: the person's messages (the
+    turn's and the answers to its questions) and what the agents said, oldest first. Tool
+    calls and results, routing records and notices are the team's working, not messages."""
+    history = []
+    for index, message in log:
+        if not message.content:
+            continue
+        said = message.role == "user" and message.kind == "message" and message.agent_run == 0
+        answered = message.role == "tool" and message.kind == "human"
+        spoke = message.role == "assistant" and message.kind in ("message", "error")
+        if not (said or answered or spoke):
+            continue
+        history.append(pb.Message(
+            message_id=f"{task_id(thread, number)}-m{index}", context_id=thread, task_id=task_id(thread, number),
+            role=pb.ROLE_AGENT if spoke else pb.ROLE_USER, parts=[pb.Part(text=message.content)]))
+    return history
+
+
+def history_wanted(params: Any) -> int | None:
+    """How many of the latest history messages a request wants (`historyLength`): None for
+    all (not given), 0 for none; `InvalidParamsError` below 0."""
+    if not params.HasField("history_length"):
+        return None
+    if params.history_length < 0:
+        raise InvalidParamsError("historyLength must be 0 or more")
+    return int(params.history_length)
+
+
+def as_task(thread: str, number: int, found: TurnState) -> pb.Task:
+    status = pb.TaskStatus(state=getattr(pb, f"TASK_STATE_{found.state}"))
+    if found.text:
+        status.message.CopyFrom(agent_message(thread, number, found.text))
+    task = pb.Task(id=task_id(thread, number), context_id=thread, status=status)
+    if found.state == "COMPLETED":
+        task.artifacts.add(artifact_id="reply", name="reply", parts=[pb.Part(text=found.text)])
+    return task
+
+
+def state_of(task: pb.Task) -> TurnState:
+    """A task's state and status text, as durable_teams/workflows/turn_view.py names them."""
+    text = task.status.message.parts[0].text if task.status.message.parts else ""
+    return TurnState(pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_"), text)
+
+
+def scope_in(context: ServerCallContext) -> str | None:
+    """The caller's scope (None: an operator), as `ScopedContext` put it in the call's state."""
+    return context.state.get("scope")

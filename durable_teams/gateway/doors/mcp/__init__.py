@@ -1,0 +1,1 @@
+"""Teams as MCP tools: /mcp and durable-teams mcp (the mcp extra; docs/mcp.md)."""

@@ -1,0 +1,321 @@
+"""MCP tasks over conversations: a task is one turn of a thread, its id `<thread>::<turn>` (as
+A2A's), and its state is read from the workflow at each request, so any gateway process, after
+any restart, serves `tasks/get`, `tasks/update`, `tasks/result` and `tasks/cancel` for it.
+
+Two forms of the same task:
+
+- the tasks extension (`io.modelcontextprotocol/tasks`, MCP 2026-07-28): a `tools/call` from a
+  client that declares the extension in its request's capabilities returns
+  `{"resultType": "task", "taskId", "status", ...}`; `tasks/get` inlines the `result`, or
+  the `inputRequests` of a question; `tasks/update` carries the person's `inputResponses`;
+- the experimental tasks of MCP 2025-11-25: a `tools/call` with a `task` field returns
+  `{"task": {...}}`; `tasks/result` waits for the outcome; `tasks/list` lists them.
+
+A question (`ask_human`, an approval) makes the task `input_required`; cancelling it is the
+workflow's `cancel_turn` (the turn's activities and tools are told).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from temporalio.client import (
+    WorkflowExecution,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_teams.client.refusals import ConversationBusy, ConversationNotFound, TurnConflict
+from durable_teams.client.send import submit_turn
+from durable_teams.client.server_state import memo_questions
+from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.threads import Gateway, answering, question_text
+from durable_teams.gateway.doors.a2a.tasks import (
+    NotATask,
+    TurnState,
+    parse_task_id,
+    task_id,
+    turn_state,
+)
+from durable_teams.gateway.doors.mcp.forms import answer_text, elicit_form, text_result
+from durable_teams.gateway.doors.mcp.task_pages import PAGE, Cursor, page_of
+from durable_teams.workflows.state import ConversationStatus, Question
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+STATES = {"WORKING": "working", "SUBMITTED": "working", "INPUT_REQUIRED": "input_required",
+          "COMPLETED": "completed", "FAILED": "completed", "CANCELED": "cancelled"}
+"""A2A's turn states as MCP task states (a failed turn is a tool result with `isError`)."""
+LIST_READ_SECONDS = 2.0
+
+
+class UpdateTaskParams(types.RequestParams):
+    """`tasks/update`: the person's answers, keyed as the task's `inputRequests` were."""
+
+    task_id: str
+    input_responses: dict[str, Any] = {}
+
+
+class TaskResultParams(types.GetTaskPayloadRequestParams):
+    """`tasks/result`, optionally carrying the answers to the `input_required` it returned."""
+
+    input_responses: dict[str, Any] | None = None
+
+
+def no_task(value: str) -> MCPError:
+    """Unknown, malformed and another scope's task ids get this one error."""
+    return MCPError(types.INVALID_PARAMS, f"no task {value[:80]!r}")
+
+
+def declares_tasks(params: Mapping[str, Any] | None) -> bool:
+    """Whether a request declares the tasks extension in its capabilities (2026-07-28: in
+    `_meta`, per request)."""
+    meta = (params or {}).get("_meta")
+    caps = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    extensions = caps.get("extensions") if isinstance(caps, Mapping) else None
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+
+
+def missing_capability() -> MCPError:
+    return MCPError(types.MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability",
+                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """A task as read now: its MCP status and what goes with it (pure: shaped for either form)."""
+
+    task_id: str
+    thread: str
+    status: str
+    message: str
+    created: datetime
+    updated: datetime
+    question: Question | None = None
+    poll_ms: int = 1000
+    failed_turn: bool = False
+    """The turn ended failed (a completed task whose result has `isError`)."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def _base(self) -> dict[str, Any]:
+        return {"taskId": self.task_id, "status": self.status, "statusMessage": self.message,
+                "createdAt": self.created.isoformat(), "lastUpdatedAt": self.updated.isoformat()}
+
+    def result(self) -> dict[str, Any]:
+        """The tool's result once the task has ended (what the call would have returned)."""
+        status = "failed" if self.failed_turn else self.status
+        dumped = text_result(self.message, self.thread, status, self.status != "completed" or self.failed_turn)
+        return dumped.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    def modern(self, detailed: bool = True) -> dict[str, Any]:
+        """The 2026-07-28 `Task` (`detailed`: with its result or its input requests inlined)."""
+        task = self._base() | {"ttlMs": None, "pollIntervalMs": self.poll_ms}
+        if detailed and self.question is not None:
+            task["inputRequests"] = {self.question.question_id: elicit_form(self.question).model_dump(
+                by_alias=True, mode="json", exclude_none=True)}
+        if detailed and self.status == "completed":
+            task["result"] = self.result()
+        if detailed and self.status == "failed":
+            task["error"] = {"code": types.INTERNAL_ERROR, "message": self.message}
+        return task
+
+    def legacy(self) -> dict[str, Any]:
+        """The 2025-11-25 `Task` (a failed turn is a failed task there)."""
+        status = "failed" if self.failed_turn else self.status
+        return self._base() | {"status": status, "ttl": None, "pollInterval": self.poll_ms}
+
+
+def view_of(task: str, thread: str, found: TurnState, question: Question | None,
+            created: datetime, updated: datetime, poll_ms: int) -> TaskView:
+    status = STATES.get(found.state, "failed")
+    if status == "input_required" and question is None:
+        status = "working"  # answered meanwhile
+    return TaskView(task, thread, status, found.text, created, updated,
+                    question if status == "input_required" else None, poll_ms, found.state == "FAILED")
+
+
+@dataclass
+class McpTasks:
+    """The tasks of `gateway`'s threads of `teams` (a caller sees its scope's, an operator all)."""
+
+    gateway: Gateway
+    teams: list[str]
+    poll_ms: int = 1000
+    wait_seconds: float = 300.0
+    """How long `tasks/result` waits for an outcome before it answers with the task working."""
+    read_seconds: float = 2.0
+    """How long a read waits for a worker to answer the status query before it answers from
+    the thread's memo (its open questions: no worker needed)."""
+    page_size: int = PAGE
+    """Threads a `tasks/list` page lists."""
+
+    async def submit(self, thread: str, message: str | None) -> str:
+        """`message` sent to the thread as a turn, or as the answer to its open question (none:
+        the turn in flight); its task id, once the workflow has it (a `tasks/get` finds it)."""
+        status = await self.gateway.status(thread)
+        if message is None:
+            return task_id(thread, max(answering(status), 1))
+        if status.pending:
+            await self.gateway.begin_exchange(thread, message, seen=status)
+            return task_id(thread, answering(status))
+        accepted = await submit_turn(self.gateway.client, thread, message, busy_timeout=self.gateway.busy_seconds)
+        return task_id(thread, accepted.number)
+
+    async def described(self, thread: str, scope: str | None, task: str
+                        ) -> tuple[WorkflowExecutionDescription, Mapping[str, Any]]:
+        try:
+            described = await self.gateway.visible(thread, scope)
+        except ConversationNotFound:
+            raise no_task(task) from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise no_task(task) from None
+            raise
+        memo = await described.memo()
+        if memo.get("team") not in self.teams or not sees(scope, memo):
+            raise no_task(task)
+        return described, memo
+
+    async def read(self, task: str, scope: str | None) -> TaskView:
+        """The task now (`MCPError` invalid params for a task this caller cannot see)."""
+        try:
+            thread, number = parse_task_id(task)
+        except NotATask:
+            raise no_task(task) from None
+        described, memo = await self.described(thread, scope, task)
+        running = described.status == WorkflowExecutionStatus.RUNNING
+        cancelled = described.status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
+        ended = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
+        status: ConversationStatus | None = None
+        try:
+            status = await asyncio.wait_for(self.gateway.status(thread), self.read_seconds)
+        except Exception as err:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
+            if running and not isinstance(err, TimeoutError):
+                raise
+        found, question = ended, None
+        if status is None and running:  # no worker answers now: what the memo says
+            found, question = from_memo(memo)
+        if status is not None:
+            if number > max(status.turns, 1):
+                raise no_task(task)
+            last, reply = status.last_reply, None
+            if last is not None and last.turn >= number:
+                reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
+            found = turn_state(status, number, reply, running)
+            if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
+                found = ended
+            question = status.pending[0] if found.state == "INPUT_REQUIRED" and status.pending else None
+        created = described.start_time or datetime.now(UTC)
+        updated = described.close_time or datetime.now(UTC)
+        return view_of(task, thread, found, question, created, updated, self.poll_ms)
+
+    async def update(self, task: str, responses: Mapping[str, Any], scope: str | None) -> TaskView:
+        """The answers to the task's open question taken (others ignored, as the spec asks)."""
+        view = await self.read(task, scope)
+        q = view.question
+        if q is None or q.question_id not in responses:
+            return view
+        text = answer_text(responses[q.question_id], q)
+        if text is None:  # declined or cancelled: the question stays open
+            return view
+        try:
+            status = await asyncio.wait_for(self.gateway.status(view.thread), self.gateway.busy_seconds)
+            if any(p.question_id == q.question_id for p in status.pending):
+                await self.gateway.begin_exchange(view.thread, text, seen=status)
+        except TurnConflict:  # answered elsewhere since
+            pass
+        except (TimeoutError, ConversationBusy):
+            raise MCPError(types.INTERNAL_ERROR, f"no worker took the answer to {task[:80]!r} within "
+                           f"{self.gateway.busy_seconds:g} s; it may still be applied when one does: "
+                           "check the task before answering again") from None
+        return await self.read(task, scope)
+
+    async def cancel(self, task: str, scope: str | None) -> TaskView:
+        """The workflow's `cancel_turn` for the task's turn; the task once it has ended (or as it
+        is after `busy_seconds`: cancelling is cooperative)."""
+        view = await self.read(task, scope)
+        if view.terminal:
+            raise MCPError(types.INVALID_PARAMS, f"task {task[:80]!r} has ended ({view.status}): nothing to cancel")
+        _, number = parse_task_id(task)
+        try:
+            await self.gateway.client.get_workflow_handle(view.thread).execute_update("cancel_turn", number)
+        except WorkflowUpdateFailedError as err:  # ended meanwhile, or a worker without cancel_turn
+            view = await self.read(task, scope)
+            if not view.terminal:
+                raise MCPError(types.INVALID_PARAMS, f"task {task[:80]!r} cannot be cancelled: "
+                               f"{getattr(err.cause, 'message', err)}") from None
+            return view
+        return await self.settled(task, scope, self.gateway.busy_seconds, until=TERMINAL)
+
+    async def settled(self, task: str, scope: str | None, within: float | None = None,
+                      until: frozenset[str] = TERMINAL | {"input_required"}) -> TaskView:
+        """The task once its status is in `until`, or as it is after `within` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.wait_seconds if within is None else within)
+        while True:
+            view = await self.read(task, scope)
+            if view.status in until or loop.time() >= deadline:
+                return view
+            await asyncio.sleep(self.gateway.poll_seconds)
+
+    async def listed(self, scope: str | None, cursor: str | None = None) -> tuple[list[TaskView], str | None]:
+        """A page of each visible thread's latest task (Temporal's visibility order: running
+        threads first; durable_teams/gateway/mcp_task_pages.py), and the next page's cursor
+        (`BadCursor` for one not made here). A thread whose memo this gateway cannot decode (an
+        encrypted conversation, without the key) is left out, and one no worker answers for
+        within `LIST_READ_SECONDS`: one stuck thread delays the list, never stalls it."""
+        queue = self.gateway.task_queue.replace("\\", "\\\\").replace("'", "\\'")
+        query = f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{queue}'"
+
+        async def keep(wf: WorkflowExecution) -> bool:
+            try:
+                memo = await wf.memo()
+            except Exception:  # noqa: BLE001 - a memo this gateway cannot decode (encrypted): not listed
+                return False
+            return memo.get("team") in self.teams and sees(scope, memo)
+        threads, after = await page_of(self.gateway.client, query, keep, Cursor.decode(cursor) if cursor else None,
+                                       self.page_size)
+
+        async def latest(thread: str) -> TaskView:
+            status = await self.gateway.status(thread)
+            return await self.read(task_id(thread, max(status.turns, 1)), scope)
+        found = await asyncio.gather(*(asyncio.wait_for(latest(t), LIST_READ_SECONDS) for t in threads),
+                                     return_exceptions=True)
+        return [view for view in found if isinstance(view, TaskView)], after.encode() if after else None
+
+
+def from_memo(memo: Mapping[str, Any]) -> tuple[TurnState, Question | None]:
+    """A running thread's latest task as its memo tells it, while no worker answers: waiting
+    for its open question, else working."""
+    questions = memo_questions(memo) or []
+    if questions:
+        return TurnState("INPUT_REQUIRED", question_text(questions[0])), questions[0]
+    return TurnState("WORKING", "no worker has answered for this conversation lately"), None
+
+
+def with_related(result: dict[str, Any], task: str) -> dict[str, Any]:
+    """A result marked as the outcome of `task` (2025-11-25's related-task `_meta`)."""
+    return result | {"_meta": {RELATED_TASK: {"taskId": task}}}
+
+
+def waiting(view: TaskView) -> dict[str, Any]:
+    """`tasks/result` of a task waiting for a person: an `input_required` result whose
+    `requestState` is the task (a repeated `tasks/result` with `inputResponses` answers it)."""
+    assert view.question is not None
+    form = elicit_form(view.question)
+    return types.InputRequiredResult(input_requests={view.question.question_id: form},
+                                     request_state=view.task_id).model_dump(by_alias=True, mode="json",
+                                                                            exclude_none=True)
+

@@ -1,0 +1,1 @@
+"""The native HTTP API: /threads, its turns, events, questions, checkpoints and forks."""

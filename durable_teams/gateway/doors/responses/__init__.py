@@ -1,0 +1,1 @@
+"""OpenAI Responses: /v1/responses (docs/responses.md)."""

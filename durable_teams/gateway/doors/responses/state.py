@@ -1,0 +1,179 @@
+"""Reading a response from its thread (durable_teams/gateway/responses_view.py says what one
+is): its view, the thread's latest response, and waiting for one to end. Nothing is kept in
+the gateway: every answer is read from the workflow (queries), so any gateway process, started
+at any time, gives the same one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from temporalio.client import WorkflowQueryFailedError
+
+from durable_teams.client.reply_watch import history_growth
+from durable_teams.gateway.core.thread_log import background
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.responses.view import (
+    ResponseRef,
+    UnknownResponse,
+    View,
+    is_turn_start,
+    view_of,
+)
+from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import ConversationStatus, TurnReply
+from durable_teams.workflows.transcript import LogDelta
+
+RECHECK_SECONDS = 5.0
+"""A response is read again at least this often while it runs (the long poll is the rule)."""
+MAX_APPROVAL_CACHE = 4096
+_approval_tools: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
+"""(thread, agent) -> the agent's tools that wait for approval, and those that pause at a
+breakpoint: a cache of what the team fixes (a thread's team does not change), so no state."""
+
+
+async def _agent_query(gw: Gateway, thread: str, name: str, args: list[object], result_type: type) -> object:
+    try:
+        return await gw.client.get_workflow_handle(thread).query(name, args=args, result_type=result_type)
+    except WorkflowQueryFailedError:  # not an agent of the team (a nested team's), or an older worker
+        return None
+
+
+async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> tuple[set[str], set[str]]:
+    """The tools of `agents` that wait for a person, as the workflow's team says: those that
+    need approval, and those that pause at a breakpoint (before or after they run)."""
+    approvals: set[str] = set()
+    breaks: set[str] = set()
+    for agent in sorted(agents):
+        key = (thread, agent)
+        if key not in _approval_tools:
+            # the agent's tools, with no messages (upto 0): what its model calls are offered
+            delta = await _agent_query(gw, thread, "model_view_delta", [agent, 0, 0, 0, 0, True], LogDelta)
+            tools = frozenset(t.name for t in getattr(delta, "tools", None) or [] if t.needs_approval)
+            paused = await _agent_query(gw, thread, "breakpoint_tools", [agent], list[str])
+            if len(_approval_tools) >= MAX_APPROVAL_CACHE:
+                _approval_tools.clear()
+            _approval_tools[key] = tools, frozenset(paused or [])  # type: ignore[call-overload]
+        approvals |= _approval_tools[key][0]
+        breaks |= _approval_tools[key][1]
+    return approvals, breaks
+
+
+async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tuple[View, ConversationStatus]:
+    """The response `ref` as its thread has it now, with the thread's status. A deleted one
+    (`DELETE /v1/responses/{id}`) is unknown, unless `deleted_too` (walking the thread)."""
+    handle = gw.client.get_workflow_handle(ref.thread)
+    status = await gw.status(ref.thread)  # before the log: a reply read here has its log complete
+    if not 1 <= ref.turn <= status.turns:  # an id no request of this thread was given
+        raise UnknownResponse(f"no response {ref.id!r}")
+    if not deleted_too and ref.key in status.deleted_responses:
+        raise UnknownResponse(f"no response {ref.id!r} (deleted)")
+    replies = await handle.query("turn_replies", args=[[ref.turn]], result_type=list[TurnReply])
+    messages: list[Message] = []
+    index = ref.start
+    while True:
+        page = await gw._page(ref.thread, index)
+        if ref.start > page.total:
+            raise UnknownResponse(f"no response {ref.id!r}")
+        messages.extend(page.messages)
+        index += len(page.messages)
+        turns = sum(map(is_turn_start, messages))
+        if index >= page.total or not page.messages or turns > (0 if ref.step else 1):
+            break  # the whole log, or as far as the next turn: this response ended before it
+    agents = {m.name for m in messages if m.role == "assistant" and m.tool_calls and m.name}
+    tools, breaks = await approval_tools(gw, ref.thread, agents)
+    reply = replies[0] if replies else None
+    if reply is None and status.last_reply is not None and status.last_reply.turn > ref.turn:
+        reply = forgotten_reply(ref, messages)  # turns end in order: this one ended long ago
+    return view_of(ref, messages, reply, status.pending, tools, breaks), status
+
+
+def forgotten_reply(ref: ResponseRef, messages: list[Message]) -> TurnReply:
+    """The reply of a turn the workflow no longer keeps (it keeps the latest 200): the last
+    answer of the shared conversation in the turn's stretch of the log."""
+    stretch = messages[:next((i for i, m in enumerate(messages) if i and is_turn_start(m)), len(messages))]
+    said = next((m for m in reversed(stretch) if m.role == "assistant" and m.agent_run == 0
+                 and not m.tool_calls), None)
+    return TurnReply(turn=ref.turn, text=(said.content or "") if said else "", agent=said.name or "" if said else "")
+
+
+def successor(view: View, status: ConversationStatus) -> ResponseRef | None:
+    """The response that came after `view` in its thread, if one did."""
+    ref = view.ref
+    if not view.ended or view.end is None:
+        return None
+    if view.stop is not None:
+        waiting = any(q.tool_call_id == view.stop.call.id for q in status.pending)
+        return None if waiting else ResponseRef(ref.thread, ref.turn, view.end, ref.step + 1)
+    if status.turns > ref.turn:
+        return ResponseRef(ref.thread, ref.turn + 1, view.end, 0)
+    return None
+
+
+async def latest(gw: Gateway, ref: ResponseRef,
+                 deleted_too: bool = False) -> tuple[View, ConversationStatus, ResponseRef | None]:
+    """The thread's latest response, walked to from `ref` (deleted or not, with `deleted_too`),
+    and the one right after `ref` (responses deleted on the way are walked through)."""
+    view, status = await read(gw, ref, deleted_too)
+    first: ResponseRef | None = None
+    for _ in range(10_000):
+        after = successor(view, status)
+        if after is None:
+            break
+        first = first or after
+        view, status = await read(gw, after, deleted_too=True)
+    return view, status, first
+
+
+async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
+    """The response each time it may have changed, until it has ended: read again when the
+    thread's history grows (a long poll, as `follow` does), at least every `RECHECK_SECONDS`."""
+    grown = asyncio.Event()
+
+    async def watch() -> None:
+        try:
+            async for _ in history_growth(gw.client, ref.thread):
+                grown.set()
+        finally:
+            grown.set()
+    watcher = background(watch())
+    try:
+        while True:
+            grown.clear()
+            view, _ = await read(gw, ref)
+            yield view
+            if view.ended:
+                return
+            if watcher.done():  # the run closed, or the long poll failed: poll instead
+                await asyncio.sleep(gw.poll_seconds)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(grown.wait(), RECHECK_SECONDS)
+    finally:
+        watcher.cancel()
+
+
+async def ended(gw: Gateway, ref: ResponseRef) -> View:
+    async for view in views(gw, ref):
+        if view.ended:
+            return view
+    raise AssertionError("unreachable")
+
+
+async def latest_of_thread(gw: Gateway, thread: str, page_size: int = 50) -> ResponseRef | None:
+    """The thread's latest response (None before its first turn): from the message of its
+    latest turn, read back from the end of its log a page at a time."""
+    status = await gw.status(thread)
+    if status.turns == 0:
+        return None
+    end = await gw.log_total(thread)
+    while end > 0:
+        start = max(0, end - page_size)
+        page = await gw._page(thread, start, end - start)
+        for offset in range(len(page.messages) - 1, -1, -1):
+            if is_turn_start(page.messages[offset]):
+                view, _, _ = await latest(gw, ResponseRef(thread, status.turns, start + offset, 0), True)
+                return view.ref
+        end = start
+    return None

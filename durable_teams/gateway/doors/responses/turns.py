@@ -1,0 +1,180 @@
+"""How a Responses request goes into its thread: a new thread's first turn, the next turn or
+the answer to a question on the thread's latest response (`previous_response_id`), or a whole
+conversation resent by a client that keeps no response ids (found, or opened, with the chat
+path's matching: durable_teams/gateway/chat_threads.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from durable_teams.client.approvals import approval_of
+from durable_teams.client.refusals import ConversationEnded, QuestionClosed, TurnConflict
+from durable_teams.client.send import submit_turn
+from durable_teams.gateway.core import requests as checks
+from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core.threads import Gateway, TeamMismatch
+from durable_teams.gateway.doors.openai_chat import history as chats
+from durable_teams.gateway.doors.openai_chat import which_thread as chat_threads
+from durable_teams.gateway.doors.openai_chat.fields import (
+    MATCH_ATTEMPTS,
+    caller_scope,
+    input_id,
+    says_retry,
+    taken,
+)
+from durable_teams.gateway.doors.openai_chat.history import FieldError
+from durable_teams.gateway.doors.responses import fields as fields
+from durable_teams.gateway.doors.responses import state as state
+from durable_teams.gateway.doors.responses.events import approval_id
+from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
+
+
+def refusal(status: int, message: str, kind: str, param: str | None = None, **more: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": kind, **more}},
+                        status_code=status)
+
+
+class Refused(Exception):
+    def __init__(self, response: JSONResponse) -> None:
+        super().__init__()
+        self.response = response
+
+
+class NotLatest(Refused):
+    """`previous` is not its thread's latest response (`latest` is): a fork may continue it."""
+
+    def __init__(self, previous: ResponseRef, latest: View, ended_turn: bool) -> None:
+        why = ("" if ended_turn else
+               f" ({previous.id} ended at a question inside its turn, answered since: a fork "
+               "starts at a turn's end)")
+        super().__init__(refusal(409, f"{previous.id} is not the thread's latest response: continue "
+                                      f"from {latest.ref.id}{why}", "not_latest_response",
+                                 "previous_response_id", latest_response_id=latest.ref.id))
+        self.previous, self.latest, self.ended_turn = previous, latest, ended_turn
+
+
+def first_thread(team: str, key: str | None, request: Request) -> str:
+    """The thread a first request opens: the same for the same Idempotency-Key and caller."""
+    return f"{team}-resp-{idempotency_digest(key, request) or uuid.uuid4().hex[:16]}"
+
+
+def idempotency_digest(key: str | None, request: Request) -> str | None:
+    return hashlib.sha256(f"{getattr(request.state, 'caller', '')}\0{key}".encode()).hexdigest()[:16] if key else None
+
+
+async def first_turn(gw: Gateway, team: str, thread: str, text: str, key: str | None, request_id: str,
+                     max_tokens: int | None, request: Request) -> ResponseRef:
+    """`thread` (`first_thread`) started and its first turn (the same again for the same
+    Idempotency-Key)."""
+    keyed = idempotency_digest(key, request)
+    try:
+        await gw.start_thread(team, thread, idempotency=keyed, request_digest=request_id[:16] if keyed else None,
+                              scope=scope_of(request))
+    except WorkflowAlreadyStartedError:  # the same key: the same request, or a key used again
+        if (await gw.memo(thread)).get("request") != request_id[:16]:
+            raise Refused(refusal(409, "this Idempotency-Key was sent with another request: use a new key",
+                                  "idempotency_key_reused")) from None
+    accepted = await submit_turn(gw.client, thread, text, turn_id=input_id(thread, "responses", request_id),
+                                 busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
+    return ResponseRef(thread, accepted.number, 0, 0)
+
+
+async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input,
+                    turn_id: str, max_tokens: int | None, deleted_too: bool = False) -> ResponseRef:
+    """The response to a request continuing `previous`: an answer to its question, or the
+    thread's next turn. Only the thread's latest response may be continued (409 naming it); the
+    same request sent again gets the response it made the first time."""
+    thread = previous.thread
+    try:
+        if not await gw.running(thread, team):
+            raise UnknownResponse(f"no response {previous.id!r}")
+    except TeamMismatch as mismatch:
+        raise checks.BadRequest(str(mismatch)) from None
+    view, status, after = await state.latest(gw, previous, deleted_too)
+    if after is not None:  # continued already: by this very request (a retry), or another
+        if await taken(gw, thread, turn_id) == after.turn:  # however late (the ids the thread took)
+            return after
+        if after.step == 0 and await gw.client.get_workflow_handle(thread).query(
+                "turn_number", turn_id) == after.turn:
+            return after
+        if after.step > 0 and turn_id in (status.last_input_id, status.previous_input_id):
+            return after
+        raise NotLatest(previous, view, ended_turn=after.step == 0)
+    if not view.ended:
+        raise Refused(refusal(409, f"{previous.id} is still {view.status}: wait for it (GET "
+                                   f"/v1/responses/{previous.id}) or cancel it", "response_in_progress",
+                              "previous_response_id"))
+    assert view.end is not None
+    if view.stop is not None:  # the question it asked waits: this request answers it
+        await answer(gw, view, status, given, turn_id)
+        return ResponseRef(thread, previous.turn, view.end, previous.step + 1)
+    if given.text is None:
+        raise FieldError(f"'input': {previous.id} asked for no approval", "input")
+    accepted = await submit_turn(gw.client, thread, given.text, turn_id=turn_id, busy_timeout=gw.busy_seconds,
+                                 max_tokens=max_tokens, after_turns=status.turns)
+    return ResponseRef(thread, accepted.number, view.end, 0)
+
+
+async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, input_id_: str) -> None:
+    """Answer the question `view` ended with. An approval takes an `mcp_approval_response`
+    naming it, or a message that is a clear yes or no (client/approvals.py); anything else is
+    a 400, and nothing is sent."""
+    stop = view.stop
+    assert stop is not None
+    question = next((q for q in status.pending if q.tool_call_id == stop.call.id), None)
+    if question is None:  # answered (or withdrawn) since it was read
+        raise Refused(refusal(409, f"{view.ref.id}'s question was answered meanwhile: read the thread's "
+                                   "latest response", "not_latest_response", "previous_response_id"))
+    reply: dict[str, Any] = {"input_id": input_id_}
+    if stop.approval:
+        if given.approval_id is not None:
+            if given.approval_id != approval_id(stop.call.id):
+                raise FieldError(f"'input': no approval {given.approval_id!r} waits; "
+                                 f"{approval_id(stop.call.id)!r} does", "input")
+            reply |= {"approved": given.approve, "text": given.reason}
+        else:
+            decided = approval_of(given.text or "")
+            if decided is None:
+                raise FieldError(f"'input': {stop.call.name} waits for approval: answer with an "
+                                 "mcp_approval_response, or a clear yes or no", "input")
+            reply |= {"approved": decided, "text": given.text or ""}
+    else:
+        if given.text is None:
+            raise FieldError("'input': the question waiting is not an approval: answer it with a message", "input")
+        reply["text"] = given.text
+    await gw.reply(view.ref.thread, question.question_id, **reply)
+
+
+async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], request: Request,
+                 max_tokens: int | None) -> ResponseRef:
+    """The response to a conversation resent whole: on the thread it continues (the chat
+    path's matching), or on a new thread that opens with its earlier messages."""
+    history = chats.chat_history(conversation)
+    key = chats.chat_key(caller_scope(request), team, history, tenant=scope_of(request))
+    keys = chats.request_keys(key, history)
+    for _ in range(MATCH_ATTEMPTS):
+        match = await chat_threads.find_thread(gw, key, history, retry=says_retry(request), keys=keys,
+                                        wait_seconds=gw.chat_lookup_seconds)
+        if match is None:
+            break
+        latest = await state.latest_of_thread(gw, match.thread)
+        if latest is None:
+            break
+        if match.again:  # this very request, sent again: the response it made
+            return latest
+        try:
+            return await following(gw, team, latest, fields.Input(text=history.text), keys.this, max_tokens,
+                                   deleted_too=True)  # matched by its messages, not by a response id
+        except (TurnConflict, ConversationEnded, QuestionClosed, Refused):  # another request got in first
+            continue
+    thread = await gw.start_thread(team, chats.new_thread_id(key, history), history=history.earlier,
+                                   idle_close_seconds=gw.chat_idle_seconds, scope=scope_of(request))
+    accepted = await submit_turn(gw.client, thread, history.text, turn_id=keys.this,
+                                 busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
+    return ResponseRef(thread, accepted.number, len(history.earlier), 0)
