@@ -16,7 +16,7 @@ from temporalio.client import Client
 
 from durable_teams.examples import support
 from durable_teams.gateway.core.team_cards import card_of
-from durable_teams.gateway.doors.a2a.tasks import NotATask, parse_task_id, task_id
+from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 

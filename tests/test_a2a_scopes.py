@@ -1,4 +1,4 @@
-"""The A2A door keeps to a scoped token's tasks (durable_teams/gateway/scopes.py): another
+"""The A2A door keeps to a scoped token's tasks (durable_teams/gateway/core/scopes.py): another
 scope's task or context is the same error as a missing one, `ListTasks` lists the caller's
 own; operators see all. Its streams count against the caller's `--max-followers`."""
 

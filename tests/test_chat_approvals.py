@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.client.approvals import ask_again
-from durable_teams.gateway.doors.openai_chat.marks import mark_line
+from durable_teams.gateway.core.thread_marks import mark_line
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 

@@ -17,9 +17,9 @@ from langchain_openai import ChatOpenAI
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.activities.model import OpenAIBackend
-from durable_teams.gateway.doors.openai_chat import history as chat_history
-from durable_teams.gateway.doors.openai_chat import which_thread as chat_threads
-from durable_teams.gateway.doors.openai_chat.marks import mark_line, without_marks
+from durable_teams.gateway.core import resent_history as chat_history
+from durable_teams.gateway.core import resent_threads as chat_threads
+from durable_teams.gateway.core.thread_marks import mark_line, without_marks
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow

@@ -13,7 +13,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway.core.scopes import Token
-from durable_teams.gateway.doors.openai_chat.marks import latest_mark
+from durable_teams.gateway.core.thread_marks import latest_mark
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow

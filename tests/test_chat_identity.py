@@ -16,9 +16,9 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.doors.openai_chat import history as chat_history
-from durable_teams.gateway.doors.openai_chat.history import ChatHistory, chat_key, family
-from durable_teams.gateway.doors.openai_chat.marks import (
+from durable_teams.gateway.core import resent_history as chat_history
+from durable_teams.gateway.core.resent_history import ChatHistory, chat_key, family
+from durable_teams.gateway.core.thread_marks import (
     MARK,
     latest_mark,
     mark_line,

@@ -16,9 +16,9 @@ from temporalio.client import Client
 from durable_teams.client.refusals import TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.client.start import start_conversation
-from durable_teams.gateway.doors.openai_chat import history as chat_history
-from durable_teams.gateway.doors.openai_chat.history import ChatHistory, continues, request_keys
-from durable_teams.gateway.doors.openai_chat.marks import without_marks
+from durable_teams.gateway.core import resent_history as chat_history
+from durable_teams.gateway.core.resent_history import ChatHistory, continues, request_keys
+from durable_teams.gateway.core.thread_marks import without_marks
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, say
 from durable_teams.workflows.conversation import TeamWorkflow

@@ -15,9 +15,9 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.client.approvals import ask_again
+from durable_teams.gateway.core import resent_threads as chat_threads
 from durable_teams.gateway.core.auth import Limits
-from durable_teams.gateway.doors.openai_chat import which_thread as chat_threads
-from durable_teams.gateway.doors.openai_chat.marks import mark_line
+from durable_teams.gateway.core.thread_marks import mark_line
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say

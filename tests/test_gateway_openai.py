@@ -10,7 +10,7 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.doors.openai_chat.marks import mark_line
+from durable_teams.gateway.core.thread_marks import mark_line
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow

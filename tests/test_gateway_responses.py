@@ -1,4 +1,4 @@
-"""OpenAI's Responses API in front of a team (durable_teams/gateway/responses.py), tried as its
+"""OpenAI's Responses API in front of a team (durable_teams/gateway/doors/responses/door.py), tried as its
 clients use it: the openai client (plain, streamed, background), with `previous_response_id`
 across a question and an approval (one refund), a stream resumed with `starting_after` on a
 new gateway after the first one was stopped in the middle of it, and the OpenAI Agents SDK's

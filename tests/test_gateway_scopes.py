@@ -26,7 +26,7 @@ from durable_teams.gateway.core.scopes import (
     scoped_tokens,
     tokens_file,
 )
-from durable_teams.gateway.doors.openai_chat.marks import without_marks
+from durable_teams.gateway.core.thread_marks import without_marks
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput

@@ -1,7 +1,7 @@
 """An Idempotency-Key stands for one request on every route that takes one: the same request
 again is the first outcome (nothing run twice), the key with other content a 409
 `idempotency_key_reused`, on the chat path without `X-Thread-Id` too, however late and after a
-gateway restart (the key's record is kept by Temporal: durable_teams/gateway/key_records.py).
+gateway restart (the key's record is kept by Temporal: durable_teams/gateway/core/key_records.py).
 And a retried chat request whose history carries a mark of a thread that no longer fits stays
 a retry: one new thread, one outcome."""
 
@@ -18,7 +18,7 @@ import openai
 import pytest
 from temporalio.client import Client
 
-from durable_teams.gateway.doors.openai_chat.marks import without_marks
+from durable_teams.gateway.core.thread_marks import without_marks
 from durable_teams.gateway.doors.responses.view import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow

@@ -16,7 +16,7 @@ from temporalio.client import Client
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.cli.console import FollowPrinter
 from durable_teams.client.events import Event, delta_event
-from durable_teams.gateway.doors.openai_chat.stream import ContentStream
+from durable_teams.gateway.core.live_text import ContentStream
 from durable_teams.live.hub import Delta, LiveOrder, LocalHub, ancestors, emit, streaming
 from durable_teams.teams.builders import Agent, Swarm
 

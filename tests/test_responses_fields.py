@@ -1,5 +1,5 @@
 """Every `responses.create` parameter of the openai client is taken, ignored or refused with a
-400 naming it (durable_teams/gateway/responses_fields.py, docs/responses.md's table)."""
+400 naming it (durable_teams/gateway/doors/responses/fields.py, docs/responses.md's table)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from openai.resources.responses import AsyncResponses
 from temporalio.client import Client
 
-from durable_teams.gateway.doors.openai_chat.history import FieldError
+from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.worker.scripted import ScriptedModel
 

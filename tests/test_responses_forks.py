@@ -1,5 +1,5 @@
 """A `previous_response_id` that is not its thread's latest continues from there on a fork
-(durable_teams/gateway/responses_forks.py): the original untouched, nothing of the prefix run
+(durable_teams/gateway/doors/responses/forks.py): the original untouched, nothing of the prefix run
 again, the same request sent again the same fork; through the openai client and raw httpx."""
 
 from __future__ import annotations

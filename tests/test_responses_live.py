@@ -1,4 +1,4 @@
-"""Live text in a Responses stream (durable_teams/gateway/responses_live.py): a worker in its own
+"""Live text in a Responses stream (durable_teams/gateway/doors/responses/live.py): a worker in its own
 process streams its model's text over a real redis-server to the gateway, which shows it in the
 message item while the model writes; the durable events stay numbered as before, a stream
 resumed with `starting_after` gets each of them once, and the deltas add up to the text.

@@ -1,4 +1,4 @@
-"""Scoped tokens on the Responses routes (durable_teams/gateway/responses.py, scopes.py): a
+"""Scoped tokens on the Responses routes (durable_teams/gateway/doors/responses/door.py, scopes.py): a
 response of another scope's thread is the same 404 as a response that does not exist, on
 create with `previous_response_id` (a message, or an `mcp_approval_response` that would run the
 refund), retrieve, a resumed stream, input_items, cancel and DELETE (which deletes nothing).

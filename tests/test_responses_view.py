@@ -1,4 +1,4 @@
-"""A response as a function of its thread's log (durable_teams/gateway/responses_view.py): ids
+"""A response as a function of its thread's log (durable_teams/gateway/doors/responses/view.py): ids
 round-trip, and the events of a running response are a prefix of its final ones."""
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_c
     plain question approves, an unclear answer is asked again in the same thread (history
     resent or thread named) and the next "Yes." is taken, the approver gets the turn it
     answered, and a stream closed after its first chunk still left its turn in the thread."""
-    from durable_teams.gateway.doors.openai_chat.marks import mark_line
+    from durable_teams.gateway.core.thread_marks import mark_line
 
     from .gateway_helpers import keyed_turn, say_on
     from .teams import AGAIN, APPROVAL, ASKED, DONE, FIRST, REFUNDS, UNCLEAR

@@ -69,7 +69,7 @@ async def watch_a2a_task(req: WatchRequest) -> TaskChange:
 
 
 async def task_state(thread: str, turn: int) -> TurnState:
-    """Turn `turn` of `thread` now, as the gateway reads it (durable_teams/gateway/a2a_reading.py)."""
+    """Turn `turn` of `thread` now, as the gateway reads it (durable_teams/gateway/doors/a2a/reading.py)."""
     handle = activity.client().get_workflow_handle(thread)
     described = await handle.describe()
     running = described.status == WorkflowExecutionStatus.RUNNING

@@ -151,7 +151,7 @@ async def run_gateway(args: argparse.Namespace, tokens: list[Token]) -> None:
     """Serve the gateway with uvicorn until it is stopped."""
     import uvicorn
 
-    from durable_teams.gateway.app import create_app
+    from durable_teams.gateway.asgi import create_app
     from durable_teams.gateway.core.connections import server_config
 
     client = await open_client()  # as the CLI's commands: the configured server, never a new one

@@ -208,7 +208,7 @@ async def _step_points(client: Client, run_id: str, events: Sequence[HistoryEven
 
 async def _answer_point(client: Client, run_id: str, event_id: int, payloads: Sequence[Payload]) -> Checkpoint:
     """An answer's checkpoint, with the words the person answered (a chat client resends them:
-    gateway/chat_edits.py lines them up), when this client can read them."""
+    gateway/doors/openai_chat/edits.py lines them up), when this client can read them."""
     try:
         [reply, *_] = await client.data_converter.decode(payloads)
         text = reply.get("text") if isinstance(reply, dict) else None

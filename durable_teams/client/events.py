@@ -140,7 +140,7 @@ async def _follow_running(client: Client, handle: WorkflowHandle[Any, Any], inde
         while True:
             grown.clear()
             page: LogPage = await handle.query("log_page", args=[index, page_size], result_type=LogPage)
-            if deltas is not None:  # after the read: see gateway/threads.py
+            if deltas is not None:  # after the read: see gateway/core/threads.py
                 order.drain(deltas)
             for event in page_events(order, page, index):
                 yield event

@@ -72,7 +72,7 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
     text if given (edit and regenerate); at a turn's end, `message` (if given) is its next turn;
     inside a turn (a model reply, a tool result, an answer), the fork continues that turn.
     `input_id`: the id the fork's first turn is recorded under (`status.last_input_id`), for a
-    client that finds its thread by it (a chat client's edit, durable_teams/gateway/chat_edits.py).
+    client that finds its thread by it (a chat client's edit, durable_teams/gateway/doors/openai_chat/edits.py).
     Raises `CheckpointError` for a checkpoint of another thread, or a message inside a turn."""
     read = await run_histories(client, workflow_id)
     points = await checkpoints_of(client, read)

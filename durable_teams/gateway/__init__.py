@@ -5,6 +5,6 @@ to Temporal through the client, so several gateways can run behind a load balanc
 Needs the `gateway` extra: `pip install 'durable-teams[gateway]'`.
 """
 
-from durable_teams.gateway.app import create_app
+from durable_teams.gateway.asgi import create_app
 
 __all__ = ["create_app"]

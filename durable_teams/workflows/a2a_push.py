@@ -2,7 +2,7 @@
 and their deliveries live in Temporal, never in a gateway's memory, and survive any restart.
 
 The gateway starts it with the first config (update-with-start) and sets, reads and deletes
-configs through its updates and query (durable_teams/gateway/a2a_push_configs.py). It watches
+configs through its updates and query (durable_teams/gateway/doors/a2a/push_configs.py). It watches
 the task through an activity (`watch_a2a_task`: returns once the task reaches a state worth a
 notification that differs from the last one) and sends each config the new status through
 another (`deliver_a2a_push`, retried with backoff). It ends `LINGER` after the task ends (so

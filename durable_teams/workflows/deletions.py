@@ -1,6 +1,6 @@
 """Deleting a Responses API response: the `delete_response` update (a mixin of `TeamWorkflow`,
 like cancelling.py). The gateway serves a response as a stretch of the thread's log
-(durable_teams/gateway/responses_view.py); deleting one marks it here, in the conversation's
+(durable_teams/gateway/doors/responses/view.py); deleting one marks it here, in the conversation's
 state, so every gateway process, after any restart, stops serving it. The log itself is not
 changed: the turn stays in the thread's transcript and in the models' view of it.
 

@@ -1,6 +1,6 @@
 """A turn of a conversation as the outside sees it from the `status` query: which turn the
 thread works on, the question it waits on in words, and its state in A2A's terms. Pure: read
-by the gateway (durable_teams/gateway/a2a_tasks.py) and by the A2A push activity
+by the gateway (durable_teams/gateway/core/turn_tasks.py) and by the A2A push activity
 (durable_teams/activities/a2a_push_delivery.py), never by a workflow."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The gateway's front door, as one ASGI middleware in front of the app: who may call
-(bearer tokens, the hosts and origins of durable_teams/gateway/exposure.py), how much one
+(bearer tokens, the hosts and origins of durable_teams/gateway/core/exposure.py), how much one
 caller may hold at once, and how long a body may take to arrive.
 
-Tokens come from configuration (durable_teams/gateway/scopes.py): operator tokens see and act
+Tokens come from configuration (durable_teams/gateway/core/scopes.py): operator tokens see and act
 on every thread, scoped tokens only on the threads started with their scope. A gateway with no
 tokens accepts every caller that reaches it (each one an operator), so `serve` refuses to start
 without them unless bound to a loopback address. The inbox page itself carries no data and is
@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_teams.gateway.core.exposure import PAGES, SECURITY_HEADERS, Exposure, is_loopback
@@ -54,7 +55,7 @@ def is_stream(method: str, path: str) -> bool:
 
 class Guard:
     """401 without a valid bearer token (when tokens are configured); 421/403/415 for what
-    durable_teams/gateway/exposure.py refuses; 429 past a caller's `Limits`; 413 for a body
+    durable_teams/gateway/core/exposure.py refuses; 429 past a caller's `Limits`; 413 for a body
     over `max_body` bytes; 408 for a body that takes over `body_seconds` to arrive."""
 
     def __init__(self, app: ASGIApp, tokens: Sequence[str | Token], max_body: int = DEFAULT_MAX_BODY,
@@ -196,3 +197,11 @@ async def error_response(send: Send, status: int, message: str, kind: str,
         headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
+
+
+def may_stream(request: Request) -> bool:
+    """Whether the caller may hold one more stream (`--max-followers`): a streamed chat
+    completion holds its connection and a live subscription as long as an `/events` follower,
+    so it counts as one (durable_teams/gateway/core/auth.py holds it until the response ends)."""
+    open_stream = getattr(request.state, "open_stream", None)
+    return open_stream is None or bool(open_stream())

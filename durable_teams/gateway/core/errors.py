@@ -36,10 +36,6 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
                                    "code": "model_not_found"}}, status_code=404)
 
 
-async def on_unknown_response(request: Request, exc: Exception) -> Response:
-    return error(404, str(exc), "not_found")
-
-
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))

@@ -1,4 +1,4 @@
-"""The exchanges half of `Gateway` (durable_teams/gateway/threads.py): a turn sent and
+"""The exchanges half of `Gateway` (durable_teams/gateway/core/threads.py): a turn sent and
 accepted, a question answered, and the outcome each request waits for (its own turn's, never a
 later one's), read from the workflow's state."""
 

@@ -40,6 +40,15 @@ class BadRequest(HTTPException):
         super().__init__(status, message)
 
 
+class FieldError(BadRequest):
+    """A 400 for a field a request cannot take: `param` names the field (OpenAI's shape,
+    durable_teams/gateway/core/errors.py)."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The body as a JSON object, or `BadRequest` saying what is wrong with it."""
     if not raw.strip():

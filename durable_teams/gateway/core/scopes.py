@@ -125,6 +125,16 @@ def sees(scope: str | None, memo: Mapping[str, Any]) -> bool:
 
 
 def scope_of(request: Any) -> str | None:
-    """A request's scope (set by durable_teams/gateway/auth.py): the threads its caller sees
+    """A request's scope (set by durable_teams/gateway/core/auth.py): the threads its caller sees
     (None: an operator, who sees every thread)."""
     return getattr(request.state, "scope", None)
+
+
+def caller_scope(request: Any) -> str:
+    """Whose chat families a caller's requests continue: its scope's (any token of a scoped
+    name), else its token's (a digest of it); "" on a gateway without tokens."""
+    tenant = scope_of(request)
+    if tenant is not None:
+        return f"scope:{tenant}"
+    caller = getattr(request.state, "caller", "")
+    return caller if caller.startswith("token:") else ""

@@ -1,7 +1,7 @@
 """Reading a thread's log for the gateway: its length, what a person said last, and a turn's
 events as they are appended, with the live text deltas in their place (ABI's event stream).
 
-A mixin of `Gateway` (durable_teams/gateway/threads.py): it reads through the gateway's client,
+A mixin of `Gateway` (durable_teams/gateway/core/threads.py): it reads through the gateway's client,
 live hub and poll interval."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What the gateway asks of Temporal: start a thread, tell whether it runs and whether a
 caller may see it, list the questions waiting. Running a turn, answering a question and
-waiting for an outcome are durable_teams/gateway/exchanges.py, reading a thread's log
-durable_teams/gateway/thread_log.py: both mixins of `Gateway`.
+waiting for an outcome are durable_teams/gateway/core/exchanges.py, reading a thread's log
+durable_teams/gateway/core/thread_log.py: both mixins of `Gateway`.
 
 Nothing is kept in the gateway between requests: a thread is its workflow id, a turn in
 flight lives in the workflow, and the events are read from the workflow's log.
@@ -37,7 +37,7 @@ from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationInput
 
 __all__ = ["Gateway", "NoWorker", "Outcome", "TeamMismatch", "UnknownTeam", "answering", "question_text"]
-"""`Outcome`, `answering` and `question_text` live in durable_teams/gateway/outcomes.py; named
+"""`Outcome`, `answering` and `question_text` live in durable_teams/gateway/core/outcomes.py; named
 here too, where the gateway's modules have always found them."""
 
 WORKER_SEEN_SECONDS = 5.0
@@ -82,11 +82,11 @@ class Gateway(Exchanges):
     chat_lookup_seconds: float = 1.0
     """How long a resent history waits for the visibility store to list its thread."""
     chat_marks: bool = True
-    """A chat thread's first answer ends with its mark (durable_teams/gateway/chat_marks.py)."""
+    """A chat thread's first answer ends with its mark (durable_teams/gateway/core/thread_marks.py)."""
     worker_seen_at: float = float("-inf")
     live_responses: bool = False
     """Responses API streams carry live text deltas (deltas cross processes: a broker is
-    configured, durable_teams/gateway/responses_live.py)."""
+    configured, durable_teams/gateway/doors/responses/live.py)."""
 
     async def require_worker(self) -> None:
         """`NoWorker` (503) unless a worker polled the task queue lately (a seen worker is
@@ -114,7 +114,7 @@ class Gateway(Exchanges):
         messages it opens with (its first turn still comes as a turn); `idle_close_seconds`
         marks a chat's thread: closed when the chat goes quiet, its questions kept out of the
         inbox (they are answered in the chat). `scope`: the scoped token's name whose callers
-        alone (besides operators) see the thread (durable_teams/gateway/scopes.py)."""
+        alone (besides operators) see the thread (durable_teams/gateway/core/scopes.py)."""
         thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
         memo = ({SCOPE_MEMO: scope} if scope else {}) | {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
             {"request": request_digest} if request_digest else {}) | (

@@ -4,9 +4,9 @@
     POST /a2a/{team}                               JSON-RPC: SendMessage, SendStreamingMessage,
                                                    GetTask, CancelTask, SubscribeToTask, ListTasks
 
-(routes: durable_teams/gateway/a2a_http.py; the protocol's objects: a2a_wire.py).
+(routes: durable_teams/gateway/doors/a2a/routes.py; the protocol's objects: a2a_wire.py).
 
-`contextId` is the thread, a task is one turn of it (durable_teams/gateway/a2a_tasks.py). A
+`contextId` is the thread, a task is one turn of it (durable_teams/gateway/core/turn_tasks.py). A
 question or an approval puts the task in `input-required` with the question as its status
 message; a message carrying the task's id answers it (an approval read strictly: a yes or a
 no, anything else asks again). Every state is read from the workflow when asked, so a task
@@ -40,14 +40,14 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.keyed import KeyReused, content_id, keyed_input
 from durable_teams.gateway.core.threads import answering
-from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
-from durable_teams.gateway.doors.a2a.reading import TaskReader
-from durable_teams.gateway.doors.a2a.tasks import (
+from durable_teams.gateway.core.turn_tasks import (
     NotATask,
     answered_by,
     parse_task_id,
     task_id,
 )
+from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
+from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import (
     FINAL,
     PAUSED,

@@ -1,7 +1,7 @@
 """Reading one team's A2A tasks from its threads, as a caller's scope sees them: a task (a
 turn) from the workflow's status, a thread's run state, and the listing from Temporal's
 visibility store. Another team's or another scope's thread is `TaskNotFoundError`, the same
-as none (durable_teams/gateway/scopes.py)."""
+as none (durable_teams/gateway/core/scopes.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.threads import Gateway, answering
-from durable_teams.gateway.doors.a2a.tasks import (
+from durable_teams.gateway.core.turn_tasks import (
     NotATask,
     TurnState,
     parse_task_id,
@@ -47,7 +47,7 @@ class TaskReader:
 
     async def workflow_status(self, thread: str, scope: str | None) -> WorkflowExecutionStatus | None:
         """The thread's run status; `TaskNotFoundError`, the same as for no thread, for another
-        scope's thread (durable_teams/gateway/scopes.py) or another team's."""
+        scope's thread (durable_teams/gateway/core/scopes.py) or another team's."""
         try:
             described = await self.gateway.visible(thread, scope)
         except ConversationNotFound:

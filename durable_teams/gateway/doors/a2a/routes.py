@@ -1,7 +1,7 @@
 """The A2A door over HTTP: each served team's agent card and JSON-RPC endpoint (the a2a-sdk's
 dispatcher, 1.0 and 0.3 method names), the caller's scope carried into each call, and a
 streamed method held as one of the caller's streams. The requests themselves are answered by
-durable_teams/gateway/a2a_door.py."""
+durable_teams/gateway/doors/a2a/door.py."""
 
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.team_cards import TeamCard
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.a2a.door import A2ADoor
 from durable_teams.gateway.doors.a2a.push_configs import PushOptions
-from durable_teams.gateway.doors.openai_chat.door import may_stream
 
 
 class ScopedContext(DefaultServerCallContextBuilder):
     """The SDK's call context, with the caller's scope (set by the gateway's Guard,
-    durable_teams/gateway/auth.py): every request of the door keeps to the scope's threads."""
+    durable_teams/gateway/core/auth.py): every request of the door keeps to the scope's threads."""
 
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)

@@ -11,7 +11,7 @@ from a2a.server.context import ServerCallContext
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError
 
-from durable_teams.gateway.doors.a2a.tasks import TurnState, task_id
+from durable_teams.gateway.core.turn_tasks import TurnState, task_id
 from durable_teams.workflows.messages import Message
 
 FINAL = {"COMPLETED", "FAILED", "CANCELED", "REJECTED"}

@@ -1,5 +1,5 @@
 """The tasks methods on the door's MCP server: `tasks/get`, `tasks/update`, `tasks/cancel` for
-both forms, `tasks/result` and `tasks/list` for 2025-11-25's (durable_teams/gateway/mcp_tasks.py
+both forms, `tasks/result` and `tasks/list` for 2025-11-25's (durable_teams/gateway/doors/mcp/tasks.py
 says what a task is). The `mcp` SDK serves no tasks itself: these are its custom methods, and a
 2025-11-25 `tools/call` with a `task` field is taken before the SDK would hold its
 `CreateTaskResult` against the plain tool result's shape."""
@@ -54,7 +54,7 @@ class TaskServer(Server[Any]):
 
 
 def caller_scope(ctx: ServerRequestContext[Any]) -> str | None:
-    """The scope of the request's token (durable_teams/gateway/scopes.py; set by the gateway's
+    """The scope of the request's token (durable_teams/gateway/core/scopes.py; set by the gateway's
     guard): None for an operator, and over stdio (whoever runs the process)."""
     scope = getattr(ctx.request, "scope", None)
     state = scope.get("state") if isinstance(scope, Mapping) else None
@@ -79,7 +79,7 @@ def add_task_methods(server: Server[Any], door: TaskDoor) -> Server[Any]:
 
 
 class TaskMethods:
-    """The handlers, each reading the task from the workflow (durable_teams/gateway/mcp_tasks.py)."""
+    """The handlers, each reading the task from the workflow (durable_teams/gateway/doors/mcp/tasks.py)."""
 
     def __init__(self, door: TaskDoor) -> None:
         self.door, self.tasks = door, door.tasks

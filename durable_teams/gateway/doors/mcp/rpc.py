@@ -2,7 +2,7 @@
 no stream of the server's own to hold open, no session to end); a POST body that is not one JSON-RPC message gets
 the protocol's error object (400), never a silent 202 or a validator's traceback text; a call
 that may wait for a team (`tools/call`, `tasks/result`) holds one of the caller's streams
-(`--max-followers`, durable_teams/gateway/auth.py), so it is refused with 429 past them."""
+(`--max-followers`, durable_teams/gateway/core/auth.py), so it is refused with 429 past them."""
 
 from __future__ import annotations
 

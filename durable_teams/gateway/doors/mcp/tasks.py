@@ -38,7 +38,7 @@ from durable_teams.client.send import submit_turn
 from durable_teams.client.server_state import memo_questions
 from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.threads import Gateway, answering, question_text
-from durable_teams.gateway.doors.a2a.tasks import (
+from durable_teams.gateway.core.turn_tasks import (
     NotATask,
     TurnState,
     parse_task_id,
@@ -272,7 +272,7 @@ class McpTasks:
 
     async def listed(self, scope: str | None, cursor: str | None = None) -> tuple[list[TaskView], str | None]:
         """A page of each visible thread's latest task (Temporal's visibility order: running
-        threads first; durable_teams/gateway/mcp_task_pages.py), and the next page's cursor
+        threads first; durable_teams/gateway/doors/mcp/task_pages.py), and the next page's cursor
         (`BadCursor` for one not made here). A thread whose memo this gateway cannot decode (an
         encrypted conversation, without the key) is left out, and one no worker answers for
         within `LIST_READ_SECONDS`: one stuck thread delays the list, never stalls it."""

@@ -26,25 +26,21 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.approvals import approval_of
 from durable_teams.gateway.core import requests as checks
+from durable_teams.gateway.core import resent_history as chats
+from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.keyed import keyed_input
+from durable_teams.gateway.core.named_inputs import input_id
+from durable_teams.gateway.core.requests import FieldError
+from durable_teams.gateway.core.resent_threads import says_retry
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import openai_error, sse_response
 from durable_teams.gateway.core.threads import Gateway, Outcome, TeamMismatch
-from durable_teams.gateway.doors.openai_chat import history as chats
-from durable_teams.gateway.doors.openai_chat.fields import (  # noqa: F401 - named here for the modules that always found them here
-    MATCH_ATTEMPTS,
-    RETRY_COUNT,
+from durable_teams.gateway.doors.openai_chat.fields import (
     Exchange,
-    caller_scope,
     end_user,
     exchange_on,
-    input_id,
     max_tokens,
-    may_stream,
-    says_retry,
-    taken,
 )
-from durable_teams.gateway.doors.openai_chat.history import FieldError
 from durable_teams.gateway.doors.openai_chat.resent import chat_thread
 from durable_teams.gateway.doors.openai_chat.stream import chunk_stream, usage_of
 from durable_teams.workflows.state import ConversationStatus
@@ -123,7 +119,7 @@ def named_input(thread: str, status: ConversationStatus, text: str, request: Req
     a new input, unless the request is a retry (`says_retry`), the same text the thread
     took last is still being answered, or the message that led to the approval now waiting
     (`asked_by`, see `resends_what_asked`). A request with an `Idempotency-Key` is not
-    judged here (durable_teams/gateway/keyed.py)."""
+    judged here (durable_teams/gateway/core/keyed.py)."""
     again = input_id(thread, status.previous_input_id or "", text)
     busy = not status.pending and (status.last_reply is None or status.last_reply.turn < status.turns)
     if status.last_input_id == again and (busy or says_retry(request)):

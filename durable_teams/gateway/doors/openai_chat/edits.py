@@ -2,7 +2,7 @@
 
 Open WebUI and LibreChat let a person edit an earlier user message and regenerate: the client
 resends the history up to the edited message. Such a request continues no thread (the thread
-has gone further, durable_teams/gateway/chat_threads.py). When its history carries a thread's
+has gone further, durable_teams/gateway/core/resent_threads.py). When its history carries a thread's
 mark (so the thread is known, and is the caller's: marks name threads only inside the caller's
 own chat family) and the user messages before the edited one are, in order, that thread's
 turns and answers so far (each answer's words are read from its checkpoint) while the
@@ -29,16 +29,16 @@ from temporalio.service import RPCError
 
 from durable_teams.client.checkpoints import list_checkpoints
 from durable_teams.client.time_travel import fork
-from durable_teams.gateway.core.scopes import sees
-from durable_teams.gateway.core.threads import Gateway, Outcome
-from durable_teams.gateway.doors.openai_chat.history import (
+from durable_teams.gateway.core.resent_history import (
     ChatHistory,
     ChatKey,
     RequestKeys,
     family,
     flat,
 )
-from durable_teams.gateway.doors.openai_chat.marks import MARK_CHARS, latest_mark
+from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.thread_marks import MARK_CHARS, latest_mark
+from durable_teams.gateway.core.threads import Gateway, Outcome
 
 log = logging.getLogger("durable_teams.gateway")
 

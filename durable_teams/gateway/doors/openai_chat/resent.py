@@ -1,5 +1,5 @@
 """The chat path for a client that resends its history and names no thread: the thread it
-continues (durable_teams/gateway/chat_threads.py), a fork when an earlier message was edited
+continues (durable_teams/gateway/core/resent_threads.py), a fork when an earlier message was edited
 (chat_edits.py), or a new one; an Idempotency-Key's record kept by Temporal (key_records.py)."""
 
 from __future__ import annotations
@@ -15,25 +15,22 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.checkpoints import CheckpointError
 from durable_teams.client.refusals import ConversationEnded, TurnConflict
 from durable_teams.gateway.core import key_records
-from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core import resent_history as chats
+from durable_teams.gateway.core import resent_threads as chat_threads
+from durable_teams.gateway.core.named_inputs import taken, taken_soon
+from durable_teams.gateway.core.resent_threads import MATCH_ATTEMPTS, says_retry
+from durable_teams.gateway.core.scopes import caller_scope, scope_of
+from durable_teams.gateway.core.thread_marks import latest_mark, unmarked
 from durable_teams.gateway.core.threads import Gateway, Outcome
 from durable_teams.gateway.doors.openai_chat import edits as chat_edits
-from durable_teams.gateway.doors.openai_chat import history as chats
-from durable_teams.gateway.doors.openai_chat import which_thread as chat_threads
 from durable_teams.gateway.doors.openai_chat.fields import (
-    MATCH_ATTEMPTS,
     Exchange,
-    caller_scope,
     end_user,
     exchange_on,
     keyed_of,
     mark_for,
     max_tokens,
-    says_retry,
-    taken,
-    taken_soon,
 )
-from durable_teams.gateway.doors.openai_chat.marks import latest_mark, unmarked
 
 log = logging.getLogger("durable_teams.gateway")
 
@@ -41,13 +38,13 @@ log = logging.getLogger("durable_teams.gateway")
 async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: dict[str, Any],
                       request: Request) -> Exchange:
     """The exchange on the thread a history-resending client continues
-    (durable_teams/gateway/chat_threads.py), or on a new one that opens with the earlier
+    (durable_teams/gateway/core/resent_threads.py), or on a new one that opens with the earlier
     messages, closed when its chat goes quiet. When another request with the same history got
     in first (two chats that said the same words, sent at once), or the thread ended since it
     was found, the next thread that fits, or a new one.
 
     A retry stays a retry: an `Idempotency-Key` stands for this request alone, kept in Temporal
-    (durable_teams/gateway/key_records.py: other content is a 409, the same content however
+    (durable_teams/gateway/core/key_records.py: other content is a 409, the same content however
     late gets the first outcome), and a new thread opened for a keyed request or a marked
     history has an id derived from it, so the same request sent again finds that thread."""
     stream, tenant = bool(body.get("stream")), scope_of(request)

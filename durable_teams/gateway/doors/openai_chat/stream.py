@@ -8,10 +8,10 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any
 
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
+from durable_teams.gateway.core.live_text import ContentStream
 from durable_teams.gateway.core.sse import sse_frame
 from durable_teams.gateway.core.threads import Outcome
 from durable_teams.live.hub import Delta
@@ -31,7 +31,7 @@ async def chunk_stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usa
                   mark: str = "") -> AsyncIterator[str]:
     """OpenAI's chunk stream: the team's text as its model calls write it (live deltas,
     durable_teams/live/hub.py), then what is left of the reply (all of it without live deltas),
-    then `mark` (a thread mark, durable_teams/gateway/chat_marks.py)."""
+    then `mark` (a thread mark, durable_teams/gateway/core/thread_marks.py)."""
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
             "created": int(time.time()), "model": team}
 
@@ -81,41 +81,3 @@ async def until_done(exchange: asyncio.Future[Any], deltas: asyncio.Queue[Delta]
             yield getting.result()
     while not deltas.empty():
         yield deltas.get_nowait()
-
-
-@dataclass
-class ContentStream:
-    """Live deltas as chunk deltas. Text of the shared conversation is `content`; a
-    supervisor's worker's own text is `reasoning_content` (shown as the model's thinking by
-    chat UIs that read it, ignored by others). A new call's text starts a new paragraph. Sent
-    text cannot be taken back, so `finish` makes the content end with the reply whatever
-    happened (a call retried, text written beside a tool call)."""
-
-    sent: bool = False
-    call: str | None = None
-    current: str = ""
-    """Content of the latest call since its last reset."""
-    broken: bool = False
-    thinking: str | None = None
-
-    def take(self, delta: Delta) -> dict[str, str]:
-        if not delta.shared:
-            lead = "\n\n" if self.thinking not in (None, delta.call) else ""
-            self.thinking = delta.call
-            return {"reasoning_content": lead + delta.text} if delta.text else {}
-        if delta.reset:
-            self.current, self.broken = "", self.broken or (delta.call == self.call and self.sent)
-            return {}
-        lead = ""
-        if delta.call != self.call or self.broken:
-            lead = "\n\n" if self.sent else ""
-            self.call, self.current, self.broken = delta.call, "", False
-        self.current += delta.text
-        self.sent = self.sent or bool(delta.text)
-        return {"content": lead + delta.text} if lead + delta.text else {}
-
-    def finish(self, answer: str) -> str:
-        """What to send after the deltas so the content ends with `answer`."""
-        if self.current and answer.startswith(self.current):
-            return answer[len(self.current):]
-        return ("\n\n" if self.sent else "") + answer

@@ -1,5 +1,5 @@
 """OpenAI's Responses API in front of durable teams (docs/responses.md). `model` names the
-team; a response is a stretch of a thread's log (durable_teams/gateway/responses_view.py), its
+team; a response is a stretch of a thread's log (durable_teams/gateway/doors/responses/view.py), its
 id names the thread, turn and log index, so `previous_response_id`, `GET`, polling and
 resuming a stream work from any gateway process, after any restart: nothing is kept here.
 
@@ -25,12 +25,13 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core import key_records
 from durable_teams.gateway.core import requests as checks
+from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.keyed import KeyReused, caller_key
-from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core.named_inputs import input_id
+from durable_teams.gateway.core.requests import FieldError
+from durable_teams.gateway.core.scopes import caller_scope, scope_of
 from durable_teams.gateway.core.sse import openai_error, sse_frame, sse_response
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.doors.openai_chat.fields import caller_scope, input_id, may_stream
-from durable_teams.gateway.doors.openai_chat.history import FieldError
 from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses import live as live
 from durable_teams.gateway.doors.responses import state as state
@@ -130,7 +131,7 @@ async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields
 
 async def claim(gw: Gateway, request: Request, key: str | None, *content: Any) -> None:
     """A keyed request that does not start its own thread: the key recorded as standing for
-    its content (durable_teams/gateway/key_records.py), `KeyReused` (409) for other content."""
+    its content (durable_teams/gateway/core/key_records.py), `KeyReused` (409) for other content."""
     if key:
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
         try:
@@ -149,7 +150,7 @@ async def created_at(gw: Gateway, thread: str) -> int:
 async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, after: int,
                        background: bool = False, feed: live.Feed | None = None) -> AsyncIterator[str]:
     """The response's events numbered from durable state, from `after + 1` until it ends, with
-    live text deltas from `feed` between them (durable_teams/gateway/responses_live.py)."""
+    live text deltas from `feed` between them (durable_teams/gateway/doors/responses/live.py)."""
     sent = after
     text = live.LiveText(ref, feed.floor) if feed is not None else None
     try:
@@ -174,7 +175,7 @@ def ref_of(request: Request) -> ResponseRef:
 
 async def seen_ref(request: Request) -> ResponseRef:
     """The response the path names, if the caller's scope sees its thread: else the same 404
-    as for a response that does not exist (durable_teams/gateway/scopes.py)."""
+    as for a response that does not exist (durable_teams/gateway/core/scopes.py)."""
     ref = ref_of(request)
     await visible_response(request.app.state.gateway, ref, scope_of(request))
     return ref

@@ -1,5 +1,5 @@
 """A response's object and its stream of events, as OpenAI's Responses API shapes them, from a
-`View` (durable_teams/gateway/responses_view.py). Pure: the same view gives the same events,
+`View` (durable_teams/gateway/doors/responses/view.py). Pure: the same view gives the same events,
 numbered by their place in the list, so `starting_after=N` resumes a stream in any process.
 
 The events of a response, in order (`sequence_number` is the index in this list):

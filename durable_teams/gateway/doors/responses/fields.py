@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.doors.openai_chat.history import FieldError
+from durable_teams.gateway.core.requests import FieldError
 
 TAKEN = {"model", "input", "previous_response_id", "stream", "background", "max_output_tokens",
          "store", "tools", "tool_choice", "text", "instructions", "metadata", "stream_options",

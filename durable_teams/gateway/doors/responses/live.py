@@ -1,6 +1,6 @@
 """Live text in a Responses stream: the durable events stay the truth, deltas are an extra.
 
-A stream's events are numbered from durable state (durable_teams/gateway/responses_events.py)
+A stream's events are numbered from durable state (durable_teams/gateway/doors/responses/events.py)
 and `starting_after=N` resumes them in any process. Model text deltas travel apart, on the
 live hub (durable_teams/live/hub.py: Redis pub/sub between processes), and never enter that
 numbering: a live delta is a `response.output_text.delta` of the response's message item (which
@@ -30,8 +30,8 @@ from typing import Any
 
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.gateway.core.live_text import ContentStream
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.doors.openai_chat.stream import ContentStream
 from durable_teams.gateway.doors.responses.events import message_id
 from durable_teams.gateway.doors.responses.view import ResponseRef, View
 from durable_teams.live.hub import Delta

@@ -1,4 +1,4 @@
-"""Reading a response from its thread (durable_teams/gateway/responses_view.py says what one
+"""Reading a response from its thread (durable_teams/gateway/doors/responses/view.py says what one
 is): its view, the thread's latest response, and waiting for one to end. Nothing is kept in
 the gateway: every answer is read from the workflow (queries), so any gateway process, started
 at any time, gives the same one."""

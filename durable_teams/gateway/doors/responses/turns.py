@@ -1,7 +1,7 @@
 """How a Responses request goes into its thread: a new thread's first turn, the next turn or
 the answer to a question on the thread's latest response (`previous_response_id`), or a whole
 conversation resent by a client that keeps no response ids (found, or opened, with the chat
-path's matching: durable_teams/gateway/chat_threads.py)."""
+path's matching: durable_teams/gateway/core/resent_threads.py)."""
 
 from __future__ import annotations
 
@@ -17,18 +17,13 @@ from durable_teams.client.approvals import approval_of
 from durable_teams.client.refusals import ConversationEnded, QuestionClosed, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core import resent_history as chats
+from durable_teams.gateway.core import resent_threads as chat_threads
+from durable_teams.gateway.core.named_inputs import input_id, taken
+from durable_teams.gateway.core.requests import FieldError
+from durable_teams.gateway.core.resent_threads import MATCH_ATTEMPTS, says_retry
+from durable_teams.gateway.core.scopes import caller_scope, scope_of
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
-from durable_teams.gateway.doors.openai_chat import history as chats
-from durable_teams.gateway.doors.openai_chat import which_thread as chat_threads
-from durable_teams.gateway.doors.openai_chat.fields import (
-    MATCH_ATTEMPTS,
-    caller_scope,
-    input_id,
-    says_retry,
-    taken,
-)
-from durable_teams.gateway.doors.openai_chat.history import FieldError
 from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses import state as state
 from durable_teams.gateway.doors.responses.events import approval_id

@@ -1,4 +1,4 @@
-"""The ASGI app: native endpoints (after ABI's), the OpenAI-compatible endpoint, the inbox.
+"""The native HTTP API (after ABI's) and the web inbox:
 
     POST /threads                       {"team": "acme", "thread_id"?: "...", "task"?: "..."}
     POST /threads/{id}/turns            {"text": "..."}  -> SSE: user_message ... done
@@ -9,73 +9,44 @@
     POST /threads/{id}/questions/{qid}  {"text": "..."} or {"approved": true, "text"?: reason,
                                         "arguments"?: {...} (a breakpoint's call, edited),
                                         "result"?: "..." (a breakpoint's tool result, edited)}
-    GET  /threads/{id}/checkpoints      the thread's checkpoints (gateway/time_routes.py)
+    GET  /threads/{id}/checkpoints      the thread's checkpoints (time_routes.py)
     POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
-    POST /v1/chat/completions           OpenAI Chat Completions (model = team)
-    POST /v1/responses                  OpenAI Responses (model = team; gateway/responses.py)
-    GET  /v1/responses/{id}             a response; ?stream=true&starting_after=N resumes it
-    GET  /v1/models                     the teams, as OpenAI's model list
-    POST /mcp                           MCP over streamable HTTP: a tool per team (mcp_door.py)
-    POST /a2a/{team}                    A2A JSON-RPC, its card at /a2a/{team}/.well-known/agent-card.json
-    GET  /                              the web inbox
+    GET  /                              the web inbox (inbox.html)
 """
-
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
 
 from durable_teams.client.events import follow
 from durable_teams.client.refusals import (
-    ConversationBusy,
-    ConversationEnded,
     Patience,
-    ReplyRejected,
-    TurnAbandoned,
-    TurnRejected,
 )
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.auth import DEFAULT_MAX_BODY, Guard, Limits
 from durable_teams.gateway.core.errors import (
     error,
-    on_http_error,
-    on_temporal_error,
-    on_unexpected,
-    on_unknown_response,
-    on_unknown_team,
 )
-from durable_teams.gateway.core.exposure import Exposure, page_policy
+from durable_teams.gateway.core.exposure import page_policy
 from durable_teams.gateway.core.keyed import caller_key, keyed_input
-from durable_teams.gateway.core.scopes import Token, scope_of
+from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_frame, sse_response
-from durable_teams.gateway.core.team_cards import TeamCard, descriptions
-from durable_teams.gateway.core.threads import Gateway, UnknownTeam
+from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.native import time_routes
-from durable_teams.gateway.doors.openai_chat.door import chat_completions
-from durable_teams.gateway.doors.responses import door as responses
-from durable_teams.gateway.doors.responses.view import UnknownResponse
-from durable_teams.live.from_env import hub_from_env
-from durable_teams.live.hub import LiveHub, LocalHub
 from durable_teams.workflows.conversation import TeamWorkflow
 
 if TYPE_CHECKING:  # the a2a extra's: imported only where the A2A door is served
-    from durable_teams.gateway.doors.a2a.push_configs import PushOptions
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +206,7 @@ async def answer(request: Request) -> Response:
 
 @cache
 def inbox_page() -> tuple[str, str]:
-    page = resources.files("durable_teams.gateway").joinpath("inbox.html").read_text("utf-8")
+    page = resources.files("durable_teams.gateway.doors.native").joinpath("inbox.html").read_text("utf-8")
     return page, page_policy(page)
 
 
@@ -244,96 +215,15 @@ async def inbox(request: Request) -> Response:
     return HTMLResponse(page, headers={"Content-Security-Policy": policy, "Cache-Control": "no-store"})
 
 
-async def models(request: Request) -> Response:
-    """The teams this gateway serves, so chat front ends can offer them as models."""
-    gw: Gateway = request.app.state.gateway
-    return JSONResponse({"object": "list", "data": [
-        {"id": team, "object": "model", "created": 0, "owned_by": "durable-teams"} for team in gw.teams or []]})
-
-
-async def model(request: Request) -> Response:
-    """One team as OpenAI's model object; an unknown one is OpenAI's 404 `model_not_found`."""
-    gw: Gateway = request.app.state.gateway
-    team = request.path_params["model"]
-    gw.check_team(team)
-    if gw.teams is None:  # not known here: nothing to describe
-        raise UnknownTeam(f"no list of teams on this gateway (serve --team ...): {team!r} unknown")
-    return JSONResponse({"id": team, "object": "model", "created": 0, "owned_by": "durable-teams"})
-
-
-async def healthz(request: Request) -> Response:
-    return JSONResponse({"ok": True})
-
-
-def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token] | None = None,
-               max_body: int = DEFAULT_MAX_BODY, poll_seconds: float = 0.1,
-               live_hub: LiveHub | None = None, teams: Sequence[str] | None = None,
-               exposure: Exposure | None = None, limits: Limits | None = None,
-               busy_seconds: float = 10.0, chat_idle_seconds: float = 3600.0,
-               chat_marks: bool = True, cards: Sequence[TeamCard] | None = None,
-               a2a_push: PushOptions | None = None) -> Guard:
-    """The gateway as an ASGI app, guarded by `tokens` (none: open) and a body size limit.
-    `live_hub`: where live text deltas come from (default: DURABLE_TEAMS_LIVE_URL's broker,
-    else this process's, durable_teams/live/hub.py). `teams`: the team names the workers serve
-    (listed by /v1/models; another name is refused with 404); None: not checked.
-    `exposure`: the hosts and origins served (default: loopback names only); `limits`: per
-    caller; `busy_seconds`: how long a turn waits for a thread with 10 turns in flight
-    before 429; `tokens`: strings are operator tokens, a `Token` may be scoped
-    (durable_teams/gateway/scopes.py); `chat_idle_seconds`: how long a chat client's thread waits for its next message
-    (durable_teams/gateway/chat_history.py); `chat_marks`: a chat thread's first answer ends
-    with its mark (durable_teams/gateway/chat_marks.py); `cards`: what the teams say of themselves:
-    the MCP tools at /mcp (with the `mcp` extra) describe them, and each is an A2A agent at
-    /a2a/{team} (with the `a2a` extra); `a2a_push`: its push notifications' options (None: from
-    the environment, durable_teams/gateway/a2a_push_configs.py)."""
-    routes = [
-        Route("/", inbox), Route("/inbox", inbox), Route("/healthz", healthz),
-        Route("/threads", start_thread, methods=["POST"]),
-        Route("/threads/{thread}", thread_status),
-        Route("/threads/{thread}/turns", send_turn_sse, methods=["POST"]),
-        Route("/threads/{thread}/transcript", transcript),
-        Route("/threads/{thread}/events", thread_events),
-        Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
-        Route("/threads/{thread}/checkpoints", time_routes.checkpoints),
-        Route("/threads/{thread}/fork", time_routes.fork_thread, methods=["POST"]),
-        Route("/questions", questions),
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/responses", responses.create, methods=["POST"]),
-        Route("/v1/responses/{response}", responses.retrieve, methods=["GET"]),
-        Route("/v1/responses/{response}", responses.delete, methods=["DELETE"]),
-        Route("/v1/responses/{response}/input_items", responses.input_items),
-        Route("/v1/responses/{response}/cancel", responses.cancel, methods=["POST"]),
-        Route("/v1/models", models),
-        Route("/v1/models/{model:path}", model),
-    ]
-    hub = live_hub or hub_from_env(client.data_converter.payload_codec)
-    gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None,
-                      busy_seconds, chat_idle_seconds=chat_idle_seconds, chat_marks=chat_marks,
-                      live_responses=not isinstance(hub, LocalHub))  # a broker: the same on every gateway
-    lifespans = []
-    if importlib.util.find_spec("mcp") is not None:
-        from durable_teams.gateway.doors.mcp.door import McpDoor
-
-        mcp_app, mcp_running = McpDoor(gateway, descriptions(cards or [])).http_app()
-        routes.append(Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]))  # scoped tokens: their threads
-        lifespans.append(mcp_running)
-    if cards and importlib.util.find_spec("a2a") is not None:
-        from durable_teams.gateway.doors.a2a.routes import a2a_routes
-
-        routes += a2a_routes(gateway, cards, bearer=bool(tokens), push=a2a_push)  # scoped tokens keep to their scope's tasks
-    handlers: dict[Any, Any] = {HTTPException: on_http_error, UnknownTeam: on_unknown_team,
-                                UnknownResponse: on_unknown_response}
-    for kind in (ReplyRejected, ConversationEnded, ConversationBusy, WorkflowQueryFailedError,
-                 WorkflowUpdateFailedError, TurnRejected, TurnAbandoned, RPCError):
-        handlers[kind] = on_temporal_error
-    handlers[Exception] = on_unexpected
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            for running in lifespans:
-                await stack.enter_async_context(running())
-            yield
-
-    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
-    app.state.gateway = gateway
-    return Guard(app, tokens or [], exposure=exposure, limits=limits or Limits(max_body=max_body))
+ROUTES = [
+    Route("/", inbox), Route("/inbox", inbox),
+    Route("/threads", start_thread, methods=["POST"]),
+    Route("/threads/{thread}", thread_status),
+    Route("/threads/{thread}/turns", send_turn_sse, methods=["POST"]),
+    Route("/threads/{thread}/transcript", transcript),
+    Route("/threads/{thread}/events", thread_events),
+    Route("/threads/{thread}/questions/{question}", answer, methods=["POST"]),
+    Route("/threads/{thread}/checkpoints", time_routes.checkpoints),
+    Route("/threads/{thread}/fork", time_routes.fork_thread, methods=["POST"]),
+    Route("/questions", questions),
+]

@@ -1,7 +1,7 @@
 """Thread marks: how a chat client that resends its history, and names no thread, keeps its
 own thread when another chat of the same caller says the very same words.
 
-The first answer a chat thread gives (durable_teams/gateway/chat_history.py) ends with its mark,
+The first answer a chat thread gives (durable_teams/gateway/core/resent_history.py) ends with its mark,
 an HTML comment that markdown chat UIs do not show:
 
     Your refund is on its way.

@@ -11,7 +11,7 @@ thread id. This module reads such a history (`chat_history`) and derives what id
 - `request_keys`: digests of what each request resent, so a thread's latest input says which
   request of which chat it took.
 
-Which running thread a history continues is decided in durable_teams/gateway/chat_threads.py.
+Which running thread a history continues is decided in durable_teams/gateway/core/resent_threads.py.
 """
 
 from __future__ import annotations
@@ -24,19 +24,12 @@ from typing import Any
 
 from durable_teams.client.approvals import ASK_AGAIN
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.doors.openai_chat.marks import MARK_CHARS, without_marks
+from durable_teams.gateway.core.requests import FieldError
+from durable_teams.gateway.core.thread_marks import MARK_CHARS, without_marks
 from durable_teams.workflows.messages import Message
 
 SYSTEM_ROLES = ("system", "developer")
 """A client's system prompt: kept as a system message (`developer` is OpenAI's newer name)."""
-
-
-class FieldError(checks.BadRequest):
-    """OpenAI's 400 for a field it cannot take: `param` names the field."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 @dataclass(frozen=True)
@@ -148,7 +141,7 @@ class ChatKey:
     participant `name`s and OpenAI's `user` or `safety_identifier` (an empty one is absent);
     "" when there are none, so threads of earlier releases, which had no setup, keep their
     ids. `tenant`: the scope whose threads the caller sees (None: an operator,
-    durable_teams/gateway/scopes.py)."""
+    durable_teams/gateway/core/scopes.py)."""
 
     scope: str
     team: str

@@ -1,9 +1,9 @@
 """Which thread a chat request continues when it names none (no `X-Thread-Id`).
 
-A request is matched to a thread by what it resends (durable_teams/gateway/chat_history.py),
+A request is matched to a thread by what it resends (durable_teams/gateway/core/resent_history.py),
 with nothing kept in the gateway (several gateways agree):
 
-- The thread's first answer carries its mark (durable_teams/gateway/chat_marks.py), which the
+- The thread's first answer carries its mark (durable_teams/gateway/core/thread_marks.py), which the
   resent history carries back: a marked history continues that thread or none, so identical
   conversations of one caller stay apart.
 - A thread continues only if its latest input was this chat's previous request
@@ -23,12 +23,11 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from starlette.requests import Request
 from temporalio.client import WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError
 
-from durable_teams.gateway.core.scopes import sees
-from durable_teams.gateway.core.threads import Gateway, question_text
-from durable_teams.gateway.doors.openai_chat.history import (
+from durable_teams.gateway.core.resent_history import (
     KEY_PREFIX,
     ChatHistory,
     ChatKey,
@@ -37,7 +36,9 @@ from durable_teams.gateway.doors.openai_chat.history import (
     family,
     request_keys,
 )
-from durable_teams.gateway.doors.openai_chat.marks import latest_mark
+from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.thread_marks import latest_mark
+from durable_teams.gateway.core.threads import Gateway, question_text
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus
 
@@ -61,7 +62,7 @@ async def find_thread(gw: Gateway, key: ChatKey, history: ChatHistory, *, retry:
                       keys: RequestKeys | None = None, wait_seconds: float = 1.0) -> Match | None:
     """The running thread this history continues, or None.
 
-    A history that carries a thread mark (durable_teams/gateway/chat_marks.py) continues that
+    A history that carries a thread mark (durable_teams/gateway/core/thread_marks.py) continues that
     thread of its family or none: never another chat's thread with the same words. One without
     a mark (a client that strips it, a thread of an earlier release) continues the one thread
     of its family that fits; when several fit (identical conversations), none: a new thread
@@ -144,3 +145,18 @@ async def _fits(gw: Gateway, thread: str, key: ChatKey, said: Message | None, ke
     else:
         return None
     return Match(thread, status) if continues(said.content or "", head) else None
+
+
+MATCH_ATTEMPTS = 3
+"""Threads a history-resending request tries when other requests keep getting in first."""
+
+
+RETRY_COUNT = "x-stainless-retry-count"
+"""The header the openai SDKs (Python, JS) send: how many times the request was retried."""
+
+
+def says_retry(request: Request) -> bool:
+    """Whether the request says it is one sent again: an `Idempotency-Key`, or the openai
+    SDKs' retry count above 0."""
+    count = request.headers.get(RETRY_COUNT, "").strip()
+    return bool(request.headers.get("idempotency-key")) or (count.isdigit() and int(count) > 0)
