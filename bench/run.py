@@ -36,7 +36,6 @@ from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Budgets, Message
 from durable_teams.workflows.state import ConversationInput, HumanReply
-from durable_teams.workflows.transcript import LogDelta
 
 
 def fetch(i: int) -> str:
@@ -277,8 +276,7 @@ async def read_log(handle, page: int = 200) -> list[Message]:  # noqa: ANN001
     shared = 0
     while True:
         upto = len(log) + page
-        delta = await handle.query("model_view_delta", args=["reader", 0, upto, len(log), shared, False],
-                                   result_type=LogDelta)
+        delta = await handle.query(TeamWorkflow.model_view_delta, args=["reader", 0, upto, len(log), shared, False])
         log += delta.messages
         shared += len(delta.shared)
         if len(log) < upto:

@@ -169,7 +169,7 @@ async def faang_over_gateway(client: Client, task_queue: str, stream: bool) -> t
         thread = (await http.post("/threads", json={"team": "faang"})).json()["thread_id"]
         async with http.stream("POST", f"/threads/{thread}/turns", json={"text": faang.QUESTION}) as resp:
             frames = await read_sse(resp)
-        await client.get_workflow_handle(thread).signal("close")
+        await client.get_workflow_handle(thread).signal(TeamWorkflow.close)
         await client.get_workflow_handle(thread).result()
         history = await client.get_workflow_handle(thread).fetch_history()
     return frames, history

@@ -333,7 +333,7 @@ async def test_cancel_turn_withdraws_a_waiting_approval_and_answers_its_open_cal
         second = await ai.responses.create(model="desk", input="Order 4711", previous_response_id=first.id)
         call_id = next(i.id for i in second.output if i.type == "mcp_approval_request").removeprefix("mcpr_")
         handle = client.get_workflow_handle(ResponseRef.parse(first.id).thread)
-        assert await handle.execute_update("cancel_turn", 1) == 1
+        assert await handle.execute_update(TeamWorkflow.cancel_turn, 1) == 1
         replies = await handle.query(TeamWorkflow.turn_replies, [1])
         status = await handle.query(TeamWorkflow.status)
         log = await handle.query(TeamWorkflow.transcript, True)
@@ -388,7 +388,7 @@ async def test_a_queued_turn_cancelled_never_runs(client: Client, task_queue: st
         thread = ResponseRef.parse(started.id).thread
         queued = await submit_turn(client, thread, "hello")  # behind the running turn (native path)
         handle = client.get_workflow_handle(thread)
-        assert await handle.execute_update("cancel_turn", queued.number) == queued.number
+        assert await handle.execute_update(TeamWorkflow.cancel_turn, queued.number) == queued.number
         second = await queued.reply()
         GATE["lookup"].set()
         async for _ in await ai.responses.retrieve(started.id, stream=True):  # until it ends

@@ -87,6 +87,17 @@ def test_imports_point_the_allowed_way() -> None:
     assert wrong == []
 
 
+def test_the_architecture_page_states_these_rules() -> None:
+    """docs/architecture.md's table of which layer may import which is `ALLOWED`."""
+    page = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    table = page[page.index("| Layer | May import |"):].split("\n\n")[0].splitlines()[2:]
+    stated = {}
+    for row in table:
+        layer, allowed = (cell.strip() for cell in row.strip("|").split("|"))
+        stated[layer.strip("`")] = {word.strip("`,") for word in allowed.split("(")[0].split() if word.startswith("`")}
+    assert stated == ALLOWED
+
+
 def loaded_by(*modules: str) -> set[str]:
     """The modules a fresh interpreter holds after importing `modules`."""
     probe = f"import sys; import {', '.join(modules)}; print('\\n'.join(sys.modules))"

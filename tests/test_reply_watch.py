@@ -10,6 +10,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client import reply_watch
 from durable_teams.client.refusals import ConversationBusy
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import TurnReply
 
 pytestmark = pytest.mark.pure
@@ -26,8 +27,8 @@ class Handle:
         self.failures = list(failures)
         self.asked = 0
 
-    async def query(self, name: str, numbers: list[int], result_type: Any) -> list[TurnReply]:
-        assert (name, numbers) == ("turn_replies", [1])
+    async def query(self, query: Any, numbers: list[int]) -> list[TurnReply]:
+        assert (query, numbers) == (TeamWorkflow.turn_replies, [1])
         self.asked += 1
         if self.failures:
             raise RPCError("busy", self.failures.pop(0), b"")

@@ -13,6 +13,7 @@ from durable_teams.gateway.core.scopes import Token
 from durable_teams.gateway.doors.responses.view import ResponseRef
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
+from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
@@ -55,8 +56,8 @@ async def test_a_deleted_response_is_gone_for_every_gateway_its_turn_stays(clien
             await ai.responses.delete(three.id)
             with pytest.raises(openai.NotFoundError):
                 await ai.responses.create(model="desk", input="four", previous_response_id=three.id)
-            status = await client.get_workflow_handle(ResponseRef.parse(one.id).thread).query("status")
-            assert sorted(status["deleted_responses"]) == sorted(ResponseRef.parse(r).key for r in (one.id, three.id))
+            status = await client.get_workflow_handle(ResponseRef.parse(one.id).thread).query(TeamWorkflow.status)
+            assert sorted(status.deleted_responses) == sorted(ResponseRef.parse(r).key for r in (one.id, three.id))
 
 
 async def test_a_deletion_is_carried_across_continue_as_new(client: Client, task_queue: str) -> None:

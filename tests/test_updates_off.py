@@ -26,6 +26,7 @@ from durable_teams.client.send import send_reply, send_turn, submit_turn
 from durable_teams.client.start import start_conversation
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest
 from durable_teams.workflows.state import ConversationInput, ConversationStatus, UserTurn
 
@@ -124,10 +125,10 @@ async def test_a_full_queue_and_a_closed_conversation_refuse_before_anything_is_
             await submit_turn(client, wid, f"and another thing {n}")
         with pytest.raises(ConversationBusy, match="3 turns are waiting to be answered"):
             await submit_turn(client, wid, "one too many", busy_timeout=0.5)
-        await client.get_workflow_handle(wid).signal("close")
+        await client.get_workflow_handle(wid).signal(TeamWorkflow.close)
         with pytest.raises(ConversationEnded, match="is closed"):
             await submit_turn(client, wid, "after the close")
-        status = await client.get_workflow_handle(wid).query("status", result_type=ConversationStatus)
+        status = await client.get_workflow_handle(wid).query(TeamWorkflow.status)
     assert status.turns == 3  # the refused ones never went in
 
 
@@ -137,8 +138,8 @@ class OlderWorkers:
     def __init__(self) -> None:
         self.id, self.signals = "c1", []
 
-    async def query(self, name: str, args: list[object], result_type: type) -> object:
-        if name == "status":
+    async def query(self, query: object, args: list[object]) -> object:
+        if query == TeamWorkflow.status:
             return ConversationStatus(active_agent=None, turns=1, model_calls=0, pending=[], queued_turns=0,
                                       last_reply=None, closed=False)
         raise WorkflowQueryFailedError("Query handler for 'turn_number' expected but not found")
@@ -195,7 +196,7 @@ async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_c
         by_key = [await keyed_say(text, key) for text, key in (
             (FIRST, "k1"), ("other text", "k1"), (FIRST, "k1"), ("Order 4713", "k2"), ("yes", "k3"),
             ("Order 4713", "k2"), (FIRST, "k4"), ("Order 5", "k5"), ("yes", "k3"))]
-        keyed_status = await client.get_workflow_handle(keyed).query("status", result_type=ConversationStatus)
+        keyed_status = await client.get_workflow_handle(keyed).query(TeamWorkflow.status)
 
         native = (await http.post("/threads", json={"team": "desk"})).json()["thread_id"]
         turns = [await keyed_turn(http, native, text, "t1") for text in (FIRST, FIRST, "other text")]
@@ -205,7 +206,7 @@ async def test_approvals_in_words_and_their_outcomes_hold_with_updates_off(old_c
                 "model": "desk", "stream": True, "messages": [{"role": "user", "content": "cut short"}]}) as r:
             async for _ in r.aiter_bytes():
                 break  # the client leaves after the first chunk
-        status = await client.get_workflow_handle(cut).query("status", result_type=ConversationStatus)
+        status = await client.get_workflow_handle(cut).query(TeamWorkflow.status)
     assert said == [ASKED, APPROVAL.replace("4711", "yes"), DONE]
     assert unclear == [ASKED, APPROVAL, *[AGAIN] * len(UNCLEAR), DONE]
     assert answers == [ASKED + mark_line(threads[0]), APPROVAL.replace("4711", "4712"),

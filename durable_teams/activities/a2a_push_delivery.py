@@ -21,7 +21,6 @@ from temporalio.exceptions import ApplicationError
 from durable_teams.workflows.a2a_push import Delivery, TaskChange, WatchRequest
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.push_targets import public_refusal, signature
-from durable_teams.workflows.state import TurnReply
 from durable_teams.workflows.turn_view import TurnState, ended_state, turn_state
 
 NOTIFIED = {"INPUT_REQUIRED", "AUTH_REQUIRED", "COMPLETED", "FAILED", "CANCELED", "REJECTED"}
@@ -82,7 +81,7 @@ async def task_state(thread: str, turn: int) -> TurnState:
         return TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
     reply = status.last_reply
     if reply is not None and reply.turn > turn:
-        replies = await handle.query("turn_replies", [turn], result_type=list[TurnReply])
+        replies = await handle.query(TeamWorkflow.turn_replies, [turn])
         reply = replies[0] if replies else None
     return ended_state(turn_state(status, turn, reply, running), running, cancelled)
 

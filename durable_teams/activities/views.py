@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from temporalio import activity
 
 from durable_teams.workflows import live_view
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolSpec
 from durable_teams.workflows.transcript import LogDelta, Transcript, merge_delta
 from durable_teams.workflows.view_builder import ViewBuilder
@@ -33,9 +34,8 @@ async def query_delta(req: ModelRequest, log_start: int, shared_start: int, with
     """What this worker lacks of the conversation's log (a query: adds nothing to history)."""
     handle = activity.client().get_workflow_handle(req.workflow_id, run_id=req.run_id)
     return await handle.query(
-        "model_view_delta",
+        TeamWorkflow.model_view_delta,
         args=[req.agent, req.agent_run, req.transcript_length, log_start, shared_start, with_tools],
-        result_type=LogDelta,
     )
 
 

@@ -24,6 +24,7 @@ from durable_teams.client.replay_state import ReplayFailed, replayed_log
 from durable_teams.client.reply_watch import history_growth
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.builtins import ASK_HUMAN
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, Usage
 from durable_teams.workflows.state import LogPage
 from durable_teams.workflows.transcript import Transcript
@@ -139,7 +140,7 @@ async def _follow_running(client: Client, handle: WorkflowHandle[Any, Any], inde
     try:
         while True:
             grown.clear()
-            page: LogPage = await handle.query("log_page", args=[index, page_size], result_type=LogPage)
+            page: LogPage = await handle.query(TeamWorkflow.log_page, args=[index, page_size])
             if deltas is not None:  # after the read: see gateway/core/threads.py
                 order.drain(deltas)
             for event in page_events(order, page, index):

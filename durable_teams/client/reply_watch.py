@@ -17,6 +17,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
 from durable_teams.client.refusals import Patience, TurnAbandoned
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import TurnReply
 
 ASK_PATIENCE = 60.0
@@ -123,7 +124,7 @@ class ReplyWatch:
     @staticmethod
     async def _taken(handle: WorkflowHandle, turn_id: str) -> object:
         """The number the conversation's current run took turn `turn_id` as (None: it did not)."""
-        return await Patience(handle.id, ASK_PATIENCE).retry(lambda: handle.query("turn_number", turn_id))
+        return await Patience(handle.id, ASK_PATIENCE).retry(lambda: handle.query(TeamWorkflow.turn_number, turn_id))
 
     def _fail(self, err: BaseException) -> None:
         for futures in self.waiting.values():
@@ -137,7 +138,7 @@ async def ask_replies(handle: WorkflowHandle, numbers: list[int]) -> list[TurnRe
     """The query, asked again while the server or worker is only busy or away, for up to
     `ASK_PATIENCE` seconds (then `ConversationBusy`, which every waiter gets)."""
     return await Patience(handle.id, ASK_PATIENCE).retry(
-        lambda: handle.query("turn_replies", numbers, result_type=list[TurnReply]))
+        lambda: handle.query(TeamWorkflow.turn_replies, numbers))
 
 
 _WATCHES: weakref.WeakKeyDictionary[Client, dict[str, ReplyWatch]] = weakref.WeakKeyDictionary()

@@ -40,10 +40,10 @@ from durable_teams.client.refusals import (
 )
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
 from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import QUESTION_CLOSED
 from durable_teams.workflows.state import (
     HumanReply,
-    Question,
     TurnReply,
     UserTurn,
 )
@@ -122,7 +122,7 @@ async def submit_turn(
     patience = patience or Patience(workflow_id, busy_timeout)
     while True:
         try:
-            update = await handle.start_update("submit_turn", turn, result_type=int,
+            update = await handle.start_update(TeamWorkflow.submit_turn, turn,
                                                wait_for_stage=WorkflowUpdateStage.COMPLETED)
             number = await update.result()
             return AcceptedTurn(client, workflow_id, turn, number, update.workflow_run_id)
@@ -177,7 +177,7 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
     """Answer through the update, so the caller learns at once whether it was accepted."""
     handle = client.get_workflow_handle(workflow_id)
     if question_id is None:
-        pending = await handle.query("pending_questions", result_type=list[Question])
+        pending = await handle.query(TeamWorkflow.pending_questions)
         if len(pending) != 1:
             ids = ", ".join(q.question_id for q in pending) or "none"
             raise ReplyRejected(f"{len(pending)} questions pending ({ids}); name one with --question")
@@ -185,7 +185,7 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
     answer = HumanReply(question_id=question_id, **reply)  # type: ignore[arg-type]
     for attempt in range(3):
         try:
-            await handle.execute_update("answer", answer)
+            await handle.execute_update(TeamWorkflow.answer, answer)
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
                 continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one

@@ -7,6 +7,7 @@ the update would have: the turn's number, or whether the answer was taken and wh
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from temporalio.client import WorkflowHandle, WorkflowQueryFailedError
@@ -20,8 +21,9 @@ from durable_teams.client.refusals import (
     TurnConflict,
     TurnRejected,
 )
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.intake import MAX_QUEUED_TURNS
-from durable_teams.workflows.state import AnswerOutcome, ConversationStatus, HumanReply, UserTurn
+from durable_teams.workflows.state import HumanReply, UserTurn
 
 
 def updates_disabled(err: Exception) -> bool:
@@ -40,10 +42,10 @@ async def submit_by_signal(handle: WorkflowHandle, turn: UserTurn, patience: Pat
     its sender is told it failed), it is open, and its queue has room (else `ConversationBusy`
     after `patience`)."""
     while True:
-        status = await _query_patiently(handle, "status", None, ConversationStatus, patience)
+        status = await _query_patiently(handle, TeamWorkflow.status, None, patience)
         if status.closed:
             raise ConversationEnded(f"conversation {handle.id} is closed: it takes no more turns")
-        known = await _query_patiently(handle, "turn_number", turn.turn_id, int | None, patience,  # type: ignore[arg-type]
+        known = await _query_patiently(handle, TeamWorkflow.turn_number, turn.turn_id, patience,
                                        missing="its workers predate turns sent as signals, and this "
                                                "namespace has workflow updates turned off: upgrade them")
         if known is not None:  # a re-send of a turn already taken
@@ -51,10 +53,10 @@ async def submit_by_signal(handle: WorkflowHandle, turn: UserTurn, patience: Pat
         if status.queued_turns < MAX_QUEUED_TURNS:
             break
         await patience.wait(f"{MAX_QUEUED_TURNS} turns are waiting to be answered")
-    await handle.signal("post_message", turn)
-    number = await _query_patiently(handle, "turn_number", turn.turn_id, int | None, patience)  # type: ignore[arg-type]
+    await handle.signal(TeamWorkflow.post_message, turn)
+    number = await _query_patiently(handle, TeamWorkflow.turn_number, turn.turn_id, patience)
     if number is None:
-        status = await handle.query("status", result_type=ConversationStatus)
+        status = await handle.query(TeamWorkflow.status)
         refused = [r.reason for r in status.refused_signals if r.signal == "post_message"]
         reason = refused[-1] if refused else "the conversation did not take the turn"
         if "closed" in reason:
@@ -63,13 +65,12 @@ async def submit_by_signal(handle: WorkflowHandle, turn: UserTurn, patience: Pat
     return number
 
 
-async def _query_patiently(handle: WorkflowHandle, query: str, arg: object, result_type: type,
+async def _query_patiently(handle: WorkflowHandle, query: Callable[..., Any], arg: object,
                            patience: Patience, missing: str | None = None) -> Any:
     """A query, asked again while the server is too busy (until `patience` runs out). With
     `missing`, a worker without that query is `TurnRejected(missing)`."""
     try:
-        return await patience.retry(lambda: handle.query(query, args=[] if arg is None else [arg],
-                                                         result_type=result_type))
+        return await patience.retry(lambda: handle.query(query, args=[] if arg is None else [arg]))
     except WorkflowQueryFailedError as err:
         if missing is not None and "not found" in str(err).lower():
             raise TurnRejected(f"conversation {handle.id}: {missing}") from None
@@ -81,10 +82,9 @@ async def answer_by_signal(handle: WorkflowHandle, answer: HumanReply) -> None:
     then the `answer_outcome` query (answered after the signal's workflow task) says whether it
     was taken: if not, `QuestionClosed` or `ReplyRejected` with the workflow's reason, as the
     update would."""
-    if answer.input_id is None:
-        answer = answer.model_copy(update={"input_id": f"answer-{uuid.uuid4().hex}"})
-    await handle.signal("human_reply", answer)
-    outcome = await handle.query("answer_outcome", answer.input_id, result_type=AnswerOutcome | None)  # type: ignore[arg-type]
+    input_id = answer.input_id or f"answer-{uuid.uuid4().hex}"
+    await handle.signal(TeamWorkflow.human_reply, answer.model_copy(update={"input_id": input_id}))
+    outcome = await handle.query(TeamWorkflow.answer_outcome, input_id)
     if outcome is not None and not outcome.taken:
         rejected = QuestionClosed if outcome.closed else ReplyRejected
         raise rejected(f"Rejected: {outcome.reason}")

@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         UserTurn,
     )
     from .tool_calls import activity_failure_text
+    from .transcript import LogDelta
     from .turns import TurnRunner
     from .view_builder import ViewBuilder
 
@@ -302,7 +303,7 @@ class TeamWorkflow(Intake, TurnCancel, ResponseDeletion):
 
     @workflow.query
     def model_view_delta(self, agent: str, agent_run: int, upto: int, log_start: int,
-                         shared_start: int, with_tools: bool) -> object:
+                         shared_start: int, with_tools: bool) -> LogDelta:
         """`model_view` for a reader already holding `log[:log_start]` and
         `shared[:shared_start]` (the model activity's per-worker cache): returns a
         `transcript.LogDelta` with only what it lacks, so a model call costs O(new messages)

@@ -16,12 +16,13 @@ from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.refusals import ConversationBusy, Patience, QuestionClosed, TurnConflict
 from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
 from durable_teams.client.server_state import questions_of
-from durable_teams.gateway.core.outcomes import Outcome, _now, answering, question_text
+from durable_teams.gateway.core.outcomes import Outcome, _now
 from durable_teams.gateway.core.requests import BadRequest
 from durable_teams.gateway.core.thread_log import ThreadLog, background
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus, TurnReply
+from durable_teams.workflows.turn_view import answering, question_text
 
 T = TypeVar("T")
 
@@ -150,15 +151,15 @@ class Exchanges(ThreadLog):
         """The turn the thread started for the input `turn_id`, or answered with it (None: unknown)."""
         handle = self.client.get_workflow_handle(thread)
         try:
-            number = (await handle.query("inputs_taken", turn_id) or {}).get(turn_id)
+            number = (await handle.query(TeamWorkflow.inputs_taken, turn_id) or {}).get(turn_id)
         except WorkflowQueryFailedError:  # a worker of an earlier release: turns only
-            number = await handle.query("turn_number", turn_id)
+            number = await handle.query(TeamWorkflow.turn_number, turn_id)
         return number if isinstance(number, int) else None
 
     async def reply_of(self, thread: str, number: int, latest: TurnReply) -> TurnReply:
         """Turn `number`'s reply (the workflow keeps the latest 200); `latest` if gone."""
         replies = await self.client.get_workflow_handle(thread).query(
-            "turn_replies", [number], result_type=list[TurnReply])
+            TeamWorkflow.turn_replies, [number])
         return replies[0] if replies else latest
 
     async def converse(self, thread: str, text: str, turn_id: str | None = None) -> Outcome:

@@ -13,6 +13,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from temporalio.client import Client, WorkflowQueryFailedError
 
+from durable_teams.workflows.conversation import TeamWorkflow
+
 
 class KeyReused(HTTPException):
     """409: the key was used with another request on this thread."""
@@ -50,7 +52,7 @@ async def keyed_input(client: Client, thread: str, prefix: str, *content: str) -
     keyed request is taken as new, as before."""
     wanted = content_id(prefix, *content)
     try:
-        taken = await client.get_workflow_handle(thread).query("inputs_taken", f"{prefix}.")
+        taken = await client.get_workflow_handle(thread).query(TeamWorkflow.inputs_taken, f"{prefix}.")
     except WorkflowQueryFailedError:  # "unknown query type": a worker of an earlier release
         return KeyedInput(wanted, None)
     if not isinstance(taken, dict) or not taken:

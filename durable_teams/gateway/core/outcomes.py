@@ -1,17 +1,15 @@
-"""What an exchange with a thread ends with, and how a thread's state reads to a chat client:
-the turn it works on, a question as the assistant's message. Pure: no Temporal calls."""
+"""What an exchange with a thread ends with. Pure: no Temporal calls. (How a thread's state
+reads to a client, the turn it works on and a question as the assistant's message:
+durable_teams/workflows/turn_view.py.)"""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from durable_teams.workflows.state import TurnReply
-from durable_teams.workflows.turn_view import answering, question_text
 from durable_teams.workflows.usage import Tally
 
-__all__ = ["Outcome", "answering", "question_text"]
-"""`answering` and `question_text` live in durable_teams/workflows/turn_view.py (the A2A push
-activity reads a turn as the gateway does); named here, where the gateway finds them."""
+__all__ = ["Outcome"]
 
 
 class Outcome(NamedTuple):

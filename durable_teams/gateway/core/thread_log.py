@@ -17,6 +17,7 @@ from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
 from durable_teams.client.send import AcceptedTurn
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import LogPage, TurnReply
 
@@ -80,7 +81,7 @@ class ThreadLog:
 
     async def _page(self, thread: str, start: int, limit: int = 200) -> LogPage:
         handle = self.client.get_workflow_handle(thread)
-        return await handle.query("log_page", args=[start, limit], result_type=LogPage)
+        return await handle.query(TeamWorkflow.log_page, args=[start, limit])
 
     async def turn_events(self, thread: str, index: int, accepted: AcceptedTurn,
                           deltas: asyncio.Queue[Delta] | None = None) -> AsyncIterator[dict[str, Any]]:

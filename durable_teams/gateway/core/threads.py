@@ -30,15 +30,12 @@ from durable_teams.client.server_state import (
 )
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway.core.exchanges import Exchanges
-from durable_teams.gateway.core.outcomes import Outcome, answering, question_text
 from durable_teams.gateway.core.scopes import SCOPE_MEMO, sees
 from durable_teams.live.hub import LIVE, LiveHub
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationInput
 
-__all__ = ["Gateway", "NoWorker", "Outcome", "TeamMismatch", "UnknownTeam", "answering", "question_text"]
-"""`Outcome`, `answering` and `question_text` live in durable_teams/gateway/core/outcomes.py; named
-here too, where the gateway's modules have always found them."""
+__all__ = ["Gateway", "NoWorker", "TeamMismatch", "UnknownTeam"]
 
 WORKER_SEEN_SECONDS = 5.0
 log = logging.getLogger(__name__)

@@ -1,13 +1,11 @@
-"""A2A tasks as turns of a thread: the task id names the thread and the turn, `contextId` is
-the thread, and a task's state is read from the conversation's status each time (nothing
-kept in the gateway, so a task outlives any restart; the state itself: durable_teams/workflows/turn_view.py).
-Pure: no Temporal, no HTTP."""
+"""A task as a turn of a thread (the A2A door's tasks, the MCP door's): the task id names the
+thread and the turn (A2A's `contextId` is the thread), and a task's state is read from the
+conversation's status each time (nothing kept in the gateway, so a task outlives any restart;
+the state itself: durable_teams/workflows/turn_view.py). Pure: no Temporal, no HTTP."""
 
 from __future__ import annotations
 
-from durable_teams.workflows.turn_view import TurnState, answered_by, turn_state
-
-__all__ = ["SEPARATOR", "NotATask", "TurnState", "answered_by", "parse_task_id", "task_id", "turn_state"]
+__all__ = ["SEPARATOR", "NotATask", "parse_task_id", "task_id"]
 
 SEPARATOR = "::"
 

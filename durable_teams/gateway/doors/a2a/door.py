@@ -39,13 +39,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.keyed import KeyReused, content_id, keyed_input
-from durable_teams.gateway.core.threads import answering
-from durable_teams.gateway.core.turn_tasks import (
-    NotATask,
-    answered_by,
-    parse_task_id,
-    task_id,
-)
+from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import (
@@ -56,7 +50,9 @@ from durable_teams.gateway.doors.a2a.wire import (
     state_of,
     text_of,
 )
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.turn_view import answered_by, answering
 
 
 @dataclass
@@ -224,7 +220,7 @@ class A2ADoor(TaskReader, RequestHandler):
         if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise TaskNotCancelableError(f"task {params.id} has ended")
         try:
-            await self.gateway.client.get_workflow_handle(thread).execute_update("cancel_turn", number)
+            await self.gateway.client.get_workflow_handle(thread).execute_update(TeamWorkflow.cancel_turn, number)
         except WorkflowUpdateFailedError as err:  # ended meanwhile, or a worker without cancel_turn
             task = await self.task(thread, number, scope)
             if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") not in FINAL:

@@ -14,16 +14,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.scopes import sees
-from durable_teams.gateway.core.threads import Gateway, answering
-from durable_teams.gateway.core.turn_tasks import (
-    NotATask,
-    TurnState,
-    parse_task_id,
-    task_id,
-    turn_state,
-)
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.wire import as_task, history_of, history_wanted
-from durable_teams.workflows.turn_view import ended_state
+from durable_teams.workflows.turn_view import TurnState, answering, ended_state, turn_state
 
 MAX_LISTED = 100
 MAX_SCANNED = 1000

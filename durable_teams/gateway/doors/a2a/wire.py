@@ -11,8 +11,9 @@ from a2a.server.context import ServerCallContext
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError
 
-from durable_teams.gateway.core.turn_tasks import TurnState, task_id
+from durable_teams.gateway.core.turn_tasks import task_id
 from durable_teams.workflows.messages import Message
+from durable_teams.workflows.turn_view import TurnState
 
 FINAL = {"COMPLETED", "FAILED", "CANCELED", "REJECTED"}
 PAUSED = {"INPUT_REQUIRED", "AUTH_REQUIRED"}

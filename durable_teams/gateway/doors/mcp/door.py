@@ -31,12 +31,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp
 
 from durable_teams.client.refusals import ConversationNotFound
-from durable_teams.gateway.core.threads import Gateway, Outcome, answering, question_text
+from durable_teams.gateway.core.outcomes import Outcome
+from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.mcp.forms import answer_text, elicit_form, schema_of, text_result
 from durable_teams.gateway.doors.mcp.methods import TaskServer, add_task_methods, caller_scope
 from durable_teams.gateway.doors.mcp.rpc import McpHttp
 from durable_teams.gateway.doors.mcp.tasks import McpTasks, declares_tasks
 from durable_teams.workflows.state import Question
+from durable_teams.workflows.turn_view import answering, question_text
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",

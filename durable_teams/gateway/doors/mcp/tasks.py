@@ -37,17 +37,13 @@ from durable_teams.client.refusals import ConversationBusy, ConversationNotFound
 from durable_teams.client.send import submit_turn
 from durable_teams.client.server_state import memo_questions
 from durable_teams.gateway.core.scopes import sees
-from durable_teams.gateway.core.threads import Gateway, answering, question_text
-from durable_teams.gateway.core.turn_tasks import (
-    NotATask,
-    TurnState,
-    parse_task_id,
-    task_id,
-    turn_state,
-)
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.mcp.forms import answer_text, elicit_form, text_result
 from durable_teams.gateway.doors.mcp.task_pages import PAGE, Cursor, page_of
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus, Question
+from durable_teams.workflows.turn_view import TurnState, answering, question_text, turn_state
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -250,7 +246,7 @@ class McpTasks:
             raise MCPError(types.INVALID_PARAMS, f"task {task[:80]!r} has ended ({view.status}): nothing to cancel")
         _, number = parse_task_id(task)
         try:
-            await self.gateway.client.get_workflow_handle(view.thread).execute_update("cancel_turn", number)
+            await self.gateway.client.get_workflow_handle(view.thread).execute_update(TeamWorkflow.cancel_turn, number)
         except WorkflowUpdateFailedError as err:  # ended meanwhile, or a worker without cancel_turn
             view = await self.read(task, scope)
             if not view.terminal:

@@ -30,11 +30,12 @@ from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.keyed import keyed_input
 from durable_teams.gateway.core.named_inputs import input_id
+from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import says_retry
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import openai_error, sse_response
-from durable_teams.gateway.core.threads import Gateway, Outcome, TeamMismatch
+from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.openai_chat.fields import (
     Exchange,
     end_user,

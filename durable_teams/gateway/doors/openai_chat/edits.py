@@ -29,6 +29,7 @@ from temporalio.service import RPCError
 
 from durable_teams.client.checkpoints import list_checkpoints
 from durable_teams.client.time_travel import fork
+from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.resent_history import (
     ChatHistory,
     ChatKey,
@@ -38,7 +39,7 @@ from durable_teams.gateway.core.resent_history import (
 )
 from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.thread_marks import MARK_CHARS, latest_mark
-from durable_teams.gateway.core.threads import Gateway, Outcome
+from durable_teams.gateway.core.threads import Gateway
 
 log = logging.getLogger("durable_teams.gateway")
 

@@ -16,9 +16,10 @@ from starlette.requests import Request
 
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.keyed import caller_key
+from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.thread_marks import mark_line, mark_of
-from durable_teams.gateway.core.threads import Gateway, Outcome
+from durable_teams.gateway.core.threads import Gateway
 from durable_teams.live.hub import Delta
 
 

@@ -18,10 +18,11 @@ from durable_teams.gateway.core import key_records
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core import resent_threads as chat_threads
 from durable_teams.gateway.core.named_inputs import taken, taken_soon
+from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.resent_threads import MATCH_ATTEMPTS, says_retry
 from durable_teams.gateway.core.scopes import caller_scope, scope_of
 from durable_teams.gateway.core.thread_marks import latest_mark, unmarked
-from durable_teams.gateway.core.threads import Gateway, Outcome
+from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.openai_chat import edits as chat_edits
 from durable_teams.gateway.doors.openai_chat.fields import (
     Exchange,

@@ -12,8 +12,8 @@ from typing import Any
 
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
 from durable_teams.gateway.core.live_text import ContentStream
+from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.sse import sse_frame
-from durable_teams.gateway.core.threads import Outcome
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.usage import Tally
 

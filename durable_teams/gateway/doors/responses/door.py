@@ -52,6 +52,7 @@ from durable_teams.gateway.doors.responses.turns import (
     resent,
 )
 from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
+from durable_teams.workflows.conversation import TeamWorkflow
 
 
 async def create(request: Request) -> Response:
@@ -245,7 +246,7 @@ async def delete(request: Request) -> Response:
     await state.read(gw, ref)  # no such response, or deleted already: 404
     try:
         deleted = await gw.client.get_workflow_handle(ref.thread).execute_update(
-            "delete_response", ref.key, result_type=bool)
+            TeamWorkflow.delete_response, ref.key)
     except WorkflowUpdateFailedError as err:  # a worker without delete_response (older code)
         return refusal(409, f"{ref.id} cannot be deleted: {getattr(err.cause, 'message', err)}", "not_deletable")
     except RPCError as err:  # the thread has closed: its state takes no more changes
@@ -269,7 +270,7 @@ async def cancel(request: Request) -> Response:
         return refusal(409, f"{ref.id} is {view.status} already: nothing to cancel", "not_cancellable")
     if not view.ended:
         try:
-            await gw.client.get_workflow_handle(ref.thread).execute_update("cancel_turn", ref.turn)
+            await gw.client.get_workflow_handle(ref.thread).execute_update(TeamWorkflow.cancel_turn, ref.turn)
         except WorkflowUpdateFailedError as err:  # ended meanwhile, or a worker without cancel_turn
             view, _ = await state.read(gw, ref)
             if not view.ended:

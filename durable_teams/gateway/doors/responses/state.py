@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from temporalio.client import WorkflowQueryFailedError
 
@@ -21,9 +22,9 @@ from durable_teams.gateway.doors.responses.view import (
     is_turn_start,
     view_of,
 )
+from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus, TurnReply
-from durable_teams.workflows.transcript import LogDelta
 
 RECHECK_SECONDS = 5.0
 """A response is read again at least this often while it runs (the long poll is the rule)."""
@@ -33,9 +34,9 @@ _approval_tools: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = 
 breakpoint: a cache of what the team fixes (a thread's team does not change), so no state."""
 
 
-async def _agent_query(gw: Gateway, thread: str, name: str, args: list[object], result_type: type) -> object:
+async def _agent_query(gw: Gateway, thread: str, query: Callable[..., Any], args: list[object]) -> Any:
     try:
-        return await gw.client.get_workflow_handle(thread).query(name, args=args, result_type=result_type)
+        return await gw.client.get_workflow_handle(thread).query(query, args=args)
     except WorkflowQueryFailedError:  # not an agent of the team (a nested team's), or an older worker
         return None
 
@@ -49,9 +50,9 @@ async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> tuple[se
         key = (thread, agent)
         if key not in _approval_tools:
             # the agent's tools, with no messages (upto 0): what its model calls are offered
-            delta = await _agent_query(gw, thread, "model_view_delta", [agent, 0, 0, 0, 0, True], LogDelta)
+            delta = await _agent_query(gw, thread, TeamWorkflow.model_view_delta, [agent, 0, 0, 0, 0, True])
             tools = frozenset(t.name for t in getattr(delta, "tools", None) or [] if t.needs_approval)
-            paused = await _agent_query(gw, thread, "breakpoint_tools", [agent], list[str])
+            paused = await _agent_query(gw, thread, TeamWorkflow.breakpoint_tools, [agent])
             if len(_approval_tools) >= MAX_APPROVAL_CACHE:
                 _approval_tools.clear()
             _approval_tools[key] = tools, frozenset(paused or [])  # type: ignore[call-overload]
@@ -69,7 +70,7 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tupl
         raise UnknownResponse(f"no response {ref.id!r}")
     if not deleted_too and ref.key in status.deleted_responses:
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
-    replies = await handle.query("turn_replies", args=[[ref.turn]], result_type=list[TurnReply])
+    replies = await handle.query(TeamWorkflow.turn_replies, [ref.turn])
     messages: list[Message] = []
     index = ref.start
     while True:

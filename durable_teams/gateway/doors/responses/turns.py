@@ -28,6 +28,7 @@ from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses import state as state
 from durable_teams.gateway.doors.responses.events import approval_id
 from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
+from durable_teams.workflows.conversation import TeamWorkflow
 
 
 def refusal(status: int, message: str, kind: str, param: str | None = None, **more: str) -> JSONResponse:
@@ -96,7 +97,7 @@ async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields
         if await taken(gw, thread, turn_id) == after.turn:  # however late (the ids the thread took)
             return after
         if after.step == 0 and await gw.client.get_workflow_handle(thread).query(
-                "turn_number", turn_id) == after.turn:
+                TeamWorkflow.turn_number, turn_id) == after.turn:
             return after
         if after.step > 0 and turn_id in (status.last_input_id, status.previous_input_id):
             return after
