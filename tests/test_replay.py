@@ -79,3 +79,21 @@ async def test_the_recorded_breakpoints_replay_to_what_each_person_decided() -> 
     assert (tool.content, tool.name) == (
         '(The user changed the arguments to {"order": "A2"} before it ran.) refund of A2 queued', "execute_refund")
     assert state.questions_asked == 5 and not state.pending
+
+
+async def test_a_replay_sees_every_question_put_up_the_answered_ones_too() -> None:
+    """The seam time travel reads questions through (client/fork_state.py): `HumanDesk.on_ask`
+    sees each question as it goes up during a replay, so one answered since (gone from
+    `pending`) can be opened again; it changes nothing the replay does."""
+    from types import SimpleNamespace
+
+    from durable_teams.client.replay_state import replay_history
+    from durable_teams.workflows.state import Question
+
+    path = Path(__file__).parent / "histories" / "swarm_breakpoints.json"
+    history = WorkflowHistory.from_json("swarm_breakpoints", path.read_text())
+    asked: list[Question] = []
+    instance = await replay_history(SimpleNamespace(data_converter=pydantic_data_converter), history,  # type: ignore[arg-type]
+                                    on_start=lambda conversation: conversation.desk.on_ask.append(asked.append))
+    assert [q.question_id for q in asked] == list(instance.state.answers) == ["q1", "q2", "q3", "q4", "q5"]
+    assert all(q.breakpoint for q in asked) and instance.state.pending == {}

@@ -16,20 +16,18 @@ open with its answer, so the fork goes on as the original did after the answer, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
-from durable_teams.client.checkpoints import Checkpoint, CheckpointError, _summary
+from durable_teams.client.checkpoints import Checkpoint, CheckpointError
 from durable_teams.client.replay_state import replay_history
 from durable_teams.workflows import roster
 from durable_teams.workflows.builtins import BUILTINS
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.messages import Message, TeamSpec
+from durable_teams.workflows.messages import Message, ModelRequest, TeamSpec
 from durable_teams.workflows.state import ConversationState, Question, TurnProgress
 
 _BY_COMMAND = (EventType.EVENT_TYPE_MARKER_RECORDED,
@@ -44,7 +42,6 @@ _COMMAND_EVENTS = {*_BY_COMMAND, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, E
                    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED, EventType.EVENT_TYPE_TIMER_CANCELED}
 """What a workflow task's commands write right after it completed (the next task's trigger, an
 activity's start or end, a signal, comes after them)."""
-_MODEL_SUMMARY = re.compile(r"model: (?P<agent>.+) \(\d+ messages?\)$")
 
 
 async def state_inside_turn(client: Client, history: WorkflowHistory,
@@ -55,12 +52,8 @@ async def state_inside_turn(client: Client, history: WorkflowHistory,
     cut = cut_after(history, point.event_id)
     asked: dict[str, Question] = {}
 
-    def watch(instance: Any) -> None:  # every question the replay puts up, to restore one
-        class Pending(dict):  # type: ignore[type-arg]
-            def __setitem__(self, key: Any, value: Any) -> None:
-                asked[key] = value
-                super().__setitem__(key, value)
-        object.__setattr__(instance.state, "pending", Pending(instance.state.pending))
+    def watch(instance: TeamWorkflow) -> None:  # every question the replay puts up, to restore one
+        instance.desk.on_ask.append(lambda question: asked.__setitem__(question.question_id, question))
 
     instance = await replay_history(client, cut, on_start=watch)
     state = instance.state.model_copy(deep=True)
@@ -135,11 +128,21 @@ async def _uncount_model_calls(client: Client, state: ConversationState, events:
             scheduled.pop(attributes[_ACTIVITY_ENDS.index(e.event_type)].scheduled_event_id, None)
     for event in scheduled.values():
         state.total_model_calls -= 1
-        found = _MODEL_SUMMARY.match(await _summary(client, event))
-        agent = found.group("agent") if found else None
+        agent = await _agent_of(client, event)
         if agent in state.model_calls_by_agent:
             state.model_calls_by_agent[agent] -= 1
     return len(scheduled)
+
+
+async def _agent_of(client: Client, scheduled: HistoryEvent) -> str | None:
+    """The agent a scheduled `call_model` was for: its input's `ModelRequest.agent` (None when
+    the input cannot be read: only the per-agent count is lost)."""
+    payloads = scheduled.activity_task_scheduled_event_attributes.input.payloads
+    try:
+        request, = await client.data_converter.decode(payloads[:1], [ModelRequest])
+    except Exception:  # a payload this client cannot decode (another key, another release)
+        return None
+    return request.agent if isinstance(request, ModelRequest) else None
 
 
 _ACTIVITY_ENDS = [EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,

@@ -90,6 +90,10 @@ class HumanDesk:
         self.use_search_attribute = use_search_attribute
         self.should_interrupt: Callable[[], bool] = lambda: False
         """Set by the workflow: true when the run should continue as new at this wait."""
+        self.on_ask: list[Callable[[Question], None]] = []
+        """Who sees each question as it goes up: none in a worker; a replay's reader (time
+        travel's, client/fork_state.py) learns the questions answered since. Called with no
+        effect on the workflow."""
 
     @property
     def labels(self) -> frozenset[str] | None:
@@ -130,6 +134,8 @@ class HumanDesk:
         if self.use_search_attribute and self.labels is None:
             self.labels = await labels.available_labels()
         self.state.pending[question.question_id] = question
+        for seen in self.on_ask:
+            seen(question)
         self._mark()
         qid = question.question_id
         # Measured from when it was asked, so a question carried across continue-as-new keeps
