@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         TurnProgress,
         TurnReply,
         UserTurn,
+        WaitingTools,
     )
     from .tool_calls import activity_failure_text
     from .transcript import LogDelta
@@ -291,15 +292,20 @@ class TeamWorkflow(Intake, TurnCancel, ResponseDeletion):
         )
 
     @workflow.query
-    def breakpoint_tools(self, agent: str) -> list[str]:
-        """`agent`'s tools (activities, not handoffs or built-ins) that pause at a breakpoint
-        before or after they run: what a door that shows only tool calls (the Responses API's
-        approval requests) shows as a step waiting for a person. Fixed by the team."""
+    def waiting_tools(self, agent: str) -> WaitingTools:
+        """`agent`'s tools that wait for a person as the team defines them: those that need
+        approval, and those (activities, not handoffs or built-ins) that pause at a breakpoint
+        before or after they run. Fixed by the team: what any client shows as a step that
+        waits for a person."""
         team = self.team
-        if team is None or agent not in team.agents or not breakpoints.declared(team):
-            return []
-        return [t for t in team.agents[agent].tools if t in team.tools
-                and any(breakpoints.pauses(team, when, agent, t) for when in ("before", "after"))]
+        if team is None or agent not in team.agents:
+            return WaitingTools()
+        approval = [t.name for t in roster.agent_tools(team, agent) if t.needs_approval]
+        if not breakpoints.declared(team):
+            return WaitingTools(approval=approval)
+        return WaitingTools(approval=approval, breakpoint=[
+            t for t in team.agents[agent].tools if t in team.tools
+            and any(breakpoints.pauses(team, when, agent, t) for when in ("before", "after"))])
 
     @workflow.query
     def model_view_delta(self, agent: str, agent_run: int, upto: int, log_start: int,

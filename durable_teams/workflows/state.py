@@ -305,3 +305,12 @@ class LogPage(Reply):
     shared: list[int] = Field(default_factory=list)
     """The log indices in this page that belong to the shared conversation now (a worker's
     answer joins it when the worker finishes, though written in the worker's own scope)."""
+
+
+class WaitingTools(Reply):
+    """What the `waiting_tools` query returns: an agent's tools that wait for a person."""
+
+    approval: list[str] = Field(default_factory=list)
+    """Those that need approval before they run."""
+    breakpoint: list[str] = Field(default_factory=list)
+    """Those that pause at a breakpoint before or after they run."""

@@ -24,7 +24,7 @@ from durable_teams.gateway.doors.responses.view import (
 )
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import ConversationStatus, TurnReply
+from durable_teams.workflows.state import ConversationStatus, TurnReply, WaitingTools
 
 RECHECK_SECONDS = 5.0
 """A response is read again at least this often while it runs (the long poll is the rule)."""
@@ -49,13 +49,10 @@ async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> tuple[se
     for agent in sorted(agents):
         key = (thread, agent)
         if key not in _approval_tools:
-            # the agent's tools, with no messages (upto 0): what its model calls are offered
-            delta = await _agent_query(gw, thread, TeamWorkflow.model_view_delta, [agent, 0, 0, 0, 0, True])
-            tools = frozenset(t.name for t in getattr(delta, "tools", None) or [] if t.needs_approval)
-            paused = await _agent_query(gw, thread, TeamWorkflow.breakpoint_tools, [agent])
+            waiting = await _agent_query(gw, thread, TeamWorkflow.waiting_tools, [agent]) or WaitingTools()
             if len(_approval_tools) >= MAX_APPROVAL_CACHE:
                 _approval_tools.clear()
-            _approval_tools[key] = tools, frozenset(paused or [])  # type: ignore[call-overload]
+            _approval_tools[key] = frozenset(waiting.approval), frozenset(waiting.breakpoint)
         approvals |= _approval_tools[key][0]
         breaks |= _approval_tools[key][1]
     return approvals, breaks
