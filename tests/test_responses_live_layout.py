@@ -1,5 +1,5 @@
 """The live layout of a Responses stream and what one connection shows
-(durable_teams/gateway/doors/responses/events.py, responses_live.py): pure, no Temporal."""
+(durable_teams/gateway/doors/responses/events.py, live.py): pure, no Temporal."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
     POST /a2a/{team}                               JSON-RPC: SendMessage, SendStreamingMessage,
                                                    GetTask, CancelTask, SubscribeToTask, ListTasks
 
-(routes: durable_teams/gateway/doors/a2a/routes.py; the protocol's objects: a2a_wire.py).
+(routes: routes.py; the protocol's objects: wire.py).
 
 `contextId` is the thread, a task is one turn of it (durable_teams/gateway/core/turn_tasks.py). A
 question or an approval puts the task in `input-required` with the question as its status

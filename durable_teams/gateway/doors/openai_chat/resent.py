@@ -1,6 +1,6 @@
 """The chat path for a client that resends its history and names no thread: the thread it
 continues (durable_teams/gateway/core/resent_threads.py), a fork when an earlier message was edited
-(chat_edits.py), or a new one; an Idempotency-Key's record kept by Temporal (key_records.py)."""
+(edits.py), or a new one; an Idempotency-Key's record kept by Temporal (core/key_records.py)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
         except (TurnConflict, ConversationEnded):  # taken by another request, or ended since
             continue
     edit = await chat_edits.edited_turn(gw, key, history)
-    if edit is not None:  # an earlier message edited: its thread forked there (chat_edits.py)
+    if edit is not None:  # an earlier message edited: its thread forked there (edits.py)
         fork_id = chat_edits.fork_id(key, history, edit, keys)
         try:
             await claim(fork_id)

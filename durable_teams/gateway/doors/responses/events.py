@@ -12,8 +12,8 @@ The events of a response, in order (`sequence_number` is the index in this list)
   `output_item` events around it; an approval adds its `mcp_approval_request` item;
 - last, `response.completed`, `response.incomplete` or `response.failed` with the whole response.
 
-With live deltas (`live`: a gateway whose deltas cross processes, durable_teams/gateway/
-responses_live.py), the `message` item opens first, at output index 0, right after
+With live deltas (`live`: a gateway whose deltas cross processes,
+live.py), the `message` item opens first, at output index 0, right after
 `response.in_progress` (`output_item.added`, `content_part.added`), so a client can show live
 text in it while the team works; the reasoning items follow it, and it closes once the
 response ended (with no text for a failed one, status `incomplete`).
