@@ -52,11 +52,13 @@ from durable_teams.client.start import start_conversation
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LIVE_URL_ENV
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.intake import MAX_ID_CHARS
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (
     ConversationInput,
     ConversationStatus,
 )
+from durable_teams.workflows.tenancy import check_tenant
 
 
 class CliError(Exception):
@@ -70,6 +72,23 @@ def text_arg(value: str, what: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as err:
         raise CliError(f"{what} is not valid UTF-8 text (undecodable byte at position {err.start})") from None
+    return value
+
+
+def tenant_arg(value: str) -> str:
+    try:
+        return check_tenant(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def user_arg(value: str) -> str:
+    if not value.strip() or len(value) > MAX_ID_CHARS:
+        raise argparse.ArgumentTypeError(f"a user id is 1 to {MAX_ID_CHARS} characters, not blank")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("a user id must be valid UTF-8 text") from None
     return value
 
 
@@ -96,7 +115,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
     args.workflow_id = args.id or f"{args.team}-{uuid.uuid4().hex[:8]}"
     queue = args.task_queue or TASK_QUEUE
     handle = await start_conversation(client, args.team, ConversationInput(team_name=args.team, task=task),
-                                      id=args.workflow_id, task_queue=queue)
+                                      tenant=args.tenant, user=args.user, id=args.workflow_id,
+                                      task_queue=queue)
     notes = worker_notes(await workers_on(client, queue), queue)
     if args.no_wait:  # only the id on stdout: `id=$(durable-teams run ... --no-wait)`
         print(args.workflow_id)
@@ -213,7 +233,8 @@ async def cmd_follow(args: argparse.Namespace) -> int:
 async def cmd_chat(args: argparse.Namespace) -> int:
     from durable_teams.cli.chat import chat
 
-    return await chat(await open_client(), args.team, args.thread, args.task_queue or TASK_QUEUE)
+    return await chat(await open_client(), args.team, args.thread, args.task_queue or TASK_QUEUE,
+                      tenant=args.tenant, user=args.user)
 
 
 async def cmd_demo(args: argparse.Namespace) -> int:

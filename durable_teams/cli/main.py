@@ -53,6 +53,8 @@ from durable_teams.cli.commands import (
     cmd_status,
     cmd_transcript,
     not_found,
+    tenant_arg,
+    user_arg,
 )
 from durable_teams.cli.interrupt import interruptible
 from durable_teams.client.connection import TASK_QUEUE
@@ -92,6 +94,11 @@ def parser() -> argparse.ArgumentParser:
     queue = argparse.ArgumentParser(add_help=False)
     queue.add_argument("--task-queue", default=None, metavar="NAME",
                        help=f"the task queue its teams run on ($TEMPORAL_TASK_QUEUE, {TASK_QUEUE!r})")
+    tenancy = argparse.ArgumentParser(add_help=False)  # docs/tenancy.md
+    tenancy.add_argument("--tenant", type=tenant_arg, metavar="NAME",
+                         help="the tenant the conversation belongs to (a gateway scope's name)")
+    tenancy.add_argument("--user", type=user_arg, metavar="ID",
+                         help="the end user it speaks for (the memory tools' user_id)")
     demo = sub.add_parser("demo", parents=[ports], help="run a demo team (faang or support) on the "
                           "embedded server, with a worker in this process")
     demo.add_argument("name", nargs="?", default="faang", choices=["faang", "support"])
@@ -111,10 +118,10 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="the HTTP gateway: native endpoints, an OpenAI-compatible API and a "
                    "web inbox (serve --help)")
     sub.add_parser("memory", help="list, get, put or delete memory store items (memory --help)")
-    chat = sub.add_parser("chat", parents=[queue], help="talk to a team, turn by turn (a thread per workflow)")
+    chat = sub.add_parser("chat", parents=[queue, tenancy], help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
     chat.add_argument("--thread", help="the conversation's workflow id (new or existing)")
-    run = sub.add_parser("run", parents=[queue], help="start a team on a task and print its answer", epilog=(
+    run = sub.add_parser("run", parents=[queue, tenancy], help="start a team on a task and print its answer", epilog=(
         "Exit status: 0 for an answer; 3 for an answer cut off at the model's token limit or "
         "stopped by a content filter (printed, with a warning on stderr); 1 when the turn "
         "failed or ran out of budget, or on any error."))

@@ -53,6 +53,7 @@ from durable_teams.gateway.a2a_wire import (
     scope_in,
     state_of,
     text_of,
+    user_in,
 )
 from durable_teams.gateway.keyed import KeyReused, content_id, keyed_input
 from durable_teams.gateway.threads import answering
@@ -71,9 +72,10 @@ class A2ADoor(TaskReader, RequestHandler):
     def __post_init__(self) -> None:
         self.pushes = PushConfigs(self.gateway, self.push)
 
-    async def accept(self, params: pb.SendMessageRequest, scope: str | None) -> tuple[str, int, Any]:
+    async def accept(self, params: pb.SendMessageRequest, scope: str | None,
+                     user: str | None = None) -> tuple[str, int, Any]:
         """The message taken by its thread: (thread, turn, what waits for the turn's outcome).
-        A new thread keeps the caller's `scope`."""
+        A new thread keeps the caller's `scope` (its tenant) and speaks for `user`."""
         message = params.message
         text = text_of(message)
         # the scope in the digest too: another scope's same messageId is another message
@@ -115,7 +117,7 @@ class A2ADoor(TaskReader, RequestHandler):
             thread = f"{self.team}-a2a-{prefix[4:20]}"
             if not await self.known(thread, scope):
                 with contextlib.suppress(WorkflowAlreadyStartedError):  # its twin, sent at once
-                    await self.gateway.start_thread(self.team, thread, scope=scope)
+                    await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
             elif not await self.thread_of(thread, scope):
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
             await self.thread_of(thread, scope)  # another scope's (a digest's clash): as none
@@ -123,7 +125,7 @@ class A2ADoor(TaskReader, RequestHandler):
             if again is not None:
                 return again
         else:  # a new context: the client's id for it, when it gave one, is the thread's
-            thread = await self.new_thread(message.context_id or None, scope)
+            thread = await self.new_thread(message.context_id or None, scope, user)
         waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen)
         number = (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
@@ -144,14 +146,14 @@ class A2ADoor(TaskReader, RequestHandler):
         waiter = await self.gateway.begin_exchange(thread, text, keyed.id, again=True, turn=keyed.turn)
         return thread, keyed.turn, waiter
 
-    async def new_thread(self, wanted: str | None, scope: str | None) -> str:
+    async def new_thread(self, wanted: str | None, scope: str | None, user: str | None = None) -> str:
         if wanted is not None:
             try:
                 checks.thread_id(wanted, "contextId")
             except checks.BadRequest as err:
                 raise InvalidParamsError(str(err.detail)) from None
         try:
-            return await self.gateway.start_thread(self.team, wanted, scope=scope)
+            return await self.gateway.start_thread(self.team, wanted, scope=scope, user=user)
         except WorkflowAlreadyStartedError:  # taken between the look and the start, or ended long ago
             raise InvalidParamsError(f"contextId {wanted} is taken: use another") from None
 
@@ -160,7 +162,7 @@ class A2ADoor(TaskReader, RequestHandler):
         history = history_wanted(params.configuration)  # checked before the message goes in
         if params.configuration.HasField("task_push_notification_config"):
             await self.pushes.check(params.configuration.task_push_notification_config)
-        thread, number, waiter = await self.accept(params, scope)
+        thread, number, waiter = await self.accept(params, scope, user_in(context))
         if params.configuration.HasField("task_push_notification_config"):
             await self.with_push(thread, number, scope, params.configuration.task_push_notification_config)
         if not params.configuration.return_immediately:
@@ -185,7 +187,7 @@ class A2ADoor(TaskReader, RequestHandler):
         pushed = params.configuration.HasField("task_push_notification_config")
         if pushed:  # checked before the message goes in
             await self.pushes.check(params.configuration.task_push_notification_config)
-        thread, number, _ = await self.accept(params, scope)
+        thread, number, _ = await self.accept(params, scope, user_in(context))
         if pushed:
             await self.with_push(thread, number, scope, params.configuration.task_push_notification_config)
         async for event in self.updates(thread, number, scope):

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from durable_teams.gateway.a2a_door import A2ADoor
 from durable_teams.gateway.a2a_push_configs import PushOptions
 from durable_teams.gateway.openai_compat import may_stream
-from durable_teams.gateway.scopes import scope_of
+from durable_teams.gateway.scopes import caller_identity, scope_of
 from durable_teams.gateway.team_cards import TeamCard
 from durable_teams.gateway.threads import Gateway
 
@@ -31,6 +31,7 @@ class ScopedContext(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state["scope"] = scope_of(request)
+        context.state["user"] = caller_identity(request.scope.get("state"))
         context.state.get("headers", {}).pop("authorization", None)  # the bearer token: in no state
         return context
 

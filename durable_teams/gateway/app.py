@@ -98,6 +98,7 @@ async def start_thread(request: Request) -> Response:
     task = checks.text_field(body, "task", required=False, max_bytes=checks.MAX_TURN_BYTES)
     if task is not None and not task.strip():
         raise checks.BadRequest("'task' must be a non-empty string (or left out)")
+    user = checks.end_user(body)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     keyed = caller_key(request, key) if key else None
     # what the key stands for: the same key with another team or task is another request
@@ -110,7 +111,7 @@ async def start_thread(request: Request) -> Response:
     try:
         thread = await gw.start_thread(team, wanted or (f"{team}-{keyed[:16]}" if keyed else None),
                                        task, idempotency=keyed, request_digest=digest,
-                                       scope=scope_of(request))
+                                       scope=scope_of(request), user=user)
     except WorkflowAlreadyStartedError:
         thread = wanted or f"{team}-{keyed[:16] if keyed else ''}"
         memo = await gw.memo(thread)

@@ -37,6 +37,17 @@ def end_user(body: dict[str, Any]) -> str | None:
     return ids[0] if ids else None
 
 
+def check_end_user(body: dict[str, Any]) -> None:
+    """`user` and `safety_identifier`, when sent: strings of at most `MAX_ID_CHARS` characters
+    (the end user a new thread speaks for, docs/tenancy.md)."""
+    for field in ("user", "safety_identifier"):
+        user = body.get(field)
+        if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_ID_CHARS):
+            raise FieldError(f"'{field}' must be a string of at most {checks.MAX_ID_CHARS} characters", field)
+        if isinstance(user, str):
+            checks.encodable(user, field)
+
+
 MATCH_ATTEMPTS = 3
 """Threads a history-resending request tries when other requests keep getting in first."""
 RETRY_COUNT = "x-stainless-retry-count"

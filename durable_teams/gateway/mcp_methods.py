@@ -28,6 +28,7 @@ from durable_teams.gateway.mcp_tasks import (
     waiting,
     with_related,
 )
+from durable_teams.gateway.scopes import caller_identity
 
 LEGACY_TASKS = types.ServerTasksCapability(
     list=types.TasksListCapability(), cancel=types.TasksCancelCapability(),
@@ -60,6 +61,13 @@ def caller_scope(ctx: ServerRequestContext[Any]) -> str | None:
     state = scope.get("state") if isinstance(scope, Mapping) else None
     found = state.get("scope") if isinstance(state, Mapping) else None
     return found if isinstance(found, str) else None
+
+
+def caller_user(ctx: ServerRequestContext[Any]) -> str | None:
+    """The end user a new thread speaks for: the caller's token (`scopes.caller_identity`);
+    None without one, and over stdio."""
+    scope = getattr(ctx.request, "scope", None)
+    return caller_identity(scope.get("state") if isinstance(scope, Mapping) else None)
 
 
 def modern(ctx: ServerRequestContext[Any]) -> bool:

@@ -33,6 +33,7 @@ from durable_teams.gateway.chat_requests import (  # noqa: F401 - named here for
     RETRY_COUNT,
     Exchange,
     caller_scope,
+    check_end_user,
     end_user,
     exchange_on,
     input_id,
@@ -108,12 +109,7 @@ def check_fields(body: dict[str, Any]) -> None:
                          "stream_options")
     if body.get("tool_choice") not in (None, "none", "auto"):
         raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
-    for field in ("user", "safety_identifier"):
-        user = body.get(field)
-        if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_ID_CHARS):
-            raise FieldError(f"'{field}' must be a string of at most {checks.MAX_ID_CHARS} characters", field)
-        if isinstance(user, str):
-            checks.encodable(user, field)
+    check_end_user(body)
 
 
 def named_input(thread: str, status: ConversationStatus, text: str, request: Request,

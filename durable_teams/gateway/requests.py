@@ -126,6 +126,15 @@ def text_field(body: dict[str, Any], name: str, *, required: bool = True,
     return value
 
 
+def end_user(body: dict[str, Any]) -> str | None:
+    """`user`: the end user a new thread speaks for (docs/tenancy.md), at most `MAX_ID_CHARS`
+    characters; None when left out or blank."""
+    user = text_field(body, "user", required=False)
+    if user is not None and len(user) > MAX_ID_CHARS:
+        raise BadRequest(f"'user' is over {MAX_ID_CHARS} characters")
+    return user if user is not None and user.strip() else None
+
+
 def turn_text(body: dict[str, Any]) -> str:
     text = text_field(body, "text", max_bytes=MAX_TURN_BYTES)
     assert text is not None

@@ -29,7 +29,13 @@ from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway import responses_live as live
 from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
-from durable_teams.gateway.chat_requests import caller_scope, input_id, may_stream
+from durable_teams.gateway.chat_requests import (
+    caller_scope,
+    check_end_user,
+    end_user,
+    input_id,
+    may_stream,
+)
 from durable_teams.gateway.keyed import KeyReused, caller_key
 from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
 from durable_teams.gateway.responses_forks import forked
@@ -54,6 +60,7 @@ async def create(request: Request) -> Response:
         raise FieldError("'model' (the team's name) is required", "model")
     team: str = body["model"]
     fields.check(body)
+    check_end_user(body)
     previous = body.get("previous_response_id")
     given = fields.parse_input(body.get("input"), body.get("instructions"), continued=previous is not None)
     gw: Gateway = request.app.state.gateway
@@ -71,11 +78,12 @@ async def create(request: Request) -> Response:
     try:
         if previous is None and given.conversation is not None:
             await claim(gw, request, key, previous, body.get("input"), team)
-            ref = await resent(gw, team, given.conversation, request, max_tokens)
+            ref = await resent(gw, team, given.conversation, request, max_tokens, end_user(body))
         elif previous is None:
             assert thread is not None and given.text is not None
             await claim(gw, request, key, None, body.get("input"), team)  # another team's thread is another
-            ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request)
+            ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request,
+                                   end_user(body))
         else:
             ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens,
                                   key, body.get("input"))

@@ -31,7 +31,7 @@ from durable_teams.client.server_state import (
 from durable_teams.client.start import start_conversation
 from durable_teams.gateway.exchanges import Exchanges
 from durable_teams.gateway.outcomes import Outcome, answering, question_text
-from durable_teams.gateway.scopes import SCOPE_MEMO, sees
+from durable_teams.gateway.scopes import sees
 from durable_teams.live.hub import LIVE, LiveHub
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationInput
@@ -114,9 +114,11 @@ class Gateway(Exchanges):
         messages it opens with (its first turn still comes as a turn); `idle_close_seconds`
         marks a chat's thread: closed when the chat goes quiet, its questions kept out of the
         inbox (they are answered in the chat). `scope`: the scoped token's name whose callers
-        alone (besides operators) see the thread (durable_teams/gateway/scopes.py)."""
+        alone (besides operators) see the thread (durable_teams/gateway/scopes.py). The scope is
+        the conversation's tenant and `user` the end user it speaks for, in its context
+        variables (docs/tenancy.md)."""
         thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
-        memo = ({SCOPE_MEMO: scope} if scope else {}) | {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
+        memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
             {"request": request_digest} if request_digest else {}) | (
             {"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
         inp = ConversationInput(team_name=team, task=task, single_turn=task is not None,
@@ -124,7 +126,8 @@ class Gateway(Exchanges):
                                 idle_close_seconds=idle_close_seconds)
         # never a second run under an id whose first has ended (Temporal's default allows one):
         # a retried request with a task would run it again
-        await start_conversation(self.client, team, inp, id=thread, task_queue=self.task_queue, memo=memo,
+        await start_conversation(self.client, team, inp, tenant=scope, user=user, id=thread,
+                                 task_queue=self.task_queue, memo=memo,
                                  id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
         return thread
 

@@ -10,14 +10,21 @@ Pure: no Temporal, no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TENANT", "USER", "tenancy_context", "tenant_of", "user_of"]
+__all__ = ["TENANT", "TENANT_MEMO", "TENANT_NAME", "USER", "check_tenant", "tenancy_context", "tenant_of",
+           "user_of"]
 
 TENANT = "tenant_id"
 """The context variable naming the conversation's tenant (absent: no tenant, an operator's
 or a library user's conversation)."""
+TENANT_MEMO = "scope"
+"""The memo key naming a conversation's tenant, which the gateway shows to that tenant's tokens
+alone (durable_teams/gateway/scopes.py)."""
+TENANT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""A tenant's name: a gateway scope's (1-64 letters, digits, '_', '.' or '-')."""
 USER = "user_id"
 """The context variable naming the end user the conversation speaks for (the memory store's
 `user_id`)."""
@@ -26,8 +33,15 @@ USER = "user_id"
 def _label(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
-    text = str(value).strip()
-    return text or None
+    text = str(value)  # kept as given: a memory's namespace is the id exactly
+    return text if text.strip() else None
+
+
+def check_tenant(name: str) -> str:
+    """`name`, or ValueError saying what a tenant's name may be."""
+    if not isinstance(name, str) or not TENANT_NAME.fullmatch(name):
+        raise ValueError(f"tenant {name!r}: a tenant's name is 1-64 letters, digits, '_', '.' or '-'")
+    return name
 
 
 def tenancy_context(tenant: str | None = None, user: str | None = None) -> dict[str, str]:
