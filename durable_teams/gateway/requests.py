@@ -20,15 +20,16 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
+from durable_teams.client.thread_ids import MAX_THREAD_ID_CHARS
 from durable_teams.workflows.intake import MAX_ID_CHARS, MAX_TURN_BYTES
 
 MAX_DEPTH = 32
 """Nesting of arrays and objects in a request body; ours are two or three deep."""
 MAX_DIGITS = 100
 """Digits of an integer in a request body (Python refuses above 4,300 with an error)."""
-THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@=+-]{0,199}")
-THREAD_ID_RULE = ("1 to 200 characters: letters, digits and . _ : @ = + -, starting with a "
-                  "letter or digit")
+THREAD_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:@=+-]{{0,{MAX_THREAD_ID_CHARS - 1}}}")
+THREAD_ID_RULE = (f"1 to {MAX_THREAD_ID_CHARS} characters: letters, digits and . _ : @ = + -, starting "
+                  "with a letter or digit")
 KEY = re.compile(r"[\x21-\x7e]{1,200}")
 MAX_KEY_CHARS = 200
 

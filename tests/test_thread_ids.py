@@ -1,0 +1,27 @@
+"""Ids derived from ids (forks, forks of forks) stay within the thread id rule: deterministic,
+distinct for distinct bases, and unchanged when they fit. Pure."""
+
+from __future__ import annotations
+
+import pytest
+
+from durable_teams.client.thread_ids import MAX_THREAD_ID_CHARS, derived_id
+from durable_teams.gateway.requests import THREAD_ID
+
+pytestmark = pytest.mark.pure
+
+
+def test_an_id_that_fits_is_the_base_and_the_suffix() -> None:
+    assert derived_id("support-1", "-fork-ab12") == "support-1-fork-ab12"
+
+
+def test_forks_of_forks_of_the_longest_id_stay_valid_and_distinct() -> None:
+    base = "a" * MAX_THREAD_ID_CHARS
+    chain = [base]
+    for n in range(10):
+        chain.append(derived_id(chain[-1], f"-fork-{n:08x}"))
+    assert all(THREAD_ID.fullmatch(made) for made in chain)
+    assert len(set(chain)) == len(chain)
+    assert derived_id(chain[3], "-fork-00000003") == chain[4]  # the same base: the same id
+    # two long bases differing only past the cut still give two ids
+    assert derived_id(base + "b", "-fork-1") != derived_id(base + "c", "-fork-1")
