@@ -105,6 +105,36 @@ def test_intents_naming_what_is_not_there_are_refused_at_definition() -> None:
         Supervisor([Agent("b", "x", tools=[approve], model="m")], intents=[Intent(phrases=["x"], tool="refund")])
 
 
+def test_an_intents_tool_arguments_are_checked_where_the_team_is_defined() -> None:
+    """Arguments a tool's parameters do not take fail at definition, naming the intent and the
+    field, as a model's call would at run time: a missing required one, an unknown one, an
+    injected one, a wrong type; in a swarm's agent and a nested team too."""
+    def charge(amount: int, context_variables: dict) -> str:
+        """Charge an amount."""
+        return str(amount)
+
+    billing = Agent("billing", "You refund.", tools=[order_status, refund, charge], model="m")
+    cases = [
+        ({}, "refund", r"the intent of the team for 'x' calls 'refund'.*order.*[Ff]ield required"),
+        ({"order": "A1", "reason": "late"}, "refund", r"calls 'refund'.*reason"),
+        ({"amount": "lots"}, "charge", r"calls 'charge'.*amount"),
+        ({"amount": 5, "context_variables": {}}, "charge", r"calls 'charge'.*context_variables"),
+    ]
+    for arguments, name, message in cases:
+        with pytest.raises(TeamError, match=message):
+            Supervisor([billing], intents=[Intent(phrases=["x"], tool=name, arguments=arguments)])
+    with pytest.raises(TeamError, match=r"the intent of agent 'billing' for 'y' calls 'refund'"):
+        Swarm([Agent("billing", "x", tools=[refund], model="m",
+                     intents=[Intent(phrases=["y"], tool="refund")])])
+    inner = Supervisor([billing], name="inner", model="m")
+    inner.intents = [Intent(phrases=["z"], tool="refund")]  # set after its own compile
+    with pytest.raises(TeamError, match=r"team 'inner': the intent of the team for 'z'"):
+        Supervisor([inner], name="outer", model="m")
+    # arguments it takes (a default left out, an int for an int) are accepted
+    Supervisor([billing], intents=[Intent(phrases=["a"], tool="order_status"),
+                                   Intent(phrases=["b"], tool="charge", arguments={"amount": 5})])
+
+
 def test_a_team_without_intents_compiles_to_the_same_wire_input() -> None:
     from pydantic import TypeAdapter
 
