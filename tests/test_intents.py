@@ -191,6 +191,47 @@ async def test_an_intent_with_an_answer_makes_no_model_call(client: Client, task
                                    "action": "answer"}
 
 
+def test_fullwidth_and_other_compatibility_forms_match_after_nfkc() -> None:
+    assert normalize("ｗｈｅｎ ａｒｅ ｙｏｕ ＯＰＥＮ？") == "when are you open"
+    assert normalize("ｗｈｅｎ", compatibility=False) != "when"  # as conversations before NFKC
+    match = match_exact([("supervisor", HOURS)], "ＯＰＥＮＩＮＧ　ＨＯＵＲＳ")
+    assert match is not None and match.phrase == "opening hours"
+    assert match_exact([("supervisor", HOURS)], "ＯＰＥＮＩＮＧ　ＨＯＵＲＳ", compatibility=False) is None
+
+
+@pytest.mark.slow
+async def test_a_fullwidth_message_matches_and_a_history_from_before_nfkc_replays_as_it_ran(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new conversation matches the fullwidth message (no model call); a conversation that
+    ran before NFKC (its message went to the model) replays under this code without
+    non-determinism (the patch marker is asked for only where NFKC changes the match)."""
+    fullwidth = "ｗｈｅｎ ａｒｅ ｙｏｕ ｏｐｅｎ"
+    model = ScriptedModel({})
+    replies, log, _ = await conversation(client, task_queue, model, [fullwidth])
+    assert replies[0].text == "We are open 9 to 5, Monday to Friday." and len(model.requests) == 0
+    assert log[1].content == "Intent matched (exact): 'when are you open' -> answer"
+
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from durable_teams.workflows import intent_turns
+    old = ScriptedModel({"supervisor": [say("The model answered.")]})
+    with monkeypatch.context() as patched:  # the code before NFKC: matched without it, no marker
+        patched.setattr(intent_turns, "matched_exactly",
+                        lambda found, text: match_exact(found, text, compatibility=False))
+        compiled = shop().compile()
+        async with running_worker(client, task_queue, [compiled], old):
+            handle = await client.start_workflow(
+                TeamWorkflow.run, ConversationInput(team=compiled.spec, single_turn=False),
+                id=f"intents-old-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+            before = await send_turn(client, handle.id, fullwidth)
+            await handle.terminate("test over")
+    assert before.text == "The model answered." and len(old.requests) == 1
+    history = await handle.fetch_history()
+    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
+    await replayer.replay_workflow(history)  # raises on non-determinism
+
+
 async def test_an_intent_hands_the_turn_to_an_agent(client: Client, task_queue: str) -> None:
     model = ScriptedModel({"billing": [say("Your refund is on its way.")]})
     replies, log, _ = await conversation(client, task_queue, model, ["Refund my order!"])
