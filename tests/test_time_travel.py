@@ -264,6 +264,7 @@ async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_thro
         turn = asyncio.ensure_future(send_turn(client, handle.id, "refund A1"))
         question = await pending_question(handle)
         bad = await run_cli("approve", handle.id, "--arguments", "[1]", env=env)
+        wrong_type = await run_cli("approve", handle.id, "--arguments", '{"order": 17}', env=env)
         resumed = await run_cli("approve", handle.id, "--arguments", '{"order": "A2"}', env=env)
         reply = await turn
         stopped_turn = asyncio.ensure_future(send_turn(client, handle.id, "refund B1"))
@@ -274,6 +275,9 @@ async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_thro
     assert (question.kind, question.tool, question.arguments, question.breakpoint) == (
         "approval", "execute_refund", '{"order": "A1"}', True)
     assert bad.code == 1 and "--arguments takes a JSON object" in bad.err
+    # arguments the tool's schema refuses: one line naming the field, the question still open
+    assert wrong_type.code == 1 and wrong_type.err.strip().count("\n") == 0, wrong_type.both
+    assert "the edited arguments do not fit execute_refund: 'order': string expected, not 17" in wrong_type.err
     assert resumed.code == 0, resumed.both
     assert reply.text == 'done: (The user changed the arguments to {"order": "A2"} before it ran.) refunded A2'
     assert stopped.code == 0

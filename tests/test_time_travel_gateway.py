@@ -74,12 +74,24 @@ async def test_a_breakpoint_is_resumed_with_edited_arguments_over_http(client: C
         listed = (await http.get("/questions")).json()
         path = f"/threads/{thread}/questions/{question.question_id}"
         not_object = await http.post(path, json={"approved": True, "arguments": "[1]"})
+        refused = [await http.post(path, json={"approved": True, "arguments": edited}) for edited in (
+            {"order": 17}, {}, {"order": "A9", "reason": "late"}, {"order": "A9", "idempotency_key": "mine"})]
+        still_open = [q["question_id"] for q in (await http.get("/questions")).json() if q["thread_id"] == thread]
         resumed = await http.post(path, json={"approved": True, "arguments": {"order": "A9"}})
         reply = await turn
     # (other tests' threads on the shared server may wait too)
     assert [(q["tool"], q["breakpoint"]) for q in listed if q["thread_id"] == thread] == [("execute_refund", True)]
     assert not_object.status_code == 400
-    assert resumed.status_code == 200 and REFUNDS == {"A9": 1}
+    # edits the tool's parameters refuse: 400 naming the field, the tool not run, the question open
+    assert [r.status_code for r in refused] == [400] * 4
+    assert {r.json()["error"]["type"] for r in refused} == {"invalid_arguments"}
+    messages = [r.json()["error"]["message"] for r in refused]
+    assert messages[0].endswith("the edited arguments do not fit execute_refund: 'order': string expected, not 17")
+    assert messages[1].endswith("'order': required, and missing")
+    assert "'reason' is not a parameter of the tool" in messages[2]
+    assert "'idempotency_key' is not a parameter of the tool" in messages[3]  # injected: not from outside
+    assert still_open == [question.question_id]
+    assert resumed.status_code == 200 and REFUNDS == {"A9": 1}  # then run once, with the good ones
     assert reply.text.endswith("before it ran.) refunded A9")
 
 

@@ -32,6 +32,7 @@ from durable_teams.client.refusals import (
     CONFLICT,
     ConversationEnded,
     ConversationNotFound,
+    EditRefused,
     Patience,
     QuestionClosed,
     ReplyRejected,
@@ -40,7 +41,7 @@ from durable_teams.client.refusals import (
 )
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
 from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
-from durable_teams.workflows.human import QUESTION_CLOSED
+from durable_teams.workflows.human import EDIT_REFUSED, QUESTION_CLOSED
 from durable_teams.workflows.state import (
     HumanReply,
     Question,
@@ -194,8 +195,9 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
             await answer_by_signal(handle, answer)
         except WorkflowUpdateFailedError as err:
             cause = err.cause
-            closed = isinstance(cause, ApplicationError) and QUESTION_CLOSED in cause.details
-            rejected = QuestionClosed if closed else ReplyRejected
+            details = cause.details if isinstance(cause, ApplicationError) else ()
+            rejected = QuestionClosed if QUESTION_CLOSED in details else (
+                EditRefused if EDIT_REFUSED in details else ReplyRejected)
             raise rejected(f"Rejected: {getattr(cause, 'message', cause)}") from None
         break
     return question_id
