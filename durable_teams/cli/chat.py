@@ -44,6 +44,7 @@ from durable_teams.client.server_state import (
     workers_soon,
 )
 from durable_teams.client.start import start_conversation
+from durable_teams.client.thread_ids import team_part
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, Question, TurnReply
 
@@ -91,7 +92,7 @@ class Thread:
 async def open_thread(client: Client, team: str, thread: str | None, task_queue: str = TASK_QUEUE) -> Thread:
     """A running conversation with this id (on its own task queue), or a new thread on
     `task_queue` (started by its first turn)."""
-    thread = thread or f"{team}-chat-{uuid.uuid4().hex[:8]}"
+    thread = thread or f"{team_part(team)}-chat-{uuid.uuid4().hex[:8]}"
     try:
         described = await client.get_workflow_handle(thread).describe()
     except RPCError as err:

@@ -49,6 +49,7 @@ from durable_teams.client.server_state import (
     workers_on,
 )
 from durable_teams.client.start import start_conversation
+from durable_teams.client.thread_ids import team_part
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LIVE_URL_ENV
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -112,7 +113,7 @@ async def open_client() -> Client:
 async def cmd_run(args: argparse.Namespace) -> int:
     task = text_arg(args.task, "the task")
     client = await open_client()
-    args.workflow_id = args.id or f"{args.team}-{uuid.uuid4().hex[:8]}"
+    args.workflow_id = args.id or f"{team_part(args.team)}-{uuid.uuid4().hex[:8]}"
     queue = args.task_queue or TASK_QUEUE
     handle = await start_conversation(client, args.team, ConversationInput(team_name=args.team, task=task),
                                       tenant=args.tenant, user=args.user, id=args.workflow_id,

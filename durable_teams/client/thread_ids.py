@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["MAX_THREAD_ID_CHARS", "derived_id"]
+__all__ = ["MAX_TEAM_PART_CHARS", "MAX_THREAD_ID_CHARS", "derived_id", "team_part"]
 
 MAX_THREAD_ID_CHARS = 200
 """The longest thread id the gateway serves (durable_teams/gateway/requests.py THREAD_ID)."""
 DIGEST_CHARS = 16
+MAX_TEAM_PART_CHARS = 100
+"""The most of an id a team's name takes (`team_part`): the rest is room for what follows it
+(`-chat-<digest>-<mark>`, `-resp-<digest>`, ..., all under 100 characters)."""
 
 
 def derived_id(base: str, suffix: str) -> str:
@@ -25,3 +28,13 @@ def derived_id(base: str, suffix: str) -> str:
     if keep < 1:
         raise ValueError(f"an id suffix of {len(suffix)} characters leaves no room for its base")
     return f"{base[:keep]}-{digest}{suffix}"
+
+
+def team_part(team: str) -> str:
+    """A team's name as the start of an id made for it (`<team>-resp-...`): the name itself,
+    or, for a name over `MAX_TEAM_PART_CHARS` (a team's name has no limit), its start and a
+    digest of the whole, so every id made for any team stays within `MAX_THREAD_ID_CHARS`."""
+    if len(team) <= MAX_TEAM_PART_CHARS:
+        return team
+    digest = hashlib.sha256(team.encode()).hexdigest()[:DIGEST_CHARS]
+    return f"{team[:MAX_TEAM_PART_CHARS - DIGEST_CHARS - 1]}-{digest}"

@@ -37,6 +37,7 @@ from a2a.utils.errors import (
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.a2a_push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.a2a_reading import TaskReader
@@ -114,7 +115,7 @@ class A2ADoor(TaskReader, RequestHandler):
                 raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
         elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
-            thread = f"{self.team}-a2a-{prefix[4:20]}"
+            thread = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
             if not await self.known(thread, scope):
                 with contextlib.suppress(WorkflowAlreadyStartedError):  # its twin, sent at once
                     await self.gateway.start_thread(self.team, thread, scope=scope, user=user)

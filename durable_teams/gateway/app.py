@@ -50,6 +50,7 @@ from durable_teams.client.refusals import (
     TurnAbandoned,
     TurnRejected,
 )
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses, time_routes
 from durable_teams.gateway.auth import DEFAULT_MAX_BODY, Guard, Limits
@@ -109,11 +110,11 @@ async def start_thread(request: Request) -> Response:
             return error(409, f"this Idempotency-Key started thread {taken} of another team: use a new key",
                          "team_mismatch")
     try:
-        thread = await gw.start_thread(team, wanted or (f"{team}-{keyed[:16]}" if keyed else None),
+        thread = await gw.start_thread(team, wanted or (f"{team_part(team)}-{keyed[:16]}" if keyed else None),
                                        task, idempotency=keyed, request_digest=digest,
                                        scope=scope_of(request), user=user)
     except WorkflowAlreadyStartedError:
-        thread = wanted or f"{team}-{keyed[:16] if keyed else ''}"
+        thread = wanted or f"{team_part(team)}-{keyed[:16] if keyed else ''}"
         memo = await gw.memo(thread)
         if keyed is None or memo.get("idempotency") != keyed:
             return error(409, f"thread {thread} already exists", "already_exists")

@@ -16,6 +16,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.approvals import approval_of
 from durable_teams.client.refusals import ConversationEnded, QuestionClosed, TurnConflict
 from durable_teams.client.send import submit_turn
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway import chat_history as chats
 from durable_teams.gateway import chat_threads
 from durable_teams.gateway import requests as checks
@@ -61,7 +62,7 @@ class NotLatest(Refused):
 
 def first_thread(team: str, key: str | None, request: Request) -> str:
     """The thread a first request opens: the same for the same Idempotency-Key and caller."""
-    return f"{team}-resp-{idempotency_digest(key, request) or uuid.uuid4().hex[:16]}"
+    return f"{team_part(team)}-resp-{idempotency_digest(key, request) or uuid.uuid4().hex[:16]}"
 
 
 def idempotency_digest(key: str | None, request: Request) -> str | None:

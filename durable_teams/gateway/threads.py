@@ -29,6 +29,7 @@ from durable_teams.client.server_state import (
     workers_soon,
 )
 from durable_teams.client.start import start_conversation
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.exchanges import Exchanges
 from durable_teams.gateway.outcomes import Outcome, answering, question_text
 from durable_teams.gateway.scopes import sees
@@ -117,7 +118,7 @@ class Gateway(Exchanges):
         alone (besides operators) see the thread (durable_teams/gateway/scopes.py). The scope is
         the conversation's tenant and `user` the end user it speaks for, in its context
         variables (docs/tenancy.md)."""
-        thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
+        thread = thread or f"{team_part(team)}-{uuid.uuid4().hex[:12]}"
         memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
             {"request": request_digest} if request_digest else {}) | (
             {"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
@@ -139,13 +140,13 @@ class Gateway(Exchanges):
             if other == team:
                 continue
             try:
-                memo = await self.memo(f"{other}-{keyed[:16]}")
+                memo = await self.memo(f"{team_part(other)}-{keyed[:16]}")
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     continue
                 raise
             if memo.get("idempotency") == keyed:
-                return f"{other}-{keyed[:16]}"
+                return f"{team_part(other)}-{keyed[:16]}"
         return None
 
     async def memo(self, thread: str) -> Mapping[str, Any]:
