@@ -27,9 +27,8 @@ from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.messages import Message, ModelRequest
 
 from .conftest import running_worker
+from .door_clients import McpRpc, a2a_agent, a2a_message, a2a_send, refusal
 from .gateway_helpers import running_gateway
-from .test_a2a_scopes import agent_for, message, refusal, send
-from .test_mcp_tasks import Rpc
 from .waiting import until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]  # a gateway, a worker, a few dozen turns
@@ -110,11 +109,11 @@ class Doors:
         return "".join(said), made.json()["id"]
 
     async def a2a(self, who: str, text: str) -> tuple[str, str]:
-        task = await send(await agent_for(self.url, TOKEN_USERS[who], "vault"), message(text))
+        task = await a2a_send(await a2a_agent(self.url, TOKEN_USERS[who], "vault"), a2a_message(text))
         return task.artifacts[0].parts[0].text, task.id
 
     async def mcp(self, who: str, text: str) -> tuple[str, str]:
-        rpc = Rpc(self.http, self.url, TOKEN_USERS[who], tasks=False)
+        rpc = McpRpc(self.http, self.url, TOKEN_USERS[who], tasks=False)
         done = await rpc.call("tools/call", name="vault", arguments={"message": text})
         return done["content"][0]["text"], str(done.get("structuredContent", {}).get("thread_id", ""))
 
@@ -158,8 +157,8 @@ async def not_found_by_b(http: httpx.AsyncClient, url: str, of_a: dict[str, str]
         answer = await http.request(method, path, json=body, headers=headers)
         http_rows[name] = answer.status_code
     listed = [q["thread_id"] for q in (await http.get("/questions", headers=b)).json()]
-    a2a_b = await agent_for(url, "tok-b1", "vault")
-    mcp_b = Rpc(http, url, "tok-b1")
+    a2a_b = await a2a_agent(url, "tok-b1", "vault")
+    mcp_b = McpRpc(http, url, "tok-b1")
     return {
         "http": http_rows,
         "questions listed": of_a["asking"] in listed,
@@ -187,7 +186,7 @@ async def state_of_a(http: httpx.AsyncClient, url: str, doors: Doors) -> dict[st
     _, response = await doors.responses("A/u1", "hello")
     _, chat = await doors.chat("A/u1", "hello there")
     _, a2a_task = await doors.a2a("A/u1", "hello")
-    mcp_task = (await Rpc(http, url, "tok-a1").call("tools/call", name="vault",
+    mcp_task = (await McpRpc(http, url, "tok-a1").call("tools/call", name="vault",
                                                     arguments={"message": "hello"}))["taskId"]
     return {"thread": thread, "fork": fork, "asking": asking, "question": questions[0]["question_id"],
             "response": response, "chat": chat, "a2a task": a2a_task, "mcp task": mcp_task}
