@@ -16,9 +16,11 @@ WORKFLOWS = sorted((Path(__file__).resolve().parent.parent / "workflows").glob("
 ALLOWED_MODULES = {
     "__future__", "asyncio", "collections", "dataclasses", "datetime", "json", "re", "typing",
     "weakref", "zoneinfo", "difflib", "pydantic", "temporalio", "math", "contextlib", "contextvars",
-    "hashlib", "ipaddress", "urllib.parse",
+    "hashlib", "ipaddress", "urllib.parse", "unicodedata",
 }
-"""Everything else (random, uuid, time, os, socket, threading, openai, httpx, ...) is refused."""
+"""Everything else (random, uuid, time, os, socket, threading, openai, httpx, ...) is refused.
+`unicodedata` (NFKC of intents' phrases) reads Python's Unicode tables, as `str.casefold` and
+`re`'s `\W` already do: no clock, no I/O, no randomness."""
 
 FORBIDDEN_CALLS = {
     ("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
