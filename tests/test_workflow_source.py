@@ -20,7 +20,7 @@ ALLOWED_MODULES = {
 }
 """Everything else (random, uuid, time, os, socket, threading, openai, httpx, ...) is refused.
 `unicodedata` (NFKC of intents' phrases) reads Python's Unicode tables, as `str.casefold` and
-`re`'s `\W` already do: no clock, no I/O, no randomness."""
+`re`'s word classes already do: no clock, no I/O, no randomness."""
 
 FORBIDDEN_CALLS = {
     ("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
