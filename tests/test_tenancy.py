@@ -231,3 +231,36 @@ async def test_no_tenant_reaches_another_and_no_user_another_users_memories(
     assert cached[3].startswith("rates: found on run 2\n\n[cached result from ")
     assert LOOKUPS == ["rates", "rates"]
     assert twin_chats[0] != twin_chats[1]  # two users' chats that open alike are two threads
+
+
+async def test_an_operators_tenant_in_the_python_api_is_the_gateway_scope_of_that_name(
+        client: Client, task_queue: str, tmp_path: Path) -> None:
+    """`start_conversation(..., tenant=, user=)` (what the CLI's --tenant / --user pass): the
+    conversation is the scope's (its tokens see it, another scope's do not) and speaks for the
+    user (their memories, not another tenant's user of the same name)."""
+    from durable_teams.client.start import start_conversation
+    from durable_teams.workflows.state import ConversationInput
+
+    store = SQLiteStore(tmp_path / "memory.sqlite3")
+
+    async def run(tenant: str, user: str, task: str) -> tuple[str, str]:
+        handle = await start_conversation(client, "vault", ConversationInput(team_name="vault", task=task),
+                                          tenant=tenant, user=user, id=f"vault-api-{uuid.uuid4().hex[:8]}",
+                                          task_queue=task_queue)
+        return (await handle.result()).answer, handle.id
+
+    try:
+        async with running_worker(client, task_queue, [VAULT], ScriptedModel(vault_script), memory=store), \
+                running_gateway(client, task_queue, tokens=TOKENS, teams=["vault"]) as url, \
+                httpx.AsyncClient(base_url=url, timeout=60) as http:
+            await Doors(http, url).native("A/u1", "remember the gateway secret")
+            mine, thread = await run(SHOP, "u1", "recall")
+            theirs, _ = await run(CRM, "u1", "recall")
+            seen = {token: (await http.get(f"/threads/{thread}", headers=bearer(token))).status_code
+                    for token in ("tok-a2", "tok-b1")}
+            with pytest.raises(ValueError, match="a tenant's name is 1-64 letters"):
+                await run("not a scope", "u1", "recall")
+    finally:
+        await store.close()
+    assert "the gateway secret" in mine and theirs == NOTHING
+    assert seen == {"tok-a2": 200, "tok-b1": 404}
