@@ -286,6 +286,38 @@ async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_thro
     assert await replays(client, history)  # a breakpoint's conversation replays
 
 
+@pytest.mark.slow
+async def test_an_edit_sent_as_a_signal_that_does_not_fit_the_tool_is_refused_and_the_question_stays_open(
+        client: Client, task_queue: str) -> None:
+    """Where updates are off an answer is the `human_reply` signal: an edit the tool's schema
+    refuses is not taken (the outcome says why), the question stays open, the tool runs once
+    with the arguments that fit, and the history (with its patch marker) replays."""
+    from durable_teams.client.refusals import ReplyRejected
+    from durable_teams.client.updates_off import answer_by_signal
+    from durable_teams.workflows.state import HumanReply
+
+    team = Swarm([Agent("support", "Help customers.", tools=[execute_refund])],
+                 interrupt_before=["execute_refund"]).compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)):
+        handle = await start(client, task_queue, team)
+        turn = asyncio.ensure_future(send_turn(client, handle.id, "refund A1"))
+        question = await pending_question(handle)
+        with pytest.raises(ReplyRejected) as refused:
+            await answer_by_signal(handle, HumanReply(question_id=question.question_id, approved=True,
+                                                      arguments='{"order": "A3", "context_variables": {}}'))
+        still = await pending_question(handle)
+        await answer_by_signal(handle, HumanReply(question_id=question.question_id, approved=True,
+                                                  arguments='{"order": "A3"}'))
+        reply = await turn
+        history = await handle.fetch_history()
+    assert "'context_variables' is not a parameter of the tool" in str(refused.value)
+    assert still.question_id == question.question_id
+    assert reply.text.endswith("refunded A3") and REFUNDS == {"A3": 1}
+    markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+    assert len(markers) == 1  # the patch, asked once: for the edit that did not fit
+    assert await replays(client, history)
+
+
 def test_a_breakpoint_on_a_tool_the_team_lacks_is_refused_where_the_team_is_defined() -> None:
     with pytest.raises(TeamError, match=r"interrupt_before names no tool or agent of team 'swarm': execute_refnd \(its tools: execute_refund"):
         Swarm([Agent("support", "Help.", tools=[execute_refund])], interrupt_before=["execute_refnd"])
