@@ -21,21 +21,21 @@ from durable_teams.memory.store_config import default_path, open_store
 from durable_teams.teams.tools import ToolRegistry, tool
 from durable_teams.workflows.messages import ToolRequest, ToolResult
 
-from .memory_contract import StoreContract
+from .memory_contract import HostileContract, StoreContract
 
 pytestmark = pytest.mark.pure
 
 
-class TestInMemory(StoreContract):
+class TestInMemory(StoreContract, HostileContract):
     @pytest.fixture
     def store(self) -> Store:
         return InMemoryStore()
 
 
-class TestSQLite(StoreContract):
+class TestSQLite(StoreContract, HostileContract):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[Store]:
-        store = SQLiteStore(tmp_path / "deep" / "memory.sqlite3")
+        store = SQLiteStore(tmp_path / "memory.sqlite3")
         yield store
         await store.close()
 
