@@ -38,8 +38,9 @@ from durable_teams.memory.sqlite_store import SQLiteStore
 from durable_teams.memory.store import Namespace, Store, StoreError
 from durable_teams.memory.store_config import ENV, open_store
 
-STORE_HELP = ("the store's URL: sqlite:///path/file.sqlite3, postgresql://user:password@host/db or "
-              "memory: (default: $DURABLE_TEAMS_MEMORY, else memory.sqlite3 in ~/.durable-teams)")
+STORE_HELP = ("the store's URL: sqlite:///path/file.sqlite3 (in an existing folder), "
+              "postgresql://user:password@host/db or memory: (default: $DURABLE_TEAMS_MEMORY, else "
+              "the SQLite file beside the dev server's state)")
 NAMESPACE_HELP = ("the namespace as a JSON list of labels, for labels holding '/' or '\\': "
                   "'[\"users\", \"org/alice\"]' (instead of NAMESPACE)")
 SLASHED = "its labels joined by '/' (\\/ for a '/' inside a label), e.g. users/u-42/memories"
@@ -57,8 +58,7 @@ def json_object(text: str, what: str) -> dict[str, Any]:
 
 def subcommand(sub: Any, name: str, summary: str, description: str, usage: str) -> argparse.ArgumentParser:
     command: argparse.ArgumentParser = sub.add_parser(
-        name, help=summary, description=description, usage=usage,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        name, help=summary, description=description, usage=usage)
     command.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
     command.add_argument("--namespace", metavar="JSON", dest="namespace_json", help=NAMESPACE_HELP)
     return command
@@ -156,7 +156,8 @@ async def run(args: argparse.Namespace, store: Store) -> int | str:
             raise UsageError("give the key of the item to print")
         got = await store.get(required(namespace), key)
         if got is None:
-            return f"durable-teams memory: no item {key!r} in {namespace_text(required(namespace))}"
+            return (f"durable-teams memory: no item {key!r} in {namespace_text(required(namespace))}"
+                    + await lookalike(store, required(namespace)))
         print(json.dumps(got.value, ensure_ascii=False, indent=2))
         return 0
     if args.action == "put":
@@ -192,6 +193,17 @@ def nothing_found(args: argparse.Namespace, store: Store, prefix: Namespace) -> 
     return f"No items {where}" + (f" match {' and '.join(tests)}." if tests else ".")
 
 
+async def lookalike(store: Store, namespace: Namespace) -> str:
+    """When nothing is found: a namespace that reads the same with its labels' `/` unescaped
+    (`users/org/alice` typed for ("users", "org/alice")), as a hint; else ""."""
+    typed = "/".join(namespace)
+    for other in await store.namespaces(namespace[:1]):
+        for end in range(1, len(other) + 1):
+            if other[:end] != namespace and "/".join(other[:end]) == typed:
+                return f" (did you mean {namespace_text(other[:end])}? a '/' inside a label is written \\/)"
+    return ""
+
+
 async def delete(args: argparse.Namespace, store: Store) -> int | str:
     namespace, (key,) = operands(args, "key")
     where = namespace_text(required(namespace))
@@ -199,12 +211,13 @@ async def delete(args: argparse.Namespace, store: Store) -> int | str:
         if key is not None:
             raise UsageError("--prefix deletes a whole namespace: give no key with it")
         gone = await store.delete_prefix(required(namespace))
-        print(f"Deleted {gone} item{'s' if gone != 1 else ''} under {where}.")
+        print(f"Deleted {gone} item{'s' if gone != 1 else ''} under {where}"
+              + (await lookalike(store, required(namespace)) if not gone else "") + ".")
         return 0
     if key is None:
         raise UsageError("give the key to delete, or --prefix to delete everything under the namespace")
     if not await store.delete(required(namespace), key):
-        return f"durable-teams memory: no item {key!r} in {where}"
+        return f"durable-teams memory: no item {key!r} in {where}" + await lookalike(store, required(namespace))
     print(f"Deleted {key} from {where}.")
     return 0
 
