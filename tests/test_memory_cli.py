@@ -207,7 +207,7 @@ def test_the_help_examples_work_as_written(store_url: str, tmp_path: Path, monke
     (tmp_path / "notes.json").write_text('{"text": "likes trains"}', "utf-8")
     description = parser().description or ""
     examples = [line.strip() for line in description.splitlines() if line.strip().startswith("durable-teams memory ")]
-    assert len(examples) == 8
+    assert len(examples) == 9
     for line in examples:
         argv = shlex.split(line, comments=True)[2:]
         assert main(argv) == 0, line

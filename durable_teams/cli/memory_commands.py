@@ -7,6 +7,7 @@ DURABLE_TEAMS_MEMORY setting, or --store), without a Temporal server.
     durable-teams memory put users/u-42/memories notes --value-file notes.json   # - for stdin
     durable-teams memory put 'users/org\\/alice/memories' city '{"text": "Lyon"}'
     durable-teams memory get --namespace '["users", "org/alice", "memories"]' city
+    durable-teams memory list users --json               # one JSON object per item
     durable-teams memory delete users/u-42/memories favorite_color
     durable-teams memory delete users/u-42 --prefix      # forget everything about a user
 
