@@ -113,7 +113,7 @@ def test_the_namespace_syntax_round_trips_any_label(label: str) -> None:
     (["put", "users/u", "k", "{}", "--value-file", "-"], "give the value once"),
     (["put", "users/u", "k", "--value-file", "/no/such/file.json"],
      "cannot read --value-file /no/such/file.json: No such file or directory"),
-    (["put", "users/u", "k", '{"text": "\udcff"}'], "a text of the value holds '\\udcff', a lone surrogate"),
+    (["put", "users/u", "k", '{"text": "\udcff"}'], "memory: a text of the value holds '\\udcff', a lone surrogate"),
     (["get", "users/u"], "give the key of the item to print"),
 ])
 def test_a_namespace_is_refused_never_changed(store_url: str, argv: list[str], message: str,

@@ -86,8 +86,9 @@ def value_json(value: Mapping[str, Any]) -> str:
     """The value as JSON text, checked: an object, JSON-encodable, at most MAX_VALUE_BYTES."""
     if not isinstance(value, Mapping):
         raise StoreError(f"a value is a JSON object (a dict), not a {type(value).__name__}")
+    data = plain(value)
     try:
-        text = json.dumps(plain(value), ensure_ascii=False, allow_nan=False, sort_keys=True)
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as err:
         raise StoreError(f"the value cannot be stored as JSON ({err})") from None
     if len(text.encode()) > MAX_VALUE_BYTES:
