@@ -120,11 +120,14 @@ async def test_the_tool_activity_gives_tools_the_workers_store() -> None:
     assert sent_store.is_error and "store: Extra inputs are not permitted" in sent_store.content
 
 
-async def test_a_worker_whose_store_setting_is_refused_tells_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DURABLE_TEAMS_MEMORY", "mysql://root:hunter2@db/x")
+@pytest.mark.parametrize("url", ["mysql://root:hunter2@db/x", "sqlite:///no/such/hunter2/m.sqlite3"])
+async def test_a_worker_whose_store_setting_is_refused_tells_the_model(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, url: str) -> None:
+    monkeypatch.setenv("DURABLE_TEAMS_MEMORY", url)
     activities = ToolActivities(ToolRegistry(save_preference))
     result = await run(activities, request("save_preference", {"name": "c", "value": "v", "user": "u"}))
     assert result.is_error and "cannot open" in result.content and "hunter2" not in result.content
+    assert "the memory store cannot be opened: DURABLE_TEAMS_MEMORY: " in caplog.text
 
 
 async def test_remember_retried_leaves_one_item_and_recall_is_bounded() -> None:
@@ -239,9 +242,12 @@ async def test_a_store_beside_a_chosen_database_keeps_that_folder_as_it_is(
 
 
 async def test_a_named_store_in_a_missing_folder_is_refused_and_nothing_is_made(tmp_path: Path) -> None:
-    store = open_store(f"sqlite://{tmp_path}/no/such/m.sqlite3", environ={})
+    with pytest.raises(StoreError, match=f"^DURABLE_TEAMS_MEMORY: no folder {tmp_path}/no/such for the "
+                       "store file m.sqlite3: create it first"):
+        open_store(environ={"DURABLE_TEAMS_MEMORY": f"sqlite://{tmp_path}/no/such/m.sqlite3"})
+    store = SQLiteStore(tmp_path / "no" / "such" / "m.sqlite3")  # made directly: refused on use
     for call in (lambda: store.search(()), lambda: store.put(("a",), "k", {"v": 1})):
-        with pytest.raises(StoreError, match=f"no folder {tmp_path}/no/such for the store file m.sqlite3"):
+        with pytest.raises(StoreError, match=f"^no folder {tmp_path}/no/such for the store file m.sqlite3"):
             await call()
     assert not (tmp_path / "no").exists()
     named = open_store(f"sqlite://{tmp_path}/m.sqlite3", environ={})

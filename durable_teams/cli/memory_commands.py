@@ -37,7 +37,7 @@ from durable_teams.cli.namespace_syntax import (
 from durable_teams.memory.postgres_store import safe_dsn
 from durable_teams.memory.sqlite_store import SQLiteStore
 from durable_teams.memory.store import Namespace, Store, StoreError
-from durable_teams.memory.store_config import ENV, open_store
+from durable_teams.memory.store_config import open_store
 
 STORE_HELP = ("the store's URL: sqlite:///path/file.sqlite3 (in an existing folder), "
               "postgresql://user:password@host/db or memory: (default: $DURABLE_TEAMS_MEMORY, else "
@@ -225,11 +225,6 @@ async def delete(args: argparse.Namespace, store: Store) -> int | str:
 
 async def run_with_store(args: argparse.Namespace) -> int | str:
     store = open_store(args.store, named_by="--store") if args.store is not None else open_store()
-    if isinstance(store, SQLiteStore):
-        try:
-            store.check_folder()
-        except StoreError as err:
-            raise StoreError(f"{'--store' if args.store is not None else ENV}: {err}") from None
     try:
         return await run(args, store)
     finally:

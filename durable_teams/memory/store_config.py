@@ -56,6 +56,10 @@ def open_store(url: str | None = None, environ: Mapping[str, str] | None = None,
             raise StoreError(f"{named_by}: sqlite:// needs a path, e.g. "
                              "sqlite:///var/lib/app/memory.sqlite3")
         store = SQLiteStore(path)
+        try:
+            store.check_folder()  # now: a worker logs it once, the CLI says it in one line
+        except StoreError as err:
+            raise StoreError(f"{named_by}: {err}") from None
     elif url.split(":", 1)[0] in ("postgresql", "postgres"):
         store = PostgresStore(url)
     elif url in ("memory:", "memory://"):
