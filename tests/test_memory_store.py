@@ -262,3 +262,22 @@ def test_a_refused_url_names_where_it_came_from() -> None:
         open_store(environ={"DURABLE_TEAMS_MEMORY": "nope"})
     with pytest.raises(StoreError, match="^--store: 'nope' is not a store URL"):
         open_store("nope", environ={"DURABLE_TEAMS_MEMORY": "memory:"}, named_by="--store")
+
+
+async def test_a_default_store_that_cannot_be_made_private_is_warned_about_and_still_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = tmp_path / ".durable-teams"
+    folder.mkdir()
+    os.chmod(folder, 0o755)
+
+    def refused(path: object, mode: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("durable_teams.memory.sqlite_store.os.chmod", refused)
+    store = open_store(environ={})
+    await store.put(("a",), "k", {"v": 1})
+    await store.close()
+    assert mode(folder) == 0o755
+    assert (f"{folder} can be read by other users (mode 755) and could not be made private "
+            "(Operation not permitted)") in caplog.text

@@ -175,7 +175,13 @@ def _row(r: tuple[Any, ...]) -> Row:
 def _keep_private(path: Path, mode: int) -> None:
     """Take group and others' access off `path` (the default store's folder and files)."""
     current = stat.S_IMODE(path.stat().st_mode)
-    if current & 0o077:
+    if not current & 0o077:
+        return
+    try:
         os.chmod(path, current & ~0o077 | mode)
-        log.warning("durable-teams memory: %s could be read by other users (mode %o); made it "
-                    "private (%o)", path, current, current & ~0o077 | mode)
+    except OSError as err:  # not ours to change: say so, and go on
+        log.warning("durable-teams memory: %s can be read by other users (mode %o) and could not "
+                    "be made private (%s)", path, current, err.strerror or err)
+        return
+    log.warning("durable-teams memory: %s could be read by other users (mode %o); made it "
+                "private (%o)", path, current, current & ~0o077 | mode)

@@ -135,7 +135,8 @@ class Row:
 
 class Store(ABC):
     """Namespaced JSON items shared across conversations. Backends implement the `_`-methods;
-    the checks, filters, keyword and semantic ranking are here, the same for all."""
+    the checks (store_checks.py), filters, keyword and semantic ranking are here, the same for
+    all, so no backend takes or refuses what another would not."""
 
     embedder: Embedder | None = None
     """Set for semantic search: items are embedded when put, queries when searched."""
