@@ -119,7 +119,7 @@ def durable_teams_server(model_url: str, work: Path) -> Server:
     env = dict(os.environ, OPENAI_BASE_URL=model_url, OPENAI_API_KEY="unused",
                DURABLE_TEAMS_MODEL="faang-script", DURABLE_TEAMS_PORT=str(temporal_port),
                DURABLE_TEAMS_UI_PORT=str(free_port()), HOME=str(work / "home"))
-    (work / "home").mkdir(exist_ok=True)
+    (work / "home").mkdir(parents=True, exist_ok=True)
     cli = [sys.executable, "-m", "durable_teams"]
 
     def gateway() -> subprocess.Popen[bytes]:
@@ -167,8 +167,10 @@ async def sdk_calls(url: str) -> dict[str, str]:
     inp = {"messages": [{"role": "user", "content": QUESTION}]}
     status, found = await attempt(client.assistants.search(graph_id="faang"))
     out["assistants.search(graph_id)"] = f"{status}: {len(found or [])} assistant(s)"
-    status, thread = await attempt(client.threads.create())
-    out["threads.create"] = status
+    status, _ = await attempt(client.threads.create())
+    out["threads.create()"] = status
+    status, thread = await attempt(client.threads.create(graph_id="faang"))
+    out["threads.create(graph_id)"] = status
     if thread is None:
         return out
     tid = thread["thread_id"]
@@ -178,7 +180,7 @@ async def sdk_calls(url: str) -> dict[str, str]:
         events: list[str] = []
 
         async def read(mode: str = mode, events: list[str] = events) -> None:
-            new = await client.threads.create()
+            new = await client.threads.create(graph_id="faang")
             async for part in client.runs.stream(new["thread_id"], "faang", input=inp, stream_mode=mode):
                 events.append(part.event)
 
@@ -217,7 +219,7 @@ async def sdk_calls(url: str) -> dict[str, str]:
 async def crash_and_restart(server: Server) -> dict[str, str]:
     """A background run, the server killed (-9) once the run has begun, restarted: what is kept."""
     client = get_client(url=server.url)
-    thread = await client.threads.create()
+    thread = await client.threads.create(graph_id="faang")
     tid = thread["thread_id"]
     run = await client.runs.create(tid, "faang", input={"messages": [{"role": "user", "content": QUESTION}]})
     await asyncio.sleep(1.5)  # the model answers after 1 s: the run is under way
@@ -239,7 +241,7 @@ async def throughput(url: str, concurrent: int, runs_each: int = 1) -> tuple[flo
     latencies: list[float] = []
 
     async def one() -> None:
-        thread = await client.threads.create()
+        thread = await client.threads.create(graph_id="faang")
         for _ in range(runs_each):
             began = time.perf_counter()
             await client.runs.wait(thread["thread_id"], "faang", input=inp)
