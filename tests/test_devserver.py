@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import sys
 import sysconfig
 import urllib.request
-import stat
 import uuid
 from pathlib import Path
 
