@@ -1,0 +1,61 @@
+"""A thread started from the CLI is the same thread to the gateway as one it started: `GET
+/threads/{id}` names its team, and MCP refuses it to another team's tool (`TeamMismatch`); a
+turn sent to a conversation that failed is refused with why it failed."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from mcp.client.client import Client as McpClient
+from temporalio.client import Client
+
+from durable_teams.examples import acme
+from durable_teams.gateway.mcp_door import McpDoor
+from durable_teams.gateway.threads import Gateway
+from durable_teams.worker.scripted import ScriptedModel
+
+from .cli_process import cli_env, run_cli
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
+
+async def test_a_thread_started_by_the_cli_has_its_team_for_the_gateway_and_the_mcp_door(
+        client: Client, task_queue: str) -> None:
+    thread = f"acme-{uuid.uuid4().hex[:8]}"
+    gateway = Gateway(client, task_queue, poll_seconds=0.05, teams=["acme", "support"])
+    door = McpDoor(gateway, {"acme": "ACME.", "support": "Support."})
+    async with running_worker(client, task_queue, [acme.build().compile()], ScriptedModel(acme.SCRIPT)):
+        chatted = await run_cli("chat", "acme", "--thread", thread, env=cli_env(client, task_queue),
+                                stdin="I want to buy something\n")
+        async with running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url) as http:
+            status = (await http.get(f"/threads/{thread}")).json()
+        async with McpClient(door.server()) as mcp:
+            other_team = await mcp.call_tool("support", {"message": "refund", "thread_id": thread})
+        turns = (await gateway.status(thread)).turns
+
+    assert chatted.code == 0, chatted
+    assert status["team"] == "acme", status
+    assert other_team.is_error
+    assert other_team.content[0].text == f"TeamMismatch: thread {thread} belongs to team 'acme', not 'support'"
+    assert turns == 1  # nothing was posted into it
+
+
+async def test_a_turn_for_a_thread_whose_team_no_worker_serves_is_refused_with_why(
+        client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [acme.build().compile()], ScriptedModel(acme.SCRIPT)):
+        async with running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+            started = await http.post("/threads", json={"team": "acmee"})
+            thread = started.json()["thread_id"]
+            sent = await http.post(f"/threads/{thread}/turns", json={"text": "hello"})
+    body: dict[str, Any] = sent.json()
+
+    assert started.status_code == 201, started.text
+    assert sent.status_code == 409, sent.text
+    assert body["error"]["message"].startswith(f"thread {thread} has ended (FAILED): ") or \
+        body["error"]["message"].startswith(f"conversation {thread} ended (FAILED) before answering this turn: ")
+    assert body["error"]["message"].endswith("No team named 'acmee' on this worker (known: acme)."), body
