@@ -1,32 +1,22 @@
 """What the CLI says of itself: `--help` of the time travel commands describes the command,
 the checkpoint id and each argument, and the top-level examples name them; `serve --help`
-names the inbox and every door, and `serve` prints each door's URL at start; `mcp --wait`
-takes only seconds above 0."""
+names the inbox and every door, and what it prints at start is each door's URL
+(tests/test_gateway_cli_threads.py starts it); `mcp --wait` takes only seconds above 0."""
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
-import httpx
 import pytest
-from temporalio.client import Client
 
 from durable_teams.cli.main import commands, parser
 from durable_teams.cli.mcp_stdio import parser as mcp_parser
 from durable_teams.cli.serve import base_url, door_lines
 from durable_teams.cli.serve import parser as serve_parser
-from durable_teams.worker.devserver import free_port
 
-from .cli_process import ROOT, cli_env
+pytestmark = pytest.mark.pure
 
 TIME_TRAVEL = ("checkpoints", "fork", "rewind")
 
 
-@pytest.mark.pure
 @pytest.mark.parametrize("name", TIME_TRAVEL)
 def test_time_travel_help_describes_the_command_the_checkpoint_id_and_each_argument(name: str) -> None:
     command, line = commands(parser())[name]
@@ -38,7 +28,6 @@ def test_time_travel_help_describes_the_command_the_checkpoint_id_and_each_argum
     assert helpless == [], f"{name}: arguments without a description: {helpless}"
 
 
-@pytest.mark.pure
 def test_the_top_level_examples_include_time_travel() -> None:
     text = parser().format_help()
     for example in ("durable-teams checkpoints <workflow-id>", "durable-teams fork <workflow-id> [--at <checkpoint>]",
@@ -46,14 +35,12 @@ def test_the_top_level_examples_include_time_travel() -> None:
         assert example in text
 
 
-@pytest.mark.pure
 def test_serve_help_names_the_inbox_and_every_door() -> None:
     text = serve_parser().format_help()
     for door in ("the web inbox", "/v1/chat/completions", "/v1/responses", "/mcp", "/a2a/<team>"):
         assert door in text, door
 
 
-@pytest.mark.pure
 @pytest.mark.parametrize("wait", ["-5", "0", "nan", "inf", "soon"])
 def test_mcp_wait_takes_only_seconds_above_zero(wait: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
@@ -64,7 +51,6 @@ def test_mcp_wait_takes_only_seconds_above_zero(wait: str, capsys: pytest.Captur
     assert mcp_parser().parse_args(["--wait", "0.5"]).wait == 0.5
 
 
-@pytest.mark.pure
 def test_the_doors_at_start_are_the_gateways_urls() -> None:
     assert base_url("0.0.0.0", 8000, tls=False) == "http://127.0.0.1:8000"
     assert base_url("::", 8443, tls=True) == "https://[::1]:8443"
@@ -73,41 +59,3 @@ def test_the_doors_at_start_are_the_gateways_urls() -> None:
     assert lines[0] == "durable-teams gateway at http://h:1 (teams: acme)"
     assert "  MCP:               http://h:1/mcp" in lines
     assert lines[-1] == "  A2A:               not served (pip install 'durable-teams[a2a]')"
-
-
-@asynccontextmanager
-async def serving(client: Client, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "durable_teams", "serve", "--port", str(port), "--team", "tests.test_mcp_door:SHOP_TEAM",
-        cwd=ROOT, env=cli_env(client), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-        await asyncio.wait_for(proc.wait(), 30)
-
-
-@pytest.mark.workflow
-@pytest.mark.slow
-async def test_serve_prints_where_each_door_is_at_start(client: Client) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    async with serving(client, port) as proc:
-        assert proc.stderr is not None
-        printed: list[str] = []
-        while not any("Uvicorn running" in line for line in printed):
-            line = await asyncio.wait_for(proc.stderr.readline(), 60)
-            assert line, f"serve ended: {printed}"
-            printed.append(line.decode().rstrip())
-        async with httpx.AsyncClient() as http:
-            models = await http.get(f"{url}/v1/models")
-            card = await http.get(f"{url}/a2a/shop/.well-known/agent-card.json")
-
-    expected = door_lines(url, ["shop"], mcp=importlib.util.find_spec("mcp") is not None,
-                          a2a=importlib.util.find_spec("a2a") is not None)
-    start = printed.index(expected[0])
-    assert printed[start:start + len(expected)] == expected
-    assert f"  chat completions:  {url}/v1/chat/completions  (models: {url}/v1/models)" in expected
-    assert models.status_code == 200 and [m["id"] for m in models.json()["data"]] == ["shop"]
-    assert card.status_code == 200 or importlib.util.find_spec("a2a") is None

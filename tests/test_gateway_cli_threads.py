@@ -1,23 +1,31 @@
 """A thread started from the CLI is the same thread to the gateway as one it started: `GET
 /threads/{id}` names its team, and MCP refuses it to another team's tool (`TeamMismatch`); a
-turn sent to a conversation that failed is refused with why it failed."""
+turn sent to a conversation that failed is refused with why it failed; `durable-teams serve`
+says at start where each door is."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
+import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
 from mcp.client.client import Client as McpClient
 from temporalio.client import Client
 
+from durable_teams.cli.serve import door_lines
 from durable_teams.examples import acme
 from durable_teams.gateway.mcp_door import McpDoor
 from durable_teams.gateway.threads import Gateway
+from durable_teams.worker.devserver import free_port
 from durable_teams.worker.scripted import ScriptedModel
 
-from .cli_process import cli_env, run_cli
+from .cli_process import ROOT, cli_env, run_cli
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 
@@ -66,3 +74,39 @@ async def test_a_turn_for_a_thread_whose_team_no_worker_serves_is_refused_with_w
     assert message.startswith((f"thread {thread} has ended (FAILED): ",
                                f"conversation {thread} ended (FAILED) before answering this turn: ")), message
     assert message.endswith("No team named 'acmee' on this worker (known: acme)."), message
+
+
+@asynccontextmanager
+async def serving(client: Client, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "durable_teams", "serve", "--port", str(port), "--team", "tests.test_mcp_door:SHOP_TEAM",
+        cwd=ROOT, env=cli_env(client), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        await asyncio.wait_for(proc.wait(), 30)
+
+
+async def test_serve_prints_where_each_door_is_at_start(client: Client) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    async with serving(client, port) as proc:
+        assert proc.stderr is not None
+        printed: list[str] = []
+        while not any("Uvicorn running" in line for line in printed):
+            line = await asyncio.wait_for(proc.stderr.readline(), 60)
+            assert line, f"serve ended: {printed}"
+            printed.append(line.decode().rstrip())
+        async with httpx.AsyncClient() as http:
+            models = await http.get(f"{url}/v1/models")
+            card = await http.get(f"{url}/a2a/shop/.well-known/agent-card.json")
+
+    expected = door_lines(url, ["shop"], mcp=importlib.util.find_spec("mcp") is not None,
+                          a2a=importlib.util.find_spec("a2a") is not None)
+    start = printed.index(expected[0])
+    assert printed[start:start + len(expected)] == expected
+    assert f"  chat completions:  {url}/v1/chat/completions  (models: {url}/v1/models)" in expected
+    assert models.status_code == 200 and [m["id"] for m in models.json()["data"]] == ["shop"]
+    assert card.status_code == 200 or importlib.util.find_spec("a2a") is None
