@@ -113,11 +113,17 @@ def abandoned(points: list[Checkpoint], to: str, asked: list[Question]) -> list[
         return []
     first = target.turn if target.kind == "turn" else target.turn + 1
     ended = {p.turn for p in points if p.kind == "turn_end"}
-    lines = [f"abandoned: turn {p.turn} ({p.text!r}), " + ("answered" if p.turn in ended else "not answered")
+    lines = [f"abandoned: turn {p.turn} ({short(p.text or '')!r}), " + ("answered" if p.turn in ended else "not answered")
              for p in points if p.kind == "turn" and p.turn is not None and p.turn >= first]
-    lines += [f"abandoned: question {q.question_id} of {q.agent}: {q.step if q.kind == 'approval' else q.text}"
+    lines += [f"abandoned: question {q.question_id} of {q.agent}: {short(q.step if q.kind == 'approval' else q.text)}"
               + " (it is no longer asked)" for q in asked]
     return lines
+
+
+def short(text: str, limit: int = 100) -> str:
+    """`text` on one line, cut at `limit` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 async def _checked(work: Awaitable[T]) -> T:
