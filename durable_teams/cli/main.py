@@ -13,10 +13,13 @@
     durable-teams pending                      # every question waiting for a person
     durable-teams answer <workflow-id> "text" [--question q2]
     durable-teams approve|deny <workflow-id> [--question q2] [--reason "..."]
+    durable-teams checkpoints <workflow-id>    # the steps it passed, each with a checkpoint id
+    durable-teams fork <workflow-id> [--at <checkpoint>] [--message "..."]   # a new conversation from one
+    durable-teams rewind <workflow-id> --to <checkpoint>   # the same conversation goes on from one
     durable-teams server-stop
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
-    durable-teams serve [--port 8000]          # HTTP gateway, OpenAI-compatible API, web inbox
+    durable-teams serve [--port 8000]          # HTTP gateway: web inbox, OpenAI APIs, MCP, A2A
     durable-teams mcp [--team myteams:TEAMS]   # the teams as MCP tools over stdio
     durable-teams memory list|get|put|delete   # the memory store tools share (memory --help)
 

@@ -23,6 +23,17 @@ from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
 
 
+def positive_seconds(text: str) -> float:
+    """`--wait`'s value: a number of seconds above 0 (argparse says why not, in one line)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return seconds
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durable-teams mcp", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -30,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", action="store_true", help="the workers serve the example teams too "
                    "(assumed when no --team is given)")
     p.add_argument("--task-queue", default=TASK_QUEUE, help="where new threads run")
-    p.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
+    p.add_argument("--wait", type=positive_seconds, default=300.0, metavar="SECONDS",
                    help="how long a call waits for the team's answer before it returns the thread id")
     return p
 
