@@ -52,7 +52,9 @@ async def start_conversation(
     user: str | None = None, **options: Any
 ) -> WorkflowHandle[TeamWorkflow, ConversationResult]:
     """`client.start_workflow(TeamWorkflow.run, inp, ...)` labelled with `team` and the task,
-    with a `TASK_TIMEOUT` workflow task timeout unless `options` name one.
+    with a `TASK_TIMEOUT` workflow task timeout unless `options` name one, and `team` in its
+    memo (where the gateway, the inbox and the MCP and A2A doors read whose thread it is)
+    unless `options`' memo names it.
     `tenant` and `user` (docs/tenancy.md): the tenant the conversation belongs to (a gateway
     scope's name: that scope's tokens see it) and the end user it speaks for (the memory
     tools' `user_id`), kept in its context variables and its memo.
@@ -60,6 +62,7 @@ async def start_conversation(
     managed one; a worker registers them when it may) gets the conversation without it, not an
     error."""
     options.setdefault("task_timeout", TASK_TIMEOUT)
+    options["memo"] = {"team": team} | dict(options.get("memo") or {})
     inp, options = _with_tenancy(inp, options, tenant, user)
     task = inp.task
     summary = static_summary(team, task)
