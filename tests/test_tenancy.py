@@ -1,4 +1,4 @@
-"""Tenancy as one concept (docs/tenancy.md), walked as a table: every door (native /threads,
+"""Tenancy as one concept (docs/architecture.md, "Tenants and users"), walked as a table: every door (native /threads,
 /v1/chat/completions, /v1/responses, /a2a, /mcp) and every kind of state (threads, checkpoints
 and forks, pending questions, Responses ids, A2A and MCP tasks, memories, cached tool results)
 with two tenants (two gateway scopes) and two end users in each. Nothing of one tenant reaches

@@ -1,4 +1,4 @@
-"""The tenant and the end user where an operator names them (docs/tenancy.md): the CLI's
+"""The tenant and the end user where an operator names them (docs/architecture.md, "Tenants and users"): the CLI's
 --tenant / --user on run and chat, checked as a gateway scope's name is, and the context
 variables they become. Pure."""
 

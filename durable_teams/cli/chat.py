@@ -68,7 +68,7 @@ class Thread:
     started: bool
     tenant: str | None = None
     user: str | None = None
-    """Its tenant and end user, for a new thread (docs/tenancy.md)."""
+    """Its tenant and end user, for a new thread (docs/architecture.md, "Tenants and users")."""
 
     async def start(self) -> None:
         """Start the new thread's conversation (before its first turn)."""

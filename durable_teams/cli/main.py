@@ -98,7 +98,7 @@ def parser() -> argparse.ArgumentParser:
     queue = argparse.ArgumentParser(add_help=False)
     queue.add_argument("--task-queue", default=None, metavar="NAME",
                        help=f"the task queue its teams run on ($TEMPORAL_TASK_QUEUE, {TASK_QUEUE!r})")
-    tenancy = argparse.ArgumentParser(add_help=False)  # docs/tenancy.md
+    tenancy = argparse.ArgumentParser(add_help=False)  # docs/architecture.md, "Tenants and users"
     tenancy.add_argument("--tenant", type=tenant_arg, metavar="NAME",
                          help="the tenant the conversation belongs to (a gateway scope's name)")
     tenancy.add_argument("--user", type=user_arg, metavar="ID",

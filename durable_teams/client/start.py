@@ -55,7 +55,7 @@ async def start_conversation(
     with a `TASK_TIMEOUT` workflow task timeout unless `options` name one, and `team` in its
     memo (where the gateway, the inbox and the MCP and A2A doors read whose thread it is)
     unless `options`' memo names it.
-    `tenant` and `user` (docs/tenancy.md): the tenant the conversation belongs to (a gateway
+    `tenant` and `user` (docs/architecture.md, "Tenants and users"): the tenant the conversation belongs to (a gateway
     scope's name: that scope's tokens see it) and the end user it speaks for (the memory
     tools' `user_id`), kept in its context variables and its memo.
     A namespace without one of our search attributes registered (set up by an older release, a

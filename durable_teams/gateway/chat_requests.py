@@ -39,7 +39,7 @@ def end_user(body: dict[str, Any]) -> str | None:
 
 def check_end_user(body: dict[str, Any]) -> None:
     """`user` and `safety_identifier`, when sent: strings of at most `MAX_ID_CHARS` characters
-    (the end user a new thread speaks for, docs/tenancy.md)."""
+    (the end user a new thread speaks for, docs/architecture.md, "Tenants and users")."""
     for field in ("user", "safety_identifier"):
         user = body.get(field)
         if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_ID_CHARS):

@@ -128,7 +128,7 @@ def text_field(body: dict[str, Any], name: str, *, required: bool = True,
 
 
 def end_user(body: dict[str, Any]) -> str | None:
-    """`user`: the end user a new thread speaks for (docs/tenancy.md), at most `MAX_ID_CHARS`
+    """`user`: the end user a new thread speaks for (docs/architecture.md, "Tenants and users"), at most `MAX_ID_CHARS`
     characters; None when left out or blank."""
     user = text_field(body, "user", required=False)
     if user is not None and len(user) > MAX_ID_CHARS:

@@ -29,7 +29,7 @@ TOKENS_ENV = "DURABLE_TEAMS_GATEWAY_TOKENS"
 SCOPED_TOKENS_ENV = "DURABLE_TEAMS_GATEWAY_SCOPED_TOKENS"
 SCOPE_MEMO = TENANT_MEMO
 """The memo key holding a thread's scope name (absent: an operator's or a client's thread):
-a scope is a tenant (docs/tenancy.md)."""
+a scope is a tenant (docs/architecture.md, "Tenants and users")."""
 NAME = TENANT_NAME
 
 
@@ -129,7 +129,7 @@ def sees(scope: str | None, memo: Mapping[str, Any]) -> bool:
 def caller_identity(state: Mapping[str, Any] | None) -> str | None:
     """The end user a door with no field for one speaks for (A2A, MCP): the caller's token
     (its digest, `Token.caller`), so two tokens of one scope are two users of one tenant;
-    None without a token (docs/tenancy.md)."""
+    None without a token (docs/architecture.md, "Tenants and users")."""
     caller = state.get("caller") if isinstance(state, Mapping) else None
     return caller if isinstance(caller, str) and caller.startswith("token:") else None
 

@@ -118,7 +118,7 @@ class Gateway(Exchanges):
         inbox (they are answered in the chat). `scope`: the scoped token's name whose callers
         alone (besides operators) see the thread (durable_teams/gateway/scopes.py). The scope is
         the conversation's tenant and `user` the end user it speaks for, in its context
-        variables (docs/tenancy.md)."""
+        variables (docs/architecture.md, "Tenants and users")."""
         thread = thread or f"{team_part(team)}-{uuid.uuid4().hex[:12]}"
         memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
             {"request": request_digest} if request_digest else {}) | (

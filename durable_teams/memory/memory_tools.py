@@ -1,7 +1,7 @@
 """Built-in memory tools an agent can be given: `remember`, `recall` and `forget`, over the
 worker's store (LangGraph's memory tools, made durable).
 
-Scope (docs/tenancy.md): the conversation's user when its context variables hold a `user_id`
+Scope (docs/architecture.md, "Tenants and users"): the conversation's user when its context variables hold a `user_id`
 (set by whoever starts it: the gateway from a request's `user`, the CLI's `--user`,
 `ConversationInput(context={"user_id": ...})`), namespace `("users", user_id, "memories")`;
 otherwise its team, `("teams", team, "memories")`, the team read from the conversation's

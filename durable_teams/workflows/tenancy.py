@@ -1,4 +1,4 @@
-"""Tenancy as one concept (docs/tenancy.md): a conversation belongs to at most one tenant (a
+"""Tenancy as one concept (docs/architecture.md, "Tenants and users"): a conversation belongs to at most one tenant (a
 gateway scope, or the tenant an operator names on the CLI or in the Python API) and speaks
 for at most one end user inside it. Both are fixed when the conversation starts and kept in
 its context variables under the two names below, so a fork, a nested team and every tool call
