@@ -43,11 +43,11 @@ def _finite(value: float) -> float | None:
     return None if value == float("inf") else round(value, 2)
 
 
-def _usage_row(name: str, before: Usage, after: Usage) -> list[str]:
-    return [f"| {name} tokens (in / out) | {before.input_tokens:,} / {before.output_tokens:,} "
+def _usage_rows(before: Usage, after: Usage) -> list[str]:
+    return [f"| tokens (in / out) | {before.input_tokens:,} / {before.output_tokens:,} "
             f"| {after.input_tokens:,} / {after.output_tokens:,} |",
-            f"| {name} cost | {_cost(before.cost)} | {_cost(after.cost)} |",
-            f"| {name} latency (s, less waits for people) | {before.seconds:.2f} | {after.seconds:.2f} |"]
+            f"| cost | {_cost(before.cost)} | {_cost(after.cost)} |",
+            f"| latency (s, less waits for people) | {before.seconds:.2f} | {after.seconds:.2f} |"]
 
 
 def totals_markdown(total: Totals, crossed: list[str]) -> list[str]:
@@ -97,7 +97,7 @@ def conversation_markdown(diff: ConversationDiff) -> list[str]:
         lines.append(f"- Tools run for real during the replay: {real}")
     lines += ["", "| | record | replay |", "|---|---|---|",
               f"| final answer | {_cell(diff.before.final_answer)} | {_cell(diff.after.final_answer)} |",
-              *_usage_row("", diff.usage_before, diff.usage_after), ""]
+              *_usage_rows(diff.usage_before, diff.usage_after), ""]
     if diff.answer_diff:
         lines += ["```diff", *diff.answer_diff, "```", ""]
     return lines
