@@ -35,6 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "tracing": {"workflows", "activities"},
     "worker": {"workflows", "activities", "teams", "client", "live", "encryption", "examples", "memory"},
     "examples": {"teams", "worker"},
+    # replaying recorded conversations against a candidate: a worker of its own, driven as a client
+    "replay": {"workflows", "activities", "teams", "client", "worker", "live", "memory"},
 }
 """The CLI and the package's `__init__` may import anything."""
 

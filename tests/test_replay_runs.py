@@ -5,6 +5,8 @@ Chromium."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import subprocess
 import sys
@@ -26,7 +28,7 @@ from durable_teams.replay.replay_runner import ReplaySettings, replay
 from durable_teams.replay.replay_sources import record_from_file
 from durable_teams.replay.report_page import report_page
 from durable_teams.replay.reports import report_markdown
-from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
+from durable_teams.teams.builders import Agent, CompiledTeam
 from durable_teams.worker.scripted import ScriptedModel, call, say
 
 from .browser import chromium_or_skip
@@ -59,7 +61,7 @@ def counting(team: CompiledTeam, tool: str) -> list[dict]:
         runs.append(kwargs)
         return original(**kwargs)
 
-    counted.__signature__ = __import__("inspect").signature(original)  # type: ignore[attr-defined]
+    counted.__signature__ = inspect.signature(original)  # type: ignore[attr-defined]
     registered.fn = counted
     return runs
 
@@ -145,8 +147,8 @@ async def test_the_cli_exits_non_zero_on_a_lost_approval(client: Client, support
     exported = tmp_path / "support-boots.json"
     exported.write_text(history.to_json())
     report = tmp_path / "report.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "durable_teams", "replay", str(exported), "--fail-on", "lost-approval",
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "durable_teams", "replay", str(exported), "--fail-on", "lost-approval",
          "--team", "durable_teams.examples.replay_candidates:SUPPORT_NO_APPROVAL", "--json", str(report)],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 4, done.stderr

@@ -37,7 +37,7 @@ from durable_teams.replay.comparison import FAIL_ON_HELP, parse_fail_on, totals,
 from durable_teams.replay.history_records import UnreadableHistory
 from durable_teams.replay.question_book import load_answers
 from durable_teams.replay.replay_runner import ReplaySettings, private_server, replay
-from durable_teams.replay.replay_sources import records_of
+from durable_teams.replay.replay_sources import records_of, split_sources
 from durable_teams.replay.report_page import report_page
 from durable_teams.replay.reports import report_json, report_markdown
 from durable_teams.teams.builders import CompiledTeam
@@ -126,7 +126,7 @@ async def run(args: argparse.Namespace) -> int:
     settings = ReplaySettings(args.allow_live_tools, load_answers(args.answers) if args.answers else [],
                               load_prices(args.prices), args.concurrency, args.timeout)
     candidate = candidate_of(args)
-    needs_server = args.query or any(not (s.endswith(".json") or Path(s).is_file()) for s in args.sources)
+    needs_server = args.query or split_sources(args.sources)[1]
     records = await records_of(await open_client() if needs_server else None, args.sources, args.query)
     if not records:
         raise CliError("no conversations to replay: give history files, workflow ids or --query")

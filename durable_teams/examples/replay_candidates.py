@@ -39,7 +39,7 @@ def faang_math_first() -> Supervisor:
 
 def support_no_approval() -> Supervisor:
     team = support.build()
-    repairs = next(a for a in team.agents if a.name == "issues_and_repairs")
+    repairs = next(a for a in team.agents if isinstance(a, Agent) and a.name == "issues_and_repairs")
     repairs.tools = [execute_refund, support.look_up_item]
     return team
 

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from durable_teams.replay.records import Record, ToolRun
+from durable_teams.replay.records import Asked, Record, ToolRun
 from durable_teams.workflows.usage import ModelPrice
 
 FAIL_ON_HELP = ("changed-tool-calls (a tool call added, removed or changed), lost-approval (an approval "
@@ -64,8 +64,13 @@ class ConversationDiff:
         return self.before.final_answer.strip() != self.after.final_answer.strip()
 
 
+def approval_name(asked: Asked) -> str:
+    """An approval as the report names it: the tool call, or a breakpoint's own words."""
+    return asked.text if asked.tool is None else f"{asked.tool}({asked.arguments})"
+
+
 def _approvals(record: Record) -> list[str]:
-    return [f"{a.tool}({a.arguments})" for a in record.asked if a.question == "approval"]
+    return [approval_name(a) for a in record.asked if a.question == "approval"]
 
 
 def tool_changes(before: list[ToolRun], after: list[ToolRun]) -> list[ToolChange]:
@@ -131,8 +136,8 @@ def compare(before: Record, after: Record, prices: dict[str, ModelPrice] | None 
             if approvals_after[asked.tool]:
                 approvals_after[asked.tool] -= 1
             else:
-                lost.append(f"{asked.tool}({asked.arguments})")
-    served = Counter(r.served for r in after.tool_runs)
+                lost.append(approval_name(asked))
+    served = Counter(str(r.served) for r in after.tool_runs)
     stand_ins = [f"{r.tool}({r.arguments})" for r in after.tool_runs if r.served == "stand-in"]
     stopped = next((n for n in after.notes if n.startswith("stopped")), None) if after.status == "stopped" else None
     return ConversationDiff(

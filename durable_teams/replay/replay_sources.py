@@ -5,6 +5,7 @@ payloads encrypted at rest are decoded with the client's codec."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -80,16 +81,17 @@ async def workflow_ids(client: Client, query: str, limit: int = MAX_QUERIED) -> 
     return found
 
 
+def split_sources(sources: Sequence[str]) -> tuple[list[str], list[str]]:
+    """`sources` as (history files, workflow ids): a file is a .json name or an existing file."""
+    files = [s for s in sources if s.endswith(".json") or Path(s).is_file()]
+    return files, [s for s in sources if s not in files]
+
+
 async def records_of(client: Client | None, sources: Sequence[str], query: str | None = None) -> list[Record]:
     """The records of `sources` (history files, or workflow ids read through `client`) and of
     the conversations `query` finds."""
-    records = []
-    ids = []
-    for source in sources:
-        if source.endswith(".json") or Path(source).is_file():
-            records.append(record_from_file(source))
-        else:
-            ids.append(source)
+    files, ids = split_sources(sources)
+    records = [await asyncio.to_thread(record_from_file, path) for path in files]
     if (ids or query) and client is None:
         raise UnreadableHistory("workflow ids and queries are read from a Temporal server: none is configured")
     if query and client is not None:

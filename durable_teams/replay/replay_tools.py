@@ -37,7 +37,7 @@ class ReplayTools(ToolActivities):
         return not isinstance(found, str) and found.spec.idempotent
 
     async def _run(self, req: ToolRequest) -> ToolResult:
-        book = self.books.get(conversation_of(activity.info().workflow_id))
+        book = self.books.get(conversation_of(activity.info().workflow_id or ""))
         if book is None:
             return ToolResult(is_error=True, content=NO_RECORD.format(tool=req.tool))
         decision = book.decide(req.tool, req.arguments, self.idempotent(req))
