@@ -42,6 +42,7 @@ from durable_teams.replay.report_page import report_page
 from durable_teams.replay.reports import report_json, report_markdown
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.teams.team_tools import team_names
+from durable_teams.worker.attempt_log import one_line_attempt_failures
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
 from durable_teams.worker.script_files import ScriptError, load_script_spec, parse_script
@@ -161,6 +162,7 @@ def main(argv: Sequence[str]) -> None:
     if not args.sources and not args.query:
         parser().error("give history files, workflow ids or --query")
     forward_core_log()
+    one_line_attempt_failures()  # a candidate's failed model call: one line, not a traceback
     code: int | str
     try:
         code = asyncio.run(run(args))

@@ -121,9 +121,12 @@ class _Reader:
             self.record.team = result.get("name") or self.record.team
         self.stepped(_seconds(event))
 
-    def tool_failed(self, event: HistoryEvent, failure: Any) -> None:
+    def activity_failed(self, event: HistoryEvent, failure: Any) -> None:
         name, request, at = self.scheduled.get(failure.scheduled_event_id, ("", None, 0.0))
-        if name in TOOL_ACTIVITIES:
+        if name == "call_model":  # its retries are spent: the turn failed (or went on without it)
+            agent = (request or {}).get("agent", "?")
+            self.record.notes.append(f"model call of {agent} failed: {failure.failure.message}".splitlines()[0])
+        elif name in TOOL_ACTIVITIES:
             req = request or {}
             self.tool_ran(req.get("tool", "?"), req.get("arguments", "{}"), req.get("agent", ""),
                           {"content": f"(failed: {failure.failure.message})", "is_error": True},
@@ -216,9 +219,9 @@ def read_event(reader: _Reader, event: HistoryEvent, first_run: bool) -> None:
     elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
         reader.completed(event)
     elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
-        reader.tool_failed(event, event.activity_task_failed_event_attributes)
+        reader.activity_failed(event, event.activity_task_failed_event_attributes)
     elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
-        reader.tool_failed(event, event.activity_task_timed_out_event_attributes)
+        reader.activity_failed(event, event.activity_task_timed_out_event_attributes)
     elif kind == EventType.EVENT_TYPE_MARKER_RECORDED:
         reader.marker(event)
     elif kind == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:

@@ -154,7 +154,8 @@ async def replay_one(client: Client, task_queue: str, workflow_id: str, record: 
         after.status = "stopped"
         after.notes.append(driver.stopped)
     diff = compare(record, after, settings.prices, book.real_runs())
-    diff.error = error
+    failed_calls = [n for n in after.notes if n.startswith("model call of")]
+    diff.error = error or (failed_calls[0] if failed_calls else None)
     return diff
 
 
@@ -168,7 +169,7 @@ async def _run(client: Client, task_queue: str, workflow_id: str, record: Record
     try:
         await asyncio.wait_for(driver.drive(record), settings.timeout_seconds)
         return None
-    except (WorkflowFailureError, ConversationEnded, ConversationStopped, ReplyRejected) as err:
+    except (WorkflowFailureError, ConversationEnded, ConversationStopped, ReplyRejected, RPCError) as err:
         return None if driver.stopped else f"{type(err).__name__}: {err}"
     except TimeoutError:
         await handle.terminate(reason="the replay's time ran out")
