@@ -46,6 +46,9 @@ from durable_teams.workflows.state import ConversationInput
 from durable_teams.workflows.usage import ModelPrice
 
 EARLIER_TURN = "(before this history)"
+FOLLOWER_GRACE = 10.0
+"""Seconds the question follower gets to see a closed conversation's last events before it is
+cancelled (cancelling a call in flight is logged by the server as an error)."""
 
 
 @dataclass
@@ -174,8 +177,10 @@ async def _run(client: Client, task_queue: str, workflow_id: str, record: Record
     except TimeoutError:
         await handle.terminate(reason="the replay's time ran out")
         return f"did not finish within {settings.timeout_seconds:g} s"
-    finally:
-        follower.cancel()
+    finally:  # the conversation has closed: the follower's long poll ends with it
+        done, _ = await asyncio.wait({follower}, timeout=FOLLOWER_GRACE)
+        if not done:
+            follower.cancel()
         await asyncio.gather(follower, return_exceptions=True)
 
 
