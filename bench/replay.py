@@ -22,14 +22,13 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.client.checkpoints import run_histories
 from durable_teams.examples import faang, replay_candidates, support
 from durable_teams.replay.candidate import Candidate
 from durable_teams.replay.comparison import totals
-from durable_teams.replay.history_records import record_of
 from durable_teams.replay.question_book import AnswerRule, QuestionBook
 from durable_teams.replay.records import Record
 from durable_teams.replay.replay_runner import ReplaySettings, _Driver, replay
+from durable_teams.replay.replay_sources import record_of_workflow
 from durable_teams.worker.build import build_worker
 from durable_teams.worker.devserver import find_temporal_binary
 from durable_teams.worker.scripted import ScriptedModel
@@ -63,7 +62,7 @@ async def record_examples(client: Client, count: int, task_queue: str | None = N
 
     async with build_worker(client, teams, backend, task_queue=queue):
         ids = await asyncio.gather(*(one(n) for n in range(count)))
-    return [record_of(await run_histories(client, workflow_id), workflow_id) for workflow_id in ids]
+    return [await record_of_workflow(client, workflow_id) for workflow_id in ids]
 
 
 def candidate() -> Candidate:

@@ -6,8 +6,10 @@ Chromium."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import inspect
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,19 +21,22 @@ from temporalio.testing import WorkflowEnvironment
 
 from bench.replay import record_examples
 from durable_teams.client.checkpoints import run_histories
+from durable_teams.client.connection import connect
+from durable_teams.encryption.codec import EncryptionKeyError
 from durable_teams.examples import faang, replay_candidates, support
 from durable_teams.replay.candidate import Candidate
 from durable_teams.replay.comparison import parse_fail_on, totals, verdict
 from durable_teams.replay.question_book import AnswerRule
 from durable_teams.replay.records import Record
 from durable_teams.replay.replay_runner import ReplaySettings, replay
-from durable_teams.replay.replay_sources import record_from_file
+from durable_teams.replay.replay_sources import record_from_file, records_of, workflow_ids
 from durable_teams.replay.report_page import report_page
 from durable_teams.replay.reports import report_markdown
 from durable_teams.teams.builders import Agent, CompiledTeam
 from durable_teams.worker.scripted import ScriptedModel, call, say
 
 from .browser import chromium_or_skip
+from .waiting import until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
@@ -184,3 +189,21 @@ async def test_the_html_report_shows_the_transcripts_side_by_side_in_chromium(cl
             assert await page.locator(".after .step.tool.recorded").count() == 5
         finally:
             await chromium.close()
+
+
+async def test_a_conversation_is_read_by_its_workflow_id_and_found_by_a_query(
+        client: Client, support_recorded: Record) -> None:
+    by_id, = await records_of(client, [support_recorded.workflow_id])
+    assert by_id.to_json() == support_recorded.to_json()
+    query = f"WorkflowId = '{support_recorded.workflow_id}'"
+    found = await until(lambda: workflow_ids(client, query), f"{support_recorded.workflow_id} listed")
+    assert found == [support_recorded.workflow_id]
+
+
+async def test_a_history_encrypted_at_rest_is_read_with_the_key_and_refused_without(env: WorkflowEnvironment) -> None:
+    address = env.client.service_client.config.target_host
+    keyed = await connect(address, encryption=f"k1:{base64.b64encode(os.urandom(32)).decode()}")
+    recorded, = await record_examples(keyed, 1)
+    assert recorded.turns[0].answer == faang.ANSWER and len(recorded.tool_runs) == 5
+    with pytest.raises(EncryptionKeyError, match="this conversation is encrypted .key id 'k1'. and no key"):
+        await records_of(await connect(address, encryption={}), [recorded.workflow_id])

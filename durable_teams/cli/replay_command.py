@@ -30,6 +30,7 @@ from durable_teams.activities.model import ModelBackend, OpenAIBackend, is_live_
 from durable_teams.cli.commands import CliError, open_client
 from durable_teams.cli.costs import load_prices
 from durable_teams.client.exit_guard import exit_now
+from durable_teams.encryption.codec import EncryptionKeyError
 from durable_teams.encryption.redact import mask_url
 from durable_teams.examples import example_scripts
 from durable_teams.replay.candidate import Candidate, CandidateError
@@ -168,7 +169,8 @@ def main(argv: Sequence[str]) -> None:
         code = asyncio.run(run(args))
     except KeyboardInterrupt:
         code = 130
-    except (CliError, CandidateError, UnreadableHistory, TeamLoadError, ScriptError, ValueError, OSError) as err:
+    except (CliError, CandidateError, UnreadableHistory, TeamLoadError, ScriptError, EncryptionKeyError,
+            ValueError, OSError) as err:
         code = f"durable-teams replay: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
     except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback
         text = str(err).strip()

@@ -211,8 +211,10 @@ def cost_increase(total: Totals) -> float:
 
 
 def verdict(total: Totals, rules: dict[str, float | None]) -> list[str]:
-    """The thresholds crossed, one line each (none: the replay passes)."""
-    crossed = []
+    """The thresholds crossed, one line each (none: the replay passes). A conversation that
+    could not be replayed always fails it."""
+    crossed = [f"failed: {total.failed} conversation(s) could not be replayed (the report says why)"] \
+        if total.failed else []
     if "changed-tool-calls" in rules and total.tool_calls_changed:
         crossed.append(f"changed-tool-calls: {total.tool_calls_changed} tool call(s) added, removed or changed")
     if "lost-approval" in rules and total.lost_approvals:
