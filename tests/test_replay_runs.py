@@ -23,7 +23,7 @@ from bench.replay import record_examples
 from durable_teams.client.checkpoints import run_histories
 from durable_teams.client.connection import connect
 from durable_teams.encryption.codec import EncryptionKeyError
-from durable_teams.examples import faang, replay_candidates, support
+from durable_teams.examples import faang, faang_teams, replay_candidates, support
 from durable_teams.replay.candidate import Candidate
 from durable_teams.replay.comparison import parse_fail_on, totals, verdict
 from durable_teams.replay.question_book import AnswerRule
@@ -33,9 +33,13 @@ from durable_teams.replay.replay_sources import record_from_file, records_of, wo
 from durable_teams.replay.report_page import report_page
 from durable_teams.replay.reports import report_markdown
 from durable_teams.teams.builders import Agent, CompiledTeam
+from durable_teams.worker.script_files import scripts_for
 from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationInput
 
 from .browser import chromium_or_skip
+from .conftest import running_worker
 from .waiting import until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
@@ -207,3 +211,33 @@ async def test_a_history_encrypted_at_rest_is_read_with_the_key_and_refused_with
     assert recorded.turns[0].answer == faang.ANSWER and len(recorded.tool_runs) == 5
     with pytest.raises(EncryptionKeyError, match="this conversation is encrypted .key id 'k1'. and no key"):
         await records_of(await connect(address, encryption={}), [recorded.workflow_id])
+
+
+async def test_the_unchanged_team_replays_to_no_change_with_every_answer_and_result_from_the_record(
+        client: Client, support_recorded: Record) -> None:
+    team = support.build().compile()
+    refunds = counting(team, "execute_refund")
+    diff, = await replay(client, [support_recorded], scripted([team], {"support": support.SCRIPT}))
+    assert diff.routing_after == diff.routing_before == ["triage_agent", "issues_and_repairs", "triage_agent"]
+    assert (diff.tool_changes, diff.lost_approvals, diff.answer_diff, diff.stand_ins) == ([], [], [], [])
+    assert diff.approvals_after == [REFUND] and diff.served == {"recorded": 2} and refunds == []
+    assert [(a.question, a.answered_by) for a in diff.after.asked] == [("question", "record"), ("approval", "record")]
+    assert verdict(totals([diff]), parse_fail_on(["changed-tool-calls,lost-approval,stopped,changed-routing"])) == []
+
+
+async def test_a_nested_teams_steps_are_read_from_its_child_workflows(client: Client, task_queue: str) -> None:
+    team = faang_teams.build().compile()
+    script = scripts_for([team], {"faang-teams": faang_teams.SCRIPT})  # its nested teams' too
+    async with running_worker(client, task_queue, [team], ScriptedModel(teams=script)):
+        handle = await client.start_workflow(
+            TeamWorkflow.run, ConversationInput(team=team.spec, task=faang.QUESTION, set_search_attributes=False),
+            id=f"faang-teams-{task_queue}", task_queue=task_queue)
+        await handle.result()
+    record, = await records_of(client, [handle.id])
+    assert record.agents_visited == ["top_supervisor", "research_team", "research_expert", "research_team",
+                                     "top_supervisor", "math_team", "math_expert", "math_team", "top_supervisor"]
+    assert [r.tool for r in record.tool_runs] == ["web_search", "add", "add", "add", "add"]
+    file_only = record_from_file(HISTORIES / "faang_teams.json")  # a file holds the parent's steps only
+    assert file_only.tool_runs == [] and "replay by workflow id" in file_only.notes[0]
+    diff, = await replay(client, [record], scripted([team], script))
+    assert diff.routing_after == record.agents_visited and diff.tool_changes == [] and diff.served == {"recorded": 5}

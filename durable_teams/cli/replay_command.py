@@ -46,7 +46,12 @@ from durable_teams.teams.team_tools import team_names
 from durable_teams.worker.attempt_log import one_line_attempt_failures
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
-from durable_teams.worker.script_files import ScriptError, load_script_spec, parse_script
+from durable_teams.worker.script_files import (
+    ScriptError,
+    load_script_spec,
+    parse_script,
+    scripts_for,
+)
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.worker.team_modules import import_team_module, split_spec
 
@@ -96,15 +101,15 @@ def instructions_of(items: Sequence[str]) -> dict[str, str]:
 def scripts_of(args: argparse.Namespace, teams: Sequence[CompiledTeam]) -> dict:
     """The scripts a scripted candidate answers from: the examples', each team module's SCRIPT
     (for the teams it serves), then --script."""
-    found = dict(example_scripts())
     served = {name for team in teams for name in team_names(team.spec)}
+    own: dict = {}
     for spec in args.team:
-        own = getattr(import_team_module(split_spec(spec)[0]), "SCRIPT", None)
-        if own is not None:
-            found.update({t: s for t, s in parse_script(own, f"{spec} SCRIPT").items() if t in served})
+        script = getattr(import_team_module(split_spec(spec)[0]), "SCRIPT", None)
+        if script is not None:  # a module's SCRIPT may script teams not replayed here
+            own.update({t: s for t, s in parse_script(script, f"{spec} SCRIPT").items() if t in served})
     if args.script:
-        found.update(load_script_spec(args.script))
-    return found
+        own.update(load_script_spec(args.script))
+    return {**example_scripts(), **scripts_for(teams, own)}  # nested teams answer from their top team's
 
 
 def candidate_of(args: argparse.Namespace) -> Candidate:

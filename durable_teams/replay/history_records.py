@@ -11,8 +11,9 @@ encrypted at rest is decoded first (replay_sources.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
@@ -63,11 +64,19 @@ def _seconds(event: HistoryEvent) -> float:
     return event.event_time.ToDatetime().timestamp()
 
 
+def child_ids(runs: Sequence[WorkflowHistory]) -> list[str]:
+    """The workflow ids of the child workflows (nested teams, agents run as children) `runs` started."""
+    return [e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+            for history in runs for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED]
+
+
 class _Reader:
     """Walks the events of a conversation's runs, oldest first, building its `Record`."""
 
-    def __init__(self, workflow_id: str) -> None:
+    def __init__(self, workflow_id: str, children: Mapping[str, Record]) -> None:
         self.record = Record(workflow_id, team="", spec=None, task=None, single_turn=True)
+        self.children = children
         self.scheduled: dict[int, tuple[str, Any, float]] = {}
         self.questions: dict[str, tuple[Asked, float]] = {}
         self.turn_times: dict[int, list[float]] = {}
@@ -193,6 +202,17 @@ class _Reader:
             asked.answer, asked.approved = str(reply.get("text") or ""), reply.get("approved")
             asked.seconds_waited = max(_seconds(event) - at, 0.0)
 
+    def child(self, event: HistoryEvent) -> None:
+        """A nested team's steps, where its child workflow started, in the current turn."""
+        child_id = event.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+        child = self.children.get(child_id)
+        if child is None:
+            self.record.notes.append(f"the steps of the child workflow {child_id} (a nested team) are not "
+                                     "in this history: replay by workflow id to read them")
+            return
+        for step in child.steps:
+            self.record.steps.append(dataclasses.replace(step, turn=self.turn))
+
     def ended(self, event: HistoryEvent, status: str) -> None:
         self.record.status = status
         if status == "completed":
@@ -239,19 +259,23 @@ def read_event(reader: _Reader, event: HistoryEvent, first_run: bool) -> None:
             reader.start_turn(str((first(signal.input.payloads) or {}).get("text", "")), _seconds(event))
         elif signal.signal_name == "human_reply":
             reader.answered(first(signal.input.payloads), event)
+    elif kind == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+        reader.child(event)
     elif kind in ENDS:
         reader.ended(event, ENDS[kind])
 
 
-def record_of(runs: Sequence[WorkflowHistory], workflow_id: str | None = None) -> Record:
-    """The record of a conversation whose run histories (oldest first) are `runs`."""
+def record_of(runs: Sequence[WorkflowHistory], workflow_id: str | None = None,
+              children: Mapping[str, Record] | None = None) -> Record:
+    """The record of a conversation whose run histories (oldest first) are `runs`; `children`
+    (child workflow id -> its record) adds the steps of its nested teams."""
     if not runs or not runs[0].events:
         raise UnreadableHistory("an empty history")
     start = runs[0].events[0]
     if start.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED or \
             start.workflow_execution_started_event_attributes.workflow_type.name != "TeamWorkflow":
         raise UnreadableHistory(f"{runs[0].workflow_id}: not a conversation's history (no TeamWorkflow start)")
-    reader = _Reader(workflow_id or runs[0].workflow_id)
+    reader = _Reader(workflow_id or runs[0].workflow_id, children or {})
     for n, history in enumerate(runs):
         for event in history.events:
             read_event(reader, event, n == 0)

@@ -21,21 +21,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.client.checkpoints import run_histories
 from durable_teams.client.refusals import ConversationEnded, ReplyRejected
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
 from durable_teams.client.send import send_reply, send_turn
 from durable_teams.live.hub import LocalHub
 from durable_teams.replay.candidate import Candidate, CandidateError
 from durable_teams.replay.comparison import ConversationDiff, compare
-from durable_teams.replay.history_records import PENDING_MEMO, first, record_of
+from durable_teams.replay.history_records import PENDING_MEMO, first
 from durable_teams.replay.question_book import AnswerRule, QuestionBook
 from durable_teams.replay.records import Record
+from durable_teams.replay.replay_sources import record_of_workflow
 from durable_teams.replay.replay_tools import ReplayTools
 from durable_teams.replay.tool_book import ToolBook
 from durable_teams.worker.build import build_worker
@@ -81,6 +82,14 @@ async def private_server() -> AsyncIterator[Client]:
         yield env.client
 
 
+def asked(event: HistoryEvent) -> list[dict[str, Any]]:
+    """The questions pending after `event`, if it is the workflow's update of them (its memo)."""
+    if event.event_type != EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+        return []
+    memo = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+    return list(first([memo[PENDING_MEMO]]) or []) if PENDING_MEMO in memo else []
+
+
 class _Driver:
     """Answers one replayed conversation's questions as they are asked (from the record, else
     the answers file), or stops the conversation at one neither answers."""
@@ -88,28 +97,38 @@ class _Driver:
     def __init__(self, client: Client, workflow_id: str, questions: QuestionBook) -> None:
         self.client, self.workflow_id, self.questions = client, workflow_id, questions
         self.turn = 0
-        self.answered: dict[str, str] = {}
+        self.answered: dict[tuple[str, str], str] = {}
+        """(workflow id, question id) -> who answered it ("record", "answers file")."""
         self.stopped: str | None = None
 
-    async def follow(self) -> None:
-        """Long-polls the history (no query while nothing happens) for questions asked."""
-        handle = self.client.get_workflow_handle(self.workflow_id)
+    async def follow(self, workflow_id: str | None = None) -> None:
+        """Long-polls the history of the conversation (or of its child workflow `workflow_id`:
+        a nested team asks its questions there) for questions asked, no query while nothing
+        happens; each child it starts is followed too."""
+        workflow_id = workflow_id or self.workflow_id
+        handle = self.client.get_workflow_handle(workflow_id)
         seen: set[str] = set()
-        while True:
-            described = await handle.describe()
-            run = self.client.get_workflow_handle(self.workflow_id, run_id=described.run_id)
-            async for event in run.fetch_history_events(wait_new_event=True):
-                if event.event_type != EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
-                    continue
-                memo = event.workflow_properties_modified_event_attributes.upserted_memo.fields
-                for question in (first([memo[PENDING_MEMO]]) or []) if PENDING_MEMO in memo else []:
-                    if question["question_id"] not in seen:
-                        seen.add(question["question_id"])
-                        await self.answer(question)
-            if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
-                return
+        children: list[asyncio.Future[None]] = []
+        try:
+            while True:
+                described = await handle.describe()
+                run = self.client.get_workflow_handle(workflow_id, run_id=described.run_id)
+                async for event in run.fetch_history_events(wait_new_event=True):
+                    if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+                        child = event.child_workflow_execution_started_event_attributes.workflow_execution
+                        children.append(asyncio.ensure_future(self.follow(child.workflow_id)))
+                    for question in asked(event):
+                        if question["question_id"] not in seen:
+                            seen.add(question["question_id"])
+                            await self.answer(workflow_id, question)
+                if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+                    return
+        finally:
+            for task in children:
+                task.cancel()
+            await asyncio.gather(*children, return_exceptions=True)
 
-    async def answer(self, question: dict[str, Any]) -> None:
+    async def answer(self, workflow_id: str, question: dict[str, Any]) -> None:
         qid = question["question_id"]
         found = self.questions.answer_for(question, self.turn)
         if found is None:
@@ -117,9 +136,9 @@ class _Driver:
                             f"{question.get('text')!r}: the record has no answer to it, and no --answers rule matches")
             await self.client.get_workflow_handle(self.workflow_id).terminate(reason=self.stopped)
             return
-        self.answered[qid] = found.by
+        self.answered[(workflow_id, qid)] = found.by
         approval = question.get("kind") == "approval"
-        await send_reply(self.client, self.workflow_id, qid, text=found.text or ("" if approval else "(no answer)"),
+        await send_reply(self.client, workflow_id, qid, text=found.text or ("" if approval else "(no answer)"),
                          approved=found.approved if approval else None)
 
     async def drive(self, record: Record) -> None:
@@ -149,10 +168,11 @@ async def replay_one(client: Client, task_queue: str, workflow_id: str, record: 
     book = books[workflow_id] = ToolBook(record, settings.allow_live_tools)
     driver = _Driver(client, workflow_id, QuestionBook(record, settings.answers))
     error = await _run(client, task_queue, workflow_id, record, spec, driver, settings)
-    after = record_of(await run_histories(client, workflow_id), workflow_id)
+    after = await record_of_workflow(client, workflow_id)
     book.mark(after)
-    for asked in after.asked:
-        asked.answered_by = driver.answered.get(asked.question_id, "")
+    by_question = {qid: by for (_, qid), by in driver.answered.items()}
+    for question in after.asked:
+        question.answered_by = by_question.get(question.question_id, "")
     if driver.stopped:
         after.status = "stopped"
         after.notes.append(driver.stopped)

@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.converter import PayloadCodec
 
 from durable_teams.client.checkpoints import run_histories
-from durable_teams.replay.history_records import UnreadableHistory, record_of
+from durable_teams.replay.history_records import UnreadableHistory, child_ids, record_of
 from durable_teams.replay.records import Record
 
 MAX_QUERIED = 10_000
@@ -62,13 +62,16 @@ async def _decode_event(codec: PayloadCodec, event: HistoryEvent) -> None:
 
 
 async def record_of_workflow(client: Client, workflow_id: str) -> Record:
+    """The record of the conversation `workflow_id`: every run, and its nested teams' child
+    workflows (their steps where each started)."""
     runs = await run_histories(client, workflow_id)
     codec = client.data_converter.payload_codec
     if codec is not None:
         for history in runs:
             for event in history.events:
                 await _decode_event(codec, event)
-    return record_of(runs, workflow_id)
+    children = {child: await record_of_workflow(client, child) for child in child_ids(runs)}
+    return record_of(runs, workflow_id, children)
 
 
 async def workflow_ids(client: Client, query: str, limit: int = MAX_QUERIED) -> list[str]:
