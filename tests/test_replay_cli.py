@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -10,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from .fake_openai import FakeOpenAI, completion
 
 pytestmark = [pytest.mark.pure, pytest.mark.slow]
 
@@ -59,3 +63,25 @@ def test_an_agent_the_team_lacks_fails_that_conversation_and_the_verdict() -> No
     assert "**Failed:** faang: team 'faang' has no agent ghost (agents: math_expert, research_expert, supervisor)" \
         in done.stdout
     assert "threshold crossed: failed: 1 conversation(s) could not be replayed" in done.stderr
+
+
+async def test_a_live_candidate_gets_the_new_model_and_instructions_and_is_priced(tmp_path: Path) -> None:
+    """`--model-endpoint`, `--model`, `--instructions` and `--prices`: the endpoint is asked
+    with the candidate's model and prompt; its tokens make the cost, up from nothing."""
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"gpt-4o": {"input_per_million": 2.5, "output_per_million": 10}}')
+    with FakeOpenAI(script=lambda path, body: (200, completion("It is 1,977,586."), {})) as fake:
+        done = await asyncio.to_thread(
+            replay, FAANG, "--model-endpoint", fake.base_url, "--model", "gpt-4o", "--instructions",
+            "supervisor=Answer at once.", "--prices", str(prices), "--fail-on", "cost-increase=50", "--json", "-")
+    assert done.returncode == 4, done.stderr
+    assert {r["model"] for r in fake.requests} == {"gpt-4o"}
+    assert fake.requests[0]["messages"][0] == {"role": "system", "content": "Answer at once."}
+    report = json.loads(done.stdout)
+    conversation = report["conversations"][0]
+    assert conversation["routing"]["after"] == ["supervisor"]
+    assert [c["change"] for c in conversation["tool_calls"]] == ["removed"] * 5
+    after = conversation["usage"]["after"]
+    assert (after["input_tokens"], after["output_tokens"]) == (11, 7)
+    assert after["cost"] == pytest.approx(11 * 2.5e-6 + 7 * 10e-6)
+    assert "threshold crossed: cost-increase: up from nothing (limit 50 %)" in done.stderr

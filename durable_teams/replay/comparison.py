@@ -224,6 +224,8 @@ def verdict(total: Totals, rules: dict[str, float | None]) -> list[str]:
     if "changed-routing" in rules and total.routing_changed:
         crossed.append(f"changed-routing: {total.routing_changed} conversation(s) routed differently")
     limit = rules.get("cost-increase")
-    if "cost-increase" in rules and limit is not None and cost_increase(total) > limit:
-        crossed.append(f"cost-increase: up {cost_increase(total):.1f} % (limit {limit:g} %)")
+    increase = cost_increase(total)
+    if "cost-increase" in rules and limit is not None and increase > limit:
+        up = f"up {increase:.1f} %" if increase != float("inf") else "up from nothing"
+        crossed.append(f"cost-increase: {up} (limit {limit:g} %)")
     return crossed
