@@ -182,3 +182,13 @@ def test_the_reports_say_what_changed() -> None:
     assert data["passed"] is False and data["conversations"][0]["routing"]["after"] == ["repairs"]
     page = report_page([diff], total, crossed, "no <approval>")
     assert "no &lt;approval&gt;" in page and "<script" not in page and "http" not in page.replace("<!doctype html>", "")
+
+
+def test_a_recorded_result_keeps_its_handoff_and_context_updates() -> None:
+    """A swarm tool that returned an agent (or set context variables) does the same in a replay."""
+    handed = ToolRun("transfer_to_sales", "{}", "Handing over.", "triage", 1, context_updates={"tier": "gold"},
+                     handoff_to="sales")
+    decision = ToolBook(recorded(handed)).decide("transfer_to_sales", "{}", idempotent=False)
+    assert decision.recorded is not None
+    assert (decision.served, decision.recorded.handoff_to, decision.recorded.context_updates) == (
+        "recorded", "sales", {"tier": "gold"})

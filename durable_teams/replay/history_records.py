@@ -160,7 +160,9 @@ class _Reader:
         if (tool, arguments, agent) in self.local_calls:  # a local tool run by name: not run again
             self.local_calls.remove((tool, arguments, agent))
         self.record.steps.append(ToolRun(tool, arguments, str(result.get("content", "")), agent, self.turn,
-                                         bool(result.get("is_error")), took))
+                                         bool(result.get("is_error")), took,
+                                         context_updates=dict(result.get("context_updates") or {}),
+                                         handoff_to=result.get("handoff_to")))
 
     def marker(self, event: HistoryEvent) -> None:
         attrs = event.marker_recorded_event_attributes

@@ -48,6 +48,9 @@ class ToolRun:
     is_error: bool = False
     seconds: float = 0.0
     served: Served = "run"
+    context_updates: dict[str, Any] = field(default_factory=dict)
+    handoff_to: str | None = None
+    """What else the result carried: context variables it set, an agent it handed off to."""
     kind: Literal["tool"] = "tool"
 
     @property

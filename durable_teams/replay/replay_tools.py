@@ -43,4 +43,6 @@ class ReplayTools(ToolActivities):
         decision = book.decide(req.tool, req.arguments, self.idempotent(req))
         if decision.served == "live":
             return await super()._run(req)
-        return ToolResult(content=decision.content, is_error=decision.is_error)
+        run = decision.recorded  # what else the recorded result carried goes back with it
+        return ToolResult(content=decision.content, is_error=decision.is_error,
+                          context_updates=run.context_updates if run else {}, handoff_to=run.handoff_to if run else None)

@@ -21,6 +21,8 @@ class ToolDecision:
     content: str = ""
     """The result to return ("recorded", "stand-in"); empty for "live" (the tool's own)."""
     is_error: bool = False
+    recorded: ToolRun | None = None
+    """The recorded run whose result is served ("recorded")."""
 
 
 @dataclass
@@ -42,7 +44,7 @@ class ToolBook:
         runs = self.results.get(key)
         if runs:  # the same call again reuses the last recorded result
             run = runs.pop(0) if len(runs) > 1 else runs[0]
-            decision = ToolDecision("recorded", run.result, run.is_error)
+            decision = ToolDecision("recorded", run.result, run.is_error, run)
         elif idempotent and self.allow_live:
             decision = ToolDecision("live")
         else:
