@@ -68,6 +68,10 @@ def word_diff(before: str, after: str) -> str:
     return " ".join(out)
 
 
+def _cost(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"
+
+
 def _row(name: str, before: object, after: object, flag: bool = False) -> str:
     cls = ' class="flag"' if flag else ""
     return f"<tr><th>{_e(name)}</th><td>{_e(before)}</td><td{cls}>{_e(after)}</td></tr>"
@@ -80,7 +84,7 @@ def conversation(diff: ConversationDiff, n: int) -> str:
         _row("approvals asked", ", ".join(diff.approvals_before) or "none",
              ", ".join(diff.approvals_after) or "none", bool(diff.lost_approvals)),
         _row("tokens (in / out)", f"{b.input_tokens} / {b.output_tokens}", f"{a.input_tokens} / {a.output_tokens}"),
-        _row("cost", "unknown" if b.cost is None else f"{b.cost:.4f}", "unknown" if a.cost is None else f"{a.cost:.4f}"),
+        _row("cost", _cost(b.cost), _cost(a.cost)),
         _row("latency (s)", f"{b.seconds:.2f}", f"{a.seconds:.2f}"),
         _row("status", diff.before.status, diff.after.status, diff.after.status not in ("completed", "running")),
     ]
@@ -110,7 +114,8 @@ def report_page(diffs: list[ConversationDiff], total: Totals, crossed: list[str]
         _row("final answers changed", "", total.answers_changed),
         _row("tokens (in / out)", f"{total.before['input_tokens']} / {total.before['output_tokens']}",
              f"{total.after['input_tokens']} / {total.after['output_tokens']}"),
-        _row("latency (s)", total.before["seconds"], total.after["seconds"])])
+        _row("cost", _cost(total.before["cost"]), _cost(total.after["cost"])),
+        _row("latency (s)", f"{total.before['seconds']:.2f}", f"{total.after['seconds']:.2f}")])
     body = "".join(conversation(d, n) for n, d in enumerate(diffs))
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Replay against {_e(candidate)}</title>"
             f"<style>{STYLE}</style></head><body><h1>Replay of {total.conversations} conversation(s) "
