@@ -27,7 +27,7 @@ from durable_teams.replay.candidate import Candidate
 from durable_teams.replay.comparison import totals
 from durable_teams.replay.question_book import AnswerRule, QuestionBook
 from durable_teams.replay.records import Record
-from durable_teams.replay.replay_runner import ReplaySettings, _Driver, replay
+from durable_teams.replay.replay_runner import ConversationDriver, ReplaySettings, replay
 from durable_teams.replay.replay_sources import record_of_workflow
 from durable_teams.worker.build import build_worker
 from durable_teams.worker.devserver import find_temporal_binary
@@ -55,7 +55,7 @@ async def record_examples(client: Client, count: int, task_queue: str | None = N
             TeamWorkflow.run, ConversationInput(team=teams[n % 2].spec, task=module.QUESTION,
                                                 set_search_attributes=False),
             id=workflow_id, task_queue=queue)
-        people = _Driver(client, workflow_id, QuestionBook(nobody, PEOPLE))
+        people = ConversationDriver(client, workflow_id, QuestionBook(nobody, PEOPLE))
         people.turn = 1
         await asyncio.gather(people.follow(), client.get_workflow_handle(workflow_id).result())
         return workflow_id

@@ -36,6 +36,7 @@ from durable_teams.teams.builders import Agent, CompiledTeam
 from durable_teams.worker.script_files import scripts_for
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message, ModelRequest, ModelResponse, ToolSpec
 from durable_teams.workflows.state import ConversationInput
 
 from .browser import chromium_or_skip
@@ -241,3 +242,23 @@ async def test_a_nested_teams_steps_are_read_from_its_child_workflows(client: Cl
     assert file_only.tool_runs == [] and "replay by workflow id" in file_only.notes[0]
     diff, = await replay(client, [record], scripted([team], script))
     assert diff.routing_after == record.agents_visited and diff.tool_changes == [] and diff.served == {"recorded": 5}
+
+
+class Stalled(ScriptedModel):
+    """A model that never answers (until its call is cancelled)."""
+
+    async def complete(self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]) -> ModelResponse:
+        await asyncio.sleep(3600)
+        raise AssertionError("not reached")
+
+
+async def test_a_conversation_that_takes_too_long_or_fails_is_reported_and_fails_the_verdict(client: Client) -> None:
+    record = record_from_file(HISTORIES / "faang.json")
+    team = faang.build().compile()
+    slow, = await replay(client, [record], Candidate(Stalled(), [team]), ReplaySettings(timeout_seconds=2))
+    assert (slow.error, slow.after.status) == ("did not finish within 2 s", "terminated")
+    unscripted, = await replay(client, [record], scripted([team], {}))
+    assert unscripted.error is not None and unscripted.error.startswith(
+        "model call of supervisor failed: The scripted model has no replies for team 'faang'")
+    assert verdict(totals([slow, unscripted]), {}) == [
+        "failed: 2 conversation(s) could not be replayed (the report says why)"]

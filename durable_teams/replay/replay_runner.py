@@ -30,6 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_teams.client.refusals import ConversationEnded, ReplyRejected
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
 from durable_teams.client.send import send_reply, send_turn
+from durable_teams.client.server_state import root_cause
 from durable_teams.live.hub import LocalHub
 from durable_teams.replay.candidate import Candidate, CandidateError
 from durable_teams.replay.comparison import ConversationDiff, compare
@@ -90,7 +91,7 @@ def asked(event: HistoryEvent) -> list[dict[str, Any]]:
     return list(first([memo[PENDING_MEMO]]) or []) if PENDING_MEMO in memo else []
 
 
-class _Driver:
+class ConversationDriver:
     """Answers one replayed conversation's questions as they are asked (from the record, else
     the answers file), or stops the conversation at one neither answers."""
 
@@ -166,7 +167,7 @@ async def replay_one(client: Client, task_queue: str, workflow_id: str, record: 
     except CandidateError as err:
         return _not_run(record, str(err), settings)
     book = books[workflow_id] = ToolBook(record, settings.allow_live_tools)
-    driver = _Driver(client, workflow_id, QuestionBook(record, settings.answers))
+    driver = ConversationDriver(client, workflow_id, QuestionBook(record, settings.answers))
     error = await _run(client, task_queue, workflow_id, record, spec, driver, settings)
     after = await record_of_workflow(client, workflow_id)
     book.mark(after)
@@ -178,12 +179,12 @@ async def replay_one(client: Client, task_queue: str, workflow_id: str, record: 
         after.notes.append(driver.stopped)
     diff = compare(record, after, settings.prices, book.real_runs())
     failed_calls = [n for n in after.notes if n.startswith("model call of")]
-    diff.error = error or (failed_calls[0] if failed_calls else None)
+    diff.error = failed_calls[0] if failed_calls else error  # the candidate's own failure says most
     return diff
 
 
 async def _run(client: Client, task_queue: str, workflow_id: str, record: Record, spec: TeamSpec,
-               driver: _Driver, settings: ReplaySettings) -> str | None:
+               driver: ConversationDriver, settings: ReplaySettings) -> str | None:
     """Run the conversation; what went wrong (None: nothing, or stopped at a question)."""
     start = ConversationInput(team=spec, task=record.task, single_turn=record.single_turn,
                               context=record.context, set_search_attributes=False)
@@ -193,7 +194,9 @@ async def _run(client: Client, task_queue: str, workflow_id: str, record: Record
         await asyncio.wait_for(driver.drive(record), settings.timeout_seconds)
         return None
     except (WorkflowFailureError, ConversationEnded, ConversationStopped, ReplyRejected, RPCError) as err:
-        return None if driver.stopped else f"{type(err).__name__}: {err}"
+        if driver.stopped:
+            return None
+        return f"failed: {root_cause(err)}" if isinstance(err, WorkflowFailureError) else f"{type(err).__name__}: {err}"
     except TimeoutError:
         await handle.terminate(reason="the replay's time ran out")
         return f"did not finish within {settings.timeout_seconds:g} s"
