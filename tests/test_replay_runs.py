@@ -33,6 +33,7 @@ from durable_teams.replay.replay_sources import record_from_file, records_of, wo
 from durable_teams.replay.report_page import report_page
 from durable_teams.replay.reports import report_markdown
 from durable_teams.teams.builders import Agent, CompiledTeam
+from durable_teams.teams.tools import tool
 from durable_teams.worker.script_files import scripts_for
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -262,3 +263,25 @@ async def test_a_conversation_that_takes_too_long_or_fails_is_reported_and_fails
         "model call of supervisor failed: The scripted model has no replies for team 'faang'")
     assert verdict(totals([slow, unscripted]), {}) == [
         "failed: 2 conversation(s) could not be replayed (the report says why)"]
+
+
+async def test_an_idempotent_tool_runs_for_real_only_when_live_tools_are_allowed(client: Client) -> None:
+    record = record_from_file(HISTORIES / "faang.json")
+    searches: list[str] = []
+
+    @tool(idempotent=True)
+    def web_search(query: str) -> str:
+        """Search the web for information."""
+        searches.append(query)
+        return faang.web_search(query)
+
+    team = faang.build()
+    research = next(a for a in team.agents if isinstance(a, Agent) and a.name == "research_expert")
+    research.tools = [web_search]
+    script = {"faang": {**faang.SCRIPT, "research_expert": [
+        call("web_search", query="FAANG headcount 2024"), *faang.SCRIPT["research_expert"][1:]]}}
+    kept, = await replay(client, [record], scripted([team.compile()], script))
+    assert kept.stand_ins == ['web_search({"query": "FAANG headcount 2024"})'] and searches == []
+    live, = await replay(client, [record], scripted([team.compile()], script), ReplaySettings(allow_live_tools=True))
+    assert live.served == {"live": 1, "recorded": 4} and searches == ["FAANG headcount 2024"]
+    assert live.real_runs["web_search"] == 1
