@@ -133,14 +133,23 @@ class ConversationDriver:
         qid = question["question_id"]
         found = self.questions.answer_for(question, self.turn)
         if found is None:
-            self.stopped = (f"stopped at {question.get('kind', 'question')} {qid} from {question.get('agent')}: "
-                            f"{question.get('text')!r}: the record has no answer to it, and no --answers rule matches")
-            await self.client.get_workflow_handle(self.workflow_id).terminate(reason=self.stopped)
-            return
+            return await self.stop(f"stopped at {question.get('kind', 'question')} {qid} from "
+                                   f"{question.get('agent')}: {question.get('text')!r}: the record has no answer "
+                                   "to it, and no --answers rule matches")
         self.answered[(workflow_id, qid)] = found.by
         approval = question.get("kind") == "approval"
-        await send_reply(self.client, workflow_id, qid, text=found.text or ("" if approval else "(no answer)"),
-                         approved=found.approved if approval else None)
+        try:
+            await send_reply(self.client, workflow_id, qid, text=found.text or ("" if approval else "(no answer)"),
+                             approved=found.approved if approval else None)
+        except ReplyRejected as err:  # never left waiting for an answer that was refused
+            await self.stop(f"stopped at {question.get('kind', 'question')} {qid}: its answer was refused: {err}")
+
+    async def stop(self, why: str) -> None:
+        self.stopped = why
+        try:
+            await self.client.get_workflow_handle(self.workflow_id).terminate(reason=why)
+        except RPCError:  # it ended meanwhile: stopped all the same
+            pass
 
     async def drive(self, record: Record) -> None:
         """The record's turns, each after the previous one's reply, then the conversation closed."""
