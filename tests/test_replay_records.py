@@ -192,3 +192,13 @@ def test_a_recorded_result_keeps_its_handoff_and_context_updates() -> None:
     assert decision.recorded is not None
     assert (decision.served, decision.recorded.handoff_to, decision.recorded.context_updates) == (
         "recorded", "sales", {"tier": "gold"})
+
+
+def test_the_markdown_report_lists_unchanged_conversations_in_a_line() -> None:
+    same = compare(conversation(1, 10, "Refunded.", ["triage"]), conversation(1, 12, "Refunded.", ["triage"]))
+    other = compare(conversation(0, 10, "Refunded.", ["triage"]), conversation(0, 10, "Not refunded.", ["triage"]))
+    markdown = report_markdown([same, other], totals([same, other]), [], "a candidate")
+    assert not same.changed and other.changed
+    assert markdown.count("## c1 (support)") == 1 and "| final answers changed | | 1 |" in markdown
+    assert markdown.rstrip().endswith("## Unchanged\n\n1 conversation(s) replayed with the same routing, tool "
+                                      "calls, approvals and final answer: c1 (support).")

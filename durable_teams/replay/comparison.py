@@ -63,6 +63,13 @@ class ConversationDiff:
     def answer_changed(self) -> bool:
         return self.before.final_answer.strip() != self.after.final_answer.strip()
 
+    @property
+    def changed(self) -> bool:
+        """Whether anything the report compares differs (or the replay did not finish)."""
+        return bool(self.routing_changed or self.tool_changes or self.lost_approvals or self.answer_changed
+                    or self.approvals_before != self.approvals_after or self.stand_ins or self.stopped
+                    or self.error)
+
 
 def approval_name(asked: Asked) -> str:
     """An approval as the report names it: the tool call, or a breakpoint's own words."""

@@ -111,5 +111,10 @@ def report_markdown(diffs: list[ConversationDiff], total: Totals, crossed: list[
     lines = [f"# Replay of {total.conversations} conversation(s) against {candidate}", "",
              *totals_markdown(total, crossed)]
     for diff in diffs:
-        lines += conversation_markdown(diff)
+        if diff.changed:
+            lines += conversation_markdown(diff)
+    same = [f"{d.workflow_id} ({d.team})" for d in diffs if not d.changed]
+    if same:
+        lines += ["## Unchanged", "", f"{len(same)} conversation(s) replayed with the same routing, tool calls, "
+                  "approvals and final answer: " + ", ".join(same) + ".", ""]
     return "\n".join(lines).rstrip() + "\n"
