@@ -130,7 +130,8 @@ def test_no_two_modules_share_a_file_name() -> None:
 
 
 FACADES = ["durable_teams", "durable_teams.teams", "durable_teams.client", "durable_teams.worker",
-           "durable_teams.encryption", "durable_teams.memory", "durable_teams.replay"]
+           "durable_teams.encryption", "durable_teams.memory", "durable_teams.workflows",
+           "durable_teams.replay"]
 """The package and its documented submodules: each names its public API in one table."""
 
 

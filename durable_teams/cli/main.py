@@ -55,6 +55,7 @@ from durable_teams.cli.commands import (
     cmd_transcript,
     not_found,
 )
+from durable_teams.cli.extras import missing_extra
 from durable_teams.cli.interrupt import interruptible
 from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.client.exit_guard import exit_now
@@ -166,6 +167,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     interpreter teardown, which could hang or abort on the SDK's native threads); `--help`, a
     usage error and a gateway refused before it starts raise SystemExit as usual."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        _main(argv)
+    except ImportError as err:  # an optional extra this command needs is not installed
+        line = missing_extra(err, argv[0] if argv else "")
+        if line is None:
+            raise
+        print(f"durable-teams: {line}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _main(argv: list[str]) -> None:
     if argv[:1] == ["codec-server"]:  # its own options: durable_teams/encryption/codec_server.py
         from durable_teams.encryption.codec_server import main as codec_server
 
@@ -267,6 +279,10 @@ async def run_command(args: argparse.Namespace) -> int | str:
 
 
 def one_line(err: BaseException) -> str:
-    """An unexpected error as one line: its type and the first line of its message."""
+    """An unexpected error as one line: its type and the first line of its message (for a
+    missing optional extra: which one to install)."""
+    extra = missing_extra(err)
+    if extra is not None:
+        return extra
     text = str(err).strip()
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from durable_teams.cli.commands import CliError, open_client
+from durable_teams.cli.extras import missing_extra
 from durable_teams.cli.serve import run_until_stopped
 from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
 from durable_teams.gateway.team_cards import card_of, descriptions
@@ -53,8 +54,8 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     try:
         import mcp  # noqa: F401
-    except ImportError:
-        print("durable-teams: the MCP server needs its extra: pip install 'durable-teams[mcp]'", file=sys.stderr)
+    except ImportError as err:
+        print(f"durable-teams: {missing_extra(err, 'mcp')}", file=sys.stderr)
         return 2
     forward_core_log()
     run_until_stopped(_serve(args), (CliError, TeamLoadError, NamespaceNotFound))

@@ -24,6 +24,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, NoReturn
 
 from durable_teams.cli.commands import CliError, open_client
+from durable_teams.cli.extras import missing_extra
 from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
 from durable_teams.client.exit_guard import exit_now
 from durable_teams.client.server_address import port_arg
@@ -216,8 +217,8 @@ def main(argv: Sequence[str]) -> int:
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
-    except ImportError:
-        print("durable-teams: the gateway needs its extra: pip install 'durable-teams[gateway]'", file=sys.stderr)
+    except ImportError as err:
+        print(f"durable-teams: {missing_extra(err, 'serve')}", file=sys.stderr)
         return 2
     forward_core_log()  # the SDK core's warnings to stderr through Python's logging
     run_until_stopped(run_gateway(args, tokens), (CliError, LiveHubError, TeamLoadError, NamespaceNotFound))
