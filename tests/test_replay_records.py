@@ -22,7 +22,7 @@ from durable_teams.replay.history_records import UnreadableHistory, values
 from durable_teams.replay.question_book import AnswerRule, QuestionBook, load_answers
 from durable_teams.replay.records import Asked, ModelCall, Record, ToolRun, TurnRecord
 from durable_teams.replay.replay_sources import record_from_file
-from durable_teams.replay.report_page import report_page
+from durable_teams.replay.report_page import report_html
 from durable_teams.replay.reports import report_json, report_markdown
 from durable_teams.replay.tool_book import ToolBook
 from durable_teams.workflows.usage import ModelPrice
@@ -180,7 +180,7 @@ def test_the_reports_say_what_changed() -> None:
     assert "- Agents visited, replay: repairs **(changed)**" in markdown
     data = json.loads(report_json([diff], total, crossed, "no approval"))
     assert data["passed"] is False and data["conversations"][0]["routing"]["after"] == ["repairs"]
-    page = report_page([diff], total, crossed, "no <approval>")
+    page = report_html([diff], total, crossed, "no <approval>")
     assert "no &lt;approval&gt;" in page and "<script" not in page and "http" not in page.replace("<!doctype html>", "")
 
 

@@ -30,7 +30,7 @@ from durable_teams.replay.question_book import AnswerRule
 from durable_teams.replay.records import Record
 from durable_teams.replay.replay_runner import ReplaySettings, replay
 from durable_teams.replay.replay_sources import record_from_file, records_of, workflow_ids
-from durable_teams.replay.report_page import report_page
+from durable_teams.replay.report_page import report_html
 from durable_teams.replay.reports import report_markdown
 from durable_teams.teams.builders import Agent, CompiledTeam
 from durable_teams.teams.tools import tool
@@ -178,7 +178,7 @@ async def test_the_html_report_shows_the_transcripts_side_by_side_in_chromium(cl
     diff, = await replay(client, [record], scripted([replay_candidates.faang_math_first().compile()],
                                                     replay_candidates.SCRIPT))
     page_file = tmp_path / "report.html"
-    page_file.write_text(report_page([diff], totals([diff]), [], "math first"))
+    page_file.write_text(report_html([diff], totals([diff]), [], "math first"))
     async with async_playwright() as pw:
         chromium = await pw.chromium.launch(executable_path=browser_path, headless=True, args=["--no-sandbox"])
         try:

@@ -39,7 +39,7 @@ from durable_teams.replay.history_records import UnreadableHistory
 from durable_teams.replay.question_book import load_answers
 from durable_teams.replay.replay_runner import ReplaySettings, private_server, replay
 from durable_teams.replay.replay_sources import records_of, split_sources
-from durable_teams.replay.report_page import report_page
+from durable_teams.replay.report_page import report_html
 from durable_teams.replay.reports import report_json, report_markdown
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.teams.team_tools import team_names
@@ -147,7 +147,7 @@ async def run(args: argparse.Namespace) -> int:
     if args.json:
         _write(args.json, report_json(diffs, total, crossed, candidate.description))
     if args.html:
-        _write(args.html, report_page(diffs, total, crossed, candidate.description))
+        _write(args.html, report_html(diffs, total, crossed, candidate.description))
     for line in crossed:
         print(f"durable-teams replay: threshold crossed: {line}", file=sys.stderr)
     return THRESHOLD_CROSSED if crossed else 0

@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "verdict": "durable_teams.replay.comparison",
     "report_markdown": "durable_teams.replay.reports",
     "report_json": "durable_teams.replay.reports",
-    "report_page": "durable_teams.replay.report_page",
+    "report_html": "durable_teams.replay.report_page",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -46,5 +46,5 @@ if TYPE_CHECKING:
     from durable_teams.replay.records import Record
     from durable_teams.replay.replay_runner import ReplaySettings, private_server, replay
     from durable_teams.replay.replay_sources import record_from_file, records_of
-    from durable_teams.replay.report_page import report_page
+    from durable_teams.replay.report_page import report_html
     from durable_teams.replay.reports import report_json, report_markdown

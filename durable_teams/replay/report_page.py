@@ -102,7 +102,7 @@ def conversation(diff: ConversationDiff, n: int) -> str:
             f'<div class="after"><h3>replay</h3>{transcript(diff.after)}</div></div></section>')
 
 
-def report_page(diffs: list[ConversationDiff], total: Totals, crossed: list[str], candidate: str) -> str:
+def report_html(diffs: list[ConversationDiff], total: Totals, crossed: list[str], candidate: str) -> str:
     verdict = ("<p class=\"flag\" id=\"verdict\">Failed: " + _e("; ".join(crossed)) + "</p>" if crossed
                else '<p id="verdict">Passed: no threshold crossed.</p>')
     summary = "".join([
