@@ -63,14 +63,15 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float = 120) -> 
 
 @dataclass
 class Server:
-    """One side: how to start it, how to start again the process that serves HTTP (the one a
-    crash kills: procs[0]), its SDK URL and its health URL."""
+    """One side: how to start all its processes (the first serves HTTP), how to start again the
+    ones a crash kills (every one of them: the HTTP server, and durable-teams' worker too), its
+    SDK URL, its health URL, and what stops what outlives its processes."""
 
     name: str
     start: Callable[[], list[subprocess.Popen[bytes]]]
-    start_http: Callable[[], subprocess.Popen[bytes]]
     url: str
     health: str
+    finish: Callable[[], None] = lambda: None
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def up(self) -> None:
@@ -78,10 +79,10 @@ class Server:
         wait_http(self.health, self.procs[0])
 
     def crash_and_restart(self) -> None:
-        self.procs[0].send_signal(signal.SIGKILL)
-        self.procs[0].wait()
-        self.procs[0] = self.start_http()
-        wait_http(self.health, self.procs[0])
+        for proc in self.procs:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        self.up()
 
     def down(self) -> None:
         for proc in self.procs:
@@ -92,6 +93,7 @@ class Server:
                 proc.wait(10)
             if proc.poll() is None:
                 proc.kill()
+        self.finish()
 
 
 def spawn(argv: list[str], env: dict[str, str], log: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
@@ -110,7 +112,7 @@ def langgraph_server(lg_bin: str, model_url: str, work: Path) -> Server:
         return spawn([lg_bin, "dev", "--port", str(port), "--no-browser", "--no-reload"], env,
                      work / "langgraph.log", cwd=graph_dir)
 
-    return Server("langgraph dev", lambda: [start_dev()], start_dev, f"http://127.0.0.1:{port}",
+    return Server("langgraph dev", lambda: [start_dev()], f"http://127.0.0.1:{port}",
                   f"http://127.0.0.1:{port}/ok")
 
 
@@ -122,16 +124,18 @@ def durable_teams_server(model_url: str, work: Path) -> Server:
     (work / "home").mkdir(parents=True, exist_ok=True)
     cli = [sys.executable, "-m", "durable_teams"]
 
-    def gateway() -> subprocess.Popen[bytes]:
-        return spawn(cli + ["serve", "--port", str(gateway_port)], env, work / "gateway.log")
-
     def start() -> list[subprocess.Popen[bytes]]:
-        worker = spawn(cli + ["worker"], env, work / "worker.log")  # starts the embedded server
+        # the worker starts the embedded Temporal server (detached: it outlives a crash of the
+        # worker, as a cluster would), then the gateway
+        worker = spawn(cli + ["worker"], env, work / "worker.log")
         wait_temporal(temporal_port, worker)
-        return [gateway(), worker]
+        return [spawn(cli + ["serve", "--port", str(gateway_port)], env, work / "gateway.log"), worker]
 
-    return Server("durable-teams", start, gateway, f"http://127.0.0.1:{gateway_port}/langgraph",
-                  f"http://127.0.0.1:{gateway_port}/healthz")
+    def finish() -> None:
+        subprocess.run(cli + ["server-stop"], env=env, capture_output=True, timeout=60)
+
+    return Server("durable-teams", start, f"http://127.0.0.1:{gateway_port}/langgraph",
+                  f"http://127.0.0.1:{gateway_port}/healthz", finish)
 
 
 def wait_temporal(port: int, proc: subprocess.Popen[bytes], seconds: float = 120) -> None:
@@ -217,7 +221,8 @@ async def sdk_calls(url: str) -> dict[str, str]:
 
 
 async def crash_and_restart(server: Server) -> dict[str, str]:
-    """A background run, the server killed (-9) once the run has begun, restarted: what is kept."""
+    """A background run, the server's processes killed (-9) once the run has begun (LangGraph's
+    server; durable-teams' gateway and worker), restarted: what is kept."""
     client = get_client(url=server.url)
     thread = await client.threads.create(graph_id="faang")
     tid = thread["thread_id"]

@@ -66,7 +66,8 @@ def test_importing_the_package_loads_no_workflow_activity_or_temporal_code() -> 
 
 DOCUMENTED = ("durable_teams", "durable_teams.teams", "durable_teams.client", "durable_teams.worker",
               "durable_teams.encryption", "durable_teams.workflows", "durable_teams.workflows.intents",
-              "durable_teams.examples", "durable_teams.memory")
+              "durable_teams.examples", "durable_teams.memory",
+              "durable_teams.replay")
 """Where the docs may import from: the package and its documented submodules (each with a public
 table, docs/architecture.md; the workflow and its wire types from `durable_teams.workflows`)."""
 DEMONSTRATED = ("durable_teams.activities.model_toolless",)

@@ -24,7 +24,7 @@ from durable_teams.workflows import (
 from .conftest import running_worker
 from .teams import TEAM, echo
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]  # a worker and a conversation: over a second
 
 
 async def test_a_temporal_client_needs_only_the_workflows_package(client: Client, task_queue: str) -> None:

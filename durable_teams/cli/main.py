@@ -22,6 +22,7 @@
     durable-teams serve [--port 8000]          # HTTP gateway: web inbox, OpenAI APIs, MCP, A2A
     durable-teams mcp [--team myteams:TEAMS]   # the teams as MCP tools over stdio
     durable-teams memory list|get|put|delete   # the memory store tools share (memory --help)
+    durable-teams replay ID|FILE --team cand:TEAMS  # recorded conversations against a candidate (replay --help)
 
 Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRPC port
 $DURABLE_TEAMS_PORT or --port, default 7233; Web UI $DURABLE_TEAMS_UI_PORT or --ui-port,
@@ -122,6 +123,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="the HTTP gateway: native endpoints, an OpenAI-compatible API and a "
                    "web inbox (serve --help)")
     sub.add_parser("memory", help="list, get, put or delete memory store items (memory --help)")
+    sub.add_parser("replay", help="replay recorded conversations against a changed team, model or prompt, "
+                   "and report what changed (replay --help)")
     chat = sub.add_parser("chat", parents=[queue, tenancy], help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
     chat.add_argument("--thread", help="the conversation's workflow id (new or existing)")
@@ -200,6 +203,10 @@ def _main(argv: list[str]) -> None:
         if isinstance(code, str):
             print(code, file=sys.stderr)
         sys.exit(1 if isinstance(code, str) else code)
+    if argv[:1] == ["replay"]:  # its own options and exit status: durable_teams/cli/replay_command.py
+        from durable_teams.cli.replay_command import main as replay
+
+        return replay(argv[1:])
     if argv[:1] == ["serve"]:  # the HTTP gateway, its own options: durable_teams/cli/serve.py
         from durable_teams.cli.serve import main as serve
 
