@@ -83,7 +83,7 @@ def test_a_chat_key_holds_the_system_prompts_the_user_and_the_caller() -> None:
 
 
 def test_participant_names_and_the_safety_identifier_are_part_of_the_key() -> None:
-    from durable_teams.gateway.doors.openai_chat.door import end_user
+    from durable_teams.gateway.core.end_users import end_user
 
     def prefix(name: object = None, **body: object) -> str:
         message: dict[str, object] = {"role": "user", "content": FIRST}

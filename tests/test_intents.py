@@ -105,6 +105,36 @@ def test_intents_naming_what_is_not_there_are_refused_at_definition() -> None:
         Supervisor([Agent("b", "x", tools=[approve], model="m")], intents=[Intent(phrases=["x"], tool="refund")])
 
 
+def test_an_intents_tool_arguments_are_checked_where_the_team_is_defined() -> None:
+    """Arguments a tool's parameters do not take fail at definition, naming the intent and the
+    field, as a model's call would at run time: a missing required one, an unknown one, an
+    injected one, a wrong type; in a swarm's agent and a nested team too."""
+    def charge(amount: int, context_variables: dict) -> str:
+        """Charge an amount."""
+        return str(amount)
+
+    billing = Agent("billing", "You refund.", tools=[order_status, refund, charge], model="m")
+    cases = [
+        ({}, "refund", r"the intent of the team for 'x' calls 'refund'.*order.*[Ff]ield required"),
+        ({"order": "A1", "reason": "late"}, "refund", r"calls 'refund'.*reason"),
+        ({"amount": "lots"}, "charge", r"calls 'charge'.*amount"),
+        ({"amount": 5, "context_variables": {}}, "charge", r"calls 'charge'.*context_variables"),
+    ]
+    for arguments, name, message in cases:
+        with pytest.raises(TeamError, match=message):
+            Supervisor([billing], intents=[Intent(phrases=["x"], tool=name, arguments=arguments)])
+    with pytest.raises(TeamError, match=r"the intent of agent 'billing' for 'y' calls 'refund'"):
+        Swarm([Agent("billing", "x", tools=[refund], model="m",
+                     intents=[Intent(phrases=["y"], tool="refund")])])
+    inner = Supervisor([billing], name="inner", model="m")
+    inner.intents = [Intent(phrases=["z"], tool="refund")]  # set after its own compile
+    with pytest.raises(TeamError, match=r"team 'inner': the intent of the team for 'z'"):
+        Supervisor([inner], name="outer", model="m")
+    # arguments it takes (a default left out, an int for an int) are accepted
+    Supervisor([billing], intents=[Intent(phrases=["a"], tool="order_status"),
+                                   Intent(phrases=["b"], tool="charge", arguments={"amount": 5})])
+
+
 def test_a_team_without_intents_compiles_to_the_same_wire_input() -> None:
     from pydantic import TypeAdapter
 
@@ -159,6 +189,47 @@ async def test_an_intent_with_an_answer_makes_no_model_call(client: Client, task
     assert [e.type for i, m in enumerate(log) for e in events_of(i, m)] == ["user_message", "routing", "ai_message"]
     assert memo["last_intent"] == {"agent": "supervisor", "phrase": "when are you open", "how": "exact",
                                    "action": "answer"}
+
+
+def test_fullwidth_and_other_compatibility_forms_match_after_nfkc() -> None:
+    assert normalize("ｗｈｅｎ ａｒｅ ｙｏｕ ＯＰＥＮ？") == "when are you open"
+    assert normalize("ｗｈｅｎ", compatibility=False) != "when"  # as conversations before NFKC
+    match = match_exact([("supervisor", HOURS)], "ＯＰＥＮＩＮＧ　ＨＯＵＲＳ")
+    assert match is not None and match.phrase == "opening hours"
+    assert match_exact([("supervisor", HOURS)], "ＯＰＥＮＩＮＧ　ＨＯＵＲＳ", compatibility=False) is None
+
+
+@pytest.mark.slow
+async def test_a_fullwidth_message_matches_and_a_history_from_before_nfkc_replays_as_it_ran(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new conversation matches the fullwidth message (no model call); a conversation that
+    ran before NFKC (its message went to the model) replays under this code without
+    non-determinism (the patch marker is asked for only where NFKC changes the match)."""
+    fullwidth = "ｗｈｅｎ ａｒｅ ｙｏｕ ｏｐｅｎ"
+    model = ScriptedModel({})
+    replies, log, _ = await conversation(client, task_queue, model, [fullwidth])
+    assert replies[0].text == "We are open 9 to 5, Monday to Friday." and len(model.requests) == 0
+    assert log[1].content == "Intent matched (exact): 'when are you open' -> answer"
+
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from durable_teams.workflows import intent_turns
+    old = ScriptedModel({"supervisor": [say("The model answered.")]})
+    with monkeypatch.context() as patched:  # the code before NFKC: matched without it, no marker
+        patched.setattr(intent_turns, "matched_exactly",
+                        lambda found, text: match_exact(found, text, compatibility=False))
+        compiled = shop().compile()
+        async with running_worker(client, task_queue, [compiled], old):
+            handle = await client.start_workflow(
+                TeamWorkflow.run, ConversationInput(team=compiled.spec, single_turn=False),
+                id=f"intents-old-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+            before = await send_turn(client, handle.id, fullwidth)
+            await handle.terminate("test over")
+    assert before.text == "The model answered." and len(old.requests) == 1
+    history = await handle.fetch_history()
+    replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter)
+    await replayer.replay_workflow(history)  # raises on non-determinism
 
 
 async def test_an_intent_hands_the_turn_to_an_agent(client: Client, task_queue: str) -> None:

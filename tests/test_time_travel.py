@@ -221,6 +221,7 @@ async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: C
         left = (await handle.describe()).run_id
         rewound = await run_cli("rewind", handle.id, "--to", end_of_1.id, env=env)
         status = await handle.query(TeamWorkflow.status)
+        status_run = (await handle.describe()).run_id
         abandoned = await run_cli("checkpoints", handle.id, "--run-id", left, env=env)
     assert listed.code == 0
     lines = listed.out.splitlines()
@@ -232,7 +233,10 @@ async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: C
         f"durable-teams: 'nope.1' is not a checkpoint of thread {handle.id} "
         f"(list them: durable-teams checkpoints {handle.id})")
     assert rewound.code == 0 and status.turns == 1
-    assert rewound.out.strip().endswith(f"stays readable: durable-teams checkpoints {handle.id} --run-id {left}")
+    assert rewound.out.splitlines() == [
+        f"{handle.id} continues from {end_of_1.id} (run {status_run}); the abandoned branch stays readable: "
+        f"durable-teams checkpoints {handle.id} --run-id {left}",
+        "abandoned: turn 2 ('hello'), answered"]
     assert (abandoned.code, abandoned.out) == (0, listed.out)  # the abandoned branch, as it was
 
 
@@ -264,6 +268,7 @@ async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_thro
         turn = asyncio.ensure_future(send_turn(client, handle.id, "refund A1"))
         question = await pending_question(handle)
         bad = await run_cli("approve", handle.id, "--arguments", "[1]", env=env)
+        wrong_type = await run_cli("approve", handle.id, "--arguments", '{"order": 17}', env=env)
         resumed = await run_cli("approve", handle.id, "--arguments", '{"order": "A2"}', env=env)
         reply = await turn
         stopped_turn = asyncio.ensure_future(send_turn(client, handle.id, "refund B1"))
@@ -274,12 +279,47 @@ async def test_a_breakpoint_before_the_refund_resumed_with_edited_arguments_thro
     assert (question.kind, question.tool, question.arguments, question.breakpoint) == (
         "approval", "execute_refund", '{"order": "A1"}', True)
     assert bad.code == 1 and "--arguments takes a JSON object" in bad.err
+    # arguments the tool's schema refuses: one line naming the field, the question still open
+    assert wrong_type.code == 1 and wrong_type.err.strip().count("\n") == 0, wrong_type.both
+    assert "the edited arguments do not fit execute_refund: 'order': string expected, not 17" in wrong_type.err
     assert resumed.code == 0, resumed.both
     assert reply.text == 'done: (The user changed the arguments to {"order": "A2"} before it ran.) refunded A2'
     assert stopped.code == 0
     assert stopped_reply.text == "done: The user stopped execute_refund at a breakpoint: wrong order. It was not run."
     assert REFUNDS == {"A2": 1}
     assert await replays(client, history)  # a breakpoint's conversation replays
+
+
+@pytest.mark.slow
+async def test_an_edit_sent_as_a_signal_that_does_not_fit_the_tool_is_refused_and_the_question_stays_open(
+        client: Client, task_queue: str) -> None:
+    """Where updates are off an answer is the `human_reply` signal: an edit the tool's schema
+    refuses is not taken (the outcome says why), the question stays open, the tool runs once
+    with the arguments that fit, and the history (with its patch marker) replays."""
+    from durable_teams.client.refusals import ReplyRejected
+    from durable_teams.client.updates_off import answer_by_signal
+    from durable_teams.workflows.state import HumanReply
+
+    team = Swarm([Agent("support", "Help customers.", tools=[execute_refund])],
+                 interrupt_before=["execute_refund"]).compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)):
+        handle = await start(client, task_queue, team)
+        turn = asyncio.ensure_future(send_turn(client, handle.id, "refund A1"))
+        question = await pending_question(handle)
+        with pytest.raises(ReplyRejected) as refused:
+            await answer_by_signal(handle, HumanReply(question_id=question.question_id, approved=True,
+                                                      arguments='{"order": "A3", "context_variables": {}}'))
+        still = await pending_question(handle)
+        await answer_by_signal(handle, HumanReply(question_id=question.question_id, approved=True,
+                                                  arguments='{"order": "A3"}'))
+        reply = await turn
+        history = await handle.fetch_history()
+    assert "'context_variables' is not a parameter of the tool" in str(refused.value)
+    assert still.question_id == question.question_id
+    assert reply.text.endswith("refunded A3") and REFUNDS == {"A3": 1}
+    markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+    assert len(markers) == 1  # the patch, asked once: for the edit that did not fit
+    assert await replays(client, history)
 
 
 def test_a_breakpoint_on_a_tool_the_team_lacks_is_refused_where_the_team_is_defined() -> None:

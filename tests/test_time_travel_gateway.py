@@ -74,12 +74,24 @@ async def test_a_breakpoint_is_resumed_with_edited_arguments_over_http(client: C
         listed = (await http.get("/questions")).json()
         path = f"/threads/{thread}/questions/{question.question_id}"
         not_object = await http.post(path, json={"approved": True, "arguments": "[1]"})
+        refused = [await http.post(path, json={"approved": True, "arguments": edited}) for edited in (
+            {"order": 17}, {}, {"order": "A9", "reason": "late"}, {"order": "A9", "idempotency_key": "mine"})]
+        still_open = [q["question_id"] for q in (await http.get("/questions")).json() if q["thread_id"] == thread]
         resumed = await http.post(path, json={"approved": True, "arguments": {"order": "A9"}})
         reply = await turn
     # (other tests' threads on the shared server may wait too)
     assert [(q["tool"], q["breakpoint"]) for q in listed if q["thread_id"] == thread] == [("execute_refund", True)]
     assert not_object.status_code == 400
-    assert resumed.status_code == 200 and REFUNDS == {"A9": 1}
+    # edits the tool's parameters refuse: 400 naming the field, the tool not run, the question open
+    assert [r.status_code for r in refused] == [400] * 4
+    assert {r.json()["error"]["type"] for r in refused} == {"invalid_arguments"}
+    messages = [r.json()["error"]["message"] for r in refused]
+    assert messages[0].endswith("the edited arguments do not fit execute_refund: 'order': string expected, not 17")
+    assert messages[1].endswith("'order': required, and missing")
+    assert "'reason' is not a parameter of the tool" in messages[2]
+    assert "'idempotency_key' is not a parameter of the tool" in messages[3]  # injected: not from outside
+    assert still_open == [question.question_id]
+    assert resumed.status_code == 200 and REFUNDS == {"A9": 1}  # then run once, with the good ones
     assert reply.text.endswith("before it ran.) refunded A9")
 
 
@@ -101,3 +113,34 @@ async def test_a_scoped_token_forks_only_its_own_threads_and_keeps_the_fork(clie
     assert seen_by_other.status_code == 404 and forked_by_other.status_code == 404  # as for no thread
     assert forked.status_code == 201 and fork_seen.status_code == 200
     assert fork_hidden.status_code == 404  # the fork keeps the original's scope
+
+
+@pytest.mark.slow
+async def test_a_chain_of_forks_from_a_thread_id_of_the_longest_length_stays_readable(
+        client: Client, task_queue: str) -> None:
+    """Every id the gateway makes is one it accepts: forks (keyed and not) of a 200-character
+    thread id, and forks of those forks, stay within the thread id rule, each its own thread,
+    readable with its turns."""
+    team = support()
+    longest = "t" + "x" * 199
+    async with running_worker(client, task_queue, [team], ScriptedModel(support_model)), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        started = await http.post("/threads", json={"team": team.spec.name, "thread_id": longest})
+        await send_turn(client, longest, "hello")
+        chain, forks = longest, []
+        for n in range(4):  # keyed forks (their id derived from the key), then plain ones
+            headers = {"Idempotency-Key": f"chain-{n}"} if n % 2 == 0 else {}
+            made = await http.post(f"/threads/{chain}/fork", json={}, headers=headers)
+            assert made.status_code == 201, made.text
+            chain = made.json()["thread_id"]
+            forks.append(chain)
+        again = await http.post(f"/threads/{forks[1]}/fork", json={}, headers={"Idempotency-Key": "chain-2"})
+        reply = await send_turn(client, forks[-1], "still here")
+        read = [await http.get(f"/threads/{fork}") for fork in forks]
+        turns = [await http.get(f"/threads/{fork}/transcript") for fork in forks]
+    assert started.status_code == 201
+    assert all(len(fork) <= 200 for fork in forks) and len(set(forks)) == 4
+    assert all(fork.startswith("txxx") and "-fork-" in fork for fork in forks)
+    assert again.status_code == 200 and again.json()["thread_id"] == forks[2], again.text  # deterministic
+    assert [r.status_code for r in read] == [200] * 4 and [t.status_code for t in turns] == [200] * 4
+    assert reply.text == "support heard: still here" and reply.turn == 2

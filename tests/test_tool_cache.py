@@ -4,6 +4,7 @@ tool that is not idempotent. Pure (the activity run in ActivityEnvironment)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import timedelta
 from typing import Any
@@ -14,10 +15,11 @@ from temporalio.testing import ActivityEnvironment
 from durable_teams.activities.tool_activities import ToolActivities
 from durable_teams.activities.tool_results import Result
 from durable_teams.memory.memory_backends import InMemoryStore
-from durable_teams.memory.tool_cache import NAMESPACE
+from durable_teams.memory.tool_cache import NAMESPACE, CallIdentity, cache_key, function_identity
+from durable_teams.teams.team_tools import ToolsByTeam
 from durable_teams.teams.tools import ToolRegistry, tool
 from durable_teams.workflows.definition_checks import TeamError
-from durable_teams.workflows.messages import ToolRequest, ToolResult
+from durable_teams.workflows.messages import TeamSpec, ToolRequest, ToolResult
 
 pytestmark = pytest.mark.pure
 
@@ -40,9 +42,22 @@ def moody(fail: bool) -> Result:
     return Result("handing over", agent="billing")
 
 
-def request(name: str, arguments: str, conversation: str) -> ToolRequest:
+def request(name: str, arguments: str, conversation: str, team: str | None = None,
+            tenant: str | None = None) -> ToolRequest:
     return ToolRequest(tool=name, arguments=arguments, tool_call_id="c1",
-                       idempotency_key=f"{conversation}/1/0/c1", agent="clerk")
+                       idempotency_key=f"{conversation}/1/0/c1", agent="clerk", team=team, tenant=tenant)
+
+
+def shop_rate(currency: str) -> str:
+    """The shop's rate for a currency (counts its runs)."""
+    RUNS.append({"shop": currency})
+    return f"shop rate for {currency}: 1.10"
+
+
+def bank_rate(currency: str) -> str:
+    """The bank's rate for a currency (counts its runs)."""
+    RUNS.append({"bank": currency})
+    return f"bank rate for {currency}: 1.30"
 
 
 async def run(activities: ToolActivities, req: ToolRequest) -> ToolResult:
@@ -120,3 +135,51 @@ def test_only_an_idempotent_tool_that_reads_no_context_can_be_cached() -> None:
             tool(lookup, idempotent=True, cache_seconds=bad)
     assert tool(lookup, idempotent=True, cache_seconds=0.5).cache_seconds == 0.5
     assert tool(lookup).cache_seconds is None
+
+
+async def test_two_teams_tools_of_one_name_never_share_a_cached_result() -> None:
+    """Team shop's `rate` and team bank's `rate` are two functions of one tool name: each call
+    runs its own team's function (counted), and the second call of each is that team's cache."""
+    shop = ToolRegistry(tool(shop_rate, name="rate", idempotent=True, cache_seconds=60))
+    bank = ToolRegistry(tool(bank_rate, name="rate", idempotent=True, cache_seconds=60))
+    teams = ToolsByTeam()
+    teams.add(TeamSpec(name="shop", agents={}), shop)
+    teams.add(TeamSpec(name="bank", agents={}), bank)
+    store = InMemoryStore()
+    activities = ToolActivities(teams, store=store)
+    first_shop = await run(activities, request("rate", '{"currency": "USD"}', "s1", team="shop"))
+    first_bank = await run(activities, request("rate", '{"currency": "USD"}', "b1", team="bank"))
+    assert first_shop == ToolResult(content="shop rate for USD: 1.10")
+    assert first_bank == ToolResult(content="bank rate for USD: 1.30")
+    again_shop = await run(activities, request("rate", '{"currency": "USD"}', "s2", team="shop"))
+    again_bank = await run(activities, request("rate", '{"currency": "USD"}', "b2", team="bank"))
+    assert again_shop.content.startswith("shop rate for USD: 1.10\n\n[cached result from ")
+    assert again_bank.content.startswith("bank rate for USD: 1.30\n\n[cached result from ")
+    assert RUNS == [{"shop": "USD"}, {"bank": "USD"}]
+
+
+async def test_one_teams_tool_under_two_tenants_keeps_a_result_per_tenant() -> None:
+    store = InMemoryStore()
+    activities = ToolActivities(ToolRegistry(exchange_rate), store=store)
+    for tenant in ("acme", "globex", "acme", "globex", None, None):
+        result = await run(activities, request("exchange_rate", '{"base": "USD"}', "c", team="t",
+                                               tenant=tenant))
+        assert not result.is_error
+    # one run per tenant (and one for the conversations of no tenant), each reused once
+    assert RUNS == [{"base": "USD", "quote": "EUR"}] * 3
+    assert len(await store.search(NAMESPACE)) == 3
+
+
+def test_a_tools_identity_is_its_functions_qualified_name() -> None:
+    assert function_identity(shop_rate) == "tests.test_tool_cache.shop_rate"
+    assert function_identity(functools.partial(shop_rate, "EUR")) == "tests.test_tool_cache.shop_rate"
+
+    class Rates:
+        def __call__(self, currency: str) -> str:
+            return currency
+
+    assert function_identity(Rates()).endswith("test_a_tools_identity_is_its_functions_qualified_name.<locals>.Rates")
+    one = CallIdentity("shop", "m.rate", None, "{}")
+    assert len({cache_key(one), cache_key(CallIdentity("bank", "m.rate", None, "{}")),
+                cache_key(CallIdentity("shop", "n.rate", None, "{}")),
+                cache_key(CallIdentity("shop", "m.rate", "acme", "{}"))}) == 4

@@ -129,13 +129,14 @@ class ToolActivities:
             return _bounded(await self._invoke(t, req, kwargs))
         # a cached tool: the same call within cache_seconds reuses the result kept in the store
         store = await self._store()
-        arguments = canonical_arguments(t.fn, kwargs)
-        hit = None if store is None else await tool_cache.lookup(store, req.tool, arguments, t.cache_seconds)
+        call = tool_cache.CallIdentity(req.team, tool_cache.function_identity(t.fn), req.tenant,
+                                       canonical_arguments(t.fn, kwargs))
+        hit = None if store is None else await tool_cache.lookup(store, req.tool, call, t.cache_seconds)
         if hit is not None:
             return _bounded(ToolResult(content=tool_cache.marked(hit)))
         result = await self._invoke(t, req, kwargs)
         if store is not None and not (result.is_error or result.context_updates or result.handoff_to):
-            await tool_cache.keep(store, req.tool, arguments, result.content)
+            await tool_cache.keep(store, req.tool, call, result.content)
         return _bounded(result)
 
     async def _invoke(self, t: Tool, req: ToolRequest, kwargs: dict[str, Any]) -> ToolResult:

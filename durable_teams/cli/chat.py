@@ -44,6 +44,7 @@ from durable_teams.client.server_state import (
     workers_soon,
 )
 from durable_teams.client.start import start_conversation
+from durable_teams.client.thread_ids import team_part
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput, Question, TurnReply
 
@@ -65,6 +66,9 @@ class Thread:
     id: str
     task_queue: str
     started: bool
+    tenant: str | None = None
+    user: str | None = None
+    """Its tenant and end user, for a new thread (docs/architecture.md, "Tenants and users")."""
 
     async def start(self) -> None:
         """Start the new thread's conversation (before its first turn)."""
@@ -72,7 +76,8 @@ class Thread:
             return
         try:
             await start_conversation(self.client, self.team, ConversationInput(
-                team_name=self.team, single_turn=False), id=self.id, task_queue=self.task_queue)
+                team_name=self.team, single_turn=False), tenant=self.tenant, user=self.user,
+                id=self.id, task_queue=self.task_queue)
         except WorkflowAlreadyStartedError:  # started meanwhile, elsewhere: talk to that one
             pass
         self.started = True
@@ -87,7 +92,7 @@ class Thread:
 async def open_thread(client: Client, team: str, thread: str | None, task_queue: str = TASK_QUEUE) -> Thread:
     """A running conversation with this id (on its own task queue), or a new thread on
     `task_queue` (started by its first turn)."""
-    thread = thread or f"{team}-chat-{uuid.uuid4().hex[:8]}"
+    thread = thread or f"{team_part(team)}-chat-{uuid.uuid4().hex[:8]}"
     try:
         described = await client.get_workflow_handle(thread).describe()
     except RPCError as err:
@@ -165,11 +170,13 @@ async def answer_questions(client: Client, thread: str, turn: asyncio.Future[Tur
     return True
 
 
-async def chat(client: Client, team: str, thread_id: str | None, task_queue: str = TASK_QUEUE) -> int:
+async def chat(client: Client, team: str, thread_id: str | None, task_queue: str = TASK_QUEUE,
+               tenant: str | None = None, user: str | None = None) -> int:
     if sys.stdin is None or sys.stdin.closed:
         raise SystemExit("durable-teams: chat reads your turns from standard input, which is "
                          "closed (run it at a terminal, or pipe the turns in)")
     thread = await open_thread(client, team, thread_id, task_queue)
+    thread.tenant, thread.user = tenant, user  # a new thread's; a running one keeps its own
     await say_who_answers(thread)
     turns = 0
     while True:

@@ -49,14 +49,17 @@ from durable_teams.client.server_state import (
     workers_on,
 )
 from durable_teams.client.start import start_conversation
+from durable_teams.client.thread_ids import team_part
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LIVE_URL_ENV
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.intake import MAX_ID_CHARS
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import (
     ConversationInput,
     ConversationStatus,
 )
+from durable_teams.workflows.tenancy import check_tenant
 
 
 class CliError(Exception):
@@ -70,6 +73,23 @@ def text_arg(value: str, what: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as err:
         raise CliError(f"{what} is not valid UTF-8 text (undecodable byte at position {err.start})") from None
+    return value
+
+
+def tenant_arg(value: str) -> str:
+    try:
+        return check_tenant(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def user_arg(value: str) -> str:
+    if not value.strip() or len(value) > MAX_ID_CHARS:
+        raise argparse.ArgumentTypeError(f"a user id is 1 to {MAX_ID_CHARS} characters, not blank")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("a user id must be valid UTF-8 text") from None
     return value
 
 
@@ -93,10 +113,11 @@ async def open_client() -> Client:
 async def cmd_run(args: argparse.Namespace) -> int:
     task = text_arg(args.task, "the task")
     client = await open_client()
-    args.workflow_id = args.id or f"{args.team}-{uuid.uuid4().hex[:8]}"
+    args.workflow_id = args.id or f"{team_part(args.team)}-{uuid.uuid4().hex[:8]}"
     queue = args.task_queue or TASK_QUEUE
     handle = await start_conversation(client, args.team, ConversationInput(team_name=args.team, task=task),
-                                      id=args.workflow_id, task_queue=queue)
+                                      tenant=args.tenant, user=args.user, id=args.workflow_id,
+                                      task_queue=queue)
     notes = worker_notes(await workers_on(client, queue), queue)
     if args.no_wait:  # only the id on stdout: `id=$(durable-teams run ... --no-wait)`
         print(args.workflow_id)
@@ -127,6 +148,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
     described = await client.get_workflow_handle(args.workflow_id).describe()
     state = described.status.name if described.status else "?"
     print(f"workflow: {args.workflow_id} ({state})")
+    forked_from = await forked_from_of(described)
+    if forked_from:
+        print(f"forked from: {forked_from}")
     if described.status == WorkflowExecutionStatus.COMPLETED:
         result = await finished_result(client, args.workflow_id)
         print(f"turns: {result.turns}  model calls: {result.model_calls}")
@@ -144,7 +168,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
         return 0
     status: ConversationStatus = await client.get_workflow_handle(args.workflow_id).query(
         TeamWorkflow.status, rpc_timeout=QUERY_TIMEOUT)
-    print(f"turns: {status.turns}  model calls: {status.model_calls}  active agent: {status.active_agent or '-'}")
+    asking = status.pending[0].agent if status.pending else None  # a supervisor's worker, say
+    print(f"turns: {status.turns}  model calls: {status.model_calls}  "
+          f"active agent: {status.active_agent or asking or '-'}")
     if status.last_reply:
         print(f"last reply [{status.last_reply.agent}, {status.last_reply.status}]: {status.last_reply.text}")
     print("\n".join(usage_lines(status.usage)))
@@ -155,6 +181,16 @@ async def cmd_status(args: argparse.Namespace) -> int:
     for child in status.children:  # their questions are listed, and answered, under their ids
         print(f"running as a child workflow: {child}  (durable-teams status {child})")
     return 0
+
+
+async def forked_from_of(described: WorkflowExecutionDescription) -> str | None:
+    """`<thread>@<checkpoint>` for a fork (from its memo), else None; None too when the memo
+    cannot be read here (encrypted under a key this process lacks: the rest says so)."""
+    try:
+        origin = (await described.memo()).get("forked_from")
+    except Exception:  # noqa: BLE001 - only a line of the status
+        return None
+    return origin if isinstance(origin, str) and origin else None
 
 
 async def cmd_transcript(args: argparse.Namespace) -> int:
@@ -213,7 +249,8 @@ async def cmd_follow(args: argparse.Namespace) -> int:
 async def cmd_chat(args: argparse.Namespace) -> int:
     from durable_teams.cli.chat import chat
 
-    return await chat(await open_client(), args.team, args.thread, args.task_queue or TASK_QUEUE)
+    return await chat(await open_client(), args.team, args.thread, args.task_queue or TASK_QUEUE,
+                      tenant=args.tenant, user=args.user)
 
 
 async def cmd_demo(args: argparse.Namespace) -> int:

@@ -46,6 +46,11 @@ class QuestionClosed(ReplyRejected):
     """The question was answered already, or is not (or no longer) asked."""
 
 
+class EditRefused(ReplyRejected):
+    """A breakpoint's edited arguments do not fit the tool's parameters (the message names the
+    field); the question stays open for arguments that do."""
+
+
 class TurnRejected(Exception):
     """The conversation refused a turn sent as a signal (where updates are off): the reason,
     as an update's refusal would give it (an empty or oversized message, a closed conversation)."""

@@ -32,6 +32,7 @@ from durable_teams.client.refusals import (
     CONFLICT,
     ConversationEnded,
     ConversationNotFound,
+    EditRefused,
     Patience,
     QuestionClosed,
     ReplyRejected,
@@ -39,9 +40,10 @@ from durable_teams.client.refusals import (
     transient_reason,
 )
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
+from durable_teams.client.server_state import why_it_failed
 from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.human import QUESTION_CLOSED
+from durable_teams.workflows.human import EDIT_REFUSED, QUESTION_CLOSED
 from durable_teams.workflows.state import (
     HumanReply,
     TurnReply,
@@ -90,7 +92,7 @@ class AcceptedTurn:
             return await wait_for_reply(self.client, self.workflow_id, self.number, self.turn.turn_id, self.run_id)
         except ConversationStopped as stopped:
             handle = self.client.get_workflow_handle(self.workflow_id)
-            await _raise_unless_running(handle, stopped)
+            await _raise_unless_running(self.client, handle, stopped)
             raise ConversationEnded(str(stopped)) from stopped
 
 
@@ -138,7 +140,7 @@ async def submit_turn(
                 raise
         except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
-                await _raise_unless_running(handle, err)
+                await _raise_unless_running(client, handle, err)
                 # still running: the run it reached ended meanwhile (a continue-as-new, or a
                 # rewind's reset) without taking it; the run that goes on is sent it
                 await patience.wait(f"the run it reached had just ended: {err.message}")
@@ -159,8 +161,9 @@ async def _running(handle: WorkflowHandle) -> bool:
         return False
 
 
-async def _raise_unless_running(handle: WorkflowHandle, err: Exception | None) -> None:
-    """Raise the typed reason the conversation cannot answer; return if it is still running."""
+async def _raise_unless_running(client: Client, handle: WorkflowHandle, err: Exception | None) -> None:
+    """Raise the typed reason the conversation cannot answer (with why it failed, when it
+    did: an unknown team, say); return if it is still running."""
     try:
         described = await handle.describe()
     except RPCError as missing:
@@ -170,7 +173,8 @@ async def _raise_unless_running(handle: WorkflowHandle, err: Exception | None) -
     if described.status != WorkflowExecutionStatus.RUNNING:
         state = described.status.name if described.status else "?"
         raise ConversationEnded(
-            f"conversation {handle.id} ended ({state}) before answering this turn") from err
+            f"conversation {handle.id} ended ({state}) before answering this turn"
+            f"{await why_it_failed(client, handle.id)}") from err
 
 
 async def send_reply(client: Client, workflow_id: str, question_id: str | None, **reply: object) -> str:
@@ -194,8 +198,9 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
             await answer_by_signal(handle, answer)
         except WorkflowUpdateFailedError as err:
             cause = err.cause
-            closed = isinstance(cause, ApplicationError) and QUESTION_CLOSED in cause.details
-            rejected = QuestionClosed if closed else ReplyRejected
+            details = cause.details if isinstance(cause, ApplicationError) else ()
+            rejected = QuestionClosed if QUESTION_CLOSED in details else (
+                EditRefused if EDIT_REFUSED in details else ReplyRejected)
             raise rejected(f"Rejected: {getattr(cause, 'message', cause)}") from None
         break
     return question_id

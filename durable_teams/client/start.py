@@ -15,6 +15,7 @@ from durable_teams.client.connection import encrypted
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.labels import conversation_labels, static_summary
 from durable_teams.workflows.state import ConversationInput, ConversationResult
+from durable_teams.workflows.tenancy import TENANT_MEMO, check_tenant, tenancy_context
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +29,41 @@ killed in the middle of one hands its conversations over after up to this long, 
 a query sent in the middle of a turn waits for the next heartbeat, up to 24 s, not 8 s."""
 
 
+def _with_tenancy(inp: ConversationInput, options: dict[str, Any], tenant: str | None,
+                  user: str | None) -> tuple[ConversationInput, dict[str, Any]]:
+    """`inp` and `options` with the tenant and user in the context variables and the memo;
+    ValueError for a tenant's name that is not one, or a tenant or user `inp` names otherwise."""
+    if tenant is None and user is None:
+        return inp, options
+    if tenant is not None:
+        check_tenant(tenant)
+    given = tenancy_context(tenant, user)
+    clash = [k for k, v in given.items() if inp.context.get(k, v) != v]
+    if clash:
+        raise ValueError(f"the conversation's context names another {' and '.join(clash)}")
+    inp = inp.model_copy(update={"context": {**inp.context, **given}})
+    if tenant is not None:
+        options = {**options, "memo": {**(options.get("memo") or {}), TENANT_MEMO: tenant}}
+    return inp, options
+
+
 async def start_conversation(
-    client: Client, team: str, inp: ConversationInput, **options: Any
+    client: Client, team: str, inp: ConversationInput, *, tenant: str | None = None,
+    user: str | None = None, **options: Any
 ) -> WorkflowHandle[TeamWorkflow, ConversationResult]:
     """`client.start_workflow(TeamWorkflow.run, inp, ...)` labelled with `team` and the task,
-    with a `TASK_TIMEOUT` workflow task timeout unless `options` name one.
+    with a `TASK_TIMEOUT` workflow task timeout unless `options` name one, and `team` in its
+    memo (where the gateway, the inbox and the MCP and A2A doors read whose thread it is)
+    unless `options`' memo names it.
+    `tenant` and `user` (docs/architecture.md, "Tenants and users"): the tenant the conversation belongs to (a gateway
+    scope's name: that scope's tokens see it) and the end user it speaks for (the memory
+    tools' `user_id`), kept in its context variables and its memo.
     A namespace without one of our search attributes registered (set up by an older release, a
     managed one; a worker registers them when it may) gets the conversation without it, not an
     error."""
     options.setdefault("task_timeout", TASK_TIMEOUT)
+    options["memo"] = {"team": team} | dict(options.get("memo") or {})
+    inp, options = _with_tenancy(inp, options, tenant, user)
     task = inp.task
     summary = static_summary(team, task)
     labels = list(conversation_labels(team, task, encrypted(client)))

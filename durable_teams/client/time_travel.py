@@ -32,6 +32,7 @@ from durable_teams.client.checkpoints import (
 from durable_teams.client.fork_state import state_inside_turn
 from durable_teams.client.replay_state import replay_history
 from durable_teams.client.start import start_conversation
+from durable_teams.client.thread_ids import derived_id
 from durable_teams.workflows.state import ConversationInput
 
 INSIDE = ("model", "tool", "answer")
@@ -91,7 +92,7 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
                            message, input_id)
     origin, first = inp.forked_from or "", next(iter(histories.values()))
     started = first.events[0].workflow_execution_started_event_attributes
-    new_id = fork_id or f"{workflow_id}-fork-{uuid.uuid4().hex[:8]}"
+    new_id = fork_id or derived_id(workflow_id, f"-fork-{uuid.uuid4().hex[:8]}")
     team = inp.team.name if inp.team else inp.team_name or ""
     memo = await _inherited_memo(client, workflow_id)
     await start_conversation(client, team, inp, id=new_id, task_queue=started.task_queue.name,

@@ -1,11 +1,14 @@
 """Built-in memory tools an agent can be given: `remember`, `recall` and `forget`, over the
 worker's store (LangGraph's memory tools, made durable).
 
-Scope: the conversation's user when its context variables hold a `user_id` (set by the app
-that starts it: `ConversationInput(context={"user_id": ...})`), namespace
-`("users", user_id, "memories")`; otherwise its team, `("teams", team, "memories")`, the team
-read from the conversation's `Team` label. A user's memories follow that user into every
-conversation of every team that uses these tools on the same store.
+Scope (docs/architecture.md, "Tenants and users"): the conversation's user when its context variables hold a `user_id`
+(set by whoever starts it: the gateway from a request's `user`, the CLI's `--user`,
+`ConversationInput(context={"user_id": ...})`), namespace `("users", user_id, "memories")`;
+otherwise its team, `("teams", team, "memories")`, the team read from the conversation's
+`Team` label. A conversation of a tenant (a gateway scope, the CLI's `--tenant`: its
+`tenant_id` context variable) keeps the same under `("tenants", tenant, ...)`: no tenant reads
+another's memories, nor a tenant's those of no tenant. A user's memories follow that user into
+every conversation of their tenant, of every team that uses these tools on the same store.
 
 Each tool is idempotent: `remember` without a key names the item after the call's idempotency
 key, so a write retried after a timeout replaces the item it wrote instead of adding a second.
@@ -19,6 +22,7 @@ import hashlib
 from typing import Any
 
 from durable_teams.teams.tools import RetryableToolError, tool
+from durable_teams.workflows.tenancy import tenant_of, user_of
 
 from .store import Namespace, Store, StoreError
 
@@ -46,10 +50,9 @@ async def _team() -> str:
 
 async def scope(context_variables: dict[str, Any]) -> Namespace:
     """The namespace the memory tools use in this conversation."""
-    user = context_variables.get("user_id")
-    if isinstance(user, str | int) and not isinstance(user, bool) and str(user).strip():
-        return ("users", str(user), "memories")
-    return ("teams", await _team(), "memories")
+    tenant, user = tenant_of(context_variables), user_of(context_variables)
+    own: Namespace = ("users", user, "memories") if user else ("teams", await _team(), "memories")
+    return ("tenants", tenant, *own) if tenant else own
 
 
 def _retryable(err: Exception) -> Exception:

@@ -7,16 +7,19 @@ options) live in `durable_teams.workflows.definition_checks`, which `compile()` 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from durable_teams.teams.tools import Tool, tool
+from durable_teams.teams.tool_schema import ToolArgumentsError, validate_arguments
+from durable_teams.teams.tools import Tool, ToolRegistry, tool
 from durable_teams.workflows.definition_checks import (
     TeamError,
     agent_name_problem,
     at_least,
     raise_first,
 )
+from durable_teams.workflows.messages import TeamSpec
 
 
 class AgentDefinition(Protocol):
@@ -82,3 +85,23 @@ def check_supervisor_options(sup: SupervisorDefinition) -> None:
         at_least(owner, "decision_max_retries", sup.decision_max_retries, 0),
         at_least(owner, "decision_max_tool_rounds", sup.decision_max_tool_rounds, 0),
     ])
+
+
+def check_intent_arguments(spec: TeamSpec, registry: ToolRegistry) -> None:
+    """Every intent that calls a tool of ours calls it with arguments its parameters take, as a
+    model's call is checked (a missing required one, an unknown or injected one, a wrong type):
+    TeamError here, naming the intent and the field, not `Invalid arguments` at run time."""
+    owners = [("the team", spec.intents)] + [(f"agent {n!r}", a.intents) for n, a in spec.agents.items()]
+    for owner, intents in owners:
+        for intent in intents:
+            if intent.tool is None or intent.tool not in registry:  # an MCP server's: checked there
+                continue
+            try:
+                validate_arguments(registry.get(intent.tool).fn, json.dumps(intent.arguments, default=str),
+                                   tool_name=intent.tool)
+            except ToolArgumentsError as err:
+                raise TeamError(f"team {spec.name!r}: the intent of {owner} for {intent.phrases[0]!r} "
+                                f"calls {intent.tool!r} with arguments it does not take: {err}") from None
+    for agent in spec.agents.values():
+        if agent.team is not None:
+            check_intent_arguments(agent.team, registry)

@@ -28,7 +28,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from durable_teams.teams.builder_checks import check_agent, check_members, check_supervisor_options
+from durable_teams.teams.builder_checks import (
+    check_agent,
+    check_intent_arguments,
+    check_members,
+    check_supervisor_options,
+)
 from durable_teams.teams.mcp_servers import MCPServer
 from durable_teams.teams.tools import Tool, ToolRegistry, tool
 from durable_teams.workflows.builtins import BUILTINS
@@ -174,6 +179,7 @@ class Supervisor(SupervisorOptions, TeamOptions):
         spec = self.team_spec(registry)
         validate_team(spec)
         check_definition(spec)
+        check_intent_arguments(spec, registry)
         return CompiledTeam(spec, registry)
 
     def team_spec(self, registry: ToolRegistry, _within: tuple[int, ...] = ()) -> TeamSpec:
@@ -240,6 +246,7 @@ class Swarm(TeamOptions):
         spec.tools = registry.specs()
         validate_team(spec)
         check_definition(spec)
+        check_intent_arguments(spec, registry)
         return CompiledTeam(spec, registry)
 
 

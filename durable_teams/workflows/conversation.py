@@ -81,6 +81,7 @@ class TeamWorkflow(Intake, TurnCancel, ResponseDeletion):
         self.team: TeamSpec | None = inp.team
         self.closing = False
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
+        self.desk.tool_specs = lambda: self.team.tools if self.team is not None else {}
         self.loop: AgentLoop | None = None
         self.placement = ModelPlacement()
         """Where this run's model calls go (workflows/placement.py); kept across its turns."""

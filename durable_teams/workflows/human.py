@@ -9,7 +9,7 @@ workflow state rather than a process's memory.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 from temporalio import workflow
@@ -17,7 +17,8 @@ from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from . import labels
-    from .messages import ToolCall
+    from .argument_checks import arguments_problem
+    from .messages import ToolCall, ToolSpec
     from .state import ConversationState, HumanReply, Question
 
 AWAITING_HUMAN = SearchAttributeKey.for_bool("AwaitingHuman")
@@ -59,6 +60,30 @@ def reply_problem(state: ConversationState, reply: HumanReply) -> str | None:
     return None
 
 
+EDIT_REFUSED = "edit-refused"
+"""The detail an `answer` rejection carries when a breakpoint's edited arguments do not fit the
+tool's parameters: the person's to fix (the question stays open), a 400, not a conflict."""
+EDIT_PATCH = "breakpoint-edits-checked"
+"""Edited arguments checked against the tool's schema (`HumanDesk.receive`)."""
+
+
+def edit_problem(tools: Mapping[str, ToolSpec], state: ConversationState, reply: HumanReply) -> str | None:
+    """Why a breakpoint's edited arguments cannot run the tool (a field of the wrong type, a
+    required one missing, one it does not take, a parameter the runner fills in), as the
+    tool's own validation would say it; None when they fit, or for any other answer."""
+    question = state.pending.get(reply.question_id)
+    if question is None or reply.arguments is None or question.tool is None or question.tool not in tools:
+        return None
+    try:
+        edited = json.loads(reply.arguments)
+    except ValueError:
+        return None  # reply_problem says so
+    if not isinstance(edited, dict):
+        return None
+    problem = arguments_problem(tools[question.tool].parameters, edited)
+    return None if problem is None else f"the edited arguments do not fit {question.tool}: {problem}"
+
+
 def _json_object(text: str) -> bool:
     try:
         return isinstance(json.loads(text), dict)
@@ -90,6 +115,8 @@ class HumanDesk:
         self.use_search_attribute = use_search_attribute
         self.should_interrupt: Callable[[], bool] = lambda: False
         """Set by the workflow: true when the run should continue as new at this wait."""
+        self.tool_specs: Callable[[], Mapping[str, ToolSpec]] = dict
+        """Set by the workflow: the team's tools, whose schemas a breakpoint's edit must fit."""
         self.on_ask: list[Callable[[Question], None]] = []
         """Who sees each question as it goes up: none in a worker; a replay's reader (time
         travel's, client/fork_state.py) learns the questions answered since. Called with no
@@ -110,6 +137,13 @@ class HumanDesk:
         """Record an answer; a stale or unknown one is kept in `ignored_replies` and changes
         nothing. Returns the reason it was ignored, if it was."""
         problem = reply_problem(self.state, reply)
+        if problem is None:
+            # the update's validator refuses such an edit first; a signal's (updates off) is
+            # refused here. Asked only for an edit that does not fit, so a history recorded
+            # before the check (the edit taken, the model told "Invalid arguments") replays.
+            edit = edit_problem(self.tool_specs(), self.state, reply)
+            if edit is not None and workflow.patched(EDIT_PATCH):
+                problem = edit
         if problem is not None:
             self.state.ignored_replies.append(reply)
             workflow.logger.warning("Ignored reply to %s: %s", reply.question_id, problem)

@@ -18,7 +18,14 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from . import inputs
-    from .human import QUESTION_CLOSED, HumanDesk, question_closed, reply_problem
+    from .human import (
+        EDIT_REFUSED,
+        QUESTION_CLOSED,
+        HumanDesk,
+        edit_problem,
+        question_closed,
+        reply_problem,
+    )
     from .state import AnswerAck, AnswerOutcome, ConversationState, HumanReply, TurnReply, UserTurn
     from .usage import current_turn
 
@@ -199,6 +206,9 @@ class Intake:
         if problem:
             closed = question_closed(self.state, decoded.question_id)
             raise ApplicationError(problem, *([QUESTION_CLOSED] if closed else []), type="AnswerRejected")
+        edit = edit_problem(self.desk.tool_specs(), self.state, decoded)
+        if edit:  # the question stays open for arguments that fit
+            raise ApplicationError(edit, EDIT_REFUSED, type="AnswerRejected")
 
 
 def _decoded(model: type[inputs.M], values: list[object], what: str) -> inputs.M:

@@ -32,6 +32,8 @@ with workflow.unsafe.imports_passed_through():
     from .turns import TurnRunner
 
 EMBED_ACTIVITY = "embed_texts"
+NFKC_PATCH = "intents-match-nfkc"
+"""Phrases matched after NFKC (fullwidth letters match): see `matched_exactly`."""
 
 
 def declared(team: TeamSpec) -> bool:
@@ -65,7 +67,7 @@ async def answer_by_intent(runner: TurnRunner, target: str | None, text: str) ->
     team, transcript = runner.team, runner.transcript
     first = first_agent(team, runner.state.active_agent, target)
     found = candidates(team, first, target is not None)
-    match = match_exact(found, text) if found else None
+    match = matched_exactly(found, text) if found else None
     if match is None and found and team.intent_similarity is not None:
         match = await _match_by_meaning(runner, found, text, first)
     if match is None:
@@ -87,6 +89,18 @@ async def answer_by_intent(runner: TurnRunner, target: str | None, text: str) ->
     assert intent.agent is not None
     runner.intent_agent = intent.agent
     return await runner.direct(intent.agent)
+
+
+def matched_exactly(found: Candidates, text: str) -> IntentMatch | None:
+    """The exact match, phrases and message compared after NFKC. A conversation that ran
+    before NFKC replays as it ran: the patch marker is asked for only when NFKC changes the
+    outcome (a message or phrase with compatibility characters), so every other turn, and every
+    recorded history, takes the same path with no marker."""
+    match = match_exact(found, text)
+    before = match_exact(found, text, compatibility=False)
+    if match == before:
+        return match
+    return match if workflow.patched(NFKC_PATCH) else before
 
 
 async def _match_by_meaning(runner: TurnRunner, found: Candidates, text: str, first: str) -> IntentMatch | None:

@@ -8,8 +8,9 @@ transcript record. The turn that acts on a match is workflows/intent_turns.py.
         Intent(phrases=["order status"], tool="order_status", arguments={"verbose": False}),
     ])
 
-Matching is exact after normalizing both sides (case folded, punctuation and runs of
-whitespace dropped, accents kept): "When are you OPEN?!" matches "when are you open". With
+Matching is exact after normalizing both sides (NFKC, so fullwidth and other compatibility
+forms read as their plain letters; case folded, punctuation and runs of whitespace dropped,
+accents kept): "When are you OPEN?!" and "ｗｈｅｎ ａｒｅ ｙｏｕ ｏｐｅｎ" match "when are you open". With
 `intent_similarity` set on the team, a message no phrase matches exactly is compared by
 embeddings (cosine similarity, at least its `threshold`); the embedding call is an activity,
 the comparison happens here.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,9 +75,12 @@ class IntentSimilarity(BaseModel):
 _DROP = re.compile(r"[\W_]+", re.UNICODE)
 
 
-def normalize(text: str) -> str:
-    """Lowercase (casefold), punctuation dropped, words joined by single spaces: what exact
-    matching compares."""
+def normalize(text: str, compatibility: bool = True) -> str:
+    """NFKC (`compatibility`: fullwidth "ｈｉ" is "hi"), lowercase (casefold), punctuation
+    dropped, words joined by single spaces: what exact matching compares. `compatibility`
+    False: as conversations recorded before NFKC matched (workflows/intent_turns.py)."""
+    if compatibility:
+        text = unicodedata.normalize("NFKC", text)
     return " ".join(_DROP.sub(" ", text.casefold()).split())
 
 
@@ -92,14 +97,14 @@ class IntentMatch:
 Candidates = Sequence[tuple[str, Intent]]
 
 
-def match_exact(candidates: Candidates, text: str) -> IntentMatch | None:
-    """The first intent with a phrase equal to `text` once both are normalized."""
-    said = normalize(text)
+def match_exact(candidates: Candidates, text: str, compatibility: bool = True) -> IntentMatch | None:
+    """The first intent with a phrase equal to `text` once both are normalized (`normalize`)."""
+    said = normalize(text, compatibility)
     if not said:
         return None
     for owner, intent in candidates:
         for phrase in intent.phrases:
-            if normalize(phrase) == said:
+            if normalize(phrase, compatibility) == said:
                 return IntentMatch(owner, intent, phrase, "exact")
     return None
 

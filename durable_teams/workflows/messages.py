@@ -338,6 +338,9 @@ class ToolRequest(Wire):
     team: str | None = left_out_when_unset()
     """The team whose tool this is (a nested team's own name): two teams on one worker may each
     have a tool of one name. None in requests recorded before it was sent."""
+    tenant: str | None = left_out_when_unset()
+    """The conversation's tenant (workflows/tenancy.py), sent with every call so a cached result
+    never crosses tenants; None for a conversation of no tenant."""
 
 
 class ToolResult(Reply):

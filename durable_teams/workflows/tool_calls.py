@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from .human import HumanDesk
     from .messages import Message, TeamSpec, ToolCall, ToolRequest, ToolResult, ToolSpec
     from .state import ConversationState
+    from .tenancy import tenant_of
 
 MAX_ARGUMENT_BYTES = 256 * 1024
 """Tool arguments above this are refused before scheduling: an oversized activity input fails
@@ -132,6 +133,7 @@ class ToolRunner:
             context=dict(self.state.context) if spec.context_params else {},
             timeout_seconds=spec.timeout_seconds,
             team=self.team.name,
+            tenant=tenant_of(self.state.context),
         )
         retry = RetryPolicy(initial_interval=timedelta(seconds=spec.retry_interval_seconds),
                             maximum_attempts=run_attempts(spec))

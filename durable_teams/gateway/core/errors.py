@@ -17,6 +17,7 @@ from durable_teams.client.refusals import (
     ConversationBusy,
     ConversationEnded,
     ConversationNotFound,
+    EditRefused,
     ReplyRejected,
     TurnAbandoned,
     TurnRejected,
@@ -57,6 +58,8 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
         return error(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
     if isinstance(exc, TurnRejected):  # the same, for a turn sent as a signal (updates off)
         return error(400, str(exc), "turn_rejected")
+    if isinstance(exc, EditRefused):  # the person's to fix: the question stays open
+        return error(400, str(exc), "invalid_arguments")
     if isinstance(exc, ReplyRejected):
         return error(409, str(exc), "reply_rejected")
     if isinstance(exc, TurnAbandoned):  # a rewind left the turn in the branch it abandoned

@@ -20,15 +20,16 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
+from durable_teams.client.thread_ids import MAX_THREAD_ID_CHARS
 from durable_teams.workflows.intake import MAX_ID_CHARS, MAX_TURN_BYTES
 
 MAX_DEPTH = 32
 """Nesting of arrays and objects in a request body; ours are two or three deep."""
 MAX_DIGITS = 100
 """Digits of an integer in a request body (Python refuses above 4,300 with an error)."""
-THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@=+-]{0,199}")
-THREAD_ID_RULE = ("1 to 200 characters: letters, digits and . _ : @ = + -, starting with a "
-                  "letter or digit")
+THREAD_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:@=+-]{{0,{MAX_THREAD_ID_CHARS - 1}}}")
+THREAD_ID_RULE = (f"1 to {MAX_THREAD_ID_CHARS} characters: letters, digits and . _ : @ = + -, starting "
+                  "with a letter or digit")
 KEY = re.compile(r"[\x21-\x7e]{1,200}")
 MAX_KEY_CHARS = 200
 
@@ -133,6 +134,15 @@ def text_field(body: dict[str, Any], name: str, *, required: bool = True,
     if max_bytes is not None and len(value.encode("utf-8")) > max_bytes:
         raise BadRequest(f"'{name}' is over {max_bytes:,} bytes", status=413)
     return value
+
+
+def end_user(body: dict[str, Any]) -> str | None:
+    """`user`: the end user a new thread speaks for (docs/architecture.md, "Tenants and users"), at most `MAX_ID_CHARS`
+    characters; None when left out or blank."""
+    user = text_field(body, "user", required=False)
+    if user is not None and len(user) > MAX_ID_CHARS:
+        raise BadRequest(f"'user' is over {MAX_ID_CHARS} characters")
+    return user if user is not None and user.strip() else None
 
 
 def turn_text(body: dict[str, Any]) -> str:

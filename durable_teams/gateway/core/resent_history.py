@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from durable_teams.client.approvals import ASK_AGAIN
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.thread_marks import MARK_CHARS, without_marks
@@ -167,7 +168,7 @@ def chat_key(scope: str, team: str, history: ChatHistory, user: str | None = Non
 def family(key: ChatKey, first_user_text: str) -> str:
     """The id prefix of the threads of this caller and setup whose chat opened with
     `first_user_text`."""
-    return f"{key.team}-chat-{key.digest(flat(first_user_text)).hexdigest()[:24]}-"
+    return f"{team_part(key.team)}-chat-{key.digest(flat(first_user_text)).hexdigest()[:24]}-"
 
 
 def new_thread_id(key: ChatKey, history: ChatHistory, seed: str | None = None) -> str:

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from durable_teams.workflows.tenancy import TENANT_MEMO, TENANT_NAME
+
 TOKENS_ENV = "DURABLE_TEAMS_GATEWAY_TOKENS"
 SCOPED_TOKENS_ENV = "DURABLE_TEAMS_GATEWAY_SCOPED_TOKENS"
-SCOPE_MEMO = "scope"
-"""The memo key holding a thread's scope name (absent: an operator's or a client's thread)."""
-NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+SCOPE_MEMO = TENANT_MEMO
+"""The memo key holding a thread's scope name (absent: an operator's or a client's thread):
+a scope is a tenant (docs/architecture.md, "Tenants and users")."""
+NAME = TENANT_NAME
 
 
 class TokenError(ValueError):
@@ -122,6 +124,14 @@ def as_tokens(tokens: Iterable[str | Token]) -> list[Token]:
 def sees(scope: str | None, memo: Mapping[str, Any]) -> bool:
     """Whether a caller of `scope` (None: an operator) may see a thread with this memo."""
     return scope is None or memo.get(SCOPE_MEMO) == scope
+
+
+def caller_identity(state: Mapping[str, Any] | None) -> str | None:
+    """The end user a door with no field for one speaks for (A2A, MCP): the caller's token
+    (its digest, `Token.caller`), so two tokens of one scope are two users of one tenant;
+    None without a token (docs/architecture.md, "Tenants and users")."""
+    caller = state.get("caller") if isinstance(state, Mapping) else None
+    return caller if isinstance(caller, str) and caller.startswith("token:") else None
 
 
 def scope_of(request: Any) -> str | None:

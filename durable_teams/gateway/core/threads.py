@@ -29,9 +29,11 @@ from durable_teams.client.server_state import (
     workers_soon,
 )
 from durable_teams.client.start import start_conversation
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core.exchanges import Exchanges
-from durable_teams.gateway.core.scopes import SCOPE_MEMO, sees
+from durable_teams.gateway.core.scopes import sees
 from durable_teams.live.hub import LIVE, LiveHub
+from durable_teams.workflows.labels import TEAM
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationInput
 
@@ -111,9 +113,11 @@ class Gateway(Exchanges):
         messages it opens with (its first turn still comes as a turn); `idle_close_seconds`
         marks a chat's thread: closed when the chat goes quiet, its questions kept out of the
         inbox (they are answered in the chat). `scope`: the scoped token's name whose callers
-        alone (besides operators) see the thread (durable_teams/gateway/core/scopes.py)."""
-        thread = thread or f"{team}-{uuid.uuid4().hex[:12]}"
-        memo = ({SCOPE_MEMO: scope} if scope else {}) | {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
+        alone (besides operators) see the thread (durable_teams/gateway/core/scopes.py). The scope is
+        the conversation's tenant and `user` the end user it speaks for, in its context
+        variables (docs/architecture.md, "Tenants and users")."""
+        thread = thread or f"{team_part(team)}-{uuid.uuid4().hex[:12]}"
+        memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
             {"request": request_digest} if request_digest else {}) | (
             {"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
         inp = ConversationInput(team_name=team, task=task, single_turn=task is not None,
@@ -121,7 +125,8 @@ class Gateway(Exchanges):
                                 idle_close_seconds=idle_close_seconds)
         # never a second run under an id whose first has ended (Temporal's default allows one):
         # a retried request with a task would run it again
-        await start_conversation(self.client, team, inp, id=thread, task_queue=self.task_queue, memo=memo,
+        await start_conversation(self.client, team, inp, tenant=scope, user=user, id=thread,
+                                 task_queue=self.task_queue, memo=memo,
                                  id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
         return thread
 
@@ -133,13 +138,13 @@ class Gateway(Exchanges):
             if other == team:
                 continue
             try:
-                memo = await self.memo(f"{other}-{keyed[:16]}")
+                memo = await self.memo(f"{team_part(other)}-{keyed[:16]}")
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     continue
                 raise
             if memo.get("idempotency") == keyed:
-                return f"{other}-{keyed[:16]}"
+                return f"{team_part(other)}-{keyed[:16]}"
         return None
 
     async def memo(self, thread: str) -> Mapping[str, Any]:
@@ -187,7 +192,8 @@ class Gateway(Exchanges):
         if described.status != WorkflowExecutionStatus.RUNNING:
             state = described.status.name if described.status else "closed"
             raise ConversationEnded(f"thread {thread} has ended ({state}){await why_it_failed(self.client, thread)}")
-        owner = (await described.memo()).get("team")
+        # a thread started before clients put the team in the memo: the workflow's Team label
+        owner = (await described.memo()).get("team") or described.typed_search_attributes.get(TEAM)
         if team is not None and owner is not None and owner != team:
             raise TeamMismatch(f"thread {thread} belongs to team {owner!r}, not {team!r}")
         return True

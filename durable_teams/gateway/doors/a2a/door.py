@@ -37,6 +37,7 @@ from a2a.utils.errors import (
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.keyed import KeyReused, content_id, keyed_input
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
@@ -49,6 +50,7 @@ from durable_teams.gateway.doors.a2a.wire import (
     scope_in,
     state_of,
     text_of,
+    user_in,
 )
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
@@ -67,9 +69,10 @@ class A2ADoor(TaskReader, RequestHandler):
     def __post_init__(self) -> None:
         self.pushes = PushConfigs(self.gateway, self.push)
 
-    async def accept(self, params: pb.SendMessageRequest, scope: str | None) -> tuple[str, int, Any]:
+    async def accept(self, params: pb.SendMessageRequest, scope: str | None,
+                     user: str | None = None) -> tuple[str, int, Any]:
         """The message taken by its thread: (thread, turn, what waits for the turn's outcome).
-        A new thread keeps the caller's `scope`."""
+        A new thread keeps the caller's `scope` (its tenant) and speaks for `user`."""
         message = params.message
         text = text_of(message)
         # the scope in the digest too: another scope's same messageId is another message
@@ -108,10 +111,10 @@ class A2ADoor(TaskReader, RequestHandler):
                 raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
         elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
-            thread = f"{self.team}-a2a-{prefix[4:20]}"
+            thread = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
             if not await self.known(thread, scope):
                 with contextlib.suppress(WorkflowAlreadyStartedError):  # its twin, sent at once
-                    await self.gateway.start_thread(self.team, thread, scope=scope)
+                    await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
             elif not await self.thread_of(thread, scope):
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
             await self.thread_of(thread, scope)  # another scope's (a digest's clash): as none
@@ -119,7 +122,7 @@ class A2ADoor(TaskReader, RequestHandler):
             if again is not None:
                 return again
         else:  # a new context: the client's id for it, when it gave one, is the thread's
-            thread = await self.new_thread(message.context_id or None, scope)
+            thread = await self.new_thread(message.context_id or None, scope, user)
         waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen)
         number = (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
@@ -140,14 +143,14 @@ class A2ADoor(TaskReader, RequestHandler):
         waiter = await self.gateway.begin_exchange(thread, text, keyed.id, again=True, turn=keyed.turn)
         return thread, keyed.turn, waiter
 
-    async def new_thread(self, wanted: str | None, scope: str | None) -> str:
+    async def new_thread(self, wanted: str | None, scope: str | None, user: str | None = None) -> str:
         if wanted is not None:
             try:
                 checks.thread_id(wanted, "contextId")
             except checks.BadRequest as err:
                 raise InvalidParamsError(str(err.detail)) from None
         try:
-            return await self.gateway.start_thread(self.team, wanted, scope=scope)
+            return await self.gateway.start_thread(self.team, wanted, scope=scope, user=user)
         except WorkflowAlreadyStartedError:  # taken between the look and the start, or ended long ago
             raise InvalidParamsError(f"contextId {wanted} is taken: use another") from None
 
@@ -156,7 +159,7 @@ class A2ADoor(TaskReader, RequestHandler):
         history = history_wanted(params.configuration)  # checked before the message goes in
         if params.configuration.HasField("task_push_notification_config"):
             await self.pushes.check(params.configuration.task_push_notification_config)
-        thread, number, waiter = await self.accept(params, scope)
+        thread, number, waiter = await self.accept(params, scope, user_in(context))
         if params.configuration.HasField("task_push_notification_config"):
             await self.with_push(thread, number, scope, params.configuration.task_push_notification_config)
         if not params.configuration.return_immediately:
@@ -181,7 +184,7 @@ class A2ADoor(TaskReader, RequestHandler):
         pushed = params.configuration.HasField("task_push_notification_config")
         if pushed:  # checked before the message goes in
             await self.pushes.check(params.configuration.task_push_notification_config)
-        thread, number, _ = await self.accept(params, scope)
+        thread, number, _ = await self.accept(params, scope, user_in(context))
         if pushed:
             await self.with_push(thread, number, scope, params.configuration.task_push_notification_config)
         async for event in self.updates(thread, number, scope):

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from durable_teams.gateway.core.auth import may_stream
-from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core.scopes import caller_identity, scope_of
 from durable_teams.gateway.core.team_cards import TeamCard
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.a2a.door import A2ADoor
@@ -31,6 +31,7 @@ class ScopedContext(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state["scope"] = scope_of(request)
+        context.state["user"] = caller_identity(request.scope.get("state"))
         context.state.get("headers", {}).pop("authorization", None)  # the bearer token: in no state
         return context
 

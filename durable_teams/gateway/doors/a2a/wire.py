@@ -85,3 +85,10 @@ def state_of(task: pb.Task) -> TurnState:
 def scope_in(context: ServerCallContext) -> str | None:
     """The caller's scope (None: an operator), as `ScopedContext` put it in the call's state."""
     return context.state.get("scope")
+
+
+def user_in(context: ServerCallContext) -> str | None:
+    """The end user a new context speaks for (its caller's token, `scopes.caller_identity`),
+    as `ScopedContext` put it in the call's state."""
+    user = context.state.get("user")
+    return user if isinstance(user, str) else None

@@ -34,7 +34,12 @@ from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.mcp.forms import answer_text, elicit_form, schema_of, text_result
-from durable_teams.gateway.doors.mcp.methods import TaskServer, add_task_methods, caller_scope
+from durable_teams.gateway.doors.mcp.methods import (
+    TaskServer,
+    add_task_methods,
+    caller_scope,
+    caller_user,
+)
 from durable_teams.gateway.doors.mcp.rpc import McpHttp
 from durable_teams.gateway.doors.mcp.tasks import McpTasks, declares_tasks
 from durable_teams.workflows.state import Question
@@ -148,7 +153,7 @@ class McpDoor:
             if params.request_state is not None:  # the repeated call of an input_required result
                 thread, question = parse_state(params.request_state)
                 return await self.answered(ctx, team, thread, question, params.input_responses or {})
-            thread = await self.thread_for(team, call.thread_id, scope)
+            thread = await self.thread_for(team, call.thread_id, scope, caller_user(ctx))
             if params.task is not None or (ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
                                            and declares_tasks(ctx.params)):
                 return await self.as_task(ctx, thread, call.message, scope, params.task is not None)
@@ -161,10 +166,12 @@ class McpDoor:
             return text_result(f"{type(err).__name__}: {err}" if not isinstance(err, BadCall) else str(err),
                                call.thread_id if call and call.thread_id else "", "failed", True)
 
-    async def thread_for(self, team: str, wanted: str | None, scope: str | None) -> str:
-        """A new thread of `team` in the caller's scope, or `wanted` if the caller sees it."""
+    async def thread_for(self, team: str, wanted: str | None, scope: str | None,
+                         user: str | None = None) -> str:
+        """A new thread of `team` in the caller's scope (its tenant) speaking for `user`, or
+        `wanted` if the caller sees it."""
         if wanted is None:
-            return await self.gateway.start_thread(team, scope=scope)
+            return await self.gateway.start_thread(team, scope=scope, user=user)
         try:
             if await self.gateway.running(wanted, team, scope=scope):
                 return wanted

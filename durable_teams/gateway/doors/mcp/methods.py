@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from durable_teams.gateway.core.scopes import caller_identity
 from durable_teams.gateway.doors.mcp.forms import text_result
 from durable_teams.gateway.doors.mcp.task_pages import BadCursor
 from durable_teams.gateway.doors.mcp.tasks import (
@@ -60,6 +61,13 @@ def caller_scope(ctx: ServerRequestContext[Any]) -> str | None:
     state = scope.get("state") if isinstance(scope, Mapping) else None
     found = state.get("scope") if isinstance(state, Mapping) else None
     return found if isinstance(found, str) else None
+
+
+def caller_user(ctx: ServerRequestContext[Any]) -> str | None:
+    """The end user a new thread speaks for: the caller's token (`scopes.caller_identity`);
+    None without one, and over stdio."""
+    scope = getattr(ctx.request, "scope", None)
+    return caller_identity(scope.get("state") if isinstance(scope, Mapping) else None)
 
 
 def modern(ctx: ServerRequestContext[Any]) -> bool:

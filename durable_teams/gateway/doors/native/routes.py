@@ -13,6 +13,7 @@
     POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     GET  /                              the web inbox (inbox.html)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +22,7 @@ import logging
 from collections.abc import AsyncIterator
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -30,13 +31,10 @@ from starlette.routing import Route
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.events import follow
-from durable_teams.client.refusals import (
-    Patience,
-)
+from durable_teams.client.refusals import Patience
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.errors import (
-    error,
-)
+from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.exposure import page_policy
 from durable_teams.gateway.core.keyed import caller_key, keyed_input
 from durable_teams.gateway.core.scopes import scope_of
@@ -44,9 +42,6 @@ from durable_teams.gateway.core.sse import sse_frame, sse_response
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.native import time_routes
 from durable_teams.workflows.conversation import TeamWorkflow
-
-if TYPE_CHECKING:  # the a2a extra's: imported only where the A2A door is served
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +65,7 @@ async def start_thread(request: Request) -> Response:
     task = checks.text_field(body, "task", required=False, max_bytes=checks.MAX_TURN_BYTES)
     if task is not None and not task.strip():
         raise checks.BadRequest("'task' must be a non-empty string (or left out)")
+    user = checks.end_user(body)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     keyed = caller_key(request, key) if key else None
     # what the key stands for: the same key with another team or task is another request
@@ -80,11 +76,11 @@ async def start_thread(request: Request) -> Response:
             return error(409, f"this Idempotency-Key started thread {taken} of another team: use a new key",
                          "team_mismatch")
     try:
-        thread = await gw.start_thread(team, wanted or (f"{team}-{keyed[:16]}" if keyed else None),
+        thread = await gw.start_thread(team, wanted or (f"{team_part(team)}-{keyed[:16]}" if keyed else None),
                                        task, idempotency=keyed, request_digest=digest,
-                                       scope=scope_of(request))
+                                       scope=scope_of(request), user=user)
     except WorkflowAlreadyStartedError:
-        thread = wanted or f"{team}-{keyed[:16] if keyed else ''}"
+        thread = wanted or f"{team_part(team)}-{keyed[:16] if keyed else ''}"
         memo = await gw.memo(thread)
         if keyed is None or memo.get("idempotency") != keyed:
             return error(409, f"thread {thread} already exists", "already_exists")

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.replay_state import ReplayFailed
+from durable_teams.client.thread_ids import derived_id
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
 from durable_teams.gateway.core import key_records
 from durable_teams.gateway.core import requests as checks
@@ -57,11 +58,12 @@ async def fork_thread(request: Request) -> Response:
     if key and not wanted:  # the same request again names the same fork
         caller = getattr(request.state, "caller", "") or ""
         digest = hashlib.sha256(f"{caller}\0{key}\0{thread}\0{at}\0{message}".encode()).hexdigest()
-        wanted = f"{thread}-fork-{digest[:12]}"
+        wanted = derived_id(thread, f"-fork-{digest[:12]}")  # within the thread id rule
     await gw.visible(thread, scope_of(request))  # no such thread, or another scope's: 404
+    claimed = None
     if key:  # the key stands for this fork alone: the same key with another fork is a 409
-        await key_records.claim(gw.client, gw.task_queue, "fork", caller_key(request, key),
-                                json.dumps([thread, at, message, body.get("thread_id")]), wanted or "")
+        claimed = await key_records.claim(gw.client, gw.task_queue, "fork", caller_key(request, key),
+                                          json.dumps([thread, at, message, body.get("thread_id")]), wanted or "")
     # the fork keeps the original's memo, its scope with it: the same callers see it
     try:
         forked = await fork(gw.client, thread, at=at, message=message, fork_id=wanted)
@@ -71,7 +73,8 @@ async def fork_thread(request: Request) -> Response:
         return checks_error(409, f"this thread's history does not replay here: {err}", "replay_failed")
     except WorkflowAlreadyStartedError:
         memo = await gw.memo(wanted or "")
-        if key and str(memo.get("forked_from", "")).startswith(f"{thread}@"):
+        # this request's fork, made before: a fork of a fork is forked from the checkpoint's thread
+        if claimed is not None and claimed.thread == wanted and memo.get("forked_from"):
             return JSONResponse({"thread_id": wanted, "forked_from": memo["forked_from"]}, status_code=200)
         return checks_error(409, f"thread {wanted} already exists", "already_exists")
     return JSONResponse({"thread_id": forked.workflow_id, "forked_from": forked.forked_from}, status_code=201)

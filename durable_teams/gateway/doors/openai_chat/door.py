@@ -28,6 +28,7 @@ from durable_teams.client.approvals import approval_of
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core.auth import may_stream
+from durable_teams.gateway.core.end_users import check_end_user, end_user
 from durable_teams.gateway.core.keyed import keyed_input
 from durable_teams.gateway.core.named_inputs import input_id
 from durable_teams.gateway.core.outcomes import Outcome
@@ -38,7 +39,6 @@ from durable_teams.gateway.core.sse import openai_error, sse_response
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.openai_chat.fields import (
     Exchange,
-    end_user,
     exchange_on,
     max_tokens,
 )
@@ -105,12 +105,7 @@ def check_fields(body: dict[str, Any]) -> None:
                          "stream_options")
     if body.get("tool_choice") not in (None, "none", "auto"):
         raise FieldError("'tool_choice': tools from the client are not supported", "tool_choice")
-    for field in ("user", "safety_identifier"):
-        user = body.get(field)
-        if user is not None and (not isinstance(user, str) or len(user) > checks.MAX_ID_CHARS):
-            raise FieldError(f"'{field}' must be a string of at most {checks.MAX_ID_CHARS} characters", field)
-        if isinstance(user, str):
-            checks.encodable(user, field)
+    check_end_user(body)
 
 
 def named_input(thread: str, status: ConversationStatus, text: str, request: Request,

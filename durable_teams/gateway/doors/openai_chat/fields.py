@@ -6,7 +6,6 @@ chat it is: durable_teams/gateway/core/resent_threads.py and core/scopes.py."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -21,17 +20,6 @@ from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.thread_marks import mark_line, mark_of
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.live.hub import Delta
-
-
-def end_user(body: dict[str, Any]) -> str | None:
-    """OpenAI's `user`, or its newer `safety_identifier` (checked by `check_fields`): None when
-    absent, empty or blank, which all mean the same (no end user named), for the thread's memo
-    and its chat key alike. Both sent: both, as one id."""
-    ids = [value for field in ("user", "safety_identifier")
-           if isinstance(value := body.get(field), str) and value.strip()]
-    if len(ids) == 2:
-        return json.dumps(ids)
-    return ids[0] if ids else None
 
 
 @dataclass

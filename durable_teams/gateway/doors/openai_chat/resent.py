@@ -17,6 +17,7 @@ from durable_teams.client.refusals import ConversationEnded, TurnConflict
 from durable_teams.gateway.core import key_records
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core import resent_threads as chat_threads
+from durable_teams.gateway.core.end_users import end_user
 from durable_teams.gateway.core.named_inputs import taken, taken_soon
 from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.resent_threads import MATCH_ATTEMPTS, says_retry
@@ -26,7 +27,6 @@ from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.openai_chat import edits as chat_edits
 from durable_teams.gateway.doors.openai_chat.fields import (
     Exchange,
-    end_user,
     exchange_on,
     keyed_of,
     mark_for,

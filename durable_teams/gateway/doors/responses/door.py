@@ -26,6 +26,7 @@ from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core import key_records
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.auth import may_stream
+from durable_teams.gateway.core.end_users import check_end_user, end_user
 from durable_teams.gateway.core.keyed import KeyReused, caller_key
 from durable_teams.gateway.core.named_inputs import input_id
 from durable_teams.gateway.core.requests import FieldError
@@ -61,6 +62,7 @@ async def create(request: Request) -> Response:
         raise FieldError("'model' (the team's name) is required", "model")
     team: str = body["model"]
     fields.check(body)
+    check_end_user(body)
     previous = body.get("previous_response_id")
     given = fields.parse_input(body.get("input"), body.get("instructions"), continued=previous is not None)
     gw: Gateway = request.app.state.gateway
@@ -78,11 +80,12 @@ async def create(request: Request) -> Response:
     try:
         if previous is None and given.conversation is not None:
             await claim(gw, request, key, previous, body.get("input"), team)
-            ref = await resent(gw, team, given.conversation, request, max_tokens)
+            ref = await resent(gw, team, given.conversation, request, max_tokens, end_user(body))
         elif previous is None:
             assert thread is not None and given.text is not None
             await claim(gw, request, key, None, body.get("input"), team)  # another team's thread is another
-            ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request)
+            ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request,
+                                   end_user(body))
         else:
             ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens,
                                   key, body.get("input"))

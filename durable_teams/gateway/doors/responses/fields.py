@@ -12,8 +12,8 @@ from durable_teams.gateway.core.requests import FieldError
 
 TAKEN = {"model", "input", "previous_response_id", "stream", "background", "max_output_tokens",
          "store", "tools", "tool_choice", "text", "instructions", "metadata", "stream_options",
-         "background_options"}
-IGNORED = {"temperature", "top_p", "parallel_tool_calls", "user", "safety_identifier",
+         "background_options", "user", "safety_identifier"}
+IGNORED = {"temperature", "top_p", "parallel_tool_calls",
            "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "service_tier",
            "reasoning", "include", "truncation", "client_metadata", "image"}
 """Sampling and caching hints, options for inputs a team does not take (images), and a

@@ -20,6 +20,7 @@ import logging
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.replay_state import ReplayFailed
+from durable_teams.client.thread_ids import team_part
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
 from durable_teams.gateway.core.named_inputs import input_id
 from durable_teams.gateway.core.threads import Gateway
@@ -33,7 +34,7 @@ log = logging.getLogger("durable_teams.gateway")
 def fork_thread_id(team: str, previous: ResponseRef, scope: str, request_id: str) -> str:
     """The fork a request continuing `previous` makes: the same for the same request."""
     digest = hashlib.sha256(f"fork\0{scope}\0{previous.id}\0{request_id}".encode()).hexdigest()
-    return f"{team}-resp-{digest[:16]}"
+    return f"{team_part(team)}-resp-{digest[:16]}"
 
 
 async def forked(gw: Gateway, team: str, not_latest: NotLatest, given: fields.Input, scope: str,

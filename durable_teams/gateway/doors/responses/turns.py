@@ -16,6 +16,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.approvals import approval_of
 from durable_teams.client.refusals import ConversationEnded, QuestionClosed, TurnConflict
 from durable_teams.client.send import submit_turn
+from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core import resent_threads as chat_threads
@@ -57,7 +58,7 @@ class NotLatest(Refused):
 
 def first_thread(team: str, key: str | None, request: Request) -> str:
     """The thread a first request opens: the same for the same Idempotency-Key and caller."""
-    return f"{team}-resp-{idempotency_digest(key, request) or uuid.uuid4().hex[:16]}"
+    return f"{team_part(team)}-resp-{idempotency_digest(key, request) or uuid.uuid4().hex[:16]}"
 
 
 def idempotency_digest(key: str | None, request: Request) -> str | None:
@@ -65,13 +66,13 @@ def idempotency_digest(key: str | None, request: Request) -> str | None:
 
 
 async def first_turn(gw: Gateway, team: str, thread: str, text: str, key: str | None, request_id: str,
-                     max_tokens: int | None, request: Request) -> ResponseRef:
-    """`thread` (`first_thread`) started and its first turn (the same again for the same
-    Idempotency-Key)."""
+                     max_tokens: int | None, request: Request, user: str | None = None) -> ResponseRef:
+    """`thread` (`first_thread`) started for `user` and its first turn (the same again for the
+    same Idempotency-Key)."""
     keyed = idempotency_digest(key, request)
     try:
         await gw.start_thread(team, thread, idempotency=keyed, request_digest=request_id[:16] if keyed else None,
-                              scope=scope_of(request))
+                              scope=scope_of(request), user=user)
     except WorkflowAlreadyStartedError:  # the same key: the same request, or a key used again
         if (await gw.memo(thread)).get("request") != request_id[:16]:
             raise Refused(refusal(409, "this Idempotency-Key was sent with another request: use a new key",
@@ -148,11 +149,12 @@ async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, inpu
 
 
 async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], request: Request,
-                 max_tokens: int | None) -> ResponseRef:
+                 max_tokens: int | None, user: str | None = None) -> ResponseRef:
     """The response to a conversation resent whole: on the thread it continues (the chat
-    path's matching), or on a new thread that opens with its earlier messages."""
+    path's matching; one end user's, as on the chat door), or on a new thread that opens with
+    its earlier messages, speaking for `user`."""
     history = chats.chat_history(conversation)
-    key = chats.chat_key(caller_scope(request), team, history, tenant=scope_of(request))
+    key = chats.chat_key(caller_scope(request), team, history, user=user, tenant=scope_of(request))
     keys = chats.request_keys(key, history)
     for _ in range(MATCH_ATTEMPTS):
         match = await chat_threads.find_thread(gw, key, history, retry=says_retry(request), keys=keys,
@@ -170,7 +172,7 @@ async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], req
         except (TurnConflict, ConversationEnded, QuestionClosed, Refused):  # another request got in first
             continue
     thread = await gw.start_thread(team, chats.new_thread_id(key, history), history=history.earlier,
-                                   idle_close_seconds=gw.chat_idle_seconds, scope=scope_of(request))
+                                   idle_close_seconds=gw.chat_idle_seconds, scope=scope_of(request), user=user)
     accepted = await submit_turn(gw.client, thread, history.text, turn_id=keys.this,
                                  busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
     return ResponseRef(thread, accepted.number, len(history.earlier), 0)
