@@ -16,6 +16,7 @@ from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.refusals import ConversationBusy, Patience, QuestionClosed, TurnConflict
 from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
 from durable_teams.client.server_state import questions_of
+from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.outcomes import Outcome, _now, answering, question_text
 from durable_teams.gateway.requests import BadRequest
 from durable_teams.gateway.thread_log import ThreadLog, background
@@ -139,7 +140,10 @@ class Exchanges(ThreadLog):
                                      after_turns=status.turns if seen is not None and ids else None)
 
         async def outcome() -> Outcome:
-            turn = background(accepted.reply())
+            waited = await self.outcome_by_update(thread, accepted.number, seen_ids, accepted.run_id)
+            if waited is not None:
+                return waited
+            turn = background(accepted.watched_reply())
             try:
                 return await self._outcome(thread, seen_ids, target_turn=None, turn=turn)
             finally:
@@ -165,8 +169,27 @@ class Exchanges(ThreadLog):
         """`begin_exchange`, then its outcome."""
         return await (await self.begin_exchange(thread, text, turn_id))()
 
+    async def outcome_by_update(self, thread: str, number: int, seen: set[str],
+                                run_id: str | None = None) -> Outcome | None:
+        """Turn `number`'s outcome (its reply, or a question not in `seen`) with one call that
+        waits for it (durable_teams/client/turn_outcome.py); None when that way cannot tell."""
+        try:
+            found = await wait_outcome(self.client, thread, number, seen=seen, run_id=run_id)
+        except OutcomeUnavailable:
+            return None
+        if found.reply is not None:
+            return Outcome.of(found.reply)
+        assert found.question is not None
+        return Outcome("question", question_text(found.question))
+
     async def _outcome(self, thread: str, seen: set[str], *, target_turn: int | None,
                        turn: asyncio.Future[TurnReply] | None) -> Outcome:
+        """The exchange's outcome: by the update when it can tell, else read from the thread's
+        state as it changes (the way of a worker without the update)."""
+        if target_turn is not None:
+            waited = await self.outcome_by_update(thread, target_turn, seen)
+            if waited is not None:
+                return waited
         while True:
             if turn is not None and turn.done():
                 reply = turn.result()
