@@ -15,10 +15,14 @@ from temporalio.client import Client
 
 from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
+from durable_teams.client.reply_watch import history_growth
 from durable_teams.client.send import AcceptedTurn
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import LogPage, TurnReply
+
+RECHECK_SECONDS = 5.0
+"""A turn's stream reads the log again at least this often (a completed step is the rule)."""
 
 
 class ThreadLog:
@@ -93,9 +97,12 @@ class ThreadLog:
         # `deltas`: a subscription the caller entered before the turn went in (none: here)
         async with nullcontext(deltas) if deltas is not None else self.hub.subscribe(thread) as deltas:
             turn = background(accepted.reply())
+            grown = asyncio.Event()
+            watcher = background(watch_growth(self.client, thread, grown))
             try:
                 while True:
                     finished = turn.done()
+                    grown.clear()  # before the read: a step completed after it is read next
                     page = await self._page(thread, index)
                     # Drained after the read: a call sends its deltas before its message is
                     # logged, so those of a message on this page are mostly in hand; one that
@@ -110,7 +117,7 @@ class ThreadLog:
                         yield delta_event(out).model_dump(mode="json")
                     if finished:  # read once more after the reply: nothing appended last is missed
                         break
-                    news = await self.until_news(turn, deltas)
+                    news = await self.until_news(turn, deltas, grown, watcher)
                     if news:
                         order.hold(news)
                 yield done_event(turn.result())
@@ -118,17 +125,33 @@ class ThreadLog:
                 yield {"index": -1, "type": "error", "text": str(ended)}
             finally:
                 turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
+                watcher.cancel()
 
-    async def until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta]) -> Delta | None:
-        """Wait for the reply, a delta (returned), or the next poll of the log."""
+    async def until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta],
+                         grown: asyncio.Event, watcher: asyncio.Future[Any]) -> Delta | None:
+        """Wait for the reply, a delta (returned), or a step of the conversation completed (its
+        history grew: `watch_growth`); polled every `poll_seconds` when the history cannot be
+        watched (the watch ended), read again at least every `RECHECK_SECONDS` anyway."""
         waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
-        both: list[asyncio.Future[Any]] = [turn, waiting]
+        stepped: asyncio.Future[Any] = asyncio.ensure_future(grown.wait())
+        both: list[asyncio.Future[Any]] = [turn, waiting, stepped]
         try:
-            done, _ = await asyncio.wait(both, timeout=self.poll_seconds,
+            done, _ = await asyncio.wait(both, timeout=self.poll_seconds if watcher.done() else RECHECK_SECONDS,
                                          return_when=asyncio.FIRST_COMPLETED)
         finally:  # also when the client left (cancelled): no task left pending
             waiting.cancel()
+            stepped.cancel()
         return waiting.result() if waiting in done else None
+
+
+async def watch_growth(client: Client, thread: str, grown: asyncio.Event) -> None:
+    """Set `grown` each time a step of the conversation completes (a long poll of its history,
+    durable_teams/client/reply_watch.py), and once more when the watch ends."""
+    try:
+        async for _ in history_growth(client, thread):
+            grown.set()
+    finally:
+        grown.set()
 
 
 def background(coroutine: Any) -> asyncio.Future[TurnReply]:
