@@ -92,8 +92,11 @@ async def test_an_unknown_turn_and_a_second_waiter_of_one_process_wait_the_earli
     assert [(r.turn, r.text) for r in replies] == [(1, "heard: one"), (2, "heard: two")]
 
 
-async def test_a_run_that_continues_as_new_after_the_turn_still_gives_its_reply(client: Client, task_queue: str) -> None:
-    team = team_with_threshold(1)  # every turn ends the run: the waiting update is abandoned
+@pytest.mark.slow  # over 3 s under load
+async def test_replies_of_turns_whose_run_continues_as_new_right_after_them(client: Client, task_queue: str) -> None:
+    """(A run that continues as new while the turn waits for a person abandons the update:
+    tests/test_continue_as_new.py's turn 25 is answered through the history watch then.)"""
+    team = team_with_threshold(1)  # every turn ends its run
     async with running_worker(client, task_queue, [team], ScriptedModel(echo)):
         wid = await start(client, task_queue, "long")
         first = await send_turn(client, wid, "one")

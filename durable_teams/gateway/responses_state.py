@@ -158,10 +158,9 @@ async def ended(gw: Gateway, ref: ResponseRef) -> View:
     """The response once it has ended: its turn's outcome (its reply, or a question asked
     since) waited for with one call, then read; read as it changes (`views`) when that way
     cannot tell or the outcome did not end it (a question this response does not stop at)."""
-    view, status = await read(gw, ref)
-    if view.ended:
-        return view
-    if await gw.outcome_by_update(ref.thread, ref.turn, {q.question_id for q in status.pending}) is not None:
+    # Any question pending is an outcome here: the one this response stops at (asked before or
+    # after the request) is what it ends with; another one (a plain question) is read past.
+    if await gw.outcome_by_update(ref.thread, ref.turn, set()) is not None:
         view, _ = await read(gw, ref)
         if view.ended:
             return view

@@ -128,19 +128,22 @@ class ThreadLog:
                 watcher.cancel()
 
     async def until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta],
-                         grown: asyncio.Event, watcher: asyncio.Future[Any]) -> Delta | None:
+                         grown: asyncio.Event | None = None, watcher: asyncio.Future[Any] | None = None
+                         ) -> Delta | None:
         """Wait for the reply, a delta (returned), or a step of the conversation completed (its
-        history grew: `watch_growth`); polled every `poll_seconds` when the history cannot be
-        watched (the watch ended), read again at least every `RECHECK_SECONDS` anyway."""
+        history grew: `grown`, set by `watch_growth`, read again at least every
+        `RECHECK_SECONDS` anyway); without a watch (none given, or it ended), the next poll,
+        `poll_seconds` later."""
         waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
-        stepped: asyncio.Future[Any] = asyncio.ensure_future(grown.wait())
-        both: list[asyncio.Future[Any]] = [turn, waiting, stepped]
+        both: list[asyncio.Future[Any]] = [turn, waiting]
+        if grown is not None and watcher is not None and not watcher.done():
+            both.append(asyncio.ensure_future(grown.wait()))
         try:
-            done, _ = await asyncio.wait(both, timeout=self.poll_seconds if watcher.done() else RECHECK_SECONDS,
+            done, _ = await asyncio.wait(both, timeout=RECHECK_SECONDS if len(both) > 2 else self.poll_seconds,
                                          return_when=asyncio.FIRST_COMPLETED)
         finally:  # also when the client left (cancelled): no task left pending
-            waiting.cancel()
-            stepped.cancel()
+            for wait in both[1:]:
+                wait.cancel()
         return waiting.result() if waiting in done else None
 
 
