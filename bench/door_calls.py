@@ -8,9 +8,11 @@ FAANG example's script (10 model calls, 5 tool calls a turn), each model call ta
 scripted latency; one gateway (uvicorn, in this process) serves the HTTP doors. For each way in,
 a thread is begun the way its clients begin one (its first turn) and its next turn is measured:
 the frontend's requests from before the request to the outcome it returns, the workers' task
-polls (`Poll*TaskQueue`, which wait whether or not there is work) left out. The first row is the
-floor: `durable-teams run`, a one-task conversation, the turn's own work (its start, workflow
-tasks, activities) and nothing else.
+polls (`Poll*TaskQueue`, which wait whether or not there is work) and liveness reports
+(`RecordWorkerHeartbeat`, every few seconds) left out. The first row is the floor:
+`durable-teams run`, a one-task conversation, the turn's own work (its start, workflow tasks,
+activities and their heartbeats) and nothing else. Each row's other operations are printed on
+stderr.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ from durable_teams.workflows.state import ConversationInput
 
 TEAM = "faang"
 QUESTION = faang.QUESTION
-WORKER_POLLS = re.compile(r"^Poll\w*TaskQueue$")
-"""Workers' task polls: long polls that wait whether or not there is work (not counted)."""
+WORKER_POLLS = re.compile(r"^(Poll\w*TaskQueue|RecordWorkerHeartbeat)$")
+"""Workers' task polls, long polls that wait whether or not there is work, and their periodic
+liveness reports: not counted."""
 
 
 class SlowScript(ScriptedModel):

@@ -69,7 +69,9 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tupl
         raise UnknownResponse(f"no response {ref.id!r}")
     if not deleted_too and ref.key in status.deleted_responses:
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
-    replies = await handle.query("turn_replies", args=[[ref.turn]], result_type=list[TurnReply])
+    last = status.last_reply
+    replies = [last] if last is not None and last.turn == ref.turn else await handle.query(
+        "turn_replies", args=[[ref.turn]], result_type=list[TurnReply])  # the latest's is in the status
     messages: list[Message] = []
     index = ref.start
     while True:

@@ -45,7 +45,7 @@ class ThreadLog:
             start = max(0, end - page_size)
             page = await self._page(thread, start, end - start)
             for message in reversed(page.messages):
-                turn = message.role == "user" and message.kind == "message" and message.agent_run == 0
+                turn = _turn_message(message)
                 if turn or (message.role == "tool" and message.kind == "human"):
                     return message.content or ""
             end = start
@@ -54,27 +54,37 @@ class ThreadLog:
     async def turn_start(self, thread: str, number: int, latest: int, page_size: int = 50) -> int | None:
         """The log index of turn `number`'s message (its events start there), counted back from
         turn `latest`'s, the newest begun; None when the log does not hold it."""
+        return (await self._turn_start_page(thread, number, latest, page_size))[0]
+
+    async def _turn_start_page(self, thread: str, number: int, latest: int,
+                               page_size: int = 50) -> tuple[int | None, list[tuple[int, Message]]]:
+        """`turn_start`, and the messages from there to the end of the log when the page read
+        last reached it (none otherwise)."""
         back, end = latest - number, await self.log_total(thread)
+        total = end
         while end > 0 and back >= 0:
             start = max(0, end - page_size)
             page = await self._page(thread, start, end - start)
             for offset, message in zip(range(len(page.messages) - 1, -1, -1), reversed(page.messages), strict=True):
-                if message.role == "user" and message.kind == "message" and message.agent_run == 0:
+                if _turn_message(message):
                     if back == 0:
-                        return start + offset
+                        rest = list(enumerate(page.messages, start))[offset:] if end == total else []
+                        return start + offset, rest
                     back -= 1
             end = start
-        return None
+        return None, []
 
     async def turn_messages(self, thread: str, number: int, latest: int, limit: int = 200) -> list[tuple[int, Message]]:
         """Turn `number`'s log messages with their indexes, from its message to the next turn's
         (at most `limit`; `latest`: the newest turn begun); none when the log does not hold it."""
-        start = await self.turn_start(thread, number, latest)
+        start, rest = await self._turn_start_page(thread, number, latest)
+        if rest and len(rest) <= limit:  # the turn's stretch to the end of the log, read already
+            return rest[:next((n for n, (_, m) in enumerate(rest) if n and _turn_message(m)), len(rest))]
         found: list[tuple[int, Message]] = []
         while start is not None and len(found) < limit:
             page = await self._page(thread, start, limit - len(found))
             for offset, message in enumerate(page.messages):
-                if found and message.role == "user" and message.kind == "message" and message.agent_run == 0:
+                if found and _turn_message(message):
                     return found  # the next turn's message
                 found.append((start + offset, message))
             start += len(page.messages)
@@ -145,6 +155,11 @@ class ThreadLog:
             for wait in both[1:]:
                 wait.cancel()
         return waiting.result() if waiting in done else None
+
+
+def _turn_message(message: Message) -> bool:
+    """Whether `message` is a turn's own (a person's message to the team): a turn starts there."""
+    return message.role == "user" and message.kind == "message" and message.agent_run == 0
 
 
 async def watch_growth(client: Client, thread: str, grown: asyncio.Event) -> None:
