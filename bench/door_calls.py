@@ -69,6 +69,23 @@ class SlowScript(ScriptedModel):
         return await super().complete(req, messages, tools)
 
 
+def frontend_requests(metrics: str) -> Counter[str]:
+    """The requests the frontend served, by operation, from the server's Prometheus text (its
+    `service_requests` counters; other services', the server's own system namespace's and the
+    workers' `WORKER_POLLS` left out)."""
+    counts: Counter[str] = Counter()
+    for line in metrics.splitlines():
+        if not line.startswith("service_requests{"):
+            continue
+        labels, value = line.rsplit(" ", 1)
+        if 'service_name="frontend"' not in labels or 'namespace="temporal_system"' in labels:
+            continue
+        operation = re.search(r'operation="([^"]+)"', labels)
+        if operation and not WORKER_POLLS.match(operation.group(1)):
+            counts[operation.group(1)] += int(float(value))
+    return counts
+
+
 class Frontend:
     """The dev server's count of frontend requests by operation, read from its metrics."""
 
@@ -77,17 +94,7 @@ class Frontend:
 
     async def counts(self) -> Counter[str]:
         text = await asyncio.to_thread(lambda: urllib.request.urlopen(self.url, timeout=10).read().decode())
-        counts: Counter[str] = Counter()
-        for line in text.splitlines():
-            if not line.startswith("service_requests{"):
-                continue
-            labels, value = line.rsplit(" ", 1)
-            if 'service_name="frontend"' not in labels:
-                continue
-            operation = re.search(r'operation="([^"]+)"', labels)
-            if operation and not WORKER_POLLS.match(operation.group(1)):
-                counts[operation.group(1)] += int(float(value))
-        return counts
+        return frontend_requests(text)
 
     async def settled(self) -> Counter[str]:
         """The counts once nothing more comes in for a second (what a turn's last steps and
