@@ -9,8 +9,10 @@ import asyncio
 import uuid
 
 import pytest
+from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from durable_teams.client.send import send_reply, send_turn, submit_turn
 from durable_teams.client.start import start_conversation
@@ -23,6 +25,15 @@ from .conftest import running_worker
 from .teams import ASKED, DESK, FIRST, TEAM, GatedModel, desk_script, echo, team_with_threshold
 
 pytestmark = pytest.mark.workflow
+
+
+@workflow.defn(name="TeamWorkflow", sandboxed=False)
+class EarlierRelease:
+    """A conversation's workflow as a worker of an earlier release runs it: no `turn_outcome`."""
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: False)
 
 
 async def start(client: Client, task_queue: str, team: str) -> str:
@@ -105,3 +116,14 @@ async def test_replies_of_turns_whose_run_continues_as_new_right_after_them(clie
 
     assert [(first.turn, first.text), (second.turn, second.text)] == [(1, "heard: one"), (2, "heard: two")]
     assert turns == 2
+
+
+async def test_a_worker_without_the_update_refuses_it_and_the_caller_waits_the_earlier_way(
+        client: Client, task_queue: str) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[EarlierRelease]):
+        handle = await client.start_workflow("TeamWorkflow", id=f"old-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        try:
+            with pytest.raises(OutcomeUnavailable, match="turn_outcome"):
+                await wait_outcome(client, handle.id, 1)
+        finally:
+            await handle.terminate()
