@@ -6,6 +6,7 @@ continued as new."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 import pytest
@@ -19,10 +20,11 @@ from durable_teams.client.start import start_conversation
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationInput
+from durable_teams.workflows.state import ConversationInput, TurnOutcome
 
 from .conftest import running_worker
 from .teams import ASKED, DESK, FIRST, TEAM, GatedModel, desk_script, echo, team_with_threshold
+from .waiting import until
 
 pytestmark = pytest.mark.workflow
 
@@ -59,11 +61,12 @@ async def test_send_turn_waits_for_the_reply_with_one_update(client: Client, tas
         wid = await start(client, task_queue, "echo")
         reply = await send_turn(client, wid, "hello")
         again = await wait_outcome(client, wid, 1)  # answered already: at once
+        asked = await wait_outcome(client, wid, 1, seen=[])
         updates = await outcome_updates(client, wid)
 
     assert (reply.turn, reply.text) == (1, "heard: hello")
-    assert again.reply == reply and again.question is None
-    assert updates == ["turn_outcome", "turn_outcome"]
+    assert again.reply == asked.reply == reply and again.question is None
+    assert updates == ["turn_outcome", "turn_outcome"]  # a wait for the reply again is the same update (its id)
 
 
 async def test_a_question_not_seen_is_an_outcome_and_one_seen_is_not(client: Client, task_queue: str) -> None:
@@ -127,3 +130,31 @@ async def test_a_worker_without_the_update_refuses_it_and_the_caller_waits_the_e
                 await wait_outcome(client, handle.id, 1)
         finally:
             await handle.terminate()
+
+
+async def test_a_wait_its_caller_left_is_counted_until_the_turn_ends_and_is_shared_by_id(
+        client: Client, task_queue: str) -> None:
+    model = GatedModel()
+    async with running_worker(client, task_queue, [TEAM], model):
+        wid = await start(client, task_queue, "echo")
+        accepted = await submit_turn(client, wid, "one")
+        left = asyncio.ensure_future(wait_outcome(client, wid, accepted.number))
+        await asyncio.sleep(0.5)  # its update in flight (nothing else to await)
+        left.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await left
+        with pytest.raises(OutcomeUnavailable, match="already waits"):  # the left wait still counts
+            await wait_outcome(client, wid, accepted.number)
+        model.gate.set()
+        reply = await accepted.reply()  # the history watch: this process's one wait is the left one
+
+        async def waited_again() -> TurnOutcome | None:  # once the left wait ended with the turn
+            try:
+                return await wait_outcome(client, wid, accepted.number)
+            except OutcomeUnavailable:
+                return None
+        again = await until(waited_again, "the left wait counted out once the turn ended")
+        updates = await outcome_updates(client, wid)
+
+    assert again.reply is not None and (reply.text, again.reply.text) == ("heard: one", "heard: one")
+    assert updates == ["turn_outcome"]  # the left wait and the later one: one update, by its id

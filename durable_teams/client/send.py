@@ -201,7 +201,9 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
                 continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one
-            if not updates_disabled(err):
+            # Ten updates in flight (waits for turns' outcomes among them): the answer goes in as
+            # the signal, which nothing limits, so a person can always answer.
+            if not updates_disabled(err) and err.status != RPCStatusCode.RESOURCE_EXHAUSTED:
                 raise
             await answer_by_signal(handle, answer)
         except WorkflowUpdateFailedError as err:
