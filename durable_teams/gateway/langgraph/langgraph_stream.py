@@ -1,0 +1,147 @@
+"""A run's stream, in LangGraph's stream modes, read from the thread as the turn goes: the
+shared conversation's new messages as `values`, `updates` (by the agent that wrote them),
+`messages` / `messages-tuple` and `events`; `__interrupt__` when the turn waits for a person.
+The stream ends when the run does: the turn answered, failed, cancelled, or interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from durable_teams.client.refusals import ConversationEnded
+from durable_teams.gateway.langgraph.langgraph_reading import reply_of
+from durable_teams.gateway.langgraph.langgraph_wire import (
+    RunRef,
+    interrupt_of,
+    lc_message,
+    values_of,
+)
+from durable_teams.gateway.sse import sse_frame
+from durable_teams.gateway.threads import Gateway
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import Question, TurnReply
+
+
+@dataclass
+class RunStream:
+    """One run followed from index `start` of the shared conversation; `seen`: the questions
+    that waited before it began (a new question is this run's interrupt)."""
+
+    gw: Gateway
+    thread: str
+    run: RunRef
+    team: str
+    start: int
+    seen: set[str] = field(default_factory=set)
+    ending: TurnReply | None = None
+    interrupts: list[Question] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+
+    async def follow(self) -> AsyncIterator[tuple[list[Message], int]]:
+        """(the conversation, how many of it were seen before) each time it grows, until the
+        run ends (`ending`) or asks (`interrupts`)."""
+        sent, handle = self.start, self.gw.client.get_workflow_handle(self.thread)
+        first = True
+        while True:
+            status = await self.gw.status(self.thread)  # before the messages: none appended before it is missed
+            self.messages = await handle.query(TeamWorkflow.transcript, False)
+            if first or len(self.messages) > sent:
+                yield self.messages, sent
+                sent, first = len(self.messages), False
+            if status.last_reply is not None and status.last_reply.turn >= self.run.turn:
+                self.ending = await reply_of(self.gw, self.thread, self.run.turn) or status.last_reply
+                return
+            fresh = [q for q in status.pending if q.question_id not in self.seen]
+            if fresh:
+                self.interrupts = fresh
+                return
+            if status.closed and not await self.gw.running(self.thread):
+                raise ConversationEnded(f"thread {self.thread} ended before run {self.run.id} did")
+            await asyncio.sleep(self.gw.poll_seconds)
+
+    def metadata(self, node: str | None, step: int) -> dict[str, Any]:
+        return {"thread_id": self.thread, "run_id": self.run.id, "assistant_id": self.team,
+                "graph_id": self.team, "langgraph_node": node, "langgraph_step": step}
+
+    async def frames(self, modes: list[str]) -> AsyncIterator[str]:
+        """The run's SSE frames: `metadata` first, then each mode's events."""
+        yield sse_frame("metadata", {"run_id": self.run.id, "thread_id": self.thread, "attempt": 1})
+        if "events" in modes:
+            yield sse_frame("events", self.chain_event("on_chain_start", {"input": None}))
+        async for messages, sent in self.follow():
+            for frame in self.message_frames(modes, messages, sent):
+                yield frame
+        for frame in self.end_frames(modes):
+            yield frame
+
+    def message_frames(self, modes: list[str], messages: list[Message], sent: int) -> list[str]:
+        frames = []
+        if "values" in modes:
+            frames.append(sse_frame("values", values_of(messages)))
+        for index in range(max(sent, self.start), len(messages)):
+            message = messages[index]
+            if message.role == "user" and message.kind == "message":
+                continue  # the run's input: in `values`, no node's update
+            node = node_of(messages, index)
+            wire = lc_message(message, index)
+            meta = self.metadata(node, index)
+            if "updates" in modes:
+                frames.append(sse_frame("updates", {node: {"messages": [wire]}}))
+            if "messages-tuple" in modes:
+                frames.append(sse_frame("messages", [wire, meta]))
+            if "messages" in modes:
+                frames.append(sse_frame("messages/metadata", {wire["id"]: {"metadata": meta}}))
+                frames.append(sse_frame("messages/complete", [wire]))
+            if "events" in modes:
+                kind = "on_tool_end" if message.role == "tool" else "on_chat_model_end"
+                frames.append(sse_frame("events", {"event": kind, "name": message.name or node, "run_id": self.run.id,
+                                                   "data": {"output": wire}, "metadata": meta,
+                                                   "tags": [], "parent_ids": [self.run.id]}))
+        return frames
+
+    def end_frames(self, modes: list[str]) -> list[str]:
+        frames = []
+        if self.interrupts:
+            waiting = [interrupt_of(q) for q in self.interrupts]
+            for mode in ("values", "updates"):
+                if mode in modes:
+                    frames.append(sse_frame(mode, {"__interrupt__": waiting}))
+        elif self.ending is not None and self.ending.status == "failed":
+            frames.append(sse_frame("error", {"error": "RunFailed", "message": self.ending.text}))
+        if "events" in modes:
+            frames.append(sse_frame("events", self.chain_event(
+                "on_chain_end", {"output": values_of(self.messages)})))
+        return frames
+
+    def chain_event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        return {"event": kind, "name": self.team, "run_id": self.run.id, "data": data,
+                "metadata": self.metadata(None, 0), "tags": [], "parent_ids": []}
+
+    def final_values(self) -> dict[str, Any]:
+        """What `wait` and `join` return: the state's values, with the interrupts when the run
+        waits for a person, or `__error__` when the turn failed."""
+        values = values_of(self.messages)
+        if self.interrupts:
+            values["__interrupt__"] = [interrupt_of(q) for q in self.interrupts]
+        elif self.ending is not None and self.ending.status == "failed":
+            values["__error__"] = {"error": "RunFailed", "message": self.ending.text}
+        return values
+
+
+def node_of(messages: list[Message], index: int) -> str:
+    """The agent (LangGraph's node) a message came from: an assistant message's author; a tool
+    result's, the agent whose call it answers."""
+    message = messages[index]
+    if message.role == "assistant":
+        return message.name or "agent"
+    for earlier in range(index - 1, -1, -1):
+        if messages[earlier].role == "assistant":
+            return messages[earlier].name or "agent"
+    return "agent"
+
+
+def stream_error(message: str) -> str:
+    return sse_frame("error", {"error": "StreamError", "message": message})
