@@ -8,9 +8,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_client, get_sync_client
-from langgraph_sdk.errors import ConflictError, NotFoundError
+from langgraph_sdk.errors import (
+    BadRequestError,
+    ConflictError,
+    InternalServerError,
+    NotFoundError,
+    UnprocessableEntityError,
+)
 from temporalio.client import Client
 
 from durable_teams.examples import faang, support
@@ -23,7 +30,6 @@ from .gateway_helpers import running_gateway
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
-SHOP = {"Authorization": "Bearer shop-secret"}
 CRM = {"Authorization": "Bearer crm-secret"}
 TOKENS = [Token("shop-secret", "shop"), Token("crm-secret", "crm")]
 
@@ -40,7 +46,7 @@ async def test_faang_streamed_through_the_async_client(client: Client, task_queu
     team = faang.build().compile()
     async with running_worker(client, task_queue, [team], ScriptedModel(faang.SCRIPT)):
         async with running_gateway(client, task_queue, teams=["faang"], tokens=TOKENS) as url:
-            lg = get_client(url=f"{url}/langgraph", headers=SHOP, api_key=None)
+            lg = get_client(url=f"{url}/langgraph", api_key="shop-secret")  # as x-api-key
             assistants = await lg.assistants.search()
             thread = await lg.threads.create()
             parts = [(part.event, part.data) async for part in lg.runs.stream(
@@ -125,3 +131,54 @@ def support_flow(url: str) -> dict[str, Any]:
     return {"thread": thread, "asked": asked, "approval": approval, "unclear": unclear, "done": done,
             "state": lg.threads.get(thread), "copied": copied,
             "copied_state": lg.threads.get_state(copied["thread_id"])}
+
+
+async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(client: Client, task_queue: str) -> None:
+    support.REFUNDS.clear()
+    teams = [faang.build().compile(), support.build().compile()]
+    model = ScriptedModel(teams={"faang": faang.SCRIPT, "support": support.SCRIPT})
+    async with running_worker(client, task_queue, teams, model):
+        async with running_gateway(client, task_queue, teams=["faang", "support"]) as url:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            with pytest.raises(BadRequestError, match="name the thread's team"):
+                await lg.threads.create()  # two teams here: which one?
+            thread = (await lg.threads.create(graph_id="faang"))["thread_id"]
+            run = await lg.runs.create(thread, "faang", input=human(faang.QUESTION))
+            joined = await lg.runs.join(thread, run["run_id"])
+            got = await lg.runs.get(thread, run["run_id"])
+            history = await lg.threads.get_history(thread, limit=3)
+            with pytest.raises(httpx.HTTPStatusError) as mismatch:  # `wait` raises httpx's own
+                await lg.runs.wait(thread, "support", input=human("hello"))
+            asked = await lg.runs.wait(None, "support", input=human(support.QUESTION))  # a thread of its own
+            desk = (await lg.threads.search(metadata={"graph_id": "support"}))[0]["thread_id"]
+            cancelled = await lg.runs.cancel(desk, "t1")
+            desk_state = await lg.threads.get_state(desk)
+            with pytest.raises(UnprocessableEntityError, match="interrupt_before"):
+                await lg.runs.create(thread, "faang", input=human("again"), interrupt_before=["math_expert"])
+            with pytest.raises(UnprocessableEntityError, match="stream_mode 'debug'"):
+                await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="debug").__anext__()
+            with pytest.raises(UnprocessableEntityError, match="multitask_strategy='enqueue'"):
+                await lg.runs.create(thread, "faang", input=human("again"), multitask_strategy="enqueue")
+            with pytest.raises(InternalServerError, match="not supported by durable-teams' LangGraph door: crons"):
+                await lg.crons.search()
+            with pytest.raises(NotFoundError, match="no assistant 'nobody'"):
+                await lg.assistants.get("nobody")
+            with pytest.raises(NotFoundError, match="no run"):
+                await lg.runs.get(thread, "t9")
+            await lg.threads.delete(thread)
+            with pytest.raises(NotFoundError):
+                await lg.threads.get(thread)
+            async with httpx.AsyncClient(base_url=f"{url}/langgraph") as raw:
+                ok, info = (await raw.get("/ok")).json(), (await raw.get("/info")).json()
+
+    assert mismatch.value.response.status_code == 409
+    assert "belongs to team 'faang', not 'support'" in mismatch.value.response.json()["error"]["message"]
+    assert run["run_id"] == "t1" and run["status"] in ("pending", "running", "success")
+    assert joined["messages"][-1]["content"] == faang.ANSWER and got["status"] == "success"
+    assert len(history) == 3 and history[0]["metadata"]["kind"] == "turn_end"
+    assert history[0]["parent_checkpoint"]["checkpoint_id"] == history[1]["checkpoint"]["checkpoint_id"]
+    assert asked["__interrupt__"][0]["value"]["question"] == "Sorry to hear that! What's your order number?"
+    assert cancelled["run_id"] == "t1" and cancelled["status"] == "interrupted"
+    assert desk_state["interrupts"] == [] and desk_state["next"] == []
+    assert support.REFUNDS == []
+    assert ok == {"ok": True} and info["flags"]["assistants"] is True

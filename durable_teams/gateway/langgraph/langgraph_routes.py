@@ -22,7 +22,8 @@ PREFIX = "/langgraph"
 def served(request: Request) -> list[str]:
     teams = gateway_of(request).teams
     if teams is None:
-        raise Unsupported("listing assistants on a gateway that does not list its teams (serve --team ...)")
+        raise Unsupported("listing assistants on a gateway that does not list its teams (serve --team ...)",
+                          endpoint=True)
     return teams
 
 
@@ -60,7 +61,7 @@ async def info(request: Request) -> Response:
 
 def unsupported(what: str) -> Any:
     async def answer(request: Request) -> Response:
-        raise Unsupported(what)
+        raise Unsupported(what, endpoint=True)
     return answer
 
 

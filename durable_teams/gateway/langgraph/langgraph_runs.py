@@ -30,6 +30,7 @@ from durable_teams.gateway.langgraph.langgraph_threads import body_of, gateway_o
 from durable_teams.gateway.langgraph.langgraph_wire import (
     NotFound,
     RunRef,
+    Unsupported,
     parse_run_id,
     run_object,
     run_status,
@@ -150,8 +151,7 @@ async def join_stream(request: Request) -> Response:
     if not request.state.open_stream():
         return error(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     if request.headers.get("last-event-id"):
-        return error(501, "not supported by durable-teams' LangGraph door: Last-Event-ID (resumable streams)",
-                     "unsupported")
+        raise Unsupported("Last-Event-ID (resumable streams)")
     run = await existing(request)
     modes = request.query_params.getlist("stream_mode") or ["values"]
     return sse_response(run.frames(stream_modes(modes)), error_frame=stream_error)
@@ -172,8 +172,7 @@ async def cancel(request: Request) -> Response:
     gw = gateway_of(request)
     action = request.query_params.get("action", "interrupt")
     if action != "interrupt":
-        return error(501, f"not supported by durable-teams' LangGraph door: cancel action={action[:40]!r}",
-                     "unsupported")
+        raise Unsupported(f"cancel action={action[:40]!r}")
     run = await existing(request)
     seen = await snapshot(gw, run.thread, scope_of(request))
     if thread_status(seen.status, seen.running, seen.failed) == "idle" or (

@@ -28,13 +28,13 @@ RUN_STATUS = {"COMPLETED": "success", "FAILED": "error", "CANCELED": "interrupte
 
 
 class Unsupported(HTTPException):
-    """501: a parameter or endpoint of the LangGraph Server API this door does not serve,
-    named, so a client never gets a silent default instead."""
+    """A parameter (422) or an endpoint (501, `endpoint=True`) of the LangGraph Server API
+    this door does not serve, named, so a client never gets a silent default instead."""
 
     kind = "unsupported"
 
-    def __init__(self, what: str) -> None:
-        super().__init__(501, f"not supported by durable-teams' LangGraph door: {what}")
+    def __init__(self, what: str, endpoint: bool = False) -> None:
+        super().__init__(501 if endpoint else 422, f"not supported by durable-teams' LangGraph door: {what}")
 
 
 class NotFound(HTTPException):
