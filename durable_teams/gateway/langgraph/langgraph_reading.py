@@ -58,8 +58,9 @@ class Snapshot:
 
 async def snapshot(gw: Gateway, thread: str, scope: str | None) -> Snapshot:
     """The thread as a caller of `scope` sees it (`ConversationNotFound`, 404, for another
-    scope's thread as for none)."""
+    scope's thread as for none; `NoWorker`, 503, when no worker would answer its queries)."""
     described = await gw.visible(thread, scope)
+    await gw.require_worker()
     handle = gw.client.get_workflow_handle(thread)
     status = await gw.status(thread)
     messages = await handle.query(TeamWorkflow.transcript, False)
