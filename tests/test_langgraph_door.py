@@ -157,8 +157,8 @@ async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(cl
                 await lg.runs.create(thread, "faang", input=human("again"), interrupt_before=["math_expert"])
             with pytest.raises(UnprocessableEntityError, match="stream_mode 'debug'"):
                 await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="debug").__anext__()
-            with pytest.raises(UnprocessableEntityError, match="multitask_strategy='enqueue'"):
-                await lg.runs.create(thread, "faang", input=human("again"), multitask_strategy="enqueue")
+            with pytest.raises(UnprocessableEntityError, match="on_completion='delete'"):
+                await lg.runs.create(None, "faang", input=human("again"), on_completion="delete")
             with pytest.raises(InternalServerError, match="not supported by durable-teams' LangGraph door: crons"):
                 await lg.crons.search()
             with pytest.raises(NotFoundError, match="no assistant 'nobody'"):

@@ -78,8 +78,8 @@ async def reply_of(gw: Gateway, thread: str, turn: int) -> TurnReply | None:
 
 
 def turns_known(status: ConversationStatus) -> int:
-    """The turns the thread has numbered: started and queued."""
-    return status.turns + status.queued_turns if status.queued_turns else status.turns
+    """The turns the thread has numbered: begun and queued."""
+    return status.turns
 
 
 async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from durable_teams.client.approvals import approval_of, ask_again
+from durable_teams.gateway.langgraph.langgraph_multitask import STRATEGIES
 from durable_teams.gateway.langgraph.langgraph_wire import STREAM_MODES, Unsupported
 from durable_teams.gateway.requests import BadRequest, encodable
 from durable_teams.workflows.intake import MAX_TURN_BYTES
@@ -17,8 +18,6 @@ ACCEPTED = {"assistant_id", "input", "command", "stream_mode", "if_not_exists", 
             "on_disconnect", "durability", "checkpoint_during", "strict_resume", "stream_subgraphs",
             "stream_resumable", "config", "metadata", "on_completion", "context", "feedback_keys"}
 """Fields a run request may carry (each checked below); any other is refused by name."""
-STRATEGIES = ("reject",)
-"""The `multitask_strategy` values served."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.errors import error
+from durable_teams.gateway.langgraph.langgraph_multitask import make_room, roll_back
 from durable_teams.gateway.langgraph.langgraph_reading import (
     reply_of,
     run_of,
@@ -34,22 +35,12 @@ from durable_teams.gateway.langgraph.langgraph_wire import (
     parse_run_id,
     run_object,
     run_status,
-    thread_status,
 )
 from durable_teams.gateway.scopes import scope_of
 from durable_teams.gateway.sse import sse_response
 from durable_teams.gateway.threads import Gateway, TeamMismatch
 from durable_teams.workflows.state import ConversationStatus
 from durable_teams.workflows.turn_view import answering
-
-
-class Busy(checks.BadRequest):
-    """409: the thread runs a turn or waits for an answer (`multitask_strategy` "reject")."""
-
-    kind = "thread_busy"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, 409)
 
 
 async def begin(request: Request) -> tuple[RunStream, RunRequest]:
@@ -72,21 +63,19 @@ async def begin(request: Request) -> tuple[RunStream, RunRequest]:
         if not known:
             await new_thread(gw, asked.team, scope, thread, {})
     seen = await snapshot(gw, thread, scope)
-    start = len(seen.messages)
     if asked.resuming:
-        return await resume(gw, thread, asked, seen.status, start), asked
-    state = seen.state()
-    if state == "interrupted":
-        waiting = seen.status.pending[0].question_id
-        raise Busy(f"thread {thread} waits for the answer to interrupt {waiting}: resume it with "
-                   "command={'resume': ...} (multitask_strategy 'reject')")
-    if state == "busy":
-        raise Busy(f"thread {thread} is running a turn (multitask_strategy 'reject')")
+        return await resume(gw, thread, asked, seen.status, len(seen.messages)), asked
+    if seen.state() in ("busy", "interrupted"):
+        await make_room(gw, thread, seen.status, asked.strategy)
+        seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
+    floor, ahead = len(seen.messages), answering(seen.status)
     accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds)
-    return RunStream(gw, thread, RunRef(accepted.number), asked.team, start), asked
+    # the turns numbered before it and not yet begun come first: their messages are skipped
+    run = RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
+    return run, asked
 
 
-async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, start: int) -> RunStream:
+async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, floor: int) -> RunStream:
     if not status.pending:
         raise checks.BadRequest(f"no interrupt waits on thread {thread}: nothing to resume", 409)
     question = status.pending[0]
@@ -95,7 +84,8 @@ async def resume(gw: Gateway, thread: str, asked: RunRequest, status: Conversati
         question = next((q for q in status.pending if q.question_id == named), question)
     await gw.reply(thread, question.question_id, **answer_of(asked.resume, question))
     seen = {q.question_id for q in status.pending}
-    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, start, seen)
+    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, floor,
+                     start=floor, seen=seen)
 
 
 def located(run: RunStream) -> dict[str, str]:
@@ -130,8 +120,11 @@ async def existing(request: Request) -> RunStream:
     seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope)
     run = parse_run_id(request.path_params["run"])
     found = await run_of(gw, seen, run)  # NotFound for a run the thread never had
-    start = turn_start(seen.messages, run.turn, seen.status.turns)
-    return RunStream(gw, seen.thread, run, str(found["assistant_id"]), start)
+    team, ahead = str(found["assistant_id"]), answering(seen.status)
+    if run.turn <= ahead:  # begun: from its message
+        start = turn_start(seen.messages, run.turn, ahead)
+        return RunStream(gw, seen.thread, run, team, start, start=start)
+    return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1)
 
 
 async def get(request: Request) -> Response:
@@ -169,15 +162,19 @@ async def listed(request: Request) -> Response:
 
 
 async def cancel(request: Request) -> Response:
+    """Cancel a run: "interrupt" stops its turn (the thread goes on), "rollback" rewinds the
+    thread to before it (the run is gone: its id names the next run of the thread)."""
     gw = gateway_of(request)
     action = request.query_params.get("action", "interrupt")
-    if action != "interrupt":
+    if action not in ("interrupt", "rollback"):
         raise Unsupported(f"cancel action={action[:40]!r}")
     run = await existing(request)
     seen = await snapshot(gw, run.thread, scope_of(request))
-    if thread_status(seen.status, seen.running, seen.failed) == "idle" or (
-            await reply_of(gw, run.thread, run.run.turn)) is not None:
+    if await reply_of(gw, run.thread, run.run.turn) is not None:
         return error(409, f"run {run.run.id} has ended: nothing to cancel", "run_ended")
+    if action == "rollback":
+        await roll_back(gw, run.thread, run.run.turn)
+        return JSONResponse(run_object(run.thread, run.run, run.team, "interrupted", seen.created))
     try:
         await gw.client.get_workflow_handle(run.thread).execute_update("cancel_turn", run.run.turn)
     except WorkflowUpdateFailedError as err:

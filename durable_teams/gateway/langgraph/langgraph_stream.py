@@ -23,39 +23,56 @@ from durable_teams.gateway.threads import Gateway
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, TurnReply
+from durable_teams.workflows.turn_view import answering
 
 
 @dataclass
 class RunStream:
-    """One run followed from index `start` of the shared conversation; `seen`: the questions
-    that waited before it began (a new question is this run's interrupt)."""
+    """One run followed in the shared conversation from index `floor`: a resume's from there
+    (`start` set), a turn's from its message, the `skip`+1-th turn message after `floor` (the
+    turns queued before it come first). `seen`: the questions that waited before it began
+    (a new question of its turn is this run's interrupt)."""
 
     gw: Gateway
     thread: str
     run: RunRef
     team: str
-    start: int
+    floor: int
+    skip: int = 0
+    start: int | None = None
     seen: set[str] = field(default_factory=set)
     ending: TurnReply | None = None
     interrupts: list[Question] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
 
+    def located(self, messages: list[Message]) -> int | None:
+        """Where the run's messages start, once its turn has begun (None: still queued)."""
+        if self.start is None:
+            skip = self.skip
+            for index in range(self.floor, len(messages)):
+                if messages[index].role == "user" and messages[index].kind == "message":
+                    if skip == 0:
+                        self.start = index
+                        break
+                    skip -= 1
+        return self.start
+
     async def follow(self) -> AsyncIterator[tuple[list[Message], int]]:
         """(the conversation, how many of it were seen before) each time it grows, until the
         run ends (`ending`) or asks (`interrupts`)."""
-        sent, handle = self.start, self.gw.client.get_workflow_handle(self.thread)
-        first = True
+        sent, handle = -1, self.gw.client.get_workflow_handle(self.thread)
         while True:
             status = await self.gw.status(self.thread)  # before the messages: none appended before it is missed
             self.messages = await handle.query(TeamWorkflow.transcript, False)
-            if first or len(self.messages) > sent:
-                yield self.messages, sent
-                sent, first = len(self.messages), False
+            start = self.located(self.messages)
+            if start is not None and len(self.messages) > sent:
+                yield self.messages, max(sent, start)
+                sent = len(self.messages)
             if status.last_reply is not None and status.last_reply.turn >= self.run.turn:
                 self.ending = await reply_of(self.gw, self.thread, self.run.turn) or status.last_reply
                 return
             fresh = [q for q in status.pending if q.question_id not in self.seen]
-            if fresh:
+            if fresh and answering(status) == self.run.turn and start is not None:
                 self.interrupts = fresh
                 return
             if status.closed and not await self.gw.running(self.thread):
@@ -81,7 +98,7 @@ class RunStream:
         frames = []
         if "values" in modes:
             frames.append(sse_frame("values", values_of(messages)))
-        for index in range(max(sent, self.start), len(messages)):
+        for index in range(sent, len(messages)):
             message = messages[index]
             if message.role == "user" and message.kind == "message":
                 continue  # the run's input: in `values`, no node's update
