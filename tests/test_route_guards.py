@@ -40,7 +40,8 @@ JUNK = [b"not json", b"{}", b"[]", b"[{}]", b"null", b"1", b'"text"', b'{"jsonrp
 """Bodies each POST route gets past the guards: each a 4xx JSON error or an answer, never a 500
 and never a traceback in the log."""
 PARAMS = {"thread": "no-such-thread", "question": "no-such-question", "response": "resp_none", "model": "echo",
-          "assistant": "echo", "run": "t1", "part": "graph", "rest": "/search"}
+          "assistant": "echo", "run": "t1", "part": "graph", "rest": "/search",
+          "cron": "langgraph-cron-none"}
 """What a path parameter is filled with (a route with another parameter fails the test until
 it is added here)."""
 

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from durable_teams.gateway.langgraph import langgraph_crons as crons
 from durable_teams.gateway.langgraph import langgraph_runs as runs
 from durable_teams.gateway.langgraph import langgraph_threads as threads
 from durable_teams.gateway.langgraph.langgraph_threads import body_of, gateway_of
@@ -55,7 +56,7 @@ async def ok(request: Request) -> Response:
 
 
 async def info(request: Request) -> Response:
-    return JSONResponse({"version": "durable-teams", "flags": {"assistants": True, "crons": False,
+    return JSONResponse({"version": "durable-teams", "flags": {"assistants": True, "crons": True,
                                                                "langsmith": False, "strict_resume": True}})
 
 
@@ -101,9 +102,17 @@ def langgraph_mount() -> BaseRoute:
         Route("/runs/stream", runs.stream, methods=["POST"]),
     ]
     for path, what in (("/runs/batch", "batch runs"), ("/runs/cancel", "cancelling runs in bulk"),
-                       ("/runs/crons{rest:path}", "crons"), (thread + "/runs/crons", "crons"),
+                       ("/runs/crons/count", "counting crons"),
                        ("/store{rest:path}", "the store"), ("/threads/count", "counting threads"),
                        ("/threads/prune", "pruning threads"), (thread + "/stream", "thread streams"),
                        (thread + "/state/{rest:path}", "a past checkpoint's state")):
         routes.insert(2, Route(path, unsupported(what), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
+    routes[2:2] = [
+        Route("/runs/crons", crons.create, methods=["POST"]),
+        Route(thread + "/runs/crons", crons.create, methods=["POST"]),
+        Route("/runs/crons/search", crons.search, methods=["POST"]),
+        Route("/runs/crons/{cron}", crons.delete, methods=["DELETE"]),
+        Route("/runs/crons/{cron}", unsupported("updating a cron (delete it and create another)"),
+              methods=["PATCH"]),
+    ]
     return Mount(PREFIX, routes=routes)

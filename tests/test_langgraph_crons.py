@@ -1,0 +1,77 @@
+"""The LangGraph door's crons on Temporal Schedules, through the real `langgraph-sdk` client: a
+thread's cron fires (triggered: a schedule's firing is Temporal's to make) and its message is
+the thread's next turn; an assistant's cron starts a thread of its own; search and delete keep
+to the caller's scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
+from temporalio.client import Client
+
+from durable_teams.gateway.scopes import Token
+from durable_teams.worker.scripted import ScriptedModel
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+from .teams import TEAM, echo
+from .waiting import until
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
+TOKENS = [Token("shop-secret", "shop"), Token("crm-secret", "crm")]
+YEARLY = "0 0 1 1 *"
+"""A schedule that does not fire during the test by itself: each firing is triggered."""
+
+
+def human(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+async def test_a_threads_cron_fires_as_its_next_turn(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
+        async with running_gateway(client, task_queue, teams=["echo"], tokens=TOKENS) as url:
+            lg = get_client(url=f"{url}/langgraph", api_key="shop-secret")
+            other = get_client(url=f"{url}/langgraph", api_key="crm-secret")
+            thread = (await lg.threads.create())["thread_id"]
+            cron = await lg.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("daily report"))
+            stateless = await lg.crons.create("echo", schedule=YEARLY, input=human("weekly digest"))
+            with pytest.raises(UnprocessableEntityError, match="webhook"):
+                await lg.crons.create("echo", schedule=YEARLY, input=human("x"), webhook="https://example.com/hook")
+            with pytest.raises(NotFoundError):
+                await other.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("x"))
+            await client.get_schedule_handle(cron["cron_id"]).trigger()
+            joined = await until(lambda: joined_run(lg, thread), "the cron's turn ran")
+            await client.get_schedule_handle(stateless["cron_id"]).trigger()
+
+            async def digest() -> list[Any]:
+                return [t for t in await lg.threads.search(limit=20)
+                        if t["values"]["messages"][-1:] and t["values"]["messages"][-1]["content"] == "heard: weekly digest"]
+            fired = await until(digest, "the assistant's cron ran a thread of its own")
+            listed = await until(lambda: two(lg), "both crons listed")
+            hidden = await other.crons.search()
+            with pytest.raises(NotFoundError):
+                await other.crons.delete(cron["cron_id"])
+            await lg.crons.delete(cron["cron_id"])
+            await lg.crons.delete(stateless["cron_id"])
+            with pytest.raises(NotFoundError):
+                await lg.crons.delete(cron["cron_id"])
+
+    assert cron["thread_id"] == thread and cron["schedule"] == YEARLY and cron["next_run_date"]
+    assert stateless["thread_id"] is None and stateless["assistant_id"] == "echo"
+    assert [m["content"] for m in joined["messages"]] == ["daily report", "heard: daily report"]
+    assert len(fired) == 1 and fired[0]["thread_id"] != thread
+    assert {c["cron_id"] for c in listed} == {cron["cron_id"], stateless["cron_id"]} and hidden == []
+
+
+async def joined_run(lg: Any, thread: str) -> Any:
+    runs = await lg.runs.list(thread)
+    return await lg.runs.join(thread, runs[0]["run_id"]) if runs else None
+
+
+async def two(lg: Any) -> Any:
+    found = await lg.crons.search()
+    return found if len(found) == 2 else None
