@@ -1,7 +1,8 @@
-"""The LangGraph door's crons on Temporal Schedules, through the real `langgraph-sdk` client: a
-thread's cron fires (triggered: a schedule's firing is Temporal's to make) and its message is
-the thread's next turn; an assistant's cron starts a thread of its own; search and delete keep
-to the caller's scope."""
+"""The LangGraph door's crons on Temporal Schedules and run webhooks, through the real
+`langgraph-sdk` client: a thread's cron fires (triggered: a schedule's firing is Temporal's to
+make) and its message is the thread's next turn; an assistant's cron starts a thread of its own; search and delete keep
+to the caller's scope; a run's webhook is delivered to a local receiver once the run ends,
+retried after a failure, and refused before the run begins for an address that is not public."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from durable_teams.worker.scripted import ScriptedModel
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
+from .push_receiver import receiving
 from .teams import TEAM, echo
 from .waiting import until
 
@@ -75,3 +77,28 @@ async def joined_run(lg: Any, thread: str) -> Any:
 async def two(lg: Any) -> Any:
     found = await lg.crons.search()
     return found if len(found) == 2 else None
+
+
+async def test_a_runs_webhook_is_delivered_once_it_ends_retried_after_a_failure(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS", "0.01")
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_POLL_SECONDS", "0.05")
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
+        async with running_gateway(client, task_queue, teams=["echo"]) as url, receiving() as receiver:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create())["thread_id"]
+            with pytest.raises(UnprocessableEntityError, match="webhook .*loopback"):
+                await lg.runs.create(thread, "echo", input=human("to a private address"), webhook=receiver.url)
+            refused_runs = await lg.runs.list(thread)
+            monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ALLOW_PRIVATE", "1")  # the operator's choice
+            receiver.answers = [503]  # the first delivery fails: it is sent again
+            run = await lg.runs.create(thread, "echo", input=human("hello"), webhook=receiver.url)
+
+            async def delivered() -> list[Any]:
+                return receiver.accepted()
+            bodies = await until(delivered, "the webhook delivered")
+
+    assert refused_runs == []  # refused before the run began
+    assert receiver.statuses == [503, 200]
+    assert bodies == [{"run_id": run["run_id"], "thread_id": thread, "assistant_id": "echo", "status": "success",
+                       "metadata": {}, "multitask_strategy": "reject"}]

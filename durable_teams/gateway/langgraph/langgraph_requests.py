@@ -16,7 +16,7 @@ from durable_teams.workflows.state import Question
 
 ACCEPTED = {"assistant_id", "input", "command", "stream_mode", "if_not_exists", "multitask_strategy",
             "on_disconnect", "durability", "checkpoint_during", "strict_resume", "stream_subgraphs",
-            "stream_resumable", "config", "metadata", "on_completion", "context", "feedback_keys"}
+            "stream_resumable", "config", "metadata", "on_completion", "context", "feedback_keys", "webhook"}
 """Fields a run request may carry (each checked below); any other is refused by name."""
 
 
@@ -31,6 +31,7 @@ class RunRequest:
     modes: list[str] = field(default_factory=lambda: ["values"])
     create_thread: bool = False
     strategy: str = "reject"
+    webhook: str | None = None
 
 
 def run_request(body: dict[str, Any]) -> RunRequest:
@@ -41,7 +42,7 @@ def run_request(body: dict[str, Any]) -> RunRequest:
     if not isinstance(team, str) or not team:
         raise BadRequest("'assistant_id' is required: the name of a team")
     _refuse_set(body)
-    request = RunRequest(team=team, modes=stream_modes(body.get("stream_mode", "values")))
+    request = RunRequest(team=team, modes=stream_modes(body.get("stream_mode", "values")), webhook=body.get("webhook"))
     request.create_thread = _choice(body, "if_not_exists", ("reject", "create"), "reject") == "create"
     request.strategy = _choice(body, "multitask_strategy", STRATEGIES, "reject")
     _choice(body, "on_disconnect", ("continue",), "continue")

@@ -28,6 +28,7 @@ from durable_teams.gateway.langgraph.langgraph_requests import (
 )
 from durable_teams.gateway.langgraph.langgraph_stream import RunStream, stream_error
 from durable_teams.gateway.langgraph.langgraph_threads import body_of, gateway_of, new_thread
+from durable_teams.gateway.langgraph.langgraph_webhooks import check_webhook, watch_run
 from durable_teams.gateway.langgraph.langgraph_wire import (
     NotFound,
     RunRef,
@@ -44,11 +45,21 @@ from durable_teams.workflows.turn_view import answering
 
 
 async def begin(request: Request) -> tuple[RunStream, RunRequest]:
-    """The run the request asks for, begun: its turn accepted by the thread (or its answer
-    taken) before this returns, so an acknowledged run is never lost."""
-    gw, scope = gateway_of(request), scope_of(request)
+    """The run the request asks for, begun (and its webhook watching it): its turn accepted by
+    the thread (or its answer taken) before this returns, so an acknowledged run is never lost."""
+    gw = gateway_of(request)
     asked = run_request(await body_of(request, empty_ok=False))
     gw.check_team(asked.team)
+    if asked.webhook is not None:
+        asked.webhook = await check_webhook(asked.webhook)  # refused before anything goes in
+    run = await begin_run(request, asked)
+    if asked.webhook is not None:
+        await watch_run(gw, run.thread, run.run, run.team, asked.webhook)
+    return run, asked
+
+
+async def begin_run(request: Request, asked: RunRequest) -> RunStream:
+    gw, scope = gateway_of(request), scope_of(request)
     thread = request.path_params.get("thread")
     if thread is None:  # a stateless run: a thread of its own (kept, as every thread)
         thread = await new_thread(gw, asked.team, scope, None, {})
@@ -64,15 +75,14 @@ async def begin(request: Request) -> tuple[RunStream, RunRequest]:
             await new_thread(gw, asked.team, scope, thread, {})
     seen = await snapshot(gw, thread, scope)
     if asked.resuming:
-        return await resume(gw, thread, asked, seen.status, len(seen.messages)), asked
+        return await resume(gw, thread, asked, seen.status, len(seen.messages))
     if seen.state() in ("busy", "interrupted"):
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
     floor, ahead = len(seen.messages), answering(seen.status)
     accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds)
     # the turns numbered before it and not yet begun come first: their messages are skipped
-    run = RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
-    return run, asked
+    return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
 
 
 async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, floor: int) -> RunStream:
