@@ -2,7 +2,8 @@
 `langgraph-sdk` client: a thread's cron fires (triggered: a schedule's firing is Temporal's to
 make) and its message is the thread's next turn; an assistant's cron starts a thread of its own; search and delete keep
 to the caller's scope; a run's webhook is delivered to a local receiver once the run ends,
-retried after a failure, and refused before the run begins for an address that is not public."""
+retried after a failure, and refused before the run begins for an address that is not public;
+the store's items over the memory store, kept to each tenant."""
 
 from __future__ import annotations
 
@@ -102,3 +103,29 @@ async def test_a_runs_webhook_is_delivered_once_it_ends_retried_after_a_failure(
     assert receiver.statuses == [503, 200]
     assert bodies == [{"run_id": run["run_id"], "thread_id": thread, "assistant_id": "echo", "status": "success",
                        "metadata": {}, "multitask_strategy": "reject"}]
+
+
+async def test_the_store_over_the_memory_store_kept_to_each_tenant(
+        client: Client, task_queue: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DURABLE_TEAMS_MEMORY", f"sqlite:///{tmp_path / 'memory.sqlite3'}")
+    async with running_gateway(client, task_queue, teams=["echo"], tokens=[*TOKENS, Token("ops-secret")]) as url:
+        lg = get_client(url=f"{url}/langgraph", api_key="shop-secret")
+        other = get_client(url=f"{url}/langgraph", api_key="crm-secret")
+        operator = get_client(url=f"{url}/langgraph", api_key="ops-secret")
+        await lg.store.put_item(["users", "u-42"], "boots", {"text": "size 44, returned once"})
+        await lg.store.put_item(["users", "u-42"], "tone", {"text": "prefers short answers"})
+        item = await lg.store.get_item(["users", "u-42"], "boots")
+        found = await lg.store.search_items(["users"], query="boots size")
+        spaces = await lg.store.list_namespaces()
+        with pytest.raises(NotFoundError):
+            await other.store.get_item(["users", "u-42"], "boots")
+        hidden = await other.store.search_items(["users"])
+        everything = await operator.store.list_namespaces()
+        await lg.store.delete_item(["users", "u-42"], "boots")
+        with pytest.raises(NotFoundError):
+            await lg.store.get_item(["users", "u-42"], "boots")
+
+    assert item["namespace"] == ["users", "u-42"] and item["value"] == {"text": "size 44, returned once"}
+    assert [i["key"] for i in found["items"]] == ["boots"]
+    assert spaces["namespaces"] == [["users", "u-42"]] and hidden["items"] == []
+    assert everything["namespaces"] == [["scope:shop", "users", "u-42"]]  # an operator sees the tenant's prefix

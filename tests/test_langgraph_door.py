@@ -159,8 +159,8 @@ async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(cl
                 await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="debug").__anext__()
             with pytest.raises(UnprocessableEntityError, match="on_completion='delete'"):
                 await lg.runs.create(None, "faang", input=human("again"), on_completion="delete")
-            with pytest.raises(InternalServerError, match="not supported by durable-teams' LangGraph door: the store"):
-                await lg.store.list_namespaces()
+            with pytest.raises(InternalServerError, match="not supported by durable-teams' LangGraph door: counting threads"):
+                await lg.threads.count()
             with pytest.raises(NotFoundError, match="no assistant 'nobody'"):
                 await lg.assistants.get("nobody")
             with pytest.raises(NotFoundError, match="no run"):

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from durable_teams.gateway.langgraph import langgraph_crons as crons
 from durable_teams.gateway.langgraph import langgraph_runs as runs
+from durable_teams.gateway.langgraph import langgraph_store as store
 from durable_teams.gateway.langgraph import langgraph_threads as threads
 from durable_teams.gateway.langgraph.langgraph_threads import body_of, gateway_of
 from durable_teams.gateway.langgraph.langgraph_wire import NotFound, Unsupported, assistant_object
@@ -103,7 +104,7 @@ def langgraph_mount() -> BaseRoute:
     ]
     for path, what in (("/runs/batch", "batch runs"), ("/runs/cancel", "cancelling runs in bulk"),
                        ("/runs/crons/count", "counting crons"),
-                       ("/store{rest:path}", "the store"), ("/threads/count", "counting threads"),
+("/threads/count", "counting threads"),
                        ("/threads/prune", "pruning threads"), (thread + "/stream", "thread streams"),
                        (thread + "/state/{rest:path}", "a past checkpoint's state")):
         routes.insert(2, Route(path, unsupported(what), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
@@ -114,5 +115,10 @@ def langgraph_mount() -> BaseRoute:
         Route("/runs/crons/{cron}", crons.delete, methods=["DELETE"]),
         Route("/runs/crons/{cron}", unsupported("updating a cron (delete it and create another)"),
               methods=["PATCH"]),
+        Route("/store/items", store.put, methods=["PUT"]),
+        Route("/store/items", store.get, methods=["GET"]),
+        Route("/store/items", store.delete, methods=["DELETE"]),
+        Route("/store/items/search", store.search, methods=["POST"]),
+        Route("/store/namespaces", store.namespaces, methods=["POST"]),
     ]
     return Mount(PREFIX, routes=routes)
