@@ -147,6 +147,12 @@ async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(cl
             joined = await lg.runs.join(thread, run["run_id"])
             got = await lg.runs.get(thread, run["run_id"])
             history = await lg.threads.get_history(thread, limit=3)
+            replayed = [p async for p in lg.runs.join_stream(thread, "t1", stream_mode=["updates", "messages"])]
+            resumed = [p async for p in lg.runs.join_stream(thread, "t1", stream_mode=["updates", "messages"],
+                                                            last_event_id=replayed[5].id)]
+            created = await lg.runs.wait("made-on-demand", "faang", input=human(faang.QUESTION), if_not_exists="create")
+            resumable = [p async for p in lg.runs.stream(None, "faang", input=human(faang.QUESTION),
+                                                         stream_resumable=True)]
             with pytest.raises(httpx.HTTPStatusError) as mismatch:  # `wait` raises httpx's own
                 await lg.runs.wait(thread, "support", input=human("hello"))
             asked = await lg.runs.wait(None, "support", input=human(support.QUESTION))  # a thread of its own
@@ -175,6 +181,12 @@ async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(cl
     assert "belongs to team 'faang', not 'support'" in mismatch.value.response.json()["error"]["message"]
     assert run["run_id"] == "t1" and run["status"] in ("pending", "running", "success")
     assert joined["messages"][-1]["content"] == faang.ANSWER and got["status"] == "success"
+    assert [(p.event, p.data, p.id) for p in resumed] == [(p.event, p.data, p.id) for p in replayed[6:]]
+    complete = [p.data[0]["content"] for p in replayed if p.event == "messages/complete"]
+    assert complete[-1] == faang.ANSWER and replayed[0].event == "metadata"
+    assert len(replayed) == 1 + 11 * 3  # metadata, then each of the turn's 11 answers: an update, its metadata, itself
+    assert created["messages"][-1]["content"] == faang.ANSWER
+    assert resumable[-1].event == "values" and resumable[-1].data["messages"][-1]["content"] == faang.ANSWER
     assert len(history) == 3 and history[0]["metadata"]["kind"] == "turn_end"
     assert history[0]["parent_checkpoint"]["checkpoint_id"] == history[1]["checkpoint"]["checkpoint_id"]
     assert asked["__interrupt__"][0]["value"]["question"] == "Sorry to hear that! What's your order number?"

@@ -32,6 +32,7 @@ class RunRequest:
     create_thread: bool = False
     strategy: str = "reject"
     webhook: str | None = None
+    resumable: bool = False
 
 
 def run_request(body: dict[str, Any]) -> RunRequest:
@@ -42,7 +43,8 @@ def run_request(body: dict[str, Any]) -> RunRequest:
     if not isinstance(team, str) or not team:
         raise BadRequest("'assistant_id' is required: the name of a team")
     _refuse_set(body)
-    request = RunRequest(team=team, modes=stream_modes(body.get("stream_mode", "values")), webhook=body.get("webhook"))
+    request = RunRequest(team=team, modes=stream_modes(body.get("stream_mode", "values")), webhook=body.get("webhook"),
+                         resumable=body.get("stream_resumable") is True)
     request.create_thread = _choice(body, "if_not_exists", ("reject", "create"), "reject") == "create"
     request.strategy = _choice(body, "multitask_strategy", STRATEGIES, "reject")
     _choice(body, "on_disconnect", ("continue",), "continue")
@@ -66,9 +68,8 @@ def run_request(body: dict[str, Any]) -> RunRequest:
 
 def _refuse_set(body: dict[str, Any]) -> None:
     """The accepted fields this door takes only at their defaults, named when set otherwise."""
-    for name in ("stream_subgraphs", "stream_resumable"):
-        if body.get(name) not in (None, False):
-            raise Unsupported(f"{name}=true")
+    if body.get("stream_subgraphs") not in (None, False):
+        raise Unsupported("stream_subgraphs=true")
     for name in ("metadata", "context", "feedback_keys"):
         if body.get(name):
             raise Unsupported(f"run {name}")

@@ -5,6 +5,8 @@ or no, as every door) and follows the turn on from there."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
@@ -118,10 +120,16 @@ async def wait(request: Request) -> Response:
 
 
 async def stream(request: Request) -> Response:
+    """The run streamed; with `stream_resumable`, a `Location` (relative to the door's root, as
+    LangGraph's clients join it to their URL) the client reconnects to with `Last-Event-ID`."""
     if not request.state.open_stream():
         return error(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     run, asked = await begin(request)
-    return sse_response(run.frames(asked.modes), located(run), error_frame=stream_error)
+    headers = located(run)
+    if asked.resumable:  # the modes in it: a reconnect sends no body
+        modes = urlencode([("stream_mode", mode) for mode in asked.modes])
+        headers["Location"] = f"/threads/{run.thread}/runs/{run.run.id}/stream?{modes}"
+    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error)
 
 
 async def existing(request: Request) -> RunStream:
@@ -151,13 +159,15 @@ async def join(request: Request) -> Response:
 
 
 async def join_stream(request: Request) -> Response:
+    """A run's stream joined: from its turn's start, or after the frame `Last-Event-ID` names."""
     if not request.state.open_stream():
         return error(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
-    if request.headers.get("last-event-id"):
-        raise Unsupported("Last-Event-ID (resumable streams)")
+    if request.query_params.get("cancel_on_disconnect", "false").lower() not in ("false", "0"):
+        raise Unsupported("cancel_on_disconnect (a run goes on when its stream is left)")
     run = await existing(request)
     modes = request.query_params.getlist("stream_mode") or ["values"]
-    return sse_response(run.frames(stream_modes(modes)), error_frame=stream_error)
+    after = request.headers.get("last-event-id") or None
+    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error)
 
 
 async def listed(request: Request) -> Response:

@@ -83,40 +83,46 @@ class RunStream:
         return {"thread_id": self.thread, "run_id": self.run.id, "assistant_id": self.team,
                 "graph_id": self.team, "langgraph_node": node, "langgraph_step": step}
 
-    async def frames(self, modes: list[str]) -> AsyncIterator[str]:
-        """The run's SSE frames: `metadata` first, then each mode's events."""
-        yield sse_frame("metadata", {"run_id": self.run.id, "thread_id": self.thread, "attempt": 1})
+    async def frames(self, modes: list[str], after: str | None = None) -> AsyncIterator[str]:
+        """The run's SSE frames: `metadata` first, then each mode's events for each message,
+        the same frames under the same ids however often it is read: `after`, a frame's id
+        (`Last-Event-ID`), resumes the stream after that frame."""
+        seen = frame_key(after) if after else None
+        head = [sse_frame("metadata", {"run_id": self.run.id, "thread_id": self.thread, "attempt": 1})]
         if "events" in modes:
-            yield sse_frame("events", self.chain_event("on_chain_start", {"input": None}))
+            head.append(sse_frame("events", self.chain_event("on_chain_start", {"input": None})))
+        for frame in numbered(-1, head, seen):
+            yield frame
         async for messages, sent in self.follow():
-            for frame in self.message_frames(modes, messages, sent):
-                yield frame
-        for frame in self.end_frames(modes):
+            for index in range(sent, len(messages)):
+                for frame in numbered(index, self.message_frames(modes, messages, index), seen):
+                    yield frame
+        for frame in numbered(END, self.end_frames(modes), seen):
             yield frame
 
-    def message_frames(self, modes: list[str], messages: list[Message], sent: int) -> list[str]:
+    def message_frames(self, modes: list[str], messages: list[Message], index: int) -> list[str]:
+        """The frames of message `index`: the values up to it, and each mode's event of it."""
         frames = []
         if "values" in modes:
-            frames.append(sse_frame("values", values_of(messages)))
-        for index in range(sent, len(messages)):
-            message = messages[index]
-            if message.role == "user" and message.kind == "message":
-                continue  # the run's input: in `values`, no node's update
-            node = node_of(messages, index)
-            wire = lc_message(message, index)
-            meta = self.metadata(node, index)
-            if "updates" in modes:
-                frames.append(sse_frame("updates", {node: {"messages": [wire]}}))
-            if "messages-tuple" in modes:
-                frames.append(sse_frame("messages", [wire, meta]))
-            if "messages" in modes:
-                frames.append(sse_frame("messages/metadata", {wire["id"]: {"metadata": meta}}))
-                frames.append(sse_frame("messages/complete", [wire]))
-            if "events" in modes:
-                kind = "on_tool_end" if message.role == "tool" else "on_chat_model_end"
-                frames.append(sse_frame("events", {"event": kind, "name": message.name or node, "run_id": self.run.id,
-                                                   "data": {"output": wire}, "metadata": meta,
-                                                   "tags": [], "parent_ids": [self.run.id]}))
+            frames.append(sse_frame("values", values_of(messages[:index + 1])))
+        message = messages[index]
+        if message.role == "user" and message.kind == "message":
+            return frames  # the run's input: in `values`, no node's update
+        node = node_of(messages, index)
+        wire = lc_message(message, index)
+        meta = self.metadata(node, index)
+        if "updates" in modes:
+            frames.append(sse_frame("updates", {node: {"messages": [wire]}}))
+        if "messages-tuple" in modes:
+            frames.append(sse_frame("messages", [wire, meta]))
+        if "messages" in modes:
+            frames.append(sse_frame("messages/metadata", {wire["id"]: {"metadata": meta}}))
+            frames.append(sse_frame("messages/complete", [wire]))
+        if "events" in modes:
+            kind = "on_tool_end" if message.role == "tool" else "on_chat_model_end"
+            frames.append(sse_frame("events", {"event": kind, "name": message.name or node, "run_id": self.run.id,
+                                               "data": {"output": wire}, "metadata": meta,
+                                               "tags": [], "parent_ids": [self.run.id]}))
         return frames
 
     def end_frames(self, modes: list[str]) -> list[str]:
@@ -146,6 +152,25 @@ class RunStream:
         elif self.ending is not None and self.ending.status == "failed":
             values["__error__"] = {"error": "RunFailed", "message": self.ending.text}
         return values
+
+
+END = 10**9
+"""The index the frames after the run's last message are numbered under."""
+
+
+def frame_key(frame_id: str) -> tuple[int, int]:
+    """A frame id (`<message index>.<frame>`) as what orders it; a malformed one orders first."""
+    index, _, number = frame_id.partition(".")
+    try:
+        return int(index), int(number)
+    except ValueError:
+        return (-2, 0)
+
+
+def numbered(index: int, frames: list[str], seen: tuple[int, int] | None) -> list[str]:
+    """The frames of message `index` with their ids, those up to `seen` left out."""
+    return [f"id: {index}.{n}\n{frame}" for n, frame in enumerate(frames)
+            if seen is None or (index, n) > seen]
 
 
 def node_of(messages: list[Message], index: int) -> str:
