@@ -46,6 +46,8 @@ async def test_a_threads_cron_fires_as_its_next_turn(client: Client, task_queue:
                 await lg.crons.create("echo", schedule=YEARLY, input=human("x"), webhook="https://example.com/hook")
             with pytest.raises(NotFoundError):
                 await other.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("x"))
+            with pytest.raises(NotFoundError):
+                await lg.crons.create_for_thread("no-such-thread", "echo", schedule=YEARLY, input=human("x"))
             await client.get_schedule_handle(cron["cron_id"]).trigger()
             joined = await until(lambda: joined_run(lg, thread), "the cron's turn ran")
             await client.get_schedule_handle(stateless["cron_id"]).trigger()

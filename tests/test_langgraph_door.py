@@ -157,6 +157,7 @@ async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(cl
                 await lg.runs.wait(thread, "support", input=human("hello"))
             asked = await lg.runs.wait(None, "support", input=human(support.QUESTION))  # a thread of its own
             desk = (await lg.threads.search(metadata={"graph_id": "support"}))[0]["thread_id"]
+            interrupted = await lg.threads.search(status="interrupted")
             cancelled = await lg.runs.cancel(desk, "t1")
             desk_state = await lg.threads.get_state(desk)
             with pytest.raises(UnprocessableEntityError, match="interrupt_before"):
@@ -190,6 +191,7 @@ async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(cl
     assert len(history) == 3 and history[0]["metadata"]["kind"] == "turn_end"
     assert history[0]["parent_checkpoint"]["checkpoint_id"] == history[1]["checkpoint"]["checkpoint_id"]
     assert asked["__interrupt__"][0]["value"]["question"] == "Sorry to hear that! What's your order number?"
+    assert [t["thread_id"] for t in interrupted] == [desk]
     assert cancelled["run_id"] == "t1" and cancelled["status"] == "interrupted"
     assert desk_state["interrupts"] == [] and desk_state["next"] == []
     assert support.REFUNDS == []

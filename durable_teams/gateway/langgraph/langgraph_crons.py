@@ -77,7 +77,8 @@ async def create(request: Request) -> Response:
     cron_id = PREFIX + uuid.uuid4().hex
     memo: dict[str, Any] = {"team": team, "queue": gw.task_queue} | ({SCOPE_MEMO: scope} if scope else {})
     if thread is not None:
-        await gw.running(checks.thread_id(thread), team, scope)  # 404 (another scope's too), 409 ended
+        if not await gw.running(checks.thread_id(thread), team, scope):  # another scope's: 404 too; ended: 409
+            raise NotFound(f"no thread {thread}")
         memo["thread"] = thread
         action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(thread=thread, text=text),
                                              id=f"{cron_id}-turn", task_queue=gw.task_queue)

@@ -130,12 +130,19 @@ async def search(request: Request) -> Response:
             continue
         if ids is None or wf.id in ids:
             found.append(wf.id)
-    threads = []
-    for thread in found[offset:] if wanted is None else found:
+    threads: list[dict[str, Any]] = []
+    skipped = 0
+    for thread in found if wanted is not None else found[offset:offset + limit]:
+        if len(threads) >= limit:
+            break
         seen = (await snapshot(gw, thread, scope)).as_thread()
-        if wanted is None or seen["status"] == wanted:
-            threads.append(seen)
-    return JSONResponse(threads[offset:][:limit] if wanted is not None else threads[:limit])
+        if wanted is not None and seen["status"] != wanted:
+            continue
+        if wanted is not None and skipped < offset:  # the offset counts matching threads
+            skipped += 1
+            continue
+        threads.append(seen)
+    return JSONResponse(threads)
 
 
 async def copy(request: Request) -> Response:
