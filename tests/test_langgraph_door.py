@@ -196,3 +196,28 @@ async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(cl
     assert desk_state["interrupts"] == [] and desk_state["next"] == []
     assert support.REFUNDS == []
     assert ok == {"ok": True} and info["flags"]["assistants"] is True
+
+
+async def test_an_interrupted_run_resumes_through_another_gateway_after_the_worker_restarts(
+        client: Client, task_queue: str) -> None:
+    """Nothing of a thread or a run is kept in the gateway or the worker: the interrupt asked
+    through one gateway is resumed through another, by a new worker."""
+    support.REFUNDS.clear()
+    team = support.build().compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(support.SCRIPT)):
+        async with running_gateway(client, task_queue, teams=["support"]) as url:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create())["thread_id"]
+            await lg.runs.wait(thread, "support", input=human(support.QUESTION))
+            approval = await lg.runs.wait(thread, "support", command={"resume": "Order 4711"})
+    async with running_worker(client, task_queue, [team], ScriptedModel(support.SCRIPT)):
+        async with running_gateway(client, task_queue, teams=["support"]) as url:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            waiting = await lg.threads.get_state(thread)
+            run = (await lg.runs.list(thread))[0]
+            done = await lg.runs.wait(thread, "support", command={"resume": {approval["__interrupt__"][0]["id"]: "yes"}})
+        transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript, True)
+
+    assert waiting["interrupts"] == approval["__interrupt__"] and run == run | {"run_id": "t1", "status": "interrupted"}
+    assert done["messages"][-1]["content"] == support.ANSWER
+    assert len(support.REFUNDS) == 1 and refunds_in(transcript) == 1
