@@ -8,6 +8,8 @@ shared CPU). Every answer comes `latency` seconds (±`jitter` of it, uniformly) 
 
 - model `bench-<N>`: the benchmark's reader agent: calls `fetch(i=<tool messages so far>)` until
   the transcript holds N-1 tool results, then answers "done" (a conversation of N model calls);
+- model `faang-script`: the FAANG walkthrough's replies (bench/faang_model.py), also as a
+  stream when the request asks for one (`stream: true`);
 - any other model: a short answer (the floor's model call).
 
 `GET /stats` returns `{"requests": <count>}`.
@@ -21,11 +23,15 @@ import json
 import random
 import sys
 
+from bench import faang_model
+
 COUNT = 0
 
 
 def reply(body: dict) -> dict:
     model = str(body.get("model", ""))
+    if model == faang_model.MODEL:
+        return faang_model.completion(body)
     message: dict = {"role": "assistant", "content": "ok"}
     finish = "stop"
     if model.startswith("bench-"):
@@ -46,6 +52,7 @@ def reply(body: dict) -> dict:
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float,
                  jitter: float) -> None:
     global COUNT
+    body: dict = {}
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -60,11 +67,15 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
                 payload = {"requests": COUNT}
             else:
                 COUNT += 1
-                payload = reply(json.loads(raw) if raw else {})
+                body = json.loads(raw) if raw else {}
+                payload = reply(body)
                 if latency > 0:
                     await asyncio.sleep(latency * (1 + random.uniform(-jitter, jitter)))
+            kind = b"application/json"
             data = json.dumps(payload).encode()
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            if method == "POST" and body.get("model") == faang_model.MODEL and body.get("stream"):
+                kind, data = b"text/event-stream", faang_model.stream_events(body)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\n"
                          b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):

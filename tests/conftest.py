@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import shutil
 import sys
@@ -72,6 +74,40 @@ async def close_model_clients() -> AsyncIterator[None]:
         OpenAIBackend.__init__ = original  # type: ignore[method-assign]
         for backend in list(made):
             await backend.aclose()
+
+
+_OPENAI_CLIENTS: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The openai clients (`AsyncOpenAI`) tests made, closed when their module ends."""
+
+
+def _remember_openai_clients() -> None:
+    import openai
+
+    original = openai.AsyncOpenAI.__init__
+
+    def remember(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        _OPENAI_CLIENTS.add(self)
+
+    openai.AsyncOpenAI.__init__ = remember  # type: ignore[method-assign]
+
+
+_remember_openai_clients()
+
+
+@pytest_asyncio.fixture(scope="module", autouse=True)
+async def close_openai_clients() -> AsyncIterator[None]:
+    """Close the openai clients a module's tests made, and collect its garbage, on the test's
+    loop. A client left to the garbage collector closes itself on whatever loop runs when it is
+    collected, and that may be a workflow's, inside the sandbox: the task never runs ("coroutine
+    'AsyncClient.aclose' was never awaited"), and whatever its finalizers import is reported as
+    "imported after initial workflow load"."""
+    yield
+    for made in list(_OPENAI_CLIENTS):
+        with contextlib.suppress(Exception):
+            await made.close()
+    _OPENAI_CLIENTS.clear()
+    gc.collect()
 
 
 @pytest_asyncio.fixture(scope="module")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import sys
 import sysconfig
 import urllib.request
@@ -110,6 +111,9 @@ async def test_server_has_ui_and_search_attribute_and_keeps_state_across_restart
         assert not server.reused
         assert port_open("127.0.0.1", port)
         assert http_status(server.ui_url) == 200
+        # every conversation is in the database: its owner's alone
+        assert stat.S_IMODE(db_file.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(db_file.stat().st_mode) == 0o600
         client = await Client.connect(server.address)
         listed = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace="default"))

@@ -112,3 +112,19 @@ def test_the_quick_start_names_the_python_the_package_requires() -> None:
     stated = re.search(r"## Quick start \(a fresh machine with Python (3\.\d+)\+\)",
                        (root / "README.md").read_text("utf-8"))
     assert stated is not None and needed == f">={stated.group(1)}"
+
+
+def test_the_readme_leads_to_every_page() -> None:
+    """A newcomer finds every page of the manual from the README's documentation list."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    listed = set(re.findall(r"\]\(docs/([\w.-]+\.md)", readme))
+    pages = {page.name for page in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    assert sorted(pages - listed) == []
+
+
+def test_the_quick_start_is_the_same_command_everywhere() -> None:
+    """The docs' home page gives the README's first command, which installs no extra."""
+    first = next(line for line in (ROOT / "README.md").read_text("utf-8").splitlines()
+                 if line.startswith("python3 -m venv .venv"))
+    assert "pip install -e . " in first and first.endswith("durable-teams demo")
+    assert first in (ROOT / "docs" / "index.md").read_text("utf-8")

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -212,3 +213,34 @@ async def test_the_mcp_inspector_cli_lists_and_calls_the_team_over_stdio_and_htt
     assert called["content"][0]["text"] == "you said 'hello'"
     assert over_http["structuredContent"]["status"] == "completed"
     assert over_http["content"][0]["text"] == "you said 'hi'"
+
+
+def doc_example(page: str, heading: str) -> str:
+    """The first python block after `heading` on docs/`page`, as written."""
+    text = (ROOT / "docs" / page).read_text("utf-8")
+    section = text[text.index(heading):]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start:section.index("```\n", start)]
+
+
+async def test_the_sdk_example_of_the_docs_finishes_the_support_flow_as_written(
+        client: Client, task_queue: str) -> None:
+    """docs/mcp-server.md's program, run as written against `durable-teams mcp` over stdio: its
+    callback answers the question and the refund's approval, and the call ends completed. The
+    server gets the Temporal address and the queue only through the example's own `env`."""
+    from durable_teams.examples import support
+
+    code = doc_example("mcp-server.md", "## With the `mcp` SDK")
+    env = cli_env(client, task_queue) | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", code, cwd=str(ROOT), env=env, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(b"A-1042\ny\n"), 180)
+    printed = out.decode()  # input()'s prompts end no line: the next print follows them
+    assert proc.returncode == 0, err.decode()
+    assert printed.startswith("['faang', 'support', 'acme', 'faang-teams']\n"), printed
+    asked = printed.index("[triage_agent] Sorry to hear that! What's your order number?")
+    approval = printed.index("execute_refund", asked)  # the approval names the refund
+    assert printed.index("'status': 'completed'", approval) > approval, printed
+    assert printed.rstrip().endswith(f"'text': {support.ANSWER!r}}}"), printed

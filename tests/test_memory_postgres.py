@@ -13,7 +13,7 @@ from temporalio.client import Client
 from durable_teams.memory.postgres_store import PostgresStore
 from durable_teams.memory.store import Store
 
-from .memory_contract import StoreContract
+from .memory_contract import HostileContract, StoreContract
 from .memory_scenario import one_user_two_threads
 from .postgres_server import postgres_url_fixture  # noqa: F401 - the fixture
 
@@ -28,7 +28,7 @@ async def store(postgres_url: str) -> AsyncIterator[Store]:
     await store.close()
 
 
-class TestPostgres(StoreContract):
+class TestPostgres(StoreContract, HostileContract):
     pass
 
 

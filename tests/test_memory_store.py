@@ -4,6 +4,7 @@ from the environment, and the store given to tools. PostgreSQL: tests/test_memor
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,21 +22,21 @@ from durable_teams.memory.store_config import default_path, open_store
 from durable_teams.teams.tools import ToolRegistry, tool
 from durable_teams.workflows.messages import ToolRequest, ToolResult
 
-from .memory_contract import StoreContract
+from .memory_contract import HostileContract, StoreContract
 
 pytestmark = pytest.mark.pure
 
 
-class TestInMemory(StoreContract):
+class TestInMemory(StoreContract, HostileContract):
     @pytest.fixture
     def store(self) -> Store:
         return InMemoryStore()
 
 
-class TestSQLite(StoreContract):
+class TestSQLite(StoreContract, HostileContract):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[Store]:
-        store = SQLiteStore(tmp_path / "deep" / "memory.sqlite3")
+        store = SQLiteStore(tmp_path / "memory.sqlite3")
         yield store
         await store.close()
 
@@ -119,11 +120,14 @@ async def test_the_tool_activity_gives_tools_the_workers_store() -> None:
     assert sent_store.is_error and "store: Extra inputs are not permitted" in sent_store.content
 
 
-async def test_a_worker_whose_store_setting_is_refused_tells_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DURABLE_TEAMS_MEMORY", "mysql://root:hunter2@db/x")
+@pytest.mark.parametrize("url", ["mysql://root:hunter2@db/x", "sqlite:///no/such/hunter2/m.sqlite3"])
+async def test_a_worker_whose_store_setting_is_refused_tells_the_model(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, url: str) -> None:
+    monkeypatch.setenv("DURABLE_TEAMS_MEMORY", url)
     activities = ToolActivities(ToolRegistry(save_preference))
     result = await run(activities, request("save_preference", {"name": "c", "value": "v", "user": "u"}))
     assert result.is_error and "cannot open" in result.content and "hunter2" not in result.content
+    assert "the memory store cannot be opened: DURABLE_TEAMS_MEMORY: " in caplog.text
 
 
 async def test_remember_retried_leaves_one_item_and_recall_is_bounded() -> None:
@@ -184,3 +188,96 @@ async def test_the_workers_store_opens_on_first_use_and_only_its_own_is_closed(
     await LazyStore(handed).close()
     assert handed._conn is not None  # its owner closes it
     await handed.close()
+
+
+# -- the default store is private --------------------------------------------------------------
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+async def test_the_default_store_is_made_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = tmp_path / ".durable-teams"
+    store = open_store(environ={})
+    assert await store.search(()) == [] and not folder.exists()  # reading makes nothing
+    await store.put(("users", "u1"), "k", {"v": 1})
+    side_files = [mode(folder / f"memory.sqlite3{end}") for end in ("-wal", "-shm")]
+    await store.close()
+    assert (mode(folder), mode(folder / "memory.sqlite3")) == (0o700, 0o600)
+    assert side_files == [0o600, 0o600]  # SQLite gives its side files the file's mode
+
+
+async def test_an_older_default_store_others_could_read_is_tightened_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = tmp_path / ".durable-teams"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)  # as the dev server (or an older version) made it
+    old = SQLiteStore(folder / "memory.sqlite3")
+    await old.put(("a",), "k", {"v": 1})
+    await old.close()
+    os.chmod(folder / "memory.sqlite3", 0o644)
+    store = open_store(environ={})
+    got = await store.get(("a",), "k")
+    await store.close()
+    assert got is not None and got.value == {"v": 1}
+    assert (mode(folder), mode(folder / "memory.sqlite3")) == (0o700, 0o600)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(f"{folder} could be read by other users (mode 755); made it private (700)" in w for w in warned)
+    assert any("memory.sqlite3 could be read by other users (mode 644)" in w for w in warned)
+
+
+async def test_a_store_beside_a_chosen_database_keeps_that_folder_as_it_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$DURABLE_TEAMS_DB's folder is the user's (it may be a project's): only the file is private."""
+    shared = tmp_path / "project"
+    shared.mkdir()
+    os.chmod(shared, 0o755)
+    store = open_store(environ={"DURABLE_TEAMS_DB": str(shared / "temporal.db")})
+    await store.put(("a",), "k", {"v": 1})
+    await store.close()
+    assert (mode(shared), mode(shared / "memory.sqlite3")) == (0o755, 0o600)
+
+
+async def test_a_named_store_in_a_missing_folder_is_refused_and_nothing_is_made(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=f"^DURABLE_TEAMS_MEMORY: no folder {tmp_path}/no/such for the "
+                       "store file m.sqlite3: create it first"):
+        open_store(environ={"DURABLE_TEAMS_MEMORY": f"sqlite://{tmp_path}/no/such/m.sqlite3"})
+    store = SQLiteStore(tmp_path / "no" / "such" / "m.sqlite3")  # made directly: refused on use
+    for call in (lambda: store.search(()), lambda: store.put(("a",), "k", {"v": 1})):
+        with pytest.raises(StoreError, match=f"^no folder {tmp_path}/no/such for the store file m.sqlite3"):
+            await call()
+    assert not (tmp_path / "no").exists()
+    named = open_store(f"sqlite://{tmp_path}/m.sqlite3", environ={})
+    assert await named.get(("a",), "k") is None and not (tmp_path / "m.sqlite3").exists()
+    await named.put(("a",), "k", {"v": 1})
+    await named.close()
+    assert mode(tmp_path / "m.sqlite3") == 0o600
+
+
+def test_a_refused_url_names_where_it_came_from() -> None:
+    with pytest.raises(StoreError, match="^DURABLE_TEAMS_MEMORY: 'nope' is not a store URL"):
+        open_store(environ={"DURABLE_TEAMS_MEMORY": "nope"})
+    with pytest.raises(StoreError, match="^--store: 'nope' is not a store URL"):
+        open_store("nope", environ={"DURABLE_TEAMS_MEMORY": "memory:"}, named_by="--store")
+
+
+async def test_a_default_store_that_cannot_be_made_private_is_warned_about_and_still_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = tmp_path / ".durable-teams"
+    folder.mkdir()
+    os.chmod(folder, 0o755)
+
+    def refused(path: object, mode: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("durable_teams.memory.sqlite_store.os.chmod", refused)
+    store = open_store(environ={})
+    await store.put(("a",), "k", {"v": 1})
+    await store.close()
+    assert mode(folder) == 0o755
+    assert (f"{folder} can be read by other users (mode 755) and could not be made private "
+            "(Operation not permitted)") in caplog.text

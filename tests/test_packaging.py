@@ -65,11 +65,11 @@ def test_importing_the_package_loads_no_workflow_activity_or_temporal_code() -> 
 
 
 DOCUMENTED = ("durable_teams", "durable_teams.teams", "durable_teams.client", "durable_teams.worker",
-              "durable_teams.encryption", "durable_teams.workflows.state", "durable_teams.workflows.messages",
-              "durable_teams.workflows.conversation", "durable_teams.workflows.intents", "durable_teams.examples",
-              "durable_teams.memory")
-"""Where the docs may import from: the package, its documented submodules (each with a public
-table, docs/architecture.md) and the wire types."""
+              "durable_teams.encryption", "durable_teams.workflows", "durable_teams.workflows.intents",
+              "durable_teams.examples", "durable_teams.memory",
+              "durable_teams.replay")
+"""Where the docs may import from: the package and its documented submodules (each with a public
+table, docs/architecture.md; the workflow and its wire types from `durable_teams.workflows`)."""
 DEMONSTRATED = ("durable_teams.activities.model_toolless",)
 """Internal modules a page imports to show a rule at work (docs/models.md: which refusals mean
 "no tools"), named one by one so the list cannot grow unseen."""

@@ -221,6 +221,7 @@ async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: C
         left = (await handle.describe()).run_id
         rewound = await run_cli("rewind", handle.id, "--to", end_of_1.id, env=env)
         status = await handle.query(TeamWorkflow.status)
+        status_run = (await handle.describe()).run_id
         abandoned = await run_cli("checkpoints", handle.id, "--run-id", left, env=env)
     assert listed.code == 0
     lines = listed.out.splitlines()
@@ -232,7 +233,10 @@ async def test_the_cli_lists_forks_and_rewinds_and_refuses_in_one_line(client: C
         f"durable-teams: 'nope.1' is not a checkpoint of thread {handle.id} "
         f"(list them: durable-teams checkpoints {handle.id})")
     assert rewound.code == 0 and status.turns == 1
-    assert rewound.out.strip().endswith(f"stays readable: durable-teams checkpoints {handle.id} --run-id {left}")
+    assert rewound.out.splitlines() == [
+        f"{handle.id} continues from {end_of_1.id} (run {status_run}); the abandoned branch stays readable: "
+        f"durable-teams checkpoints {handle.id} --run-id {left}",
+        "abandoned: turn 2 ('hello'), answered"]
     assert (abandoned.code, abandoned.out) == (0, listed.out)  # the abandoned branch, as it was
 
 

@@ -127,6 +127,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
     described = await client.get_workflow_handle(args.workflow_id).describe()
     state = described.status.name if described.status else "?"
     print(f"workflow: {args.workflow_id} ({state})")
+    forked_from = await forked_from_of(described)
+    if forked_from:
+        print(f"forked from: {forked_from}")
     if described.status == WorkflowExecutionStatus.COMPLETED:
         result = await finished_result(client, args.workflow_id)
         print(f"turns: {result.turns}  model calls: {result.model_calls}")
@@ -144,7 +147,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
         return 0
     status: ConversationStatus = await client.get_workflow_handle(args.workflow_id).query(
         TeamWorkflow.status, rpc_timeout=QUERY_TIMEOUT)
-    print(f"turns: {status.turns}  model calls: {status.model_calls}  active agent: {status.active_agent or '-'}")
+    asking = status.pending[0].agent if status.pending else None  # a supervisor's worker, say
+    print(f"turns: {status.turns}  model calls: {status.model_calls}  "
+          f"active agent: {status.active_agent or asking or '-'}")
     if status.last_reply:
         print(f"last reply [{status.last_reply.agent}, {status.last_reply.status}]: {status.last_reply.text}")
     print("\n".join(usage_lines(status.usage)))
@@ -155,6 +160,16 @@ async def cmd_status(args: argparse.Namespace) -> int:
     for child in status.children:  # their questions are listed, and answered, under their ids
         print(f"running as a child workflow: {child}  (durable-teams status {child})")
     return 0
+
+
+async def forked_from_of(described: WorkflowExecutionDescription) -> str | None:
+    """`<thread>@<checkpoint>` for a fork (from its memo), else None; None too when the memo
+    cannot be read here (encrypted under a key this process lacks: the rest says so)."""
+    try:
+        origin = (await described.memo()).get("forked_from")
+    except Exception:  # noqa: BLE001 - only a line of the status
+        return None
+    return origin if isinstance(origin, str) and origin else None
 
 
 async def cmd_transcript(args: argparse.Namespace) -> int:

@@ -13,12 +13,16 @@
     durable-teams pending                      # every question waiting for a person
     durable-teams answer <workflow-id> "text" [--question q2]
     durable-teams approve|deny <workflow-id> [--question q2] [--reason "..."]
+    durable-teams checkpoints <workflow-id>    # the steps it passed, each with a checkpoint id
+    durable-teams fork <workflow-id> [--at <checkpoint>] [--message "..."]   # a new conversation from one
+    durable-teams rewind <workflow-id> --to <checkpoint>   # the same conversation goes on from one
     durable-teams server-stop
     durable-teams codec-server [--port 8081]   # decrypts payloads for the Web UI / temporal CLI
     durable-teams graph faang [--team myteams:TEAMS]   # a team as a Mermaid diagram
-    durable-teams serve [--port 8000]          # HTTP gateway, OpenAI-compatible API, web inbox
+    durable-teams serve [--port 8000]          # HTTP gateway: web inbox, OpenAI APIs, MCP, A2A
     durable-teams mcp [--team myteams:TEAMS]   # the teams as MCP tools over stdio
     durable-teams memory list|get|put|delete   # the memory store tools share (memory --help)
+    durable-teams replay ID|FILE --team cand:TEAMS  # recorded conversations against a candidate (replay --help)
 
 Only `demo`, `worker` and `server-start` start the embedded Temporal server (gRPC port
 $DURABLE_TEAMS_PORT or --port, default 7233; Web UI $DURABLE_TEAMS_UI_PORT or --ui-port,
@@ -54,6 +58,7 @@ from durable_teams.cli.commands import (
     cmd_transcript,
     not_found,
 )
+from durable_teams.cli.extras import missing_extra
 from durable_teams.cli.interrupt import interruptible
 from durable_teams.client.connection import TASK_QUEUE
 from durable_teams.client.exit_guard import exit_now
@@ -111,6 +116,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="the HTTP gateway: native endpoints, an OpenAI-compatible API and a "
                    "web inbox (serve --help)")
     sub.add_parser("memory", help="list, get, put or delete memory store items (memory --help)")
+    sub.add_parser("replay", help="replay recorded conversations against a changed team, model or prompt, "
+                   "and report what changed (replay --help)")
     chat = sub.add_parser("chat", parents=[queue], help="talk to a team, turn by turn (a thread per workflow)")
     chat.add_argument("team")
     chat.add_argument("--thread", help="the conversation's workflow id (new or existing)")
@@ -163,6 +170,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     interpreter teardown, which could hang or abort on the SDK's native threads); `--help`, a
     usage error and a gateway refused before it starts raise SystemExit as usual."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        _main(argv)
+    except ImportError as err:  # an optional extra this command needs is not installed
+        line = missing_extra(err, argv[0] if argv else "")
+        if line is None:
+            raise
+        print(f"durable-teams: {line}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _main(argv: list[str]) -> None:
     if argv[:1] == ["codec-server"]:  # its own options: durable_teams/encryption/codec_server.py
         from durable_teams.encryption.codec_server import main as codec_server
 
@@ -178,6 +196,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if isinstance(code, str):
             print(code, file=sys.stderr)
         sys.exit(1 if isinstance(code, str) else code)
+    if argv[:1] == ["replay"]:  # its own options and exit status: durable_teams/cli/replay_command.py
+        from durable_teams.cli.replay_command import main as replay
+
+        return replay(argv[1:])
     if argv[:1] == ["serve"]:  # the HTTP gateway, its own options: durable_teams/cli/serve.py
         from durable_teams.cli.serve import main as serve
 
@@ -260,6 +282,10 @@ async def run_command(args: argparse.Namespace) -> int | str:
 
 
 def one_line(err: BaseException) -> str:
-    """An unexpected error as one line: its type and the first line of its message."""
+    """An unexpected error as one line: its type and the first line of its message (for a
+    missing optional extra: which one to install)."""
+    extra = missing_extra(err)
+    if extra is not None:
+        return extra
     text = str(err).strip()
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__

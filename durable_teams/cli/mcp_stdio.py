@@ -15,11 +15,23 @@ import sys
 from collections.abc import Sequence
 
 from durable_teams.cli.commands import CliError, open_client
+from durable_teams.cli.extras import missing_extra
 from durable_teams.cli.serve import run_until_stopped
 from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
 from durable_teams.gateway.team_cards import card_of, descriptions
 from durable_teams.worker.core_log import forward_core_log
 from durable_teams.worker.run import TeamLoadError, load_teams
+
+
+def positive_seconds(text: str) -> float:
+    """`--wait`'s value: a number of seconds above 0 (argparse says why not, in one line)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return seconds
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", action="store_true", help="the workers serve the example teams too "
                    "(assumed when no --team is given)")
     p.add_argument("--task-queue", default=TASK_QUEUE, help="where new threads run")
-    p.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
+    p.add_argument("--wait", type=positive_seconds, default=300.0, metavar="SECONDS",
                    help="how long a call waits for the team's answer before it returns the thread id")
     return p
 
@@ -53,8 +65,8 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     try:
         import mcp  # noqa: F401
-    except ImportError:
-        print("durable-teams: the MCP server needs its extra: pip install 'durable-teams[mcp]'", file=sys.stderr)
+    except ImportError as err:
+        print(f"durable-teams: {missing_extra(err, 'mcp')}", file=sys.stderr)
         return 2
     forward_core_log()
     run_until_stopped(_serve(args), (CliError, TeamLoadError, NamespaceNotFound))

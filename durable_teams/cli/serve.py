@@ -10,6 +10,15 @@ Bearer tokens on a network need TLS: `--tls-cert`/`--tls-key` serve HTTPS (or pu
 behind a proxy that does); on another address without either it warns that tokens travel in
 clear. It talks to the configured Temporal server ($TEMPORAL_ADDRESS, the Temporal profile),
 else the embedded one (`durable-teams server-start`).
+
+Its doors (each printed with its URL at start):
+  /                      the web inbox: every question waiting for a person, answered in a click
+  /threads, /questions   the native endpoints (docs/gateway.md)
+  /v1/chat/completions   OpenAI Chat Completions, the team as `model` (/v1/models lists them)
+  /v1/responses          the OpenAI Responses API (docs/responses.md)
+  /mcp                   MCP over streamable HTTP, a tool per team (docs/mcp-server.md; the mcp extra)
+  /a2a/<team>            each team as an A2A agent, its card at /a2a/<team>/.well-known/agent-card.json
+                         (docs/a2a.md; the a2a extra)
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import importlib.util
 import os
 import ssl
 import sys
@@ -24,6 +34,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, NoReturn
 
 from durable_teams.cli.commands import CliError, open_client
+from durable_teams.cli.extras import missing_extra
 from durable_teams.client.connection import TASK_QUEUE, NamespaceNotFound, require_namespace
 from durable_teams.client.exit_guard import exit_now
 from durable_teams.client.server_address import port_arg
@@ -172,7 +183,34 @@ async def run_gateway(args: argparse.Namespace, tokens: list[Token]) -> None:
             loop.create_server, ssl_handshake_timeout=args.header_timeout)
     config = server_config(app, args.host, args.port, max_connections=args.max_connections,
                            header_timeout=args.header_timeout, **tls)
+    print("\n".join(door_lines(base_url(args.host, args.port, bool(tls)), teams,
+                               mcp=importlib.util.find_spec("mcp") is not None,
+                               a2a=importlib.util.find_spec("a2a") is not None)), file=sys.stderr, flush=True)
     await uvicorn.Server(config).serve()
+
+
+def base_url(host: str, port: int, tls: bool) -> str:
+    """Where clients reach the gateway bound to `host`: an address that binds every interface
+    is shown as this machine's loopback (reachable here; elsewhere use the machine's name)."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"{'https' if tls else 'http'}://{shown}:{port}"
+
+
+def door_lines(url: str, teams: Sequence[str], mcp: bool, a2a: bool) -> list[str]:
+    """What `serve` prints at start: where each door is (the routes of durable_teams/gateway/app.py)."""
+    lines = [f"durable-teams gateway at {url} (teams: {', '.join(teams) or 'none'})",
+             f"  inbox:             {url}/",
+             f"  native threads:    {url}/threads  (questions: {url}/questions)",
+             f"  chat completions:  {url}/v1/chat/completions  (models: {url}/v1/models)",
+             f"  responses:         {url}/v1/responses",
+             f"  MCP:               {url}/mcp" if mcp else
+             "  MCP:               not served (pip install 'durable-teams[mcp]')"]
+    if not a2a:
+        return [*lines, "  A2A:               not served (pip install 'durable-teams[a2a]')"]
+    return lines + [f"  A2A ({team}): {url}/a2a/{team}  (card: {url}/a2a/{team}/.well-known/agent-card.json)"
+                    for team in teams]
 
 
 def run_until_stopped(serving: Coroutine[Any, Any, None],
@@ -216,8 +254,8 @@ def main(argv: Sequence[str]) -> int:
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
-    except ImportError:
-        print("durable-teams: the gateway needs its extra: pip install 'durable-teams[gateway]'", file=sys.stderr)
+    except ImportError as err:
+        print(f"durable-teams: {missing_extra(err, 'serve')}", file=sys.stderr)
         return 2
     forward_core_log()  # the SDK core's warnings to stderr through Python's logging
     run_until_stopped(run_gateway(args, tokens), (CliError, LiveHubError, TeamLoadError, NamespaceNotFound))

@@ -39,6 +39,7 @@ from durable_teams.client.refusals import (
     transient_reason,
 )
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
+from durable_teams.client.server_state import why_it_failed
 from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
 from durable_teams.workflows.human import QUESTION_CLOSED
 from durable_teams.workflows.state import (
@@ -90,7 +91,7 @@ class AcceptedTurn:
             return await wait_for_reply(self.client, self.workflow_id, self.number, self.turn.turn_id, self.run_id)
         except ConversationStopped as stopped:
             handle = self.client.get_workflow_handle(self.workflow_id)
-            await _raise_unless_running(handle, stopped)
+            await _raise_unless_running(self.client, handle, stopped)
             raise ConversationEnded(str(stopped)) from stopped
 
 
@@ -138,7 +139,7 @@ async def submit_turn(
                 raise
         except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
-                await _raise_unless_running(handle, err)
+                await _raise_unless_running(client, handle, err)
                 # still running: the run it reached ended meanwhile (a continue-as-new, or a
                 # rewind's reset) without taking it; the run that goes on is sent it
                 await patience.wait(f"the run it reached had just ended: {err.message}")
@@ -159,8 +160,9 @@ async def _running(handle: WorkflowHandle) -> bool:
         return False
 
 
-async def _raise_unless_running(handle: WorkflowHandle, err: Exception | None) -> None:
-    """Raise the typed reason the conversation cannot answer; return if it is still running."""
+async def _raise_unless_running(client: Client, handle: WorkflowHandle, err: Exception | None) -> None:
+    """Raise the typed reason the conversation cannot answer (with why it failed, when it
+    did: an unknown team, say); return if it is still running."""
     try:
         described = await handle.describe()
     except RPCError as missing:
@@ -170,7 +172,8 @@ async def _raise_unless_running(handle: WorkflowHandle, err: Exception | None) -
     if described.status != WorkflowExecutionStatus.RUNNING:
         state = described.status.name if described.status else "?"
         raise ConversationEnded(
-            f"conversation {handle.id} ended ({state}) before answering this turn") from err
+            f"conversation {handle.id} ended ({state}) before answering this turn"
+            f"{await why_it_failed(client, handle.id)}") from err
 
 
 async def send_reply(client: Client, workflow_id: str, question_id: str | None, **reply: object) -> str:

@@ -32,11 +32,14 @@ async def start_conversation(
     client: Client, team: str, inp: ConversationInput, **options: Any
 ) -> WorkflowHandle[TeamWorkflow, ConversationResult]:
     """`client.start_workflow(TeamWorkflow.run, inp, ...)` labelled with `team` and the task,
-    with a `TASK_TIMEOUT` workflow task timeout unless `options` name one.
+    with a `TASK_TIMEOUT` workflow task timeout unless `options` name one, and `team` in its
+    memo (where the gateway, the inbox and the MCP and A2A doors read whose thread it is)
+    unless `options`' memo names it.
     A namespace without one of our search attributes registered (set up by an older release, a
     managed one; a worker registers them when it may) gets the conversation without it, not an
     error."""
     options.setdefault("task_timeout", TASK_TIMEOUT)
+    options["memo"] = {"team": team} | dict(options.get("memo") or {})
     task = inp.task
     summary = static_summary(team, task)
     labels = list(conversation_labels(team, task, encrypted(client)))

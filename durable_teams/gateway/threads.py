@@ -33,6 +33,7 @@ from durable_teams.gateway.exchanges import Exchanges
 from durable_teams.gateway.outcomes import Outcome, answering, question_text
 from durable_teams.gateway.scopes import SCOPE_MEMO, sees
 from durable_teams.live.hub import LIVE, LiveHub
+from durable_teams.workflows.labels import TEAM
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationInput
 
@@ -190,7 +191,8 @@ class Gateway(Exchanges):
         if described.status != WorkflowExecutionStatus.RUNNING:
             state = described.status.name if described.status else "closed"
             raise ConversationEnded(f"thread {thread} has ended ({state}){await why_it_failed(self.client, thread)}")
-        owner = (await described.memo()).get("team")
+        # a thread started before clients put the team in the memo: the workflow's Team label
+        owner = (await described.memo()).get("team") or described.typed_search_attributes.get(TEAM)
         if team is not None and owner is not None and owner != team:
             raise TeamMismatch(f"thread {thread} belongs to team {owner!r}, not {team!r}")
         return True

@@ -73,9 +73,12 @@ class PostgresStore(Store):
             conn = await self._connection()
             try:
                 return await conn.execute(sql, args)
-            except Exception:
+            except Exception as err:
                 if conn.closed or conn.broken:
                     self._conn = None  # made again by the next call (the activity's retry)
+                refused = refused_value(err)
+                if refused is not None:
+                    raise refused from None
                 raise
 
     async def _put(self, namespace: Namespace, key: str, value: str, vector: list[float] | None) -> None:
@@ -116,3 +119,14 @@ class PostgresStore(Store):
 def _row(r: tuple[Any, ...]) -> Row:
     item = Item(split(r[0]), r[1], json.loads(r[2]), r[4], r[5])
     return Row(item, None if r[3] is None else json.loads(r[3]))
+
+
+def refused_value(err: Exception) -> StoreError | None:
+    """A value PostgreSQL refused, as the `StoreError` the other backends raise (store_checks.py
+    refuses what is known first; this keeps any other refusal a `StoreError` too)."""
+    import psycopg
+
+    if isinstance(err, psycopg.DataError | psycopg.errors.ProgramLimitExceeded):
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return StoreError(f"PostgreSQL cannot store it ({first})")
+    return None

@@ -13,27 +13,28 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-__all__ = ["Embedder", "Item", "StoreError", "Namespace", "SearchItem", "Store"]
+from .store_checks import (
+    Namespace,
+    StoreError,
+    check_address,
+    check_key,
+    check_page,
+    check_text,
+    namespace_of,
+    value_json,
+)
 
-Namespace = tuple[str, ...]
+__all__ = ["Embedder", "Item", "StoreError", "Namespace", "SearchItem", "Store"]
 
 SEPARATOR = "\x1f"
 """Joins a namespace's labels in the backends' text column (a label may not hold it)."""
-MAX_LABEL_CHARS = 256
-MAX_KEY_CHARS = 512
-MAX_VALUE_BYTES = 1024 * 1024
-"""One item's value as JSON; a tool that needs more keeps a reference, not the data."""
-MAX_LIMIT = 1000
-
-
-class StoreError(ValueError):
-    """A namespace, key, value or query the store cannot take; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -69,42 +70,6 @@ class Embedder(ABC):
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
-def namespace_of(namespace: Iterable[str] | str, *, allow_empty: bool = False) -> Namespace:
-    """`namespace` checked: a tuple of non-empty strings without control characters."""
-    if isinstance(namespace, str):
-        raise StoreError(f"a namespace is a tuple of strings, not the string {namespace!r}")
-    labels = tuple(namespace)
-    if not labels and not allow_empty:
-        raise StoreError("a namespace needs at least one label, e.g. ('users', 'u-42')")
-    for label in labels:
-        if not isinstance(label, str) or not label or len(label) > MAX_LABEL_CHARS:
-            raise StoreError(f"namespace label {label!r}: a non-empty string of at most "
-                              f"{MAX_LABEL_CHARS} characters")
-        if re.search(r"[\x00-\x1f]", label):
-            raise StoreError(f"namespace label {label!r} holds a control character")
-    return labels
-
-
-def check_key(key: str) -> str:
-    if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or "\x00" in key:
-        raise StoreError(f"key {key!r}: a non-empty string of at most {MAX_KEY_CHARS} characters")
-    return key
-
-
-def value_json(value: Mapping[str, Any]) -> str:
-    """The value as JSON text, checked: an object, JSON-encodable, at most MAX_VALUE_BYTES."""
-    if not isinstance(value, Mapping):
-        raise StoreError(f"a value is a JSON object (a dict), not a {type(value).__name__}")
-    try:
-        text = json.dumps(dict(value), ensure_ascii=False, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as err:
-        raise StoreError(f"the value cannot be stored as JSON ({err})") from None
-    if len(text.encode()) > MAX_VALUE_BYTES:
-        raise StoreError(f"the value is {len(text.encode()):,} bytes as JSON, over the "
-                          f"{MAX_VALUE_BYTES:,}-byte limit")
-    return text
-
-
 def joined(namespace: Namespace) -> str:
     return SEPARATOR.join(namespace)
 
@@ -134,7 +99,10 @@ def matches(value: Mapping[str, Any], wanted: Mapping[str, Any] | None) -> bool:
 
 
 def words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.casefold())
+    """The words of `text` for keyword search: runs of letters and digits, so `_`, `-`, `.` and
+    other punctuation split them (`favorite_color` holds `color`); compared case- and
+    width-blind (NFKC, casefold)."""
+    return re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).casefold())
 
 
 def keyword_score(item: Item, query: str) -> float:
@@ -157,13 +125,6 @@ def item_text(key: str, value: Mapping[str, Any]) -> str:
     return f"{key}: {json.dumps(dict(value), ensure_ascii=False)}"
 
 
-def check_page(limit: int, offset: int) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise StoreError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise StoreError(f"offset must be an integer of 0 or more, got {offset!r}")
-
-
 @dataclass(frozen=True)
 class Row:
     """What a backend reads: an item and its embedding, if it has one."""
@@ -174,7 +135,8 @@ class Row:
 
 class Store(ABC):
     """Namespaced JSON items shared across conversations. Backends implement the `_`-methods;
-    the checks, filters, keyword and semantic ranking are here, the same for all."""
+    the checks (store_checks.py), filters, keyword and semantic ranking are here, the same for
+    all, so no backend takes or refuses what another would not."""
 
     embedder: Embedder | None = None
     """Set for semantic search: items are embedded when put, queries when searched."""
@@ -188,18 +150,22 @@ class Store(ABC):
         """Create or replace the item at (namespace, key): an upsert, so doing it twice leaves
         one item."""
         ns, text = namespace_of(namespace), value_json(value)
-        check_key(key)
+        check_address(ns, check_key(key))
         vector = None
         if self.embedder is not None:
             (vector,) = await self.embedder.embed([item_text(key, json.loads(text))])
         await self._put(ns, key, text, vector)
 
     async def get(self, namespace: Iterable[str], key: str) -> Item | None:
-        return await self._get(namespace_of(namespace), check_key(key))
+        ns = namespace_of(namespace)
+        check_address(ns, check_key(key))
+        return await self._get(ns, key)
 
     async def delete(self, namespace: Iterable[str], key: str) -> bool:
         """Delete one item; whether there was one."""
-        return await self._delete(namespace_of(namespace), check_key(key))
+        ns = namespace_of(namespace)
+        check_address(ns, check_key(key))
+        return await self._delete(ns, key)
 
     async def delete_prefix(self, prefix: Iterable[str]) -> int:
         """Delete every item whose namespace starts with `prefix` (how a team forgets a user:
@@ -214,9 +180,11 @@ class Store(ABC):
         (items holding none are left out). Without a query: newest first."""
         ns = namespace_of(prefix, allow_empty=True)
         check_page(limit, offset)
+        if query is not None:
+            check_text(query, "the query")
         rows = [r for r in await self._rows(ns) if matches(r.item.value, filter)]
         if not query or not query.strip():
-            rows.sort(key=lambda r: (r.item.updated_at, r.item.key), reverse=True)
+            rows.sort(key=lambda r: (r.item.updated_at, r.item.namespace, r.item.key), reverse=True)
             return [scored(r.item, None) for r in rows[offset:offset + limit]]
         if self.embedder is not None:
             (wanted,) = await self.embedder.embed([query])
@@ -224,7 +192,8 @@ class Store(ABC):
         else:
             ranked = [(keyword_score(r.item, query), r.item) for r in rows]
             ranked = [(s, i) for s, i in ranked if s > 0]
-        ranked.sort(key=lambda pair: (pair[0], pair[1].updated_at), reverse=True)
+        ranked.sort(key=lambda pair: (pair[0], pair[1].updated_at, pair[1].namespace, pair[1].key),
+                    reverse=True)
         return [scored(i, s) for s, i in ranked[offset:offset + limit]]
 
     async def namespaces(self, prefix: Iterable[str] = ()) -> list[Namespace]:

@@ -1,7 +1,8 @@
 """The worker's store, from its environment (nothing about it travels through history):
 
-- `DURABLE_TEAMS_MEMORY`: `sqlite:///path/to/file` (the default: `memory.sqlite3` beside the dev
-  server's state, `~/.durable-teams`), `postgresql://user:password@host:port/db` (several
+- `DURABLE_TEAMS_MEMORY`: `sqlite:///path/to/file` in an existing folder (the default:
+  `memory.sqlite3` beside the dev server's state, `~/.durable-teams`, made private: folder
+  0700, file 0600), `postgresql://user:password@host:port/db` (several
   workers; the `postgres` extra) or `memory:` (this process only, for tests).
 - `DURABLE_TEAMS_MEMORY_EMBEDDINGS`: an embedding model's name turns on semantic search, at
   `DURABLE_TEAMS_MEMORY_EMBEDDINGS_URL` (default OPENAI_BASE_URL), key OPENAI_API_KEY.
@@ -37,25 +38,34 @@ def default_path(environ: Mapping[str, str] | None = None) -> Path:
     return folder / "memory.sqlite3"
 
 
-def open_store(url: str | None = None, environ: Mapping[str, str] | None = None) -> Store:
+def open_store(url: str | None = None, environ: Mapping[str, str] | None = None, *,
+               named_by: str = "the store URL") -> Store:
     """The store `url` names (else `$DURABLE_TEAMS_MEMORY`, else the default SQLite file).
-    Raises `StoreError` for a URL it cannot use, without repeating a password."""
+    Raises `StoreError` for a URL it cannot use, without repeating a password; the message
+    names where the URL came from (`named_by`, e.g. the CLI's `--store`, or the variable)."""
     env = os.environ if environ is None else environ
-    url = (url if url is not None else env.get(ENV, "")).strip()
+    if url is None:
+        url, named_by = env.get(ENV, ""), ENV
+    url = url.strip()
     store: Store
     if not url:
-        store = SQLiteStore(default_path(env))
+        store = SQLiteStore(default_path(env), private_folder=True)
     elif url.startswith("sqlite://"):
         path = url.removeprefix("sqlite://")
         if not path:
-            raise StoreError(f"{ENV}: sqlite:// needs a path, e.g. sqlite:///var/lib/app/memory.sqlite3")
+            raise StoreError(f"{named_by}: sqlite:// needs a path, e.g. "
+                             "sqlite:///var/lib/app/memory.sqlite3")
         store = SQLiteStore(path)
+        try:
+            store.check_folder()  # now: a worker logs it once, the CLI says it in one line
+        except StoreError as err:
+            raise StoreError(f"{named_by}: {err}") from None
     elif url.split(":", 1)[0] in ("postgresql", "postgres"):
         store = PostgresStore(url)
     elif url in ("memory:", "memory://"):
         store = InMemoryStore()
     else:
-        raise StoreError(f"{ENV}: {safe_dsn(url)!r} is not a store URL; use sqlite:///path, "
+        raise StoreError(f"{named_by}: {safe_dsn(url)!r} is not a store URL; use sqlite:///path, "
                          "postgresql://user:password@host:port/db or memory:")
     model = env.get(EMBEDDINGS_ENV, "").strip()
     if model:

@@ -205,6 +205,7 @@ def build_worker(
     view_reader: ViewReader | None = None,
     live_hub: LiveHub | None = None,
     memory: Store | None = None,
+    tool_activities: ToolActivities | None = None,
     **worker_options: object,
 ) -> TeamWorker:
     """A worker serving the conversation workflow, the model call and every team's tools, on
@@ -212,13 +213,16 @@ def build_worker(
     view (default: `ViewCache`); `live_hub` is where streamed text deltas go (default: the one
     DURABLE_TEAMS_LIVE_URL names, else this process's); `memory` is the store tools are given
     (default: the one DURABLE_TEAMS_MEMORY names, opened when a tool first needs it,
-    durable_teams/memory/store_config.py); other options go to `temporalio.worker.Worker`."""
+    durable_teams/memory/store_config.py); `tool_activities` runs the tool calls instead of the
+    teams' own (a replay serves recorded results: durable_teams/replay/replay_tools.py); other
+    options go to `temporalio.worker.Worker`."""
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     models = ModelActivities(backend, view_reader, hub)
     embeddings = EmbeddingActivities(backend)
     names = [t.spec.name for t in teams]
     note = functools.partial(mixed_queue_note, names)
-    tools = ToolActivities(ToolsByTeam.of(teams), note, memory)  # two teams may each have an `add`
+    # two teams may each have an `add`
+    tools = tool_activities or ToolActivities(ToolsByTeam.of(teams), note, memory)
     mcp = MCPActivities(merged_mcp_servers(teams))
     resolver = TeamActivities({t.spec.name: t.spec for t in teams}, note)
     labels = LabelsActivity(client)

@@ -188,11 +188,13 @@ class DevServer:
             self._start_codec_server(detach)
             return self
         self.reused = False
-        self.db_file.parent.mkdir(parents=True, exist_ok=True)
+        # Every conversation is in the database: its folder (when made here) and the files the
+        # server creates (umask) are its owner's alone.
+        self.db_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(self.log_file, "ab") as log:  # the child keeps its own copy of the fd
             self.process = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, env=embedded_env(),
+                start_new_session=True, env=embedded_env(), umask=0o077,
             )
         deadline = time.monotonic() + timeout
         while not port_open(self.host, self.port):
