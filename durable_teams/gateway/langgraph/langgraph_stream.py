@@ -6,11 +6,13 @@ The stream ends when the run does: the turn answered, failed, cancelled, or inte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from durable_teams.client.refusals import ConversationEnded
+from durable_teams.client.reply_watch import history_growth
 from durable_teams.gateway.langgraph.langgraph_reading import reply_of
 from durable_teams.gateway.langgraph.langgraph_wire import (
     RunRef,
@@ -60,8 +62,20 @@ class RunStream:
     async def follow(self) -> AsyncIterator[tuple[list[Message], int]]:
         """(the conversation, how many of it were seen before) each time it grows, until the
         run ends (`ending`) or asks (`interrupts`)."""
+        grown = asyncio.Event()
+        watcher = asyncio.ensure_future(watch(self.gw, self.thread, grown))
+        watcher.add_done_callback(lambda t: t.cancelled() or t.exception())  # its end is read below
+        try:
+            async for found in self._follow(grown, watcher):
+                yield found
+        finally:
+            watcher.cancel()
+
+    async def _follow(self, grown: asyncio.Event, watcher: asyncio.Future[None]
+                      ) -> AsyncIterator[tuple[list[Message], int]]:
         sent, handle = -1, self.gw.client.get_workflow_handle(self.thread)
         while True:
+            grown.clear()  # before the reads: a step after them wakes the wait below
             status = await self.gw.status(self.thread)  # before the messages: none appended before it is missed
             self.messages = await handle.query(TeamWorkflow.transcript, False)
             start = self.located(self.messages)
@@ -77,7 +91,11 @@ class RunStream:
                 return
             if status.closed and not await self.gw.running(self.thread):
                 raise ConversationEnded(f"thread {self.thread} ended before run {self.run.id} did")
-            await asyncio.sleep(self.gw.poll_seconds)
+            if watcher.done():  # the watch stopped (the server could not be reached): poll
+                await asyncio.sleep(self.gw.poll_seconds)
+                continue
+            with contextlib.suppress(TimeoutError):  # a workflow task completed, or look again anyway
+                await asyncio.wait_for(grown.wait(), FALLBACK_SECONDS)
 
     def metadata(self, node: str | None, step: int) -> dict[str, Any]:
         return {"thread_id": self.thread, "run_id": self.run.id, "assistant_id": self.team,
@@ -154,8 +172,20 @@ class RunStream:
         return values
 
 
+FALLBACK_SECONDS = 2.0
+"""How long a run's reader waits for the thread's history to grow before it reads it anyway."""
 END = 10**9
 """The index the frames after the run's last message are numbered under."""
+
+
+async def watch(gw: Gateway, thread: str, grown: asyncio.Event) -> None:
+    """Set `grown` each time a workflow task of the thread completes (its state may have
+    changed): a long poll of its history, not a query per poll interval."""
+    try:
+        async for _ in history_growth(gw.client, thread):
+            grown.set()
+    finally:
+        grown.set()
 
 
 def frame_key(frame_id: str) -> tuple[int, int]:
