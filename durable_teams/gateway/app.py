@@ -17,6 +17,7 @@
     GET  /v1/models                     the teams, as OpenAI's model list
     POST /mcp                           MCP over streamable HTTP: a tool per team (mcp_door.py)
     POST /a2a/{team}                    A2A JSON-RPC, its card at /a2a/{team}/.well-known/agent-card.json
+    /langgraph/...                      the LangGraph Server API (gateway/langgraph/)
     GET  /                              the web inbox
 """
 
@@ -64,6 +65,7 @@ from durable_teams.gateway.errors import (
 )
 from durable_teams.gateway.exposure import Exposure, page_policy
 from durable_teams.gateway.keyed import caller_key, keyed_input
+from durable_teams.gateway.langgraph.langgraph_routes import langgraph_mount
 from durable_teams.gateway.openai_compat import chat_completions
 from durable_teams.gateway.responses_view import UnknownResponse
 from durable_teams.gateway.scopes import Token, scope_of
@@ -305,6 +307,7 @@ def create_app(client: Client, *, task_queue: str, tokens: Sequence[str | Token]
         Route("/v1/responses/{response}/cancel", responses.cancel, methods=["POST"]),
         Route("/v1/models", models),
         Route("/v1/models/{model:path}", model),
+        langgraph_mount(),  # LangGraph's clients, at /langgraph (docs/langgraph-server.md)
     ]
     hub = live_hub or hub_from_env(client.data_converter.payload_codec)
     gateway = Gateway(client, task_queue, poll_seconds, hub, list(teams) if teams is not None else None,
