@@ -11,7 +11,7 @@ import sys
 import tempfile
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +30,14 @@ DEV_SERVER_LOG = Path(tempfile.gettempdir()) / "durable-teams-bench-devserver.lo
 """Where the benchmark's dev server writes its banner and log lines (never into the tables)."""
 
 
-async def dev_server(log: Path = DEV_SERVER_LOG) -> WorkflowEnvironment:
+async def dev_server(log: Path = DEV_SERVER_LOG, extra_args: Sequence[str] = ()) -> WorkflowEnvironment:
     """The embedded Temporal dev server a benchmark runs on, with our search attributes; its
-    output goes to `log` (its path is said on stderr), so a benchmark prints only its tables."""
+    output goes to `log` (its path is said on stderr), so a benchmark prints only its tables.
+    `extra_args`: more of `temporal server start-dev`'s options (`--metrics-port 9090`, say)."""
     with output_to(log):  # the server process inherits the descriptors when it is spawned
         env = await WorkflowEnvironment.start_local(
             data_converter=pydantic_data_converter, dev_server_existing_path=find_temporal_binary(),
-            search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK])
+            search_attributes=[AWAITING_HUMAN, labels.TEAM, labels.TASK], dev_server_extra_args=list(extra_args))
     print(f"(Temporal dev server log: {log})", file=sys.stderr)
     return env
 

@@ -32,7 +32,7 @@ async def test_status_of_a_conversation_whose_task_keeps_failing_says_why(client
     assert line.startswith(f"durable-teams: conversation {wid} is stuck: its workflow task keeps failing "
                            "(attempt "), line
     assert line.endswith(", workflow worker unhandled failure): Workflow class NoSuchWorkflow is not registered "
-                         "on this worker, available workflows: A2APushWorkflow, TeamWorkflow (the worker's log has the whole error)"), line
+                         "on this worker, available workflows: A2APushWorkflow, RunWebhookWorkflow, ScheduledTurnWorkflow, TeamWorkflow (the worker's log has the whole error)"), line
     assert outcome.out == f"workflow: {wid} (RUNNING)\n"
     # The same line, but for the attempt number: the task may be retried between the two reads.
     def same(text: str) -> str:

@@ -29,7 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     # the store and its backends; its built-in tools are @tool functions
     "memory": {"workflows", "teams"},
     "client": {"workflows", "encryption", "live", "tracing"},
-    "gateway": {"workflows", "client", "live"},
+    # the LangGraph door's store endpoints read and write the teams' memory store
+    "gateway": {"workflows", "client", "live", "memory"},
     "live": {"encryption"},
     "encryption": {"client"},  # the dev server's address, for the codec server's origins
     "tracing": {"workflows", "activities"},

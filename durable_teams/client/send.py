@@ -41,6 +41,7 @@ from durable_teams.client.refusals import (
 )
 from durable_teams.client.reply_watch import ConversationStopped, wait_for_reply
 from durable_teams.client.server_state import why_it_failed
+from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import EDIT_REFUSED, QUESTION_CLOSED
@@ -84,10 +85,21 @@ class AcceptedTurn:
     """The run that took the turn, when known: a rewind that abandons it is told apart."""
 
     async def reply(self) -> TurnReply:
-        """The reply, once answered (durable_teams/client/reply_watch.py: one long poll of the history
-        and one query per step for every waiter of this process), across continue-as-new.
+        """The reply, once answered: with one call that waits for it
+        (durable_teams/client/turn_outcome.py), else by watching the conversation
+        (durable_teams/client/reply_watch.py: one long poll of the history and one query per
+        step for every waiter of this process), across continue-as-new.
         Raises `ConversationEnded` when the conversation stops before answering,
         `TurnAbandoned` when a rewind abandoned the branch that took the turn."""
+        try:
+            outcome = await wait_outcome(self.client, self.workflow_id, self.number, run_id=self.run_id)
+        except OutcomeUnavailable:
+            return await self.watched_reply()
+        assert outcome.reply is not None  # waited for without questions: a reply, or unavailable
+        return outcome.reply
+
+    async def watched_reply(self) -> TurnReply:
+        """The reply, read by watching the conversation's history (`reply`'s earlier way)."""
         try:
             return await wait_for_reply(self.client, self.workflow_id, self.number, self.turn.turn_id, self.run_id)
         except ConversationStopped as stopped:
@@ -193,7 +205,9 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
                 continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one
-            if not updates_disabled(err):
+            # Ten updates in flight (waits for turns' outcomes among them): the answer goes in as
+            # the signal, which nothing limits, so a person can always answer.
+            if not updates_disabled(err) and err.status != RPCStatusCode.RESOURCE_EXHAUSTED:
                 raise
             await answer_by_signal(handle, answer)
         except WorkflowUpdateFailedError as err:

@@ -9,6 +9,7 @@ and a line here:
     responses    /v1/responses...
     mcp          /mcp (with the `mcp` extra)
     a2a          /a2a/{team} and its card (with the `a2a` extra and team cards)
+    langgraph    /langgraph/... (the LangGraph Server API, docs/langgraph-server.md)
 """
 
 from __future__ import annotations
@@ -44,14 +45,15 @@ from durable_teams.gateway.core.mounts import Door, Serving
 from durable_teams.gateway.core.scopes import Token
 from durable_teams.gateway.core.team_cards import TeamCard
 from durable_teams.gateway.core.threads import Gateway, UnknownTeam
-from durable_teams.gateway.doors import a2a, mcp, native, openai_chat, responses
+from durable_teams.gateway.doors import a2a, langgraph, mcp, native, openai_chat, responses
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LiveHub, LocalHub
 
 if TYPE_CHECKING:  # the a2a extra's: imported only where the A2A door is served
     from durable_teams.gateway.doors.a2a.push_configs import PushOptions
 
-DOORS: tuple[Door, ...] = (native.mount, openai_chat.mount, responses.mount, mcp.mount, a2a.mount)
+DOORS: tuple[Door, ...] = (native.mount, openai_chat.mount, responses.mount, mcp.mount, a2a.mount,
+                          langgraph.mount)
 
 
 async def healthz(request: Request) -> Response:

@@ -54,6 +54,8 @@ from durable_teams.worker.tolerant_converter import tolerant_client
 from durable_teams.workflows.a2a_push import A2APushWorkflow
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.placement import LOCATE_ACTIVITY
+from durable_teams.workflows.run_webhooks import RunWebhookWorkflow
+from durable_teams.workflows.scheduled_turns import ScheduledTurnWorkflow
 
 
 def merged_mcp_servers(teams: Sequence[CompiledTeam]) -> dict[str, Any]:
@@ -227,8 +229,10 @@ def build_worker(
     own_queue = worker_queue_name(task_queue)
     options: dict = {
         # a test may serve another version of TeamWorkflow (tests/next_release.py); A2A tasks'
-        # push notifications are workflows of their own (workflows/a2a_push.py)
-        "workflows": [TeamWorkflow, A2APushWorkflow],
+        # push notifications are workflows of their own (workflows/a2a_push.py), and so are the
+        # turns a thread's cron sends (workflows/scheduled_turns.py) and a run's webhook
+        # (workflows/run_webhooks.py)
+        "workflows": [TeamWorkflow, A2APushWorkflow, ScheduledTurnWorkflow, RunWebhookWorkflow],
         # a regular model call heartbeats to hear of a cancel (activities/heartbeats.py)
         "default_heartbeat_throttle_interval": heartbeats.THROTTLE,
         # Our workflow package is imported once instead of into every conversation's sandbox.

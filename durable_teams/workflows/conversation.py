@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from .tool_calls import activity_failure_text
     from .transcript import LogDelta
+    from .turn_waits import TurnWaits
     from .turns import TurnRunner
     from .view_builder import ViewBuilder
 
@@ -58,7 +59,7 @@ KEEP_REPLIES = 200
 # commands a recorded history issued keeps the old path behind `workflow.patched("<id>")`; the
 # histories in tests/histories/ (some parked mid-wait) are 0.1.0's and must keep replaying.
 @workflow.defn(name="TeamWorkflow")
-class TeamWorkflow(Intake, TurnCancel, ResponseDeletion):
+class TeamWorkflow(Intake, TurnCancel, TurnWaits, ResponseDeletion):
     """Entry points take `*extra`, which makes the SDK decode their arguments as plain JSON;
     the workflow validates them itself (workflows/inputs.py), so a malformed one is refused
     with a reason instead of failing workflow tasks forever. Clients send the declared types.

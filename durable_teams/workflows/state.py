@@ -314,3 +314,22 @@ class WaitingTools(Reply):
     """Those that need approval before they run."""
     breakpoint: list[str] = Field(default_factory=list)
     """Those that pause at a breakpoint before or after they run."""
+
+
+class OutcomeWait(Wire):
+    """What the `turn_outcome` update waits for: turn `turn`'s outcome. With `seen` (the ids of
+    the questions the waiter already knows of), a question the conversation asks a person that
+    is not among them is an outcome too; without it, only the reply is."""
+
+    turn: int
+    seen: list[str] | None = None
+
+
+class TurnOutcome(Reply):
+    """What the `turn_outcome` update returns: the turn's `reply`, or a `question` it waits on,
+    or neither when the conversation no longer keeps the turn's reply (`gone`)."""
+
+    turn: int
+    reply: TurnReply | None = None
+    question: Question | None = None
+    gone: bool = False

@@ -140,11 +140,15 @@ class Guard:
         await self.app(scope, replay, send)
 
     def _token(self, headers: dict[bytes, bytes]) -> Token | None:
-        """The caller's valid token, or None (every token compared: no early exit to time)."""
+        """The caller's valid token, or None (every token compared: no early exit to time). A
+        bearer token, or the `x-api-key` header LangGraph's clients send (LANGGRAPH_API_KEY)."""
         given = headers.get(b"authorization", b"")
-        if not given.lower().startswith(b"bearer "):
+        if given.lower().startswith(b"bearer "):
+            presented = given[7:].strip()
+        elif headers.get(b"x-api-key", b"").strip():
+            presented = headers[b"x-api-key"].strip()
+        else:
             return None
-        presented = given[7:].strip()
         found = None
         for secret, token in self.tokens:
             if hmac.compare_digest(presented, secret):

@@ -16,6 +16,7 @@ from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.refusals import ConversationBusy, Patience, QuestionClosed, TurnConflict
 from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
 from durable_teams.client.server_state import questions_of
+from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.outcomes import Outcome, _now
 from durable_teams.gateway.core.requests import BadRequest
 from durable_teams.gateway.core.thread_log import ThreadLog, background
@@ -25,6 +26,17 @@ from durable_teams.workflows.state import ConversationStatus, TurnReply
 from durable_teams.workflows.turn_view import answering, question_text
 
 T = TypeVar("T")
+
+
+class Waiter:
+    """What waits for an exchange's outcome (call it), and the turn the exchange concerns
+    (None when not known)."""
+
+    def __init__(self, wait: Callable[[], Awaitable[Outcome]], turn: int | None) -> None:
+        self.wait, self.turn = wait, turn
+
+    def __call__(self) -> Awaitable[Outcome]:
+        return self.wait()
 
 
 class Exchanges(ThreadLog):
@@ -103,7 +115,7 @@ class Exchanges(ThreadLog):
         return approved
     async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
                              max_tokens: int | None = None, *, seen: ConversationStatus | None = None,
-                             again: bool = False, turn: int | None = None) -> Callable[[], Awaitable[Outcome]]:
+                             again: bool = False, turn: int | None = None) -> Waiter:
         """One OpenAI-style exchange, started: `text` answers the thread's open question, or
         is sent as a turn (accepted by the workflow before this returns, so the caller may
         acknowledge it), under the input id `turn_id`. Returns what waits for the outcome:
@@ -116,7 +128,8 @@ class Exchanges(ThreadLog):
         status = seen or await self.status(thread)
         if again:  # the turn it started, or the turn whose question it answered
             number = turn or (await self.turn_of(thread, turn_id) if turn_id else None)
-            return lambda: self._outcome(thread, set(), target_turn=number or answering(status), turn=None)
+            target = number or answering(status)
+            return Waiter(lambda: self._outcome(thread, set(), target_turn=target, turn=None), target)
         ids = "last_input_id" in status.model_fields_set  # a worker that records input ids
         seen_ids = {q.question_id for q in status.pending}
         if status.pending:
@@ -125,8 +138,8 @@ class Exchanges(ThreadLog):
             if q.kind == "approval":
                 approved = approval_of(text)
                 if approved is None:  # unclear: ask again, never take it as a denial
-                    return lambda: _now(Outcome("question", f"{ask_again(q.tool or q.agent)} "
-                                         f"{question_text(q)}"))
+                    return Waiter(lambda: _now(Outcome("question", f"{ask_again(q.tool or q.agent)} "
+                                                f"{question_text(q)}")), answering(status))
                 answer["approved"] = approved
             try:
                 await self.reply(thread, q.question_id, **answer)
@@ -134,18 +147,22 @@ class Exchanges(ThreadLog):
                 if seen is not None:  # another request answered it since the caller looked
                     raise TurnConflict(f"{thread}: {closed}") from None
                 raise
-            return lambda: self._outcome(thread, seen_ids, target_turn=answering(status), turn=None)
+            return Waiter(lambda: self._outcome(thread, seen_ids, target_turn=answering(status), turn=None),
+                          answering(status))
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
                                      busy_timeout=self.busy_seconds, max_tokens=max_tokens,
                                      after_turns=status.turns if seen is not None and ids else None)
 
         async def outcome() -> Outcome:
-            turn = background(accepted.reply())
+            waited = await self.outcome_by_update(thread, accepted.number, seen_ids, accepted.run_id)
+            if waited is not None:
+                return waited
+            turn = background(accepted.watched_reply())
             try:
                 return await self._outcome(thread, seen_ids, target_turn=None, turn=turn)
             finally:
                 turn.cancel()  # a question came back: the turn goes on in the workflow
-        return outcome
+        return Waiter(outcome, accepted.number)
 
     async def turn_of(self, thread: str, turn_id: str) -> int | None:
         """The turn the thread started for the input `turn_id`, or answered with it (None: unknown)."""
@@ -166,8 +183,27 @@ class Exchanges(ThreadLog):
         """`begin_exchange`, then its outcome."""
         return await (await self.begin_exchange(thread, text, turn_id))()
 
+    async def outcome_by_update(self, thread: str, number: int, seen: set[str],
+                                run_id: str | None = None) -> Outcome | None:
+        """Turn `number`'s outcome (its reply, or a question not in `seen`) with one call that
+        waits for it (durable_teams/client/turn_outcome.py); None when that way cannot tell."""
+        try:
+            found = await wait_outcome(self.client, thread, number, seen=seen, run_id=run_id)
+        except OutcomeUnavailable:
+            return None
+        if found.reply is not None:
+            return Outcome.of(found.reply)
+        assert found.question is not None
+        return Outcome("question", question_text(found.question))
+
     async def _outcome(self, thread: str, seen: set[str], *, target_turn: int | None,
                        turn: asyncio.Future[TurnReply] | None) -> Outcome:
+        """The exchange's outcome: by the update when it can tell, else read from the thread's
+        state as it changes (the way of a worker without the update)."""
+        if target_turn is not None:
+            waited = await self.outcome_by_update(thread, target_turn, seen)
+            if waited is not None:
+                return waited
         while True:
             if turn is not None and turn.done():
                 reply = turn.result()

@@ -30,6 +30,9 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 SERVED_METHODS = SAFE_METHODS | {"POST"}
 DELETABLE = "/v1/responses/"
 """The one family of paths that takes DELETE (OpenAI's Responses API defines it); no body."""
+LANGGRAPH = "/langgraph/"
+"""The LangGraph door's paths: its clients also DELETE (no body), PATCH and PUT (JSON), and
+POST with no body at all (`threads.copy`, `runs.cancel`: Content-Length 0, no Content-Type)."""
 PAGES = frozenset({"/", "/inbox", "/healthz"})
 """Served to any navigation (no data in them); everything else is API."""
 ANY = "*"
@@ -103,8 +106,13 @@ class Exposure:
             return 403, "cross-site requests are not allowed", "forbidden_origin"
         elif origin == "null" and method not in SAFE_METHODS:
             return 403, "requests from an opaque origin are not allowed", "forbidden_origin"
-        if method == "DELETE" and path.startswith(DELETABLE):
+        if method == "DELETE" and path.startswith((DELETABLE, LANGGRAPH)):
             return None
+        if path.startswith(LANGGRAPH) and method == "POST" and headers.get(b"content-length") == b"0" \
+                and b"content-type" not in headers:
+            return None
+        if path.startswith(LANGGRAPH) and method in ("PATCH", "PUT"):
+            method = "POST"  # a JSON body, as a POST's
         if method not in SERVED_METHODS:  # DELETE, TRACE, PROPFIND...: no route takes them
             return (405, f"method {method[:32]!r} is not allowed: this gateway takes GET and POST",
                     "method_not_allowed")

@@ -15,11 +15,15 @@ from temporalio.client import Client
 
 from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
+from durable_teams.client.reply_watch import history_growth
 from durable_teams.client.send import AcceptedTurn
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import LogPage, TurnReply
+
+RECHECK_SECONDS = 5.0
+"""A turn's stream reads the log again at least this often (a completed step is the rule)."""
 
 
 class ThreadLog:
@@ -42,7 +46,7 @@ class ThreadLog:
             start = max(0, end - page_size)
             page = await self._page(thread, start, end - start)
             for message in reversed(page.messages):
-                turn = message.role == "user" and message.kind == "message" and message.agent_run == 0
+                turn = _turn_message(message)
                 if turn or (message.role == "tool" and message.kind == "human"):
                     return message.content or ""
             end = start
@@ -51,27 +55,37 @@ class ThreadLog:
     async def turn_start(self, thread: str, number: int, latest: int, page_size: int = 50) -> int | None:
         """The log index of turn `number`'s message (its events start there), counted back from
         turn `latest`'s, the newest begun; None when the log does not hold it."""
+        return (await self._turn_start_page(thread, number, latest, page_size))[0]
+
+    async def _turn_start_page(self, thread: str, number: int, latest: int,
+                               page_size: int = 50) -> tuple[int | None, list[tuple[int, Message]]]:
+        """`turn_start`, and the messages from there to the end of the log when the page read
+        last reached it (none otherwise)."""
         back, end = latest - number, await self.log_total(thread)
+        total = end
         while end > 0 and back >= 0:
             start = max(0, end - page_size)
             page = await self._page(thread, start, end - start)
             for offset, message in zip(range(len(page.messages) - 1, -1, -1), reversed(page.messages), strict=True):
-                if message.role == "user" and message.kind == "message" and message.agent_run == 0:
+                if _turn_message(message):
                     if back == 0:
-                        return start + offset
+                        rest = list(enumerate(page.messages, start))[offset:] if end == total else []
+                        return start + offset, rest
                     back -= 1
             end = start
-        return None
+        return None, []
 
     async def turn_messages(self, thread: str, number: int, latest: int, limit: int = 200) -> list[tuple[int, Message]]:
         """Turn `number`'s log messages with their indexes, from its message to the next turn's
         (at most `limit`; `latest`: the newest turn begun); none when the log does not hold it."""
-        start = await self.turn_start(thread, number, latest)
+        start, rest = await self._turn_start_page(thread, number, latest)
+        if rest and len(rest) <= limit:  # the turn's stretch to the end of the log, read already
+            return rest[:next((n for n, (_, m) in enumerate(rest) if n and _turn_message(m)), len(rest))]
         found: list[tuple[int, Message]] = []
         while start is not None and len(found) < limit:
             page = await self._page(thread, start, limit - len(found))
             for offset, message in enumerate(page.messages):
-                if found and message.role == "user" and message.kind == "message" and message.agent_run == 0:
+                if found and _turn_message(message):
                     return found  # the next turn's message
                 found.append((start + offset, message))
             start += len(page.messages)
@@ -94,9 +108,12 @@ class ThreadLog:
         # `deltas`: a subscription the caller entered before the turn went in (none: here)
         async with nullcontext(deltas) if deltas is not None else self.hub.subscribe(thread) as deltas:
             turn = background(accepted.reply())
+            grown = asyncio.Event()
+            watcher = background(watch_growth(self.client, thread, grown))
             try:
                 while True:
                     finished = turn.done()
+                    grown.clear()  # before the read: a step completed after it is read next
                     page = await self._page(thread, index)
                     # Drained after the read: a call sends its deltas before its message is
                     # logged, so those of a message on this page are mostly in hand; one that
@@ -111,7 +128,7 @@ class ThreadLog:
                         yield delta_event(out).model_dump(mode="json")
                     if finished:  # read once more after the reply: nothing appended last is missed
                         break
-                    news = await self.until_news(turn, deltas)
+                    news = await self.until_news(turn, deltas, grown, watcher)
                     if news:
                         order.hold(news)
                 yield done_event(turn.result())
@@ -119,17 +136,41 @@ class ThreadLog:
                 yield {"index": -1, "type": "error", "text": str(ended)}
             finally:
                 turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
+                watcher.cancel()
 
-    async def until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta]) -> Delta | None:
-        """Wait for the reply, a delta (returned), or the next poll of the log."""
+    async def until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta],
+                         grown: asyncio.Event | None = None, watcher: asyncio.Future[Any] | None = None
+                         ) -> Delta | None:
+        """Wait for the reply, a delta (returned), or a step of the conversation completed (its
+        history grew: `grown`, set by `watch_growth`, read again at least every
+        `RECHECK_SECONDS` anyway); without a watch (none given, or it ended), the next poll,
+        `poll_seconds` later."""
         waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
         both: list[asyncio.Future[Any]] = [turn, waiting]
+        if grown is not None and watcher is not None and not watcher.done():
+            both.append(asyncio.ensure_future(grown.wait()))
         try:
-            done, _ = await asyncio.wait(both, timeout=self.poll_seconds,
+            done, _ = await asyncio.wait(both, timeout=RECHECK_SECONDS if len(both) > 2 else self.poll_seconds,
                                          return_when=asyncio.FIRST_COMPLETED)
         finally:  # also when the client left (cancelled): no task left pending
-            waiting.cancel()
+            for wait in both[1:]:
+                wait.cancel()
         return waiting.result() if waiting in done else None
+
+
+def _turn_message(message: Message) -> bool:
+    """Whether `message` is a turn's own (a person's message to the team): a turn starts there."""
+    return message.role == "user" and message.kind == "message" and message.agent_run == 0
+
+
+async def watch_growth(client: Client, thread: str, grown: asyncio.Event) -> None:
+    """Set `grown` each time a step of the conversation completes (a long poll of its history,
+    durable_teams/client/reply_watch.py), and once more when the watch ends."""
+    try:
+        async for _ in history_growth(client, thread):
+            grown.set()
+    finally:
+        grown.set()
 
 
 def background(coroutine: Any) -> asyncio.Future[TurnReply]:

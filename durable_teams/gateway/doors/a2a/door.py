@@ -34,7 +34,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.thread_ids import team_part
@@ -99,9 +99,10 @@ class A2ADoor(TaskReader, RequestHandler):
             waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
             return thread, number, waiter
         seen: ConversationStatus | None = None
-        if message.context_id and await self.known(message.context_id, scope):
+        known = await self.known_status(message.context_id, scope) if message.context_id else None
+        if known is not None:
             thread = message.context_id
-            if not await self.thread_of(thread, scope):
+            if known != WorkflowExecutionStatus.RUNNING:
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
             again = await self.sent_before(thread, prefix, text)
             if again is not None:
@@ -124,7 +125,7 @@ class A2ADoor(TaskReader, RequestHandler):
         else:  # a new context: the client's id for it, when it gave one, is the thread's
             thread = await self.new_thread(message.context_id or None, scope, user)
         waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen)
-        number = (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
+        number = waiter.turn or (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
 

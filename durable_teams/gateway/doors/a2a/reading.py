@@ -83,16 +83,23 @@ class TaskReader:
     async def known(self, thread: str, scope: str | None) -> bool:
         """Whether `thread` is a thread of this team's that a caller of `scope` sees
         (`TaskNotFoundError` for another team's)."""
+        return await self.known_status(thread, scope) is not None
+
+    async def known_status(self, thread: str, scope: str | None) -> WorkflowExecutionStatus | None:
+        """`thread`'s run status when it is a thread of this team's that a caller of `scope`
+        sees, else None (`TaskNotFoundError` for another team's): one description read."""
         try:
-            await self.gateway.visible(thread, scope)
-        except ConversationNotFound:  # none, or another scope's: its id is taken all the same
-            return False
-        except RPCError as err:
-            if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                return False
+            return await self.workflow_status(thread, scope)
+        except TaskNotFoundError:
+            try:  # none, or another scope's (its id is taken all the same): None; another team's: raised
+                await self.gateway.visible(thread, scope)
+            except ConversationNotFound:
+                return None
+            except RPCError as err:
+                if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                    return None
+                raise
             raise
-        await self.thread_of(thread, scope)
-        return True
 
     def parsed(self, value: str) -> tuple[str, int]:
         try:

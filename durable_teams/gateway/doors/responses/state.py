@@ -67,7 +67,9 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tupl
         raise UnknownResponse(f"no response {ref.id!r}")
     if not deleted_too and ref.key in status.deleted_responses:
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
-    replies = await handle.query(TeamWorkflow.turn_replies, [ref.turn])
+    last = status.last_reply
+    replies = [last] if last is not None and last.turn == ref.turn else await handle.query(
+        TeamWorkflow.turn_replies, [ref.turn])  # the latest's is in the status
     messages: list[Message] = []
     index = ref.start
     while True:
@@ -153,6 +155,15 @@ async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
 
 
 async def ended(gw: Gateway, ref: ResponseRef) -> View:
+    """The response once it has ended: its turn's outcome (its reply, or a question asked
+    since) waited for with one call, then read; read as it changes (`views`) when that way
+    cannot tell or the outcome did not end it (a question this response does not stop at)."""
+    # Any question pending is an outcome here: the one this response stops at (asked before or
+    # after the request) is what it ends with; another one (a plain question) is read past.
+    if await gw.outcome_by_update(ref.thread, ref.turn, set()) is not None:
+        view, _ = await read(gw, ref)
+        if view.ended:
+            return view
     async for view in views(gw, ref):
         if view.ended:
             return view

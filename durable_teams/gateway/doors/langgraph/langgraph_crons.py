@@ -1,0 +1,145 @@
+"""The LangGraph door's crons, on Temporal Schedules (the server keeps and fires them: no
+gateway needs to run for a cron to fire). A cron of a thread (`crons.create_for_thread`) starts
+a `ScheduledTurnWorkflow` at each firing, which posts the cron's message to the thread as a
+turn (queued behind its other turns: multitask_strategy "enqueue"); a cron of an assistant
+(`crons.create`) starts a new thread of the team at each firing, its message as the task.
+The cron's id is the schedule's; its scope and team are in the schedule's memo."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from temporalio.client import (
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleDescription,
+    ScheduleSpec,
+    ScheduleState,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_teams.client.start import TASK_TIMEOUT
+from durable_teams.gateway.core import requests as checks
+from durable_teams.gateway.core.scopes import SCOPE_MEMO, scope_of, sees
+from durable_teams.gateway.doors.langgraph.langgraph_requests import turn_text
+from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of
+from durable_teams.gateway.doors.langgraph.langgraph_wire import NotFound, Unsupported
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.scheduled_turns import ScheduledTurn, ScheduledTurnWorkflow
+from durable_teams.workflows.state import ConversationInput
+
+PREFIX = "langgraph-cron-"
+ACCEPTED = {"schedule", "input", "assistant_id", "metadata", "enabled", "timezone", "end_time",
+            "multitask_strategy", "on_run_completed", "stream_mode", "stream_subgraphs", "stream_resumable",
+            "durability", "checkpoint_during"}
+
+
+def cron_spec(body: dict[str, Any]) -> ScheduleSpec:
+    expression = body.get("schedule")
+    if not isinstance(expression, str) or not expression.strip():
+        raise checks.BadRequest("'schedule' is a cron expression ('*/5 * * * *')")
+    end = body.get("end_time")
+    try:
+        end_at = datetime.fromisoformat(end) if isinstance(end, str) else None
+    except ValueError:
+        raise checks.BadRequest("'end_time' is an ISO 8601 time") from None
+    zone = body.get("timezone")
+    return ScheduleSpec(cron_expressions=[expression], end_at=end_at, time_zone_name=zone if isinstance(zone, str) else None)
+
+
+def checked(body: dict[str, Any], thread: str | None) -> tuple[str, str]:
+    """(team, text) of a cron request, or the error naming what is not served."""
+    unknown = sorted(k for k in set(body) - ACCEPTED if body[k] is not None)
+    if unknown:
+        raise Unsupported(f"cron parameter(s) {', '.join(unknown)}")
+    for name in ("stream_subgraphs", "stream_resumable"):
+        if body.get(name) not in (None, False):
+            raise Unsupported(f"{name}=true")
+    if body.get("multitask_strategy") not in (None, "enqueue"):
+        raise Unsupported(f"a cron's multitask_strategy={body['multitask_strategy']!r} (its turns queue: 'enqueue')")
+    if body.get("on_run_completed") not in (None, "keep") or (thread and body.get("on_run_completed")):
+        raise Unsupported(f"on_run_completed={body.get('on_run_completed')!r} (a cron's threads are kept)")
+    team = body.get("assistant_id")
+    if not isinstance(team, str) or not team:
+        raise checks.BadRequest("'assistant_id' is required: the name of a team")
+    return team, turn_text(body.get("input"))
+
+
+async def create(request: Request) -> Response:
+    gw, body, scope = gateway_of(request), await body_of(request, empty_ok=False), scope_of(request)
+    thread = request.path_params.get("thread")
+    team, text = checked(body, thread)
+    gw.check_team(team)
+    cron_id = PREFIX + uuid.uuid4().hex
+    memo: dict[str, Any] = {"team": team, "queue": gw.task_queue} | ({SCOPE_MEMO: scope} if scope else {})
+    if thread is not None:
+        if not await gw.running(checks.thread_id(thread), team, scope):  # another scope's: 404 too; ended: 409
+            raise NotFound(f"no thread {thread}")
+        memo["thread"] = thread
+        action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(thread=thread, text=text),
+                                             id=f"{cron_id}-turn", task_queue=gw.task_queue)
+    else:
+        thread_memo = {"team": team} | ({SCOPE_MEMO: scope} if scope else {})
+        inp = ConversationInput(team_name=team, task=text, single_turn=True, history=[], answer_history=False)
+        action = ScheduleActionStartWorkflow(TeamWorkflow.run, inp, id=f"{cron_id}-run", task_queue=gw.task_queue,
+                                             memo=thread_memo, task_timeout=TASK_TIMEOUT)
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise checks.BadRequest("'metadata' is an object")
+    memo |= {"metadata": metadata, "input": body.get("input"), "created_at": datetime.now(UTC).isoformat(),
+             "schedule": body["schedule"], "timezone": body.get("timezone")}  # the server keeps calendars
+    state = ScheduleState(paused=body.get("enabled") is False, note="a LangGraph cron")
+    handle = await gw.client.create_schedule(cron_id, Schedule(action=action, spec=cron_spec(body), state=state),
+                                             memo=memo)
+    return JSONResponse(cron_object(cron_id, memo, await handle.describe()))
+
+
+def cron_object(cron_id: str, memo: dict[str, Any], described: ScheduleDescription | None) -> dict[str, Any]:
+    spec = described.schedule.spec if described else None
+    upcoming = described.info.next_action_times if described else []
+    return {"cron_id": cron_id, "assistant_id": memo.get("team"), "thread_id": memo.get("thread"),
+            "schedule": memo.get("schedule"), "timezone": memo.get("timezone"),
+            "end_time": spec.end_at.isoformat() if spec and spec.end_at else None,
+            "payload": {"input": memo.get("input"), "assistant_id": memo.get("team")},
+            "metadata": memo.get("metadata") or {}, "created_at": memo.get("created_at"),
+            "updated_at": memo.get("created_at"), "user_id": None, "on_run_completed": None,
+            "enabled": not described.schedule.state.paused if described else True,
+            "next_run_date": upcoming[0].isoformat() if upcoming else None}
+
+
+async def search(request: Request) -> Response:
+    gw, body, scope = gateway_of(request), await body_of(request), scope_of(request)
+    unknown = sorted(k for k, v in body.items() if v and k not in ("assistant_id", "thread_id", "limit", "offset"))
+    if unknown:
+        raise Unsupported(f"cron search parameter(s) {', '.join(unknown)}")
+    found = []
+    async for listed in await gw.client.list_schedules():
+        if not listed.id.startswith(PREFIX):
+            continue
+        memo = await listed.memo()
+        if memo.get("queue") != gw.task_queue or not sees(scope, memo):
+            continue
+        if body.get("assistant_id") not in (None, memo.get("team")) or body.get("thread_id") not in (None, memo.get("thread")):
+            continue
+        found.append(cron_object(listed.id, dict(memo), None))
+    offset, limit = body.get("offset") or 0, body.get("limit") or 10
+    return JSONResponse(found[offset:offset + limit])
+
+
+async def delete(request: Request) -> Response:
+    gw, cron_id = gateway_of(request), request.path_params["cron"]
+    handle = gw.client.get_schedule_handle(cron_id)
+    try:
+        described = await handle.describe() if cron_id.startswith(PREFIX) else None
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        described = None
+    if described is None or not sees(scope_of(request), await described.memo()):
+        raise NotFound(f"no cron {cron_id[:80]!r}")
+    await handle.delete()
+    return Response(status_code=204)

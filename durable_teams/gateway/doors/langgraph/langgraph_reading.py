@@ -1,0 +1,107 @@
+"""A thread read for the LangGraph door: its team, state and conversation, as one snapshot
+from the workflow (every answer is read when asked: nothing is kept in the gateway), and the
+runs (turns) it holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from temporalio.client import WorkflowExecutionStatus
+
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_wire import (
+    NotFound,
+    RunRef,
+    run_object,
+    run_status,
+    thread_object,
+    thread_status,
+    values_of,
+)
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message
+from durable_teams.workflows.state import ConversationStatus, TurnReply
+
+METADATA_MEMO = "langgraph_metadata"
+"""The memo key of the metadata a LangGraph client gave the thread when creating it."""
+ENDED_BADLY = {WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.TIMED_OUT,
+               WorkflowExecutionStatus.TERMINATED}
+
+
+@dataclass
+class Snapshot:
+    """A thread as read now."""
+
+    thread: str
+    team: str | None
+    memo: Mapping[str, Any]
+    created: datetime | None
+    running: bool
+    failed: bool
+    status: ConversationStatus
+    messages: list[Message]
+
+    def values(self) -> dict[str, Any]:
+        return values_of(self.messages)
+
+    def state(self) -> str:
+        return thread_status(self.status, self.running, self.failed)
+
+    def as_thread(self) -> dict[str, Any]:
+        metadata = self.memo.get(METADATA_MEMO)
+        return thread_object(self.thread, self.team, self.created, metadata if isinstance(metadata, dict) else {},
+                             self.state(), self.values(), self.status.pending)
+
+
+async def snapshot(gw: Gateway, thread: str, scope: str | None) -> Snapshot:
+    """The thread as a caller of `scope` sees it (`ConversationNotFound`, 404, for another
+    scope's thread as for none; `NoWorker`, 503, when no worker would answer its queries)."""
+    described = await gw.visible(thread, scope)
+    await gw.require_worker()
+    handle = gw.client.get_workflow_handle(thread)
+    status = await gw.status(thread)
+    messages = await handle.query(TeamWorkflow.transcript, False)
+    memo = await described.memo()
+    team = memo.get("team")
+    return Snapshot(thread, team if isinstance(team, str) else None, memo, described.start_time,
+                    described.status == WorkflowExecutionStatus.RUNNING, described.status in ENDED_BADLY,
+                    status, messages)
+
+
+async def reply_of(gw: Gateway, thread: str, turn: int) -> TurnReply | None:
+    replies = await gw.client.get_workflow_handle(thread).query(
+        TeamWorkflow.turn_replies, [turn])
+    return replies[0] if replies else None
+
+
+def turns_known(status: ConversationStatus) -> int:
+    """The turns the thread has numbered: begun and queued."""
+    return status.turns
+
+
+async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
+    """The run as LangGraph's `Run` (`NotFound` for a turn the thread never took, or a resume
+    of a question still waiting: no answer started it)."""
+    if run.turn > turns_known(seen.status):
+        raise NotFound(f"no run {run.id} on thread {seen.thread}")
+    if run.resumed is not None and any(q.question_id == run.resumed for q in seen.status.pending):
+        raise NotFound(f"no run {run.id} on thread {seen.thread}: interrupt {run.resumed} waits for its answer")
+    reply = await reply_of(gw, seen.thread, run.turn)
+    state = run_status(seen.status, run.turn, reply, seen.running)
+    return run_object(seen.thread, run, seen.team, state, seen.created)
+
+
+def turn_start(messages: list[Message], turn: int, latest: int) -> int:
+    """The index of turn `turn`'s message in the shared conversation (`latest`: the newest
+    turn begun), counted back from its end; 0 when it does not hold it."""
+    back = latest - turn
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "user" and message.kind == "message":
+            if back == 0:
+                return index
+            back -= 1
+    return 0

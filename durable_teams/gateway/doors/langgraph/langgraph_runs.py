@@ -1,0 +1,208 @@
+"""The LangGraph door's runs: create (in the background), wait, stream, join, join_stream,
+cancel, get and list. A run with `input` is a new turn of the thread; a run with
+`command={"resume": ...}` answers the interrupt the thread waits on (an approval: a strict yes
+or no, as every door) and follows the turn on from there."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from temporalio.client import WorkflowUpdateFailedError
+
+from durable_teams.client.send import submit_turn
+from durable_teams.gateway.core import requests as checks
+from durable_teams.gateway.core.errors import error
+from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core.sse import sse_response
+from durable_teams.gateway.core.threads import Gateway, TeamMismatch
+from durable_teams.gateway.doors.langgraph.langgraph_multitask import make_room, roll_back
+from durable_teams.gateway.doors.langgraph.langgraph_reading import (
+    reply_of,
+    run_of,
+    snapshot,
+    turn_start,
+    turns_known,
+)
+from durable_teams.gateway.doors.langgraph.langgraph_requests import (
+    RunRequest,
+    answer_of,
+    run_request,
+    stream_modes,
+)
+from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream, stream_error
+from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of, new_thread
+from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, watch_run
+from durable_teams.gateway.doors.langgraph.langgraph_wire import (
+    NotFound,
+    RunRef,
+    Unsupported,
+    parse_run_id,
+    run_object,
+    run_status,
+)
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.turn_view import answering
+
+
+async def begin(request: Request) -> tuple[RunStream, RunRequest]:
+    """The run the request asks for, begun (and its webhook watching it): its turn accepted by
+    the thread (or its answer taken) before this returns, so an acknowledged run is never lost."""
+    gw = gateway_of(request)
+    asked = run_request(await body_of(request, empty_ok=False))
+    gw.check_team(asked.team)
+    if asked.webhook is not None:
+        asked.webhook = await check_webhook(asked.webhook)  # refused before anything goes in
+    run = await begin_run(request, asked)
+    if asked.webhook is not None:
+        await watch_run(gw, run.thread, run.run, run.team, asked.webhook)
+    return run, asked
+
+
+async def begin_run(request: Request, asked: RunRequest) -> RunStream:
+    gw, scope = gateway_of(request), scope_of(request)
+    thread = request.path_params.get("thread")
+    if thread is None:  # a stateless run: a thread of its own (kept, as every thread)
+        thread = await new_thread(gw, asked.team, scope, None, {})
+    else:
+        checks.thread_id(thread)
+        try:
+            known = await gw.running(thread, asked.team, scope)
+        except TeamMismatch as err:
+            raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
+        if not known and not asked.create_thread:
+            raise NotFound(f"no thread {thread} (or send if_not_exists='create')")
+        if not known:
+            await new_thread(gw, asked.team, scope, thread, {})
+    seen = await snapshot(gw, thread, scope)
+    if asked.resuming:
+        return await resume(gw, thread, asked, seen.status, len(seen.messages))
+    if seen.state() in ("busy", "interrupted"):
+        await make_room(gw, thread, seen.status, asked.strategy)
+        seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
+    floor, ahead = len(seen.messages), answering(seen.status)
+    accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds)
+    # the turns numbered before it and not yet begun come first: their messages are skipped
+    return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
+
+
+async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, floor: int) -> RunStream:
+    if not status.pending:
+        raise checks.BadRequest(f"no interrupt waits on thread {thread}: nothing to resume", 409)
+    question = status.pending[0]
+    if isinstance(asked.resume, dict) and len(asked.resume) == 1:
+        named = next(iter(asked.resume))
+        question = next((q for q in status.pending if q.question_id == named), question)
+    await gw.reply(thread, question.question_id, **answer_of(asked.resume, question))
+    seen = {q.question_id for q in status.pending}
+    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, floor,
+                     start=floor, seen=seen)
+
+
+def located(run: RunStream) -> dict[str, str]:
+    return {"Content-Location": f"/threads/{run.thread}/runs/{run.run.id}"}
+
+
+async def create(request: Request) -> Response:
+    run, _ = await begin(request)
+    seen = await snapshot(run.gw, run.thread, scope_of(request))
+    reply = await reply_of(run.gw, run.thread, run.run.turn)
+    state = run_status(seen.status, run.run.turn, reply, seen.running)
+    return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created), headers=located(run))
+
+
+async def wait(request: Request) -> Response:
+    run, _ = await begin(request)
+    async for _ in run.follow():
+        pass
+    return JSONResponse(run.final_values(), headers=located(run))
+
+
+async def stream(request: Request) -> Response:
+    """The run streamed; with `stream_resumable`, a `Location` (relative to the door's root, as
+    LangGraph's clients join it to their URL) the client reconnects to with `Last-Event-ID`."""
+    if not request.state.open_stream():
+        return error(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
+    run, asked = await begin(request)
+    headers = located(run)
+    if asked.resumable:  # the modes in it: a reconnect sends no body
+        modes = urlencode([("stream_mode", mode) for mode in asked.modes])
+        headers["Location"] = f"/threads/{run.thread}/runs/{run.run.id}/stream?{modes}"
+    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error)
+
+
+async def existing(request: Request) -> RunStream:
+    """The run named in the path, to follow from its turn's start."""
+    gw, scope = gateway_of(request), scope_of(request)
+    seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope)
+    run = parse_run_id(request.path_params["run"])
+    found = await run_of(gw, seen, run)  # NotFound for a run the thread never had
+    team, ahead = str(found["assistant_id"]), answering(seen.status)
+    if run.turn <= ahead:  # begun: from its message
+        start = turn_start(seen.messages, run.turn, ahead)
+        return RunStream(gw, seen.thread, run, team, start, start=start)
+    return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1)
+
+
+async def get(request: Request) -> Response:
+    gw = gateway_of(request)
+    seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope_of(request))
+    return JSONResponse(await run_of(gw, seen, parse_run_id(request.path_params["run"])))
+
+
+async def join(request: Request) -> Response:
+    run = await existing(request)
+    async for _ in run.follow():
+        pass
+    return JSONResponse(run.final_values())
+
+
+async def join_stream(request: Request) -> Response:
+    """A run's stream joined: from its turn's start, or after the frame `Last-Event-ID` names."""
+    if not request.state.open_stream():
+        return error(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
+    if request.query_params.get("cancel_on_disconnect", "false").lower() not in ("false", "0"):
+        raise Unsupported("cancel_on_disconnect (a run goes on when its stream is left)")
+    run = await existing(request)
+    modes = request.query_params.getlist("stream_mode") or ["values"]
+    after = request.headers.get("last-event-id") or None
+    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error)
+
+
+async def listed(request: Request) -> Response:
+    gw = gateway_of(request)
+    seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope_of(request))
+    limit = int(request.query_params.get("limit", "10") or 10)
+    offset = int(request.query_params.get("offset", "0") or 0)
+    numbers = list(range(turns_known(seen.status), 0, -1))[offset:offset + max(limit, 0)]
+    runs = [await run_of(gw, seen, RunRef(n)) for n in numbers]
+    wanted = request.query_params.get("status")
+    return JSONResponse([r for r in runs if wanted is None or r["status"] == wanted])
+
+
+async def cancel(request: Request) -> Response:
+    """Cancel a run: "interrupt" stops its turn (the thread goes on), "rollback" rewinds the
+    thread to before it (the run is gone: its id names the next run of the thread)."""
+    gw = gateway_of(request)
+    action = request.query_params.get("action", "interrupt")
+    if action not in ("interrupt", "rollback"):
+        raise Unsupported(f"cancel action={action[:40]!r}")
+    run = await existing(request)
+    seen = await snapshot(gw, run.thread, scope_of(request))
+    if await reply_of(gw, run.thread, run.run.turn) is not None:
+        return error(409, f"run {run.run.id} has ended: nothing to cancel", "run_ended")
+    if action == "rollback":
+        await roll_back(gw, run.thread, run.run.turn)
+        return JSONResponse(run_object(run.thread, run.run, run.team, "interrupted", seen.created))
+    try:
+        await gw.client.get_workflow_handle(run.thread).execute_update(TeamWorkflow.cancel_turn, run.run.turn)
+    except WorkflowUpdateFailedError as err:
+        return error(409, f"run {run.run.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
+                     "run_ended")
+    if request.query_params.get("wait") in ("1", "true"):
+        async for _ in run.follow():
+            pass
+    seen = await snapshot(gw, run.thread, scope_of(request))
+    return JSONResponse(await run_of(gw, seen, run.run))

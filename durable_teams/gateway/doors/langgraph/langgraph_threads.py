@@ -1,0 +1,204 @@
+"""The LangGraph door's threads: create (a conversation of the team its `graph_id` names),
+get, search, delete, copy (a fork at the latest turn's end), state and history (the thread's
+checkpoints, durable_teams/client/checkpoints.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from durable_teams.client.replay_state import ReplayFailed
+from durable_teams.client.start import start_conversation
+from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
+from durable_teams.gateway.core import requests as checks
+from durable_teams.gateway.core.errors import error
+from durable_teams.gateway.core.scopes import SCOPE_MEMO, scope_of, sees
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_reading import METADATA_MEMO, snapshot
+from durable_teams.gateway.doors.langgraph.langgraph_wire import (
+    Unsupported,
+    interrupt_of,
+    thread_object,
+)
+from durable_teams.workflows.state import ConversationInput
+
+MAX_LISTED = 1000
+"""Threads a search reads from the visibility store at most."""
+
+
+def gateway_of(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+async def body_of(request: Request, empty_ok: bool = True) -> dict[str, Any]:
+    raw = await request.body()
+    return {} if empty_ok and not raw.strip() else checks.parse_body(raw)
+
+
+def team_for(gw: Gateway, metadata: dict[str, Any]) -> str:
+    """The team a new thread runs: its `graph_id` (or `assistant_id`), else the gateway's one team."""
+    team = metadata.get("graph_id") or metadata.get("assistant_id")
+    if team is None and gw.teams is not None and len(gw.teams) == 1:
+        team = gw.teams[0]
+    if not isinstance(team, str) or not team:
+        raise checks.BadRequest("name the thread's team: threads.create(graph_id=TEAM) (metadata.graph_id); "
+                                "this gateway serves several teams (or does not list them)")
+    gw.check_team(team)
+    return team
+
+
+async def new_thread(gw: Gateway, team: str, scope: str | None, thread: str | None,
+                     metadata: dict[str, Any]) -> str:
+    """Start a conversation of `team` (a new id when `thread` is None), kept to `scope`'s callers."""
+    thread = thread or str(uuid.uuid4())
+    extra = {k: v for k, v in metadata.items() if k not in ("graph_id", "assistant_id")}
+    memo = ({SCOPE_MEMO: scope} if scope else {}) | {"team": team} | ({METADATA_MEMO: extra} if extra else {})
+    inp = ConversationInput(team_name=team, task=None, single_turn=False, history=[], answer_history=False)
+    await start_conversation(gw.client, team, inp, id=thread, task_queue=gw.task_queue, memo=memo,
+                             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
+    return thread
+
+
+async def create(request: Request) -> Response:
+    gw, body = gateway_of(request), await body_of(request)
+    unknown = sorted(set(body) - {"thread_id", "metadata", "if_exists"})
+    if unknown:
+        raise Unsupported(f"thread parameter(s) {', '.join(unknown)}")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise checks.BadRequest("'metadata' is an object")
+    wanted = body.get("thread_id")
+    if wanted is not None:
+        checks.thread_id(str(wanted), "thread_id")
+    if_exists = body.get("if_exists") or "raise"
+    if if_exists not in ("raise", "do_nothing"):
+        raise checks.BadRequest("'if_exists' is 'raise' or 'do_nothing'")
+    team = team_for(gw, metadata)
+    try:
+        thread = await new_thread(gw, team, scope_of(request), wanted, metadata)
+    except WorkflowAlreadyStartedError:
+        if if_exists == "do_nothing":
+            return JSONResponse((await snapshot(gw, str(wanted), scope_of(request))).as_thread())
+        return error(409, f"thread {wanted} already exists", "already_exists")
+    extra = {k: v for k, v in metadata.items() if k not in ("graph_id", "assistant_id")}
+    return JSONResponse(thread_object(thread, team, datetime.now(UTC), extra, "idle", {"messages": []}, []))
+
+
+def thread_in(request: Request) -> str:
+    return checks.thread_id(request.path_params["thread"])
+
+
+async def get(request: Request) -> Response:
+    return JSONResponse((await snapshot(gateway_of(request), thread_in(request), scope_of(request))).as_thread())
+
+
+async def delete(request: Request) -> Response:
+    gw, thread = gateway_of(request), thread_in(request)
+    await gw.visible(thread, scope_of(request))
+    handle = gw.client.get_workflow_handle(thread)
+    await gw.client.workflow_service.delete_workflow_execution(DeleteWorkflowExecutionRequest(
+        namespace=gw.client.namespace, workflow_execution=WorkflowExecution(workflow_id=handle.id)))
+    return Response(status_code=204)
+
+
+async def search(request: Request) -> Response:
+    gw, body = gateway_of(request), await body_of(request)
+    unknown = sorted(k for k, v in body.items() if v and k not in ("metadata", "ids", "status", "limit", "offset"))
+    if unknown:
+        raise Unsupported(f"thread search parameter(s) {', '.join(unknown)}")
+    metadata, ids, wanted = body.get("metadata") or {}, body.get("ids"), body.get("status")
+    limit, offset = body.get("limit", 10), body.get("offset", 0)
+    if not isinstance(metadata, dict) or not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:
+        raise checks.BadRequest("'metadata' is an object; 'limit' and 'offset' non-negative integers")
+    scope = scope_of(request)
+    queue = gw.task_queue.replace("\\", "\\\\").replace("'", "\\'")
+    found = []
+    async for wf in gw.client.list_workflows(f"WorkflowType = 'TeamWorkflow' AND TaskQueue = '{queue}'",
+                                             limit=MAX_LISTED):
+        try:
+            memo = await wf.memo()
+        except Exception:  # noqa: BLE001 - a memo this gateway cannot read is no scope's
+            continue
+        given = {"graph_id": memo.get("team"), "assistant_id": memo.get("team"), **(memo.get(METADATA_MEMO) or {})}
+        if not sees(scope, memo) or any(given.get(k) != v for k, v in metadata.items()):
+            continue
+        if ids is None or wf.id in ids:
+            found.append(wf.id)
+    threads: list[dict[str, Any]] = []
+    skipped = 0
+    for thread in found if wanted is not None else found[offset:offset + limit]:
+        if len(threads) >= limit:
+            break
+        seen = (await snapshot(gw, thread, scope)).as_thread()
+        if wanted is not None and seen["status"] != wanted:
+            continue
+        if wanted is not None and skipped < offset:  # the offset counts matching threads
+            skipped += 1
+            continue
+        threads.append(seen)
+    return JSONResponse(threads)
+
+
+async def copy(request: Request) -> Response:
+    gw, thread = gateway_of(request), thread_in(request)
+    await gw.visible(thread, scope_of(request))
+    try:  # the fork keeps the original's memo: its team, its scope
+        forked = await fork(gw.client, thread, fork_id=str(uuid.uuid4()))
+    except CheckpointError as err:
+        return error(409, str(err), "invalid_checkpoint")
+    except ReplayFailed as err:
+        return error(409, f"this thread's history does not replay here: {err}", "replay_failed")
+    seen = await snapshot(gw, forked.workflow_id, scope_of(request))
+    return JSONResponse(seen.as_thread())
+
+
+async def state(request: Request) -> Response:
+    seen = await snapshot(gateway_of(request), thread_in(request), scope_of(request))
+    interrupts = [interrupt_of(q) for q in seen.status.pending]
+    tasks = [{"id": q.question_id, "name": q.agent, "path": [], "error": None, "interrupts": [interrupt_of(q)],
+              "checkpoint": None, "state": None, "result": None} for q in seen.status.pending]
+    return JSONResponse({"values": seen.values(), "next": [q.agent for q in seen.status.pending],
+                         "checkpoint": {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": None,
+                                        "checkpoint_map": None},
+                         "metadata": {"graph_id": seen.team}, "created_at": None, "parent_checkpoint": None,
+                         "tasks": tasks, "interrupts": interrupts})
+
+
+async def history(request: Request) -> Response:
+    """The thread's checkpoints, newest first: each one's kind, turn, agent and description in
+    its metadata (a past checkpoint's values are not rebuilt: its `values` are empty)."""
+    gw, thread, body = gateway_of(request), thread_in(request), await body_of(request)
+    unknown = sorted(k for k, v in body.items() if v and k not in ("limit", "before"))
+    if unknown:
+        raise Unsupported(f"history parameter(s) {', '.join(unknown)}")
+    limit = body.get("limit", 10)
+    if not isinstance(limit, int) or limit < 1:
+        raise checks.BadRequest("'limit' is a positive integer")
+    await gw.visible(thread, scope_of(request))
+    try:
+        points = list(reversed(await list_checkpoints(gw.client, thread)))
+    except ReplayFailed as err:
+        return error(409, f"this thread's history does not replay here: {err}", "replay_failed")
+    before = body.get("before")
+    if isinstance(before, dict) and before.get("checkpoint_id"):
+        ids = [p.id for p in points]
+        points = points[ids.index(before["checkpoint_id"]) + 1:] if before["checkpoint_id"] in ids else []
+    states: list[dict[str, Any]] = []
+    for n, point in enumerate(points[:limit]):
+        parent = points[n + 1].id if n + 1 < len(points) else None
+        states.append({"values": {}, "next": [], "tasks": [], "interrupts": [], "created_at": None,
+                       "checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": point.id},
+                       "parent_checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": parent}
+                       if parent else None,
+                       "metadata": {"source": point.kind, **dataclasses.asdict(point)}})
+    return JSONResponse(states)

@@ -1,0 +1,64 @@
+"""`webhook=` on a LangGraph run: the URL is checked before the run begins (a public http(s)
+address unless the operator allows others: the rule of A2A push notifications), then a
+`RunWebhookWorkflow` (durable_teams/workflows/run_webhooks.py) watches the run and delivers it
+once it ends, at least once, retried. The operator's choices, from the gateway's environment:
+
+- `DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ALLOW_PRIVATE=1`: deliver to loopback and private addresses too;
+- `DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS` (default 1, doubling up to 5 minutes) and
+  `DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ATTEMPTS` (default 8);
+- `DURABLE_TEAMS_LANGGRAPH_WEBHOOK_POLL_SECONDS` (default 1): how often the run is read."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+
+from temporalio.common import WorkflowIDReusePolicy
+
+from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_wire import RunRef, Unsupported
+from durable_teams.workflows.push_targets import public_refusal
+from durable_teams.workflows.run_webhooks import RunWebhookWorkflow, WebhookInput
+
+ENV = "DURABLE_TEAMS_LANGGRAPH_WEBHOOK_"
+MAX_URL = 2048
+
+
+def allow_private() -> bool:
+    return os.environ.get(ENV + "ALLOW_PRIVATE", "").strip().lower() in ("1", "true", "yes")
+
+
+def number(name: str, default: float, low: float, high: float) -> float:
+    text = os.environ.get(ENV + name, "").strip()
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        raise ValueError(f"{ENV}{name}={text[:40]!r} is not a number") from None
+    return min(max(value, low), high)
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+async def check_webhook(url: object) -> str:
+    """The webhook URL, or `Unsupported` (422) saying why it is refused."""
+    if not isinstance(url, str) or len(url) > MAX_URL:
+        raise Unsupported(f"webhook: a URL of at most {MAX_URL} characters")
+    refused = await public_refusal(url, allow_private(), resolve)
+    if refused:
+        raise Unsupported(f"webhook {url[:200]!r}: {refused}")
+    return url
+
+
+async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str) -> None:
+    """Start the workflow that delivers the run's webhook once it ends."""
+    inp = WebhookInput(thread=thread, turn=run.turn, run_id=run.id, assistant_id=team, url=url,
+                       allow_private=allow_private(), retry_seconds=number("RETRY_SECONDS", 1.0, 0.001, 3600.0),
+                       attempts=int(number("ATTEMPTS", 8, 1, 100)),
+                       poll_seconds=number("POLL_SECONDS", 1.0, 0.01, 60.0))
+    await gw.client.start_workflow(RunWebhookWorkflow.run, inp, id=f"langgraph-webhook-{uuid.uuid4().hex}",
+                                   task_queue=gw.task_queue, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
