@@ -37,7 +37,11 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
 
 
 async def on_unknown_response(request: Request, exc: Exception) -> Response:
-    return error(404, str(exc), "not_found")
+    """OpenAI's shape: an unknown `previous_response_id` names the field and its code."""
+    param = getattr(exc, "param", None)
+    code = "previous_response_not_found" if param == "previous_response_id" else "not_found"
+    return JSONResponse({"error": {"message": str(exc), "type": "invalid_request_error", "param": param,
+                                   "code": code}}, status_code=404)
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:

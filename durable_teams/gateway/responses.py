@@ -12,9 +12,10 @@ resuming a stream work from any gateway process, after any restart: nothing is k
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from starlette.requests import Request
@@ -31,9 +32,17 @@ from durable_teams.gateway import responses_state as state
 from durable_teams.gateway.chat_history import FieldError
 from durable_teams.gateway.chat_requests import caller_scope, input_id, may_stream
 from durable_teams.gateway.keyed import KeyReused, caller_key
-from durable_teams.gateway.responses_events import approval_id, events, numbered, response_object
+from durable_teams.gateway.responses_events import (
+    approval_id,
+    events,
+    item_suffix,
+    numbered,
+    response_object,
+    response_of_item,
+)
 from durable_teams.gateway.responses_forks import forked
 from durable_teams.gateway.responses_turns import (
+    AskedAgain,
     NotLatest,
     Refused,
     first_thread,
@@ -54,18 +63,23 @@ async def create(request: Request) -> Response:
         raise FieldError("'model' (the team's name) is required", "model")
     team: str = body["model"]
     fields.check(body)
-    previous = body.get("previous_response_id")
-    given = fields.parse_input(body.get("input"), body.get("instructions"), continued=previous is not None)
     gw: Gateway = request.app.state.gateway
     gw.check_team(team)
+    previous, sent = body.get("previous_response_id"), body.get("input")
+    if previous is None and (resumed := await resumed_response(gw, sent, request)) is not None:
+        previous, sent = resumed
+    given = fields.parse_input(sent, body.get("instructions"), continued=previous is not None)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     stream, background = bool(body.get("stream")), bool(body.get("background"))
+    store = body.get("store") is not False  # echoed as sent: the thread keeps its log either way
+    asking = ""  # before the question's text, when an unclear answer is asked again
     if stream and not may_stream(request):  # before anything goes in
         return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
                                             body.get("input")], sort_keys=True).encode()).hexdigest()
     max_tokens = body.get("max_output_tokens")
-    thread = input_thread(team, previous, given, key, request)
+    with naming_previous():
+        thread = input_thread(team, previous, given, key, request)
     # a stream subscribes to live deltas before its input goes in: it sees every call from its start
     feed = await live.open_feed(gw, thread) if stream and thread else None
     try:
@@ -77,23 +91,64 @@ async def create(request: Request) -> Response:
             await claim(gw, request, key, None, body.get("input"), team)  # another team's thread is another
             ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request)
         else:
-            ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens,
-                                  key, body.get("input"))
+            with naming_previous():
+                ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id,
+                                      max_tokens, key, body.get("input"))
         created = await created_at(gw, ref.thread)
     except Refused as refused:
         await live.close(feed)
         return refused.response
+    except AskedAgain as asked:
+        ref, asking = asked.ref, f"{asked} "
+        created = await created_at(gw, ref.thread)
     except BaseException:
         await live.close(feed)
         raise
     if stream:
         feed = await live.feed_for(gw, feed, ref)
-        return sse_response(event_stream(gw, ref, team, created, -1, background, feed), {}, openai_error)
+        return sse_response(event_stream(gw, ref, team, created, -1, background, feed, store, asking), {},
+                            openai_error)
     if background:
         view, _ = await state.read(gw, ref)
-        return JSONResponse(response_object(view, team, created, background=True, live=gw.live_responses))
-    view = await state.ended(gw, ref)
-    return JSONResponse(response_object(view, team, created, live=gw.live_responses))
+        return JSONResponse(response_object(asked_again(view, asking), team, created, background=True,
+                                            live=gw.live_responses, store=store))
+    view = asked_again(await state.ended(gw, ref), asking)
+    return JSONResponse(response_object(view, team, created, live=gw.live_responses, store=store))
+
+
+def asked_again(view: View, asking: str) -> View:
+    """`view` with `asking` before its text (an unclear answer to its approval)."""
+    if asking and view.text is not None:
+        view.text = asking + view.text
+    return view
+
+
+@contextlib.contextmanager
+def naming_previous() -> Iterator[None]:
+    """An unknown response met here is the request's `previous_response_id` (OpenAI's 404)."""
+    try:
+        yield
+    except UnknownResponse as unknown:
+        if unknown.param is not None:
+            raise
+        raise UnknownResponse(f"Previous response with id {str(unknown).removeprefix('no response ')} "
+                              "not found.", "previous_response_id") from None
+
+
+async def resumed_response(gw: Gateway, sent: Any, request: Request) -> tuple[str, list[Any]] | None:
+    """A resent conversation holding a response of ours this caller may read
+    (`fields.resumed_from`) continues it, as `previous_response_id` naming it would: the
+    response's id and the new items. (Without it, the conversation is matched as chats are.)"""
+    found = fields.resumed_from(sent)
+    ref = response_of_item(found[0]) if found else None
+    if found is None or ref is None:
+        return None
+    try:
+        await visible_response(gw, ref, scope_of(request))
+        await state.read(gw, ref)
+    except UnknownResponse:
+        return None
+    return ref.id, found[1]
 
 
 def input_thread(team: str, previous: str | None, given: fields.Input, key: str | None,
@@ -142,7 +197,8 @@ async def created_at(gw: Gateway, thread: str) -> int:
 
 
 async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, after: int,
-                       background: bool = False, feed: live.Feed | None = None) -> AsyncIterator[str]:
+                       background: bool = False, feed: live.Feed | None = None,
+                       store: bool = True, asking: str = "") -> AsyncIterator[str]:
     """The response's events numbered from durable state, from `after + 1` until it ends, with
     live text deltas from `feed` between them (durable_teams/gateway/responses_live.py)."""
     sent = after
@@ -150,9 +206,12 @@ async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, a
     try:
         async for got in live.merged(state.views(gw, ref), feed.deltas if feed is not None else None):
             if isinstance(got, View):
+                got = asked_again(got, asking)
                 for event in numbered(events(got, team, created, background, gw.live_responses), sent):
                     if text is not None and event["type"] == "response.output_text.delta":
                         event = {**event, "delta": text.rest(event["delta"])}
+                    if not store and "response" in event:
+                        event = {**event, "response": {**event["response"], "store": False}}
                     yield sse_frame(event["type"], event)
                     sent = event["sequence_number"]
                 if got.ended:
@@ -216,7 +275,7 @@ async def input_items(request: Request) -> Response:
             if message.kind == "human":
                 items.append(user_item(ref, message.content or ""))
             else:
-                items.append({"type": "mcp_approval_response", "id": f"mcpa_{ref.turn}_{ref.start}",
+                items.append({"type": "mcp_approval_response", "id": f"mcpa_{item_suffix(ref)}",
                               "approval_request_id": approval_id(message.tool_call_id or ""),
                               "approve": not (message.content or "").startswith(("The user denied", "Not run:"))})
             break
@@ -225,7 +284,7 @@ async def input_items(request: Request) -> Response:
 
 
 def user_item(ref: ResponseRef, text: str) -> dict[str, Any]:
-    return {"type": "message", "id": f"msgin_{ref.turn}_{ref.start}", "role": "user", "status": "completed",
+    return {"type": "message", "id": f"msgin_{item_suffix(ref)}", "role": "user", "status": "completed",
             "content": [{"type": "input_text", "text": text}]}
 
 
