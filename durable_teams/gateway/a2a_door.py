@@ -37,6 +37,7 @@ from a2a.utils.errors import (
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from durable_teams.client.refusals import QuestionClosed, TurnConflict
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway.a2a_push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.a2a_reading import TaskReader
@@ -85,6 +86,9 @@ class A2ADoor(TaskReader, RequestHandler):
                 thread, number = parse_task_id(message.task_id)
             except NotATask as err:
                 raise TaskNotFoundError(str(err)) from None
+            if message.context_id and message.context_id != thread:  # as the SDK's handler refuses it
+                raise InvalidParamsError(f"context {message.context_id} does not match context {thread} "
+                                         f"of task {message.task_id}")
             if not await self.thread_of(thread, scope):
                 raise UnsupportedOperationError(f"task {message.task_id} has ended")
             again = await self.sent_before(thread, prefix, text)
@@ -97,7 +101,11 @@ class A2ADoor(TaskReader, RequestHandler):
                 if state in FINAL:
                     raise UnsupportedOperationError(f"task {message.task_id} has ended ({state.lower()})")
                 raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input ({state.lower()})")
-            waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
+            try:
+                waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
+            except (TurnConflict, QuestionClosed):  # another message answered it meanwhile
+                raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input: "
+                                                "another message answered it") from None
             return thread, number, waiter
         seen: ConversationStatus | None = None
         if message.context_id and await self.known(message.context_id, scope):
