@@ -1,8 +1,9 @@
 """The A2A door exact to its protocol (issue 49, item 7), over raw JSON-RPC: one id per task
 (`::01` is no alias of `::1`), a message whose taskId and contextId name different threads
 refused as the a2a-sdk's own handler refuses it, the spec's required fields, a text over a
-turn's size a clear -32602, and no request refused with a traceback in the gateway's log
-(bodies nested deep, numbers too long, bytes that are no UTF-8, params of the wrong types)."""
+turn's size a clear -32602, no request refused with a traceback in the gateway's log (bodies
+nested deep, numbers too long, bytes that are no UTF-8, params of the wrong types), and push
+notifications that follow the conversation's history (a state shorter than a poll is told)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.examples import support
+from durable_teams.gateway.a2a_push_configs import PushOptions
 from durable_teams.gateway.a2a_tasks import NotATask, parse_task_id
 from durable_teams.gateway.team_cards import card_of
 from durable_teams.worker.scripted import ScriptedModel
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
+from .push_receiver import receiving
+from .waiting import until
 
 pytestmark = pytest.mark.workflow
 
@@ -120,3 +124,31 @@ async def test_the_protocol_s_rules_hold_and_no_refusal_leaves_a_traceback(
         assert len(support.REFUNDS) == 1
     tracebacks = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info]
     assert tracebacks == []
+
+
+@pytest.mark.slow
+async def test_a_state_shorter_than_any_poll_is_still_pushed(client: Client, task_queue: str) -> None:
+    """An approval answered at once lasts less than the push's poll (a minute here): the
+    notifications follow the conversation's history, so it is told, then the completion."""
+    support.REFUNDS.clear()
+    slow_poll = PushOptions(allow_private=True, retry_seconds=0.01, poll_seconds=60)
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)), \
+            receiving() as receiver, \
+            running_gateway(client, task_queue, cards=CARDS, a2a_push=slow_poll) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60, headers={"Content-Type": "application/json"}) as http:
+        rpc = Rpc(http)
+        asked = await rpc.task(said(support.QUESTION))
+        made = await rpc.call("CreateTaskPushNotificationConfig", {"taskId": asked["id"], "url": receiver.url})
+        assert "result" in made, made
+        approval = await rpc.task(said("Order 4711", taskId=asked["id"]))
+        assert approval["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        done = await rpc.task(said("yes", taskId=asked["id"]))
+        assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+
+        async def both_told() -> bool:
+            return len(receiver.received) >= 2
+        await until(both_told, "the approval's and the completion's notifications", within=30)
+    states = [body["statusUpdate"]["status"]["state"] for _, body in receiver.received]
+    assert states == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]
+    told = receiver.received[0][1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
+    assert "Approve execute_refund(" in told and len(support.REFUNDS) == 1

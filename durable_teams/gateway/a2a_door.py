@@ -185,7 +185,7 @@ class A2ADoor(TaskReader, RequestHandler):
         pushed.CopyFrom(config)
         task = await self.task(thread, number, scope)
         pushed.task_id = task.id
-        await self.pushes.set(task.id, thread, number, state_of(task), pushed)
+        await self.pushes.set(task.id, thread, number, state_of(task), pushed, fresh=True)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest, context: ServerCallContext
                                      ) -> AsyncGenerator[Event]:

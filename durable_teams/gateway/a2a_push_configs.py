@@ -25,7 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.gateway.threads import Gateway
 from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
-from durable_teams.workflows.push_targets import public_refusal, signature
+from durable_teams.workflows.push_targets import public_refusal, with_cursor
 from durable_teams.workflows.turn_view import TurnState
 
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
@@ -116,13 +116,19 @@ class PushConfigs:
             raise InvalidParamsError(f"push notification url refused: {refused}")
 
     async def set(self, task_id: str, thread: str, turn: int, now: TurnState,
-                  params: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
-        """Keep `params` for the task (its state `now`: what the receiver is not told again)."""
+                  params: pb.TaskPushNotificationConfig, fresh: bool = False) -> pb.TaskPushNotificationConfig:
+        """Keep `params` for the task (its state `now`, and what came before it in the thread's
+        history: what the receiver is not told again; `fresh`: the task's message carried the
+        config, so every state of the task is told)."""
         await self.check(params)
+        last = with_cursor(now, "", 0)
+        if not fresh:
+            described = await self.gateway.client.get_workflow_handle(thread).describe()
+            last = with_cursor(now, described.run_id, described.raw_description.workflow_execution_info.history_length)
         config = PushConfig(id=params.id or uuid.uuid4().hex, url=params.url, token=params.token,
                             scheme=params.authentication.scheme, credentials=params.authentication.credentials)
         start = WithStartWorkflowOperation(
-            A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=signature(now),
+            A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=last,
                                            allow_private=self.options.allow_private,
                                            retry_seconds=self.options.retry_seconds,
                                            attempts=self.options.attempts,
