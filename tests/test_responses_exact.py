@@ -7,7 +7,12 @@ unclear answer to an approval asked again in the conversation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,7 +32,7 @@ from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.messages import ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import TurnReply
 
-from .conftest import running_worker
+from .conftest import running_worker, system_program_missing
 from .gateway_helpers import running_gateway
 
 REFUNDS: list[str] = []
@@ -176,3 +181,52 @@ async def test_the_agents_sdk_goes_on_with_instructions_and_with_its_input_list(
         assert third.final_output == "You said: thanks" and third.last_response_id is not None
         assert ResponseRef.parse(third.last_response_id).thread == ResponseRef.parse(first.last_response_id).thread
         assert ResponseRef.parse(third.last_response_id).turn == 3
+
+
+@pytest.mark.workflow
+@pytest.mark.slow
+async def test_the_codex_cli_is_asked_again_after_a_conditional_answer(client: Client, task_queue: str) -> None:
+    """`codex exec`, then `codex exec resume --last` (the whole conversation resent, `store:
+    false`): "yes if it is under $20" at the approval is asked again in the conversation, the
+    plain yes after it approves, one refund, all on one thread."""
+    codex = os.environ.get("DURABLE_TEAMS_CODEX") or shutil.which("codex")
+    if codex is None:
+        system_program_missing("codex not found (npm install -g @openai/codex, or DURABLE_TEAMS_CODEX=path)",
+                               "DURABLE_TEAMS_REQUIRE_CODEX")
+        return
+    REFUNDS.clear()
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(script)), \
+            running_gateway(client, task_queue, teams=["desk"]) as url:
+        with tempfile.TemporaryDirectory() as home:
+            write_codex_config(home, url)
+            said = []
+            for prompt, resume in (("refund please", False), ("yes if it is under $20", True), ("yes", True)):
+                answer = os.path.join(home, "answer.txt")
+                args = ["exec", *(["resume", "--last"] if resume else []), "--skip-git-repo-check",
+                        "--output-last-message", answer, prompt]
+                run = await asyncio.create_subprocess_exec(
+                    codex, *args, env={**os.environ, "CODEX_HOME": home}, cwd=home,
+                    stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE)
+                out, err = await asyncio.wait_for(run.communicate(), 120)
+                assert run.returncode == 0, (out + err).decode()[-2000:]
+                said.append(read_text(answer).strip())
+    assert said[0].startswith("[desk] Approve refund(") and REFUNDS == ["4711"]
+    assert said[1].startswith(ASK_AGAIN) and said[2] == "Refunded."
+
+
+def write_codex_config(home: str, url: str) -> None:
+    """The gateway as Codex's model provider, on the Responses wire API, retries off."""
+    Path(home, "config.toml").write_text(f'''model = "desk"
+model_provider = "team"
+[model_providers.team]
+name = "durable team"
+base_url = "{url}/v1"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+''')
+
+
+def read_text(path: str) -> str:
+    return Path(path).read_text()
