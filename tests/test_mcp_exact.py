@@ -72,7 +72,7 @@ async def test_a_task_answers_to_one_id_only(client: Client, task_queue: str) ->
                 "Authorization": "Bearer s3cret", "Accept": "application/json, text/event-stream",
                 "MCP-Protocol-Version": MODERN}) as http:
         async def rpc(method: str, **params: Any) -> dict[str, Any]:
-            name = params.get("taskId", params.get("name"))
+            name = str(params.get("taskId", params.get("name")))
             answer = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 7, "method": method,
                                                    "params": params | {"_meta": META}},
                                      headers={"Mcp-Method": method} | ({"Mcp-Name": name} if name.isascii() and name == name.strip() else {}))

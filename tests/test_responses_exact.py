@@ -19,6 +19,8 @@ import httpx
 import openai
 import pytest
 from openai.types.responses import Response as OpenAIResponse
+from openai.types.responses import ResponseStreamEvent
+from pydantic import TypeAdapter
 from temporalio.client import Client
 
 from durable_teams.client.approvals import ASK_AGAIN
@@ -33,7 +35,7 @@ from durable_teams.workflows.messages import ModelRequest, ModelResponse, Usage
 from durable_teams.workflows.state import TurnReply
 
 from .conftest import running_worker, system_program_missing
-from .gateway_helpers import running_gateway
+from .gateway_helpers import running_gateway, sse_events
 
 REFUNDS: list[str] = []
 
@@ -106,8 +108,9 @@ def test_every_object_is_valid_as_the_openai_package_types_it(store: bool) -> No
     view = View(ResponseRef(THREAD, 1, 0, 0), status="completed", text="Hi.", end=2,
                 reply=TurnReply(turn=1, text="Hi.", agent="desk"))
     for started in (True, False):
-        parsed = OpenAIResponse.model_validate(response_object(view, "desk", 1, started=started, store=store))
-        assert parsed.store is store and parsed.usage is not None
+        raw = response_object(view, "desk", 1, started=started, store=store)
+        parsed = OpenAIResponse.model_validate(raw)
+        assert raw["store"] is store and parsed.usage is not None
         assert parsed.usage.input_tokens_details.cache_write_tokens == 0
 
 
@@ -139,12 +142,18 @@ async def test_ids_are_one_to_one_over_http(client: Client, task_queue: str) -> 
             cancelled = await http.post(f"/v1/responses/{alias}/cancel", json={})
             assert cancelled.status_code == 404, (alias, cancelled.text)
             assert (await http.delete(f"/v1/responses/{alias}")).status_code == 404, alias
+        async with http.stream("GET", f"/v1/responses/{first.id}?stream=true") as streamed:
+            frames = [data async for _, data in sse_events(streamed)]
+        as_events = TypeAdapter(ResponseStreamEvent)
+        parsed = [as_events.validate_python(frame) for frame in frames]  # the openai package's own types
+        assert parsed[-1].type == "response.completed" and frames[-1]["response"]["store"] is True
         # nothing was removed: the approval still waits and its answer goes on
         unclear = validated(await post(http, input="yes if it is under $20", previous_response_id=first.id))
         assert unclear.id == first.id and unclear.output_text.startswith(ASK_AGAIN) and REFUNDS == []
-        done = validated(await post(http, input="yes", previous_response_id=first.id,
-                                    instructions="Help.", store=False))  # as the Agents SDK sends it
-        assert (done.output_text, done.store, REFUNDS) == ("Refunded.", False, ["4711"])
+        answered = await post(http, input="yes", previous_response_id=first.id, instructions="Help.",
+                              store=False)  # instructions every turn, as the Agents SDK sends them
+        done = validated(answered)
+        assert (done.output_text, answered.json()["store"], REFUNDS) == ("Refunded.", False, ["4711"])
         assert done.output[-1].id == message_id(ResponseRef.parse(done.id))
         # deleted: no alias reads it
         assert (await http.delete(f"/v1/responses/{done.id}")).status_code == 200
