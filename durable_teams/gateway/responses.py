@@ -12,10 +12,9 @@ resuming a stream work from any gateway process, after any restart: nothing is k
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
@@ -23,7 +22,6 @@ from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway import key_records
 from durable_teams.gateway import requests as checks
 from durable_teams.gateway import responses_fields as fields
@@ -38,9 +36,14 @@ from durable_teams.gateway.responses_events import (
     item_suffix,
     numbered,
     response_object,
-    response_of_item,
 )
 from durable_teams.gateway.responses_forks import forked
+from durable_teams.gateway.responses_named import (
+    asked_again,
+    naming_previous,
+    resumed_response,
+    visible_response,
+)
 from durable_teams.gateway.responses_turns import (
     AskedAgain,
     NotLatest,
@@ -70,8 +73,7 @@ async def create(request: Request) -> Response:
         previous, sent = resumed
     given = fields.parse_input(sent, body.get("instructions"), continued=previous is not None)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
-    stream, background = bool(body.get("stream")), bool(body.get("background"))
-    store = body.get("store") is not False  # echoed as sent: the thread keeps its log either way
+    stream = bool(body.get("stream"))
     asking = ""  # before the question's text, when an unclear answer is asked again
     if stream and not may_stream(request):  # before anything goes in
         return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
@@ -104,51 +106,25 @@ async def create(request: Request) -> Response:
     except BaseException:
         await live.close(feed)
         raise
-    if stream:
+    return await answer(gw, ref, team, created, body, feed, asking)
+
+
+async def answer(gw: Gateway, ref: ResponseRef, team: str, created: int, body: dict[str, Any],
+                 feed: live.Feed | None, asking: str) -> Response:
+    """The response a request made: streamed, as it started (background), or once it ended;
+    `store` echoed as sent (the thread keeps its log either way), `asking` before the text of a
+    question asked again."""
+    store = body.get("store") is not False
+    if body.get("stream"):
         feed = await live.feed_for(gw, feed, ref)
-        return sse_response(event_stream(gw, ref, team, created, -1, background, feed, store, asking), {},
-                            openai_error)
-    if background:
+        return sse_response(event_stream(gw, ref, team, created, -1, bool(body.get("background")), feed, store,
+                                         asking), {}, openai_error)
+    if body.get("background"):
         view, _ = await state.read(gw, ref)
         return JSONResponse(response_object(asked_again(view, asking), team, created, background=True,
                                             live=gw.live_responses, store=store))
     view = asked_again(await state.ended(gw, ref), asking)
     return JSONResponse(response_object(view, team, created, live=gw.live_responses, store=store))
-
-
-def asked_again(view: View, asking: str) -> View:
-    """`view` with `asking` before its text (an unclear answer to its approval)."""
-    if asking and view.text is not None:
-        view.text = asking + view.text
-    return view
-
-
-@contextlib.contextmanager
-def naming_previous() -> Iterator[None]:
-    """An unknown response met here is the request's `previous_response_id` (OpenAI's 404)."""
-    try:
-        yield
-    except UnknownResponse as unknown:
-        if unknown.param is not None:
-            raise
-        raise UnknownResponse(f"Previous response with id {str(unknown).removeprefix('no response ')} "
-                              "not found.", "previous_response_id") from None
-
-
-async def resumed_response(gw: Gateway, sent: Any, request: Request) -> tuple[str, list[Any]] | None:
-    """A resent conversation holding a response of ours this caller may read
-    (`fields.resumed_from`) continues it, as `previous_response_id` naming it would: the
-    response's id and the new items. (Without it, the conversation is matched as chats are.)"""
-    found = fields.resumed_from(sent)
-    ref = response_of_item(found[0]) if found else None
-    if found is None or ref is None:
-        return None
-    try:
-        await visible_response(gw, ref, scope_of(request))
-        await state.read(gw, ref)
-    except UnknownResponse:
-        return None
-    return ref.id, found[1]
 
 
 def input_thread(team: str, previous: str | None, given: fields.Input, key: str | None,
@@ -232,13 +208,6 @@ async def seen_ref(request: Request) -> ResponseRef:
     ref = ref_of(request)
     await visible_response(request.app.state.gateway, ref, scope_of(request))
     return ref
-
-
-async def visible_response(gw: Gateway, ref: ResponseRef, scope: str | None) -> None:
-    try:
-        await gw.visible(ref.thread, scope)
-    except ConversationNotFound:
-        raise UnknownResponse(f"no response {ref.id!r}") from None
 
 
 async def retrieve(request: Request) -> Response:
