@@ -147,7 +147,7 @@ async def test_a_state_shorter_than_any_poll_is_still_pushed(client: Client, tas
 
         async def both_told() -> bool:
             return len(receiver.received) >= 2
-        await until(both_told, "the approval's and the completion's notifications", within=30)
+        await until(both_told, "the approval's and the completion's notifications")
     states = [body["statusUpdate"]["status"]["state"] for _, body in receiver.received]
     assert states == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]
     told = receiver.received[0][1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]

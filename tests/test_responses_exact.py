@@ -37,6 +37,8 @@ from durable_teams.workflows.state import TurnReply
 from .conftest import running_worker, system_program_missing
 from .gateway_helpers import running_gateway, sse_events
 
+pytestmark = pytest.mark.workflow
+
 REFUNDS: list[str] = []
 
 
@@ -64,7 +66,6 @@ REAL = ResponseRef(THREAD, 1, 0, 0).id
 HEX = THREAD.encode().hex()
 
 
-@pytest.mark.pure
 @pytest.mark.parametrize("alias", [
     f"resp_{HEX}_01_0_0", f"resp_{HEX}_1_00_0", f"resp_{HEX}_1_0_00", f"resp_{HEX}_+1_0_0",
     f"resp_{HEX}_１_0_0", f"resp_{HEX.upper()}_1_0_0", f"resp_{HEX}_1_0_0_", f"resp_{HEX}_1_0_0_0",
@@ -76,7 +77,6 @@ def test_a_response_answers_to_one_id_only(alias: str) -> None:
         ResponseRef.parse(alias)
 
 
-@pytest.mark.pure
 def test_item_ids_name_their_response_across_threads() -> None:
     ids = {message_id(ResponseRef(thread, 1, 0, 0)) for thread in ("desk-resp-1", "desk-resp-2")}
     assert len(ids) == 2
@@ -85,7 +85,6 @@ def test_item_ids_name_their_response_across_threads() -> None:
     assert response_of_item("msg_1_0_0") is None and response_of_item(5) is None
 
 
-@pytest.mark.pure
 @pytest.mark.parametrize("extra, param", [
     ({"temperature": 2.5}, "temperature"), ({"temperature": -0.1}, "temperature"),
     ({"temperature": "hot"}, "temperature"), ({"top_p": 1.01}, "top_p"), ({"top_p": True}, "top_p"),
@@ -96,13 +95,11 @@ def test_sampling_out_of_range_is_refused_naming_the_field(extra: dict[str, Any]
     assert refused.value.param == param
 
 
-@pytest.mark.pure
 def test_sampling_in_range_and_instructions_with_a_previous_response_are_taken() -> None:
     fields.check({"model": "desk", "input": "hi", "temperature": 2, "top_p": 0.5,
                   "instructions": "Help.", "previous_response_id": REAL})
 
 
-@pytest.mark.pure
 @pytest.mark.parametrize("store", [True, False])
 def test_every_object_is_valid_as_the_openai_package_types_it(store: bool) -> None:
     view = View(ResponseRef(THREAD, 1, 0, 0), status="completed", text="Hi.", end=2,
@@ -123,7 +120,6 @@ async def post(http: httpx.AsyncClient, **body: Any) -> httpx.Response:
     return await http.post("/v1/responses", content=json.dumps({"model": "desk", **body}))
 
 
-@pytest.mark.workflow
 @pytest.mark.slow
 async def test_ids_are_one_to_one_over_http(client: Client, task_queue: str) -> None:
     REFUNDS.clear()
@@ -166,7 +162,6 @@ async def test_ids_are_one_to_one_over_http(client: Client, task_queue: str) -> 
             "type": "invalid_request_error", "param": "previous_response_id", "code": "previous_response_not_found"}
 
 
-@pytest.mark.workflow
 @pytest.mark.slow
 async def test_the_agents_sdk_goes_on_with_instructions_and_with_its_input_list(
         client: Client, task_queue: str) -> None:
@@ -192,7 +187,6 @@ async def test_the_agents_sdk_goes_on_with_instructions_and_with_its_input_list(
         assert ResponseRef.parse(third.last_response_id).turn == 3
 
 
-@pytest.mark.workflow
 @pytest.mark.slow
 async def test_the_codex_cli_is_asked_again_after_a_conditional_answer(client: Client, task_queue: str) -> None:
     """`codex exec`, then `codex exec resume --last` (the whole conversation resent, `store:

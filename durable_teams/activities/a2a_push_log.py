@@ -12,7 +12,7 @@ by an earlier release, is followed by polling the task's state, as those were.)"
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
@@ -35,27 +35,32 @@ def is_turn_start(message: Message) -> bool:
     return message.role == "user" and message.kind == "message" and message.agent_run == 0
 
 
-async def turn_call_ids(handle: WorkflowHandle, number: int, latest: int, page_size: int = 50) -> set[str]:
-    """The ids of the tool calls in turn `number`'s stretch of the log (`latest`: the newest
-    turn begun), counted back from the end; none when the turn has not begun."""
+async def turn_start(handle: WorkflowHandle, number: int, latest: int, page_size: int = 50) -> int | None:
+    """The log index of turn `number`'s message, counted back from the end (`latest`: the
+    newest turn begun); None when the log does not hold it (the turn has not begun)."""
     back, end = latest - number, (await handle.query(TeamWorkflow.log_page, args=[0, 0])).total
-    start_at: int | None = None
-    while end > 0 and back >= 0 and start_at is None:
+    while end > 0 and back >= 0:
         start = max(0, end - page_size)
         page: LogPage = await handle.query(TeamWorkflow.log_page, args=[start, end - start])
         for offset in range(len(page.messages) - 1, -1, -1):
             if is_turn_start(page.messages[offset]):
                 if back == 0:
-                    start_at = start + offset
-                    break
+                    return start + offset
                 back -= 1
         end = start
+    return None
+
+
+async def turn_call_ids(handle: WorkflowHandle, number: int, latest: int) -> set[str]:
+    """The ids of the tool calls in turn `number`'s stretch of the log, from its message to
+    the next turn's."""
+    start = await turn_start(handle, number, latest)
     ids: set[str] = set()
-    index = start_at
-    while index is not None:
-        page = await handle.query(TeamWorkflow.log_page, args=[index, 200])
-        for offset, message in enumerate(page.messages):
-            if (offset or index > start_at) and is_turn_start(message):  # type: ignore[operator]
+    index = start
+    while start is not None and index is not None:
+        page: LogPage = await handle.query(TeamWorkflow.log_page, args=[index, 200])
+        for at, message in enumerate(page.messages, start=index):
+            if at > start and is_turn_start(message):
                 return ids
             ids.update(call.id for call in message.tool_calls)
         index += len(page.messages)
@@ -86,8 +91,12 @@ Told = tuple[str, TurnState]
 """A state to tell, and its cursor (`with_cursor`)."""
 
 
+StateReader = Callable[[str, int], Awaitable[TurnState]]
+"""The task (thread, turn)'s state now (`a2a_push_delivery.task_state`)."""
+
+
 async def next_state(handle: WorkflowHandle, req: WatchRequest, run: str, after: int, asked: list[Asked],
-                     last_event: int, read_state: object) -> Told | None:
+                     last_event: int, read_state: StateReader) -> Told | None:
     """The turn's first notified state after event `after`: a question of its own, else its end."""
     status = await handle.query(TeamWorkflow.status)
     later = [(event, q) for event, q in asked if event > after]
@@ -97,13 +106,13 @@ async def next_state(handle: WorkflowHandle, req: WatchRequest, run: str, after:
             if q.tool_call_id is not None and q.tool_call_id in calls:
                 found = TurnState("INPUT_REQUIRED", question_text(q))
                 return with_cursor(found, run, event), found
-    found = await read_state(req.thread, req.turn)  # type: ignore[operator]
+    found = await read_state(req.thread, req.turn)
     if found.state in FINAL:
         return with_cursor(found, run, max(after, last_event)), found
     return None
 
 
-async def follow(req: WatchRequest, read_state: object) -> Told | None:
+async def follow(req: WatchRequest, read_state: StateReader) -> Told | None:
     """The task's next notified state after the cursor `req.last`, read from the conversation's
     history (long-polled: no sleep between reads); None after `req.watch_seconds`, or when the
     run closed without one (the next watch follows the next run).
