@@ -114,8 +114,8 @@ async def next_state(handle: WorkflowHandle, req: WatchRequest, run: str, after:
 
 async def follow(req: WatchRequest, read_state: StateReader) -> Told | None:
     """The task's next notified state after the cursor `req.last`, read from the conversation's
-    history (long-polled: no sleep between reads); None after `req.watch_seconds`, or when the
-    run closed without one (the next watch follows the next run).
+    history (read again every `READ_SECONDS`); None after `req.watch_seconds`, or when the run
+    closed without one (the next watch follows the next run).
     `read_state(thread, turn)`: the task's state now (`a2a_push_delivery.task_state`)."""
     client = activity.client()
     cursor = cursor_of(req.last)
@@ -124,37 +124,53 @@ async def follow(req: WatchRequest, read_state: StateReader) -> Told | None:
     run = described.run_id
     after = cursor[1] if cursor[0] == run else 0  # another run (continue-as-new): all of it is new
     handle = client.get_workflow_handle(req.thread, run_id=run)
-    known = described.raw_description.workflow_execution_info.history_length
-    seen: set[str] = set()
-    asked: list[Asked] = []
-    last_event = 0
+    history = History(client, handle)
     beating = asyncio.ensure_future(heartbeats(max(1.0, min(10.0, req.poll_seconds * 5))))
     try:
         async with asyncio.timeout(req.watch_seconds):
-            async for event in handle.fetch_history_events(wait_new_event=True):
-                new = await asked_in(client, [event], seen)
-                asked += new
-                last_event = event.event_id
-                if event.event_id == known or event.event_id > known and (new or event.event_type in CHANGES):
-                    change = await next_state(handle, req, run, after, asked, last_event, read_state)
-                    if change is not None:
-                        return change
-            change = await next_state(handle, req, run, after, asked, last_event, read_state)  # the run closed
+            while True:
+                await history.read()
+                change = await next_state(handle, req, run, after, history.asked, history.last, read_state)
+                if change is not None or history.closed:
+                    return change  # (the run closed: the next watch follows the next run)
+                await asyncio.sleep(READ_SECONDS)
     except TimeoutError:
         return None
     finally:
         beating.cancel()
-    return change
 
 
-CHANGES = {EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
-           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW}
-"""Events after which the task's state may have changed (the workflow's code ran; a question
-asked is an event of its own, a memo's upsert, after its workflow task completed)."""
+READ_SECONDS = 0.5
+"""How often the history is read again while the task waits: what it tells comes from the
+history, so a state shorter than this is told all the same (this is how soon, not whether)."""
+CLOSING = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW}
+"""Events that close a run."""
+
+
+class History:
+    """A run's history as read so far: the questions its memo listed, its last event, whether
+    it closed."""
+
+    def __init__(self, client: Client, handle: WorkflowHandle) -> None:
+        self.client, self.handle = client, handle
+        self.seen: set[str] = set()
+        self.asked: list[Asked] = []
+        self.last = 0
+        self.closed = False
+
+    async def read(self) -> None:
+        """The history as it is now, read whole (a workflow task in flight shows events whose
+        ids its completion may give to others: questions are known by their ids, not events')."""
+        async for event in self.handle.fetch_history_events():
+            self.closed = self.closed or event.event_type in CLOSING
+            self.asked += await asked_in(self.client, [event], self.seen)
+            self.last = max(self.last, event.event_id)
 
 
 async def heartbeats(every: float) -> None:
-    """Heartbeat while a long poll waits (a poll may take longer than the heartbeat timeout)."""
+    """Heartbeat while the task waits."""
     while True:
         activity.heartbeat()
         await asyncio.sleep(every)
