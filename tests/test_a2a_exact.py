@@ -17,7 +17,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.examples import support
-from durable_teams.gateway.a2a_push_configs import PushOptions
+from durable_teams.gateway.a2a_push_configs import PushOptions, push_id
 from durable_teams.gateway.a2a_tasks import NotATask, parse_task_id
 from durable_teams.gateway.team_cards import card_of
 from durable_teams.worker.scripted import ScriptedModel
@@ -149,8 +149,23 @@ async def test_a_state_shorter_than_any_poll_is_still_pushed(client: Client, tas
             if len(receiver.received) < 2:
                 raise NotYet([body["statusUpdate"]["status"]["state"] for _, body in receiver.received])
             return True
-        await until(both_told, "the approval's and the completion's notifications")
+        try:
+            await until(both_told, "the approval's and the completion's notifications")
+        except AssertionError as missing:  # what the push workflow's activities did, to say why
+            raise AssertionError(f"{missing}: {await push_activities(client, asked['id'])}") from None
     states = [body["statusUpdate"]["status"]["state"] for _, body in receiver.received]
     assert states == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]
     told = receiver.received[0][1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
     assert "Approve execute_refund(" in told and len(support.REFUNDS) == 1
+
+
+async def push_activities(client: Client, task: str) -> list[tuple[str, int, str]]:
+    """What the task's push workflow scheduled and its activities returned or failed with."""
+    history = await client.get_workflow_handle(push_id(task)).fetch_history()
+    seen = []
+    for event in history.events:
+        for kind in ("scheduled", "completed", "failed", "timed_out"):
+            field = f"activity_task_{kind}_event_attributes"
+            if event.HasField(field):  # type: ignore[arg-type]
+                seen.append((kind, event.event_id, str(getattr(event, field))[:300]))
+    return seen
