@@ -149,7 +149,7 @@ async def test_fields_a_team_cannot_honour_are_refused_by_name(client: Client, t
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
         cases: list[tuple[dict[str, Any], str]] = [
             ({"tool_choice": "required"}, "tool_choice"),
-            ({"instructions": "Be brief.", "previous_response_id": "resp_61_1_0_0"}, "instructions"),
+            ({"temperature": 3}, "temperature"), ({"top_p": -1}, "top_p"),
             ({"top_logprobs": 2}, "top_logprobs"), ({"prompt": {"id": "p"}}, "prompt"),
             ({"metadata": {"a": "b"}}, "metadata"), ({"max_output_tokens": 0}, "max_output_tokens"),
             ({"conversation": "conv_1"}, "conversation"),

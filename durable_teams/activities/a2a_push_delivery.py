@@ -18,9 +18,10 @@ from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
+from durable_teams.activities.a2a_push_log import follow
 from durable_teams.workflows.a2a_push import Delivery, TaskChange, WatchRequest
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.push_targets import public_refusal, signature
+from durable_teams.workflows.push_targets import cursor_of, public_refusal, signature
 from durable_teams.workflows.turn_view import TurnState, ended_state, turn_state
 
 NOTIFIED = {"INPUT_REQUIRED", "AUTH_REQUIRED", "COMPLETED", "FAILED", "CANCELED", "REJECTED"}
@@ -55,6 +56,12 @@ async def watch_a2a_task(req: WatchRequest) -> TaskChange:
     """Wait (heartbeating) until the task reaches a notified state other than `req.last`; an
     empty change after `watch_seconds` (the workflow looks again)."""
     task_id = f"{req.thread}::{req.turn}"
+    if cursor_of(req.last) is not None:  # where the last state was in the conversation's history
+        told = await follow(req, task_state)
+        if told is None:
+            return TaskChange()
+        cursor, found = told
+        return TaskChange(signature=cursor, state=found.state, event=status_event(task_id, req.thread, found))
     deadline = time.monotonic() + req.watch_seconds
     while True:
         found = await task_state(req.thread, req.turn)

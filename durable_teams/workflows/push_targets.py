@@ -17,6 +17,21 @@ def signature(found: TurnState) -> str:
     return f"{found.state}:{hashlib.sha256(found.text.encode()).hexdigest()[:16]}"
 
 
+def with_cursor(found: TurnState, run: str, event: int) -> str:
+    """A push workflow's cursor (`PushInput.last`): the state told last and where it was in the
+    conversation's history, run and event id (durable_teams/activities/a2a_push_log.py)."""
+    return f"{signature(found)}@{run}/{event}"
+
+
+def cursor_of(last: str) -> tuple[str, int] | None:
+    """(run id, event id) a cursor names; None for one of an earlier release (no place)."""
+    _, at, place = last.rpartition("@")
+    run, slash, event = place.partition("/")
+    if not at or not slash or not event.isdigit():
+        return None
+    return run, int(event)
+
+
 def address_refusal(address: str) -> str | None:
     """Why an IP address is no place to deliver to (None: a public one)."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])

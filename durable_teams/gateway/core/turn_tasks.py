@@ -21,6 +21,7 @@ def task_id(thread: str, turn: int) -> str:
 def parse_task_id(value: str) -> tuple[str, int]:
     """(thread, turn) of a task id; `NotATask` for anything else."""
     thread, sep, turn = value.rpartition(SEPARATOR)
-    if not sep or not thread or not turn.isdigit() or int(turn) < 1 or len(value) > 300 or not value.isprintable():
-        raise NotATask(f"no task {value[:80]!r}")
+    if (not sep or not thread or not (turn.isascii() and turn.isdigit()) or len(value) > 300
+            or not value.isprintable() or task_id(thread, int(turn)) != value or int(turn) < 1):
+        raise NotATask(f"no task {value[:80]!r}")  # one id per task: no "::01", no other digits
     return thread, int(turn)

@@ -37,6 +37,7 @@ from a2a.utils.errors import (
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from durable_teams.client.refusals import QuestionClosed, TurnConflict
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.keyed import KeyReused, content_id, keyed_input
@@ -84,6 +85,9 @@ class A2ADoor(TaskReader, RequestHandler):
                 thread, number = parse_task_id(message.task_id)
             except NotATask as err:
                 raise TaskNotFoundError(str(err)) from None
+            if message.context_id and message.context_id != thread:  # as the SDK's handler refuses it
+                raise InvalidParamsError(f"context {message.context_id} does not match context {thread} "
+                                         f"of task {message.task_id}")
             if not await self.thread_of(thread, scope):
                 raise UnsupportedOperationError(f"task {message.task_id} has ended")
             again = await self.sent_before(thread, prefix, text)
@@ -96,7 +100,11 @@ class A2ADoor(TaskReader, RequestHandler):
                 if state in FINAL:
                     raise UnsupportedOperationError(f"task {message.task_id} has ended ({state.lower()})")
                 raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input ({state.lower()})")
-            waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
+            try:
+                waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
+            except (TurnConflict, QuestionClosed):  # another message answered it meanwhile
+                raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input: "
+                                                "another message answered it") from None
             return thread, number, waiter
         seen: ConversationStatus | None = None
         known = await self.known_status(message.context_id, scope) if message.context_id else None
@@ -177,7 +185,7 @@ class A2ADoor(TaskReader, RequestHandler):
         pushed.CopyFrom(config)
         task = await self.task(thread, number, scope)
         pushed.task_id = task.id
-        await self.pushes.set(task.id, thread, number, state_of(task), pushed)
+        await self.pushes.set(task.id, thread, number, state_of(task), pushed, fresh=True)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest, context: ServerCallContext
                                      ) -> AsyncGenerator[Event]:

@@ -15,6 +15,9 @@ from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import (
     WithStartWorkflowOperation,
     WorkflowExecutionStatus,
@@ -25,7 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
-from durable_teams.workflows.push_targets import public_refusal, signature
+from durable_teams.workflows.push_targets import public_refusal, with_cursor
 from durable_teams.workflows.turn_view import TurnState
 
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
@@ -97,6 +100,10 @@ def as_config(task_id: str, config: PushConfig) -> pb.TaskPushNotificationConfig
     return out
 
 
+IN_FLIGHT = {EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED}
+"""A workflow task's own events, which may be dropped with it (their ids given to others)."""
+
+
 @dataclass
 class PushConfigs:
     """The push configs of one gateway's tasks (`options`: the operator's choices)."""
@@ -116,13 +123,16 @@ class PushConfigs:
             raise InvalidParamsError(f"push notification url refused: {refused}")
 
     async def set(self, task_id: str, thread: str, turn: int, now: TurnState,
-                  params: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
-        """Keep `params` for the task (its state `now`: what the receiver is not told again)."""
+                  params: pb.TaskPushNotificationConfig, fresh: bool = False) -> pb.TaskPushNotificationConfig:
+        """Keep `params` for the task (its state `now`, and what came before it in the thread's
+        history: what the receiver is not told again; `fresh`: the task's message carried the
+        config, so every state of the task is told)."""
         await self.check(params)
+        last = with_cursor(now, "", 0) if fresh else with_cursor(now, *await self.history_end(thread))
         config = PushConfig(id=params.id or uuid.uuid4().hex, url=params.url, token=params.token,
                             scheme=params.authentication.scheme, credentials=params.authentication.credentials)
         start = WithStartWorkflowOperation(
-            A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=signature(now),
+            A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=last,
                                            allow_private=self.options.allow_private,
                                            retry_seconds=self.options.retry_seconds,
                                            attempts=self.options.attempts,
@@ -136,6 +146,17 @@ class PushConfigs:
         except WorkflowUpdateFailedError as err:
             raise InvalidParamsError(str(getattr(err.cause, "message", err))) from None
         return as_config(task_id, config)
+
+    async def history_end(self, thread: str) -> tuple[str, int]:
+        """The thread's run and the id of the last event its history holds (not a count that
+        may include a workflow task in flight, whose events may yet be dropped)."""
+        client = self.gateway.client
+        run = (await client.get_workflow_handle(thread).describe()).run_id
+        newest = await client.workflow_service.get_workflow_execution_history_reverse(
+            GetWorkflowExecutionHistoryReverseRequest(namespace=client.namespace, maximum_page_size=4,
+                                                      execution=WorkflowExecution(workflow_id=thread, run_id=run)))
+        kept = [e.event_id for e in newest.history.events if e.event_type not in IN_FLIGHT]
+        return run, kept[0] if kept else 0
 
     async def listed(self, task_id: str) -> list[pb.TaskPushNotificationConfig]:
         """The task's configs (none once its push workflow has ended)."""

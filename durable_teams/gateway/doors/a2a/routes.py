@@ -91,15 +91,16 @@ def versioned(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[R
     async def handle(request: Request) -> Response:
         body = await request.body()
         try:
-            parsed, parsable = json.loads(body), True
-        except ValueError:  # the SDK answers -32700
-            parsed, parsable = None, False
+            parsed = json.loads(body)
+        except (ValueError, RecursionError):  # not JSON, no UTF-8, nested too deep, a number too long
+            return JSONResponse({"jsonrpc": "2.0", "id": None,
+                                 "error": {"code": -32700, "message": "Parse error: the body is no JSON it can read"}})
         method = parsed.get("method") if isinstance(parsed, dict) else None
-        invalid = not_a_request(parsed) if parsable else None
+        invalid = not_a_request(parsed)
         if invalid:  # the SDK would log it with a traceback, as if the server had failed
             return JSONResponse({"jsonrpc": "2.0", "id": request_id(parsed),
                                  "error": {"code": -32600, "message": invalid}})
-        refused = unknown_status(method, parsed)
+        refused = bad_params(method, parsed) or unknown_status(method, parsed)
         if refused:  # the SDK's parser would read it as no filter at all
             return JSONResponse({"jsonrpc": "2.0", "id": parsed.get("id"), "error": {"code": -32602, "message": refused}})
         if method in STREAMS and not may_stream(request):
@@ -134,6 +135,25 @@ def request_id(parsed: Any) -> str | int | None:
     """The request's id when it is one JSON-RPC allows (a string or an integer), else null."""
     found = parsed.get("id") if isinstance(parsed, dict) else None
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def bad_params(method: object, parsed: dict[str, Any]) -> str | None:
+    """Why a request's params are not its method's (None: they are, or the method is not a
+    1.0 one): read here as the SDK reads them, so a refusal is -32602 with no traceback logged."""
+    from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+    from google.protobuf.json_format import ParseDict, ParseError
+
+    params = parsed.get("params", {})
+    if params is not None and not isinstance(params, dict):
+        return "Invalid params: params must be an object"
+    model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method) if isinstance(method, str) else None
+    if model is None:
+        return None
+    try:
+        ParseDict(params or {}, model(), ignore_unknown_fields=True)
+    except (ParseError, ValueError, TypeError, AttributeError, RecursionError) as err:
+        return f"Invalid params: {str(err)[:200]}"
+    return None
 
 
 def unknown_status(method: object, parsed: Any) -> str | None:

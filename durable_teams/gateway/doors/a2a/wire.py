@@ -11,6 +11,7 @@ from a2a.server.context import ServerCallContext
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError
 
+from durable_teams.gateway.core.requests import MAX_TURN_BYTES
 from durable_teams.gateway.core.turn_tasks import task_id
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.turn_view import TurnState
@@ -20,14 +21,27 @@ PAUSED = {"INPUT_REQUIRED", "AUTH_REQUIRED"}
 
 
 def text_of(message: pb.Message) -> str:
-    """The text parts of a message, joined; `InvalidParamsError` when there is none."""
+    """The text parts of a message, joined; `InvalidParamsError` when there is none, or more
+    than a turn takes, or the message is not one a client may send (`check_message`)."""
+    check_message(message)
     texts = [part.text for part in message.parts if part.WhichOneof("content") == "text"]
     if len(texts) != len(message.parts):
         raise InvalidParamsError("only text parts are understood here")
     text = "\n".join(texts)
     if not text.strip():
         raise InvalidParamsError("the message has no text")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TURN_BYTES:
+        raise InvalidParamsError(f"the message's text is over {MAX_TURN_BYTES:,} bytes")
     return text
+
+
+def check_message(message: pb.Message) -> None:
+    """A message a client sends has its `messageId` and is the user's (the spec's required
+    fields; an agent's own messages, or a role the spec does not name, are not taken)."""
+    if not message.message_id:
+        raise InvalidParamsError("the message needs a messageId")
+    if message.role != pb.ROLE_USER:
+        raise InvalidParamsError("a message to an agent has role ROLE_USER")
 
 
 def agent_message(thread: str, number: int, text: str) -> pb.Message:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +121,15 @@ class McpDoor:
         The gateway's guard checks tokens, Host, Origin and sizes before it; `McpHttp` the
         JSON-RPC envelope and the caller's open streams."""
         manager = StreamableHTTPSessionManager(app=self.server(), stateless=True, json_response=True)
-        return McpHttp(StreamableHTTPASGIApp(manager)), manager.run
+        # a client of an earlier revision that declares elicitation gets a session, streamed,
+        # so the door can ask it (`ask`): as `durable-teams mcp` over stdio does
+        sessions = StreamableHTTPSessionManager(app=self.server())
+
+        @asynccontextmanager
+        async def run() -> AsyncIterator[None]:
+            async with manager.run(), sessions.run():
+                yield
+        return McpHttp(StreamableHTTPASGIApp(manager), StreamableHTTPASGIApp(sessions)), run
 
     def server(self) -> Server[Any]:
         server = TaskServer("durable-teams", instructions="Each tool is a team of agents: send it a message; "

@@ -1,5 +1,6 @@
 """In front of the MCP SDK's HTTP endpoint: GET and DELETE get 405 (the endpoint is stateless:
-no stream of the server's own to hold open, no session to end); a POST body that is not one JSON-RPC message gets
+no stream of the server's own to hold open, no session to end), but for the session of a
+client that declared elicitation (`McpHttp`); a POST body that is not one JSON-RPC message gets
 the protocol's error object (400), never a silent 202 or a validator's traceback text; a call
 that may wait for a team (`tools/call`, `tasks/result`) holds one of the caller's streams
 (`--max-followers`, durable_teams/gateway/core/auth.py), so it is refused with 429 past them."""
@@ -61,21 +62,26 @@ def checked(body: bytes) -> dict[str, Any]:
 
 
 class McpHttp:
-    """The MCP endpoint behind the envelope check and the streams count."""
+    """The MCP endpoint behind the envelope check and the streams count: stateless (`app`), but
+    for a client that declares elicitation in its `initialize` (an earlier revision's), whose
+    session `sessions` keeps (in this process: after a restart the client initializes again)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, sessions: ASGIApp | None = None) -> None:
+        self.app, self.sessions = app, sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if scope["method"] != "POST":  # stateless: no stream of the server's own to open (GET), no session to end
-            return await method_not_allowed(send)
+        in_session = self.sessions is not None and any(k == b"mcp-session-id" for k, _ in scope["headers"])
+        if scope["method"] != "POST":  # stateless: no stream to open (GET), no session to end
+            return await (self.sessions(scope, receive, send) if self.sessions is not None and in_session
+                          else method_not_allowed(send))
         body = await read_body(receive)
         try:
             message = checked(body)
         except Refusal as refused:
             return await rpc_error(send, 400, refused.code, refused.message, refused.request_id)
+        app = self.sessions if self.sessions is not None and (in_session or elicits(message)) else self.app
         if message.get("method") in WAITING_METHODS and "id" in message:
             open_stream = scope.get("state", {}).get("open_stream")
             if open_stream is not None and not open_stream():
@@ -90,7 +96,15 @@ class McpHttp:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        await app(scope, replay, send)
+
+
+def elicits(message: dict[str, Any]) -> bool:
+    """An `initialize` whose client declares elicitation (it may be asked during a call)."""
+    params = message.get("params")
+    capabilities = params.get("capabilities") if message.get("method") == "initialize" and isinstance(
+        params, dict) else None
+    return isinstance(capabilities, dict) and capabilities.get("elicitation") is not None
 
 
 async def read_body(receive: Receive) -> bytes:

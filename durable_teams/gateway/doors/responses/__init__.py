@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.mounts import Mount, Serving
 
 
 async def on_unknown_response(request: Request, exc: Exception) -> Response:
-    return error(404, str(exc), "not_found")
+    """OpenAI's shape: an unknown `previous_response_id` names the field and its code."""
+    param = getattr(exc, "param", None)
+    code = "previous_response_not_found" if param == "previous_response_id" else "not_found"
+    return JSONResponse({"error": {"message": str(exc), "type": "invalid_request_error", "param": param,
+                                   "code": code}}, status_code=404)
 
 
 def mount(serving: Serving) -> Mount:

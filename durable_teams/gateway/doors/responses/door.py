@@ -22,7 +22,6 @@ from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core import key_records
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.auth import may_stream
@@ -39,11 +38,19 @@ from durable_teams.gateway.doors.responses import state as state
 from durable_teams.gateway.doors.responses.events import (
     approval_id,
     events,
+    item_suffix,
     numbered,
     response_object,
 )
 from durable_teams.gateway.doors.responses.forks import forked
+from durable_teams.gateway.doors.responses.named import (
+    asked_again,
+    naming_previous,
+    resumed_response,
+    visible_response,
+)
 from durable_teams.gateway.doors.responses.turns import (
+    AskedAgain,
     NotLatest,
     Refused,
     first_thread,
@@ -63,18 +70,22 @@ async def create(request: Request) -> Response:
     team: str = body["model"]
     fields.check(body)
     check_end_user(body)
-    previous = body.get("previous_response_id")
-    given = fields.parse_input(body.get("input"), body.get("instructions"), continued=previous is not None)
     gw: Gateway = request.app.state.gateway
     gw.check_team(team)
+    previous, sent = body.get("previous_response_id"), body.get("input")
+    if previous is None and (resumed := await resumed_response(gw, sent, request)) is not None:
+        previous, sent = resumed
+    given = fields.parse_input(sent, body.get("instructions"), continued=previous is not None)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
-    stream, background = bool(body.get("stream")), bool(body.get("background"))
+    stream = bool(body.get("stream"))
+    asking = ""  # before the question's text, when an unclear answer is asked again
     if stream and not may_stream(request):  # before anything goes in
         return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     request_id = hashlib.sha256(json.dumps([caller_scope(request), key or "", previous or "",
                                             body.get("input")], sort_keys=True).encode()).hexdigest()
     max_tokens = body.get("max_output_tokens")
-    thread = input_thread(team, previous, given, key, request)
+    with naming_previous():
+        thread = input_thread(team, previous, given, key, request)
     # a stream subscribes to live deltas before its input goes in: it sees every call from its start
     feed = await live.open_feed(gw, thread) if stream and thread else None
     try:
@@ -87,23 +98,38 @@ async def create(request: Request) -> Response:
             ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request,
                                    end_user(body))
         else:
-            ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id, max_tokens,
-                                  key, body.get("input"))
+            with naming_previous():
+                ref = await continued(gw, team, ResponseRef.parse(previous), given, request, request_id,
+                                      max_tokens, key, body.get("input"))
         created = await created_at(gw, ref.thread)
     except Refused as refused:
         await live.close(feed)
         return refused.response
+    except AskedAgain as asked:
+        ref, asking = asked.ref, f"{asked} "
+        created = await created_at(gw, ref.thread)
     except BaseException:
         await live.close(feed)
         raise
-    if stream:
+    return await answer(gw, ref, team, created, body, feed, asking)
+
+
+async def answer(gw: Gateway, ref: ResponseRef, team: str, created: int, body: dict[str, Any],
+                 feed: live.Feed | None, asking: str) -> Response:
+    """The response a request made: streamed, as it started (background), or once it ended;
+    `store` echoed as sent (the thread keeps its log either way), `asking` before the text of a
+    question asked again."""
+    store = body.get("store") is not False
+    if body.get("stream"):
         feed = await live.feed_for(gw, feed, ref)
-        return sse_response(event_stream(gw, ref, team, created, -1, background, feed), {}, openai_error)
-    if background:
+        return sse_response(event_stream(gw, ref, team, created, -1, bool(body.get("background")), feed, store,
+                                         asking), {}, openai_error)
+    if body.get("background"):
         view, _ = await state.read(gw, ref)
-        return JSONResponse(response_object(view, team, created, background=True, live=gw.live_responses))
-    view = await state.ended(gw, ref)
-    return JSONResponse(response_object(view, team, created, live=gw.live_responses))
+        return JSONResponse(response_object(asked_again(view, asking), team, created, background=True,
+                                            live=gw.live_responses, store=store))
+    view = asked_again(await state.ended(gw, ref), asking)
+    return JSONResponse(response_object(view, team, created, live=gw.live_responses, store=store))
 
 
 def input_thread(team: str, previous: str | None, given: fields.Input, key: str | None,
@@ -152,7 +178,8 @@ async def created_at(gw: Gateway, thread: str) -> int:
 
 
 async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, after: int,
-                       background: bool = False, feed: live.Feed | None = None) -> AsyncIterator[str]:
+                       background: bool = False, feed: live.Feed | None = None,
+                       store: bool = True, asking: str = "") -> AsyncIterator[str]:
     """The response's events numbered from durable state, from `after + 1` until it ends, with
     live text deltas from `feed` between them (durable_teams/gateway/doors/responses/live.py)."""
     sent = after
@@ -160,9 +187,12 @@ async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, a
     try:
         async for got in live.merged(state.views(gw, ref), feed.deltas if feed is not None else None):
             if isinstance(got, View):
+                got = asked_again(got, asking)
                 for event in numbered(events(got, team, created, background, gw.live_responses), sent):
                     if text is not None and event["type"] == "response.output_text.delta":
                         event = {**event, "delta": text.rest(event["delta"])}
+                    if not store and "response" in event:
+                        event = {**event, "response": {**event["response"], "store": False}}
                     yield sse_frame(event["type"], event)
                     sent = event["sequence_number"]
                 if got.ended:
@@ -183,13 +213,6 @@ async def seen_ref(request: Request) -> ResponseRef:
     ref = ref_of(request)
     await visible_response(request.app.state.gateway, ref, scope_of(request))
     return ref
-
-
-async def visible_response(gw: Gateway, ref: ResponseRef, scope: str | None) -> None:
-    try:
-        await gw.visible(ref.thread, scope)
-    except ConversationNotFound:
-        raise UnknownResponse(f"no response {ref.id!r}") from None
 
 
 async def retrieve(request: Request) -> Response:
@@ -226,7 +249,7 @@ async def input_items(request: Request) -> Response:
             if message.kind == "human":
                 items.append(user_item(ref, message.content or ""))
             else:
-                items.append({"type": "mcp_approval_response", "id": f"mcpa_{ref.turn}_{ref.start}",
+                items.append({"type": "mcp_approval_response", "id": f"mcpa_{item_suffix(ref)}",
                               "approval_request_id": approval_id(message.tool_call_id or ""),
                               "approve": not (message.content or "").startswith(("The user denied", "Not run:"))})
             break
@@ -235,7 +258,7 @@ async def input_items(request: Request) -> Response:
 
 
 def user_item(ref: ResponseRef, text: str) -> dict[str, Any]:
-    return {"type": "message", "id": f"msgin_{ref.turn}_{ref.start}", "role": "user", "status": "completed",
+    return {"type": "message", "id": f"msgin_{item_suffix(ref)}", "role": "user", "status": "completed",
             "content": [{"type": "input_text", "text": text}]}
 
 

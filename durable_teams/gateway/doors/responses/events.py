@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from durable_teams.gateway.doors.responses.view import ResponseRef, View
+from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
 from durable_teams.workflows.usage import Tally
 
 FINAL_EVENT = {"completed": "response.completed", "incomplete": "response.incomplete",
@@ -33,17 +33,32 @@ INCOMPLETE = {"truncated": "max_output_tokens", "filtered": "content_filter"}
 
 def usage_of(tally: Tally) -> dict[str, Any]:
     return {"input_tokens": tally.input_tokens, "output_tokens": tally.output_tokens,
-            "total_tokens": tally.total_tokens, "input_tokens_details": {"cached_tokens": 0},
+            "total_tokens": tally.total_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens_details": {"reasoning_tokens": 0}}
 
 
 def reasoning_item(view: View, index: int, text: str) -> dict[str, Any]:
-    return {"type": "reasoning", "id": f"rs_{view.ref.turn}_{index}",
+    return {"type": "reasoning", "id": f"rs_{item_suffix(view.ref)}_{index}",
             "summary": [{"type": "summary_text", "text": text}], "status": "completed"}
 
 
+def item_suffix(ref: ResponseRef) -> str:
+    """What makes an item's id unique across threads: its response's own id, less `resp_`."""
+    return ref.id[len("resp_"):]
+
+
 def message_id(ref: ResponseRef) -> str:
-    return f"msg_{ref.turn}_{ref.start}_{ref.step}"
+    return f"msg_{item_suffix(ref)}"
+
+
+def response_of_item(item_id: object) -> ResponseRef | None:
+    """The response whose message item `item_id` is (None: not one of ours)."""
+    if not isinstance(item_id, str) or not item_id.startswith("msg_"):
+        return None
+    try:
+        return ResponseRef.parse("resp_" + item_id[len("msg_"):])
+    except UnknownResponse:
+        return None
 
 
 def message_item(view: View, text: str, status: str = "completed") -> dict[str, Any]:
@@ -85,8 +100,9 @@ def output_items(view: View, team: str, live: bool = False) -> list[dict[str, An
 
 
 def response_object(view: View, team: str, created_at: int, *, started: bool = False,
-                    background: bool = False, live: bool = False) -> dict[str, Any]:
-    """The response as `GET /v1/responses/{id}` gives it; `started`: as it was when it began."""
+                    background: bool = False, live: bool = False, store: bool = True) -> dict[str, Any]:
+    """The response as `GET /v1/responses/{id}` gives it; `started`: as it was when it began;
+    `store`: as the request that made it said (its thread keeps it either way)."""
     status = "in_progress" if started else view.status
     failed = status == "failed"
     reply = view.reply
@@ -98,7 +114,7 @@ def response_object(view: View, team: str, created_at: int, *, started: bool = F
         "incomplete_details": {"reason": INCOMPLETE.get(reply.status if reply else "", "max_output_tokens")}
         if status == "incomplete" else None,
         "background": background, "instructions": None, "metadata": {}, "parallel_tool_calls": False,
-        "previous_response_id": None, "store": True, "temperature": None, "top_p": None,
+        "previous_response_id": None, "store": store, "temperature": None, "top_p": None,
         "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
         "truncation": "disabled", "max_output_tokens": None,
     }

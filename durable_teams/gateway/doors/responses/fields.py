@@ -60,10 +60,8 @@ def check(body: dict[str, Any]) -> None:
     for name in ("stream", "background", "store", "parallel_tool_calls"):
         if body.get(name) not in (None, True, False):
             raise FieldError(f"'{name}' must be true or false", name)
-    instructions = body.get("instructions")
-    if instructions not in (None, "") and body.get("previous_response_id") is not None:
-        raise FieldError("'instructions' open a thread (as its first system message); a thread "
-                         "continued with previous_response_id keeps its own", "instructions")
+    check_sampling(body)
+    instructions = body.get("instructions")  # with previous_response_id: the thread keeps its own
     if instructions is not None and not isinstance(instructions, str):
         raise FieldError("'instructions' must be a string", "instructions")
     if body.get("metadata") not in (None, {}):
@@ -83,6 +81,19 @@ def check(body: dict[str, Any]) -> None:
     if body.get("stream_options") is not None and not isinstance(body["stream_options"], dict):
         raise FieldError("'stream_options' must be an object", "stream_options")
     check_background_options(body)
+
+
+SAMPLING_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0)}
+"""The ranges OpenAI takes: a team's agents use their own settings, but a value out of range is
+the client's mistake, refused as OpenAI refuses it."""
+
+
+def check_sampling(body: dict[str, Any]) -> None:
+    for name, (low, high) in SAMPLING_RANGES.items():
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not low <= value <= high):
+            raise FieldError(f"'{name}' must be a number from {low:g} to {high:g}", name)
 
 
 def check_background_options(body: dict[str, Any]) -> None:
@@ -140,6 +151,20 @@ def parse_input(value: Any, instructions: str | None = None, continued: bool = F
     if approval is not None and texts:
         raise FieldError("'input': an mcp_approval_response goes alone, without a message", "input")
     return approval or Input(text=_text("\n\n".join(texts)))
+
+
+def resumed_from(value: Any) -> tuple[str, list[Any]] | None:
+    """A conversation resent with an answer of ours in it, as the Agents SDK's
+    `result.to_input_list()` holds it (our message items keep their ids): the latest such
+    item's id and the items after it (our own reasoning and approval requests left out)."""
+    if not isinstance(value, list):
+        return None
+    for at in range(len(value) - 1, -1, -1):
+        item = value[at]
+        if isinstance(item, dict) and item.get("role") == "assistant" and str(item.get("id", "")).startswith("msg_"):
+            rest = [i for i in value[at + 1:] if not (isinstance(i, dict) and i.get("type") in SKIPPED_ITEMS)]
+            return (item["id"], rest) if rest else None
+    return None
 
 
 def _is_conversation(items: list[dict[str, Any]]) -> bool:

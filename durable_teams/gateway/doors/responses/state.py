@@ -15,6 +15,7 @@ from temporalio.client import WorkflowQueryFailedError
 from durable_teams.client.reply_watch import history_growth
 from durable_teams.gateway.core.thread_log import background
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.responses import anchors as anchors
 from durable_teams.gateway.doors.responses.view import (
     ResponseRef,
     UnknownResponse,
@@ -58,9 +59,12 @@ async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> tuple[se
     return approvals, breaks
 
 
-async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tuple[View, ConversationStatus]:
+async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
+               anchored: bool = False) -> tuple[View, ConversationStatus]:
     """The response `ref` as its thread has it now, with the thread's status. A deleted one
-    (`DELETE /v1/responses/{id}`) is unknown, unless `deleted_too` (walking the thread)."""
+    (`DELETE /v1/responses/{id}`) is unknown, unless `deleted_too` (walking the thread); so is
+    an id the thread never gave (durable_teams/gateway/responses_anchors.py), unless
+    `anchored` (a ref read before, or made from one)."""
     handle = gw.client.get_workflow_handle(ref.thread)
     status = await gw.status(ref.thread)  # before the log: a reply read here has its log complete
     if not 1 <= ref.turn <= status.turns:  # an id no request of this thread was given
@@ -81,12 +85,37 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False) -> tupl
         turns = sum(map(is_turn_start, messages))
         if index >= page.total or not page.messages or turns > (0 if ref.step else 1):
             break  # the whole log, or as far as the next turn: this response ended before it
-    agents = {m.name for m in messages if m.role == "assistant" and m.tool_calls and m.name}
-    tools, breaks = await approval_tools(gw, ref.thread, agents)
+    tools, breaks = await approval_tools(gw, ref.thread, agents_asking(messages))
+    if not anchored:
+        await check_anchor(gw, ref, messages)
     reply = replies[0] if replies else None
     if reply is None and status.last_reply is not None and status.last_reply.turn > ref.turn:
         reply = forgotten_reply(ref, messages)  # turns end in order: this one ended long ago
     return view_of(ref, messages, reply, status.pending, tools, breaks), status
+
+
+def agents_asking(messages: list[Message]) -> set[str]:
+    return {m.name for m in messages if m.role == "assistant" and m.tool_calls and m.name}
+
+
+async def check_anchor(gw: Gateway, ref: ResponseRef, messages: list[Message], page_size: int = 50) -> None:
+    """`UnknownResponse` unless `ref` is an id its thread gave (`messages`: its log from
+    `ref.start`); an answer's response reads the log back to its turn's message."""
+    if ref.step == 0:
+        anchors.check_turn_start(ref, messages)
+        return
+    stretch: list[Message] = []
+    end = ref.start
+    while end > 0 and not (stretch and is_turn_start(stretch[0])):
+        start = max(0, end - page_size)
+        page = await gw._page(ref.thread, start, end - start)
+        stretch = page.messages + stretch
+        end = start
+        turn_at = next((i for i in range(len(stretch) - 1, -1, -1) if is_turn_start(stretch[i])), None)
+        if turn_at is not None:
+            stretch = stretch[turn_at:]
+    tools, breaks = await approval_tools(gw, ref.thread, agents_asking(stretch))
+    anchors.check_step(ref, stretch, tools, breaks)
 
 
 def forgotten_reply(ref: ResponseRef, messages: list[Message]) -> TurnReply:
@@ -122,7 +151,7 @@ async def latest(gw: Gateway, ref: ResponseRef,
         if after is None:
             break
         first = first or after
-        view, status = await read(gw, after, deleted_too=True)
+        view, status = await read(gw, after, deleted_too=True, anchored=True)
     return view, status, first
 
 
@@ -138,10 +167,12 @@ async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
         finally:
             grown.set()
     watcher = background(watch())
+    anchored = False
     try:
         while True:
             grown.clear()
-            view, _ = await read(gw, ref)
+            view, _ = await read(gw, ref, anchored=anchored)
+            anchored = True
             yield view
             if view.ended:
                 return

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from durable_teams.client.approvals import approval_of
+from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.client.refusals import ConversationEnded, QuestionClosed, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.client.thread_ids import team_part
@@ -54,6 +54,16 @@ class NotLatest(Refused):
                                       f"from {latest.ref.id}{why}", "not_latest_response",
                                  "previous_response_id", latest_response_id=latest.ref.id))
         self.previous, self.latest, self.ended_turn = previous, latest, ended_turn
+
+
+class AskedAgain(Exception):
+    """An answer to an approval that is not a plain yes or no: nothing is sent, the approval
+    stays open, and the response asking it (`ref`) is given again, its text asking again
+    (`ask_again(tool)`), so a client shows the question in the conversation."""
+
+    def __init__(self, ref: ResponseRef, tool: str) -> None:
+        super().__init__(ask_again(tool))
+        self.ref, self.tool = ref, tool
 
 
 def first_thread(team: str, key: str | None, request: Request) -> str:
@@ -137,9 +147,8 @@ async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, inpu
             reply |= {"approved": given.approve, "text": given.reason}
         else:
             decided = approval_of(given.text or "")
-            if decided is None:
-                raise FieldError(f"'input': {stop.call.name} waits for approval: answer with an "
-                                 "mcp_approval_response, or a clear yes or no", "input")
+            if decided is None:  # "yes if it is under $20": asked again, as the other doors do
+                raise AskedAgain(view.ref, stop.call.name)
             reply |= {"approved": decided, "text": given.text or ""}
     else:
         if given.text is None:
@@ -153,7 +162,7 @@ async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], req
     """The response to a conversation resent whole: on the thread it continues (the chat
     path's matching; one end user's, as on the chat door), or on a new thread that opens with
     its earlier messages, speaking for `user`."""
-    history = chats.chat_history(conversation)
+    history = chats.without_asked_again(chats.chat_history(conversation))  # the thread never took those
     key = chats.chat_key(caller_scope(request), team, history, user=user, tenant=scope_of(request))
     keys = chats.request_keys(key, history)
     for _ in range(MATCH_ATTEMPTS):

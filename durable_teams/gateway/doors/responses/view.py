@@ -22,7 +22,11 @@ PREFIX = "resp_"
 
 
 class UnknownResponse(LookupError):
-    """An id this gateway never gave (404)."""
+    """An id this gateway never gave (404); `param`: the request's field that named it."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True)
@@ -46,18 +50,21 @@ class ResponseRef:
 
     @classmethod
     def parse(cls, value: object) -> ResponseRef:
-        """The ref an id stands for, or `UnknownResponse`."""
+        """The ref an id stands for, or `UnknownResponse`. Only the id this ref gives is taken
+        (`ref.id == value`): no leading zeros, no other digits than ASCII ones, lower-case hex,
+        so one response answers to one id."""
         if not isinstance(value, str) or not value.startswith(PREFIX) or len(value) > 600:
             raise UnknownResponse(f"no response {str(value)[:80]!r}")
         parts = value[len(PREFIX):].split("_")
-        try:
-            thread = bytes.fromhex(parts[0]).decode()
-            turn, start, step = (int(p) for p in parts[1:])
-        except (ValueError, IndexError):
-            raise UnknownResponse(f"no response {value[:80]!r}") from None
-        if not thread or min(turn, start, step) < 0 or any(not p.isdigit() for p in parts[1:]):
+        if len(parts) != 4 or not all(p.isascii() and p.isdigit() for p in parts[1:]):
             raise UnknownResponse(f"no response {value[:80]!r}")
-        return cls(thread, turn, start, step)
+        try:
+            ref = cls(bytes.fromhex(parts[0]).decode(), *(int(p) for p in parts[1:]))
+        except ValueError:
+            raise UnknownResponse(f"no response {value[:80]!r}") from None
+        if not ref.thread or ref.id != value:
+            raise UnknownResponse(f"no response {value[:80]!r}")
+        return ref
 
 
 @dataclass
@@ -114,6 +121,15 @@ def is_turn_start(message: Message) -> bool:
     return message.role == "user" and message.kind == "message" and message.agent_run == 0
 
 
+def stops_of(message: Message, approval_tools: set[str] | frozenset[str],
+             breakpoint_tools: set[str] | frozenset[str] = frozenset()) -> list[ToolCall]:
+    """The calls of `message` that wait for a person: a question, an approval, a breakpoint."""
+    if message.role != "assistant":
+        return []
+    return [c for c in message.tool_calls
+            if c.name == ASK_HUMAN or c.name in approval_tools or c.name in breakpoint_tools]
+
+
 def view_of(ref: ResponseRef, messages: list[Message], reply: TurnReply | None,
             pending: list[Question], approval_tools: set[str],
             breakpoint_tools: set[str] | frozenset[str] = frozenset()) -> View:
@@ -133,8 +149,7 @@ def view_of(ref: ResponseRef, messages: list[Message], reply: TurnReply | None,
             continue
         if message.role != "assistant" or not message.tool_calls:
             continue
-        stops = [c for c in message.tool_calls
-                 if c.name == ASK_HUMAN or c.name in approval_tools or c.name in breakpoint_tools]
+        stops = stops_of(message, approval_tools, breakpoint_tools)
         if not stops:
             calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
             said = f"{message.content.strip()} " if message.content and message.content.strip() else ""
