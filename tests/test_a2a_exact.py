@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-from durable_teams.gateway.team_cards import card_of
 from temporalio.client import Client
 
 from durable_teams.examples import support
+from durable_teams.gateway.core.team_cards import card_of
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id
 from durable_teams.gateway.doors.a2a.push_configs import PushOptions, push_id
 from durable_teams.worker.scripted import ScriptedModel

@@ -10,11 +10,11 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
-from durable_teams.gateway.team_cards import TeamCard
 from mcp.client.client import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client
 
+from durable_teams.gateway.core.team_cards import TeamCard
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.messages import ModelRequest

@@ -24,8 +24,8 @@ from pydantic import TypeAdapter
 from temporalio.client import Client
 
 from durable_teams.client.approvals import ASK_AGAIN
-from durable_teams.gateway import responses_fields as fields
 from durable_teams.gateway.core.requests import FieldError
+from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses.events import (
     message_id,
     response_object,
