@@ -82,7 +82,12 @@ _OPENAI_CLIENTS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 def _remember_openai_clients() -> None:
     import openai
+    from openai import _base_client
 
+    # A client the collector finds closes itself with a task on the running loop, which may be
+    # a workflow's, where the task never runs ("coroutine 'AsyncClient.aclose' was never
+    # awaited"). Tests close the clients they make (below); the collector leaves the rest.
+    _base_client.AsyncHttpxClientWrapper.__del__ = lambda self: None  # type: ignore[method-assign]
     original = openai.AsyncOpenAI.__init__
 
     def remember(self: Any, *args: Any, **kwargs: Any) -> None:

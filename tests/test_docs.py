@@ -65,7 +65,7 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     after = readme.split("Run the tests", 1)[1]
     block = next(b for b in blocks(ROOT / "README.md") if b.code.strip() in after.split("\n\n## ")[0])
     command = block.code.strip().split(" && ")[-1]
-    assert command == "python -m pytest -q -n 2 --dist loadfile --cov"
+    assert command == "python -m pytest -q -n 3 --dist loadfile --cov"
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert command in ci and "the test command the README gives" in (ROOT / ".ci" / "run").read_text()
 
