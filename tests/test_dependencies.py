@@ -90,6 +90,7 @@ def third_party_imports() -> dict[str, set[str]]:
     return found
 
 
+@pytest.mark.slow  # reads the installed distributions' file lists: 1-3 s
 def test_every_import_is_declared_where_its_module_is_installed() -> None:
     """An import of an extra's (IMPORTS_OF_EXTRA) is declared by that extra; every other one
     by the base dependencies, directly."""

@@ -90,6 +90,7 @@ GATEWAY_LOGGERS = ("durable_teams.gateway", "durable_teams.client", "a2a", "mcp"
 """Loggers of the gateway's stack: its own, the A2A and MCP SDKs, the web framework and server."""
 
 
+@pytest.mark.slow  # every route and method of every door, against a gateway: 3-6 s
 async def test_every_route_is_behind_the_guards(client: Client, task_queue: str,
                                                 caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)

@@ -52,6 +52,7 @@ async def test_a_conversation_and_its_nested_teams_run_with_a_30_s_task_timeout(
     assert chosen_timeouts == [timedelta(seconds=12)] * 2  # the caller's choice, children too
 
 
+@pytest.mark.slow  # a conversation that continues as new: over a second, 15 s under load
 async def test_the_task_timeout_crosses_continue_as_new(client: Client, task_queue: str) -> None:
     team = team_with_threshold(40)
     async with running_worker(client, task_queue, [team], ScriptedModel(script)):
