@@ -59,13 +59,16 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest_asyncio.fixture(scope="session", autouse=True)
 async def close_model_clients() -> AsyncIterator[None]:
     """Close the HTTP sessions of the OpenAI backends tests made, while the event loop still
-    runs: one left open is reported on stderr when the interpreter exits."""
-    made: weakref.WeakSet[OpenAIBackend] = weakref.WeakSet()
+    runs: one left open is reported on stderr when the interpreter exits. They are held until
+    then: a backend the collector found mid-session reported its unclosed aiohttp session from
+    wherever the collection ran, a workflow's activation included, through whatever logging
+    filters a library installed (litellm's imports modules there: sandbox import warnings)."""
+    made: list[OpenAIBackend] = []
     original = OpenAIBackend.__init__
 
     def remember(self: OpenAIBackend, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
-        made.add(self)
+        made.append(self)
 
     OpenAIBackend.__init__ = remember  # type: ignore[method-assign]
     try:

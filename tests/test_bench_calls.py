@@ -10,6 +10,7 @@ from bench.calls import CALLS, ceiling
 pytestmark = pytest.mark.pure
 
 
+@pytest.mark.slow  # simulates up to 500 conversations: about a second, 5 s under load
 def test_the_ceiling_is_set_by_the_slowest_of_the_conversations() -> None:
     one = ceiling(1, 1.0)
     assert one == pytest.approx(1.0, abs=0.05)  # one conversation: its 10 calls of 1 s on average
