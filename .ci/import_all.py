@@ -9,18 +9,7 @@ import pkgutil
 import sys
 
 import durable_teams
-from durable_teams.cli.extras import IMPORTS_OF_EXTRA
-
-
-def missing_name(err: BaseException) -> str | None:
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, ModuleNotFoundError) and cause.name:
-            return cause.name.partition(".")[0]
-        cause = cause.__cause__ or cause.__context__
-    return None
+from durable_teams.cli.extras import IMPORTS_OF_EXTRA, missing_module
 
 
 def main() -> int:
@@ -35,7 +24,7 @@ def main() -> int:
             importlib.import_module(info.name)
             imported += 1
         except Exception as err:  # noqa: BLE001 - every failure is reported below
-            name = missing_name(err)
+            name = (missing_module(err) or "").partition(".")[0]
             if name in may_miss:
                 skipped.append(f"{info.name} (needs {name})")
             else:

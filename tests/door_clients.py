@@ -19,10 +19,10 @@ def a2a_message(text: str, **ids: str) -> pb.SendMessageRequest:
                                                     parts=[pb.Part(text=text)], **ids))
 
 
-async def a2a_agent(url: str, token: str, team: str) -> Any:
+async def a2a_agent(url: str, token: str, team: str, streaming: bool = False) -> Any:
     headers = {"Authorization": f"Bearer {token}"}
     return await create_client(f"{url}/a2a/{team}", ClientConfig(
-        streaming=False, httpx_client=httpx.AsyncClient(headers=headers, timeout=60)),
+        streaming=streaming, httpx_client=httpx.AsyncClient(headers=headers, timeout=60)),
         resolver_http_kwargs={"headers": headers})
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.client import ClientConfig, create_client
 from a2a.types import a2a_pb2 as pb
 from temporalio.client import Client
 
@@ -21,6 +20,8 @@ from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 
 from .conftest import running_worker
+from .door_clients import a2a_agent, refusal
+from .door_clients import a2a_send as send
 from .gateway_helpers import running_gateway, sse_events
 from .teams import GatedModel
 
@@ -39,22 +40,7 @@ def message(text: str, **ids: str) -> pb.SendMessageRequest:
 
 
 async def agent_for(url: str, token: str, team: str = "support", streaming: bool = False) -> Any:
-    headers = {"Authorization": f"Bearer {token}"}
-    return await create_client(f"{url}/a2a/{team}", ClientConfig(
-        streaming=streaming, httpx_client=httpx.AsyncClient(headers=headers, timeout=60)),
-        resolver_http_kwargs={"headers": headers})
-
-
-async def send(agent: Any, request: pb.SendMessageRequest) -> pb.Task:
-    return [event.task async for event in agent.send_message(request) if event.HasField("task")][-1]
-
-
-async def refusal(call: Any) -> str:
-    try:
-        await call
-    except Exception as err:  # noqa: BLE001 - the client's error, its message compared
-        return str(err)
-    raise AssertionError("not refused")
+    return await a2a_agent(url, token, team, streaming)
 
 
 async def listed(agent: Any, **fields: Any) -> list[str]:

@@ -35,19 +35,25 @@ def extra_of(module: str, command: str = "") -> str | None:
     return next((extra for extra, tops in IMPORTS_OF_EXTRA.items() if top in tops), None)
 
 
+def missing_module(err: BaseException) -> str | None:
+    """The dotted name of the module whose import failed behind `err` (an ImportError raised
+    `from` the missing one counts too), or None when no import failed."""
+    cause: BaseException | None = err
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ModuleNotFoundError) and cause.name:
+            return cause.name
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def missing_extra(err: BaseException, command: str = "") -> str | None:
     """The one line for an import of an extra that is not installed, or None when `err` is
     something else."""
-    cause: BaseException | None = err
-    seen: set[int] = set()
-    while cause is not None and id(cause) not in seen:  # one raised `from` the missing one too
-        seen.add(id(cause))
-        if isinstance(cause, ModuleNotFoundError) and cause.name:
-            extra = extra_of(cause.name, command)
-            if extra is None:
-                return None
-            who = f"durable-teams {command}" if command else "this feature"
-            return (f"{who} needs the optional '{extra}' extra (no module named "
-                    f"{cause.name!r}): pip install 'durable-teams[{extra}]'")
-        cause = cause.__cause__ or cause.__context__
-    return None
+    name = missing_module(err)
+    extra = extra_of(name, command) if name else None
+    if extra is None:
+        return None
+    who = f"durable-teams {command}" if command else "this feature"
+    return f"{who} needs the optional '{extra}' extra (no module named {name!r}): pip install 'durable-teams[{extra}]'"
