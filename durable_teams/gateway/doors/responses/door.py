@@ -239,7 +239,7 @@ async def input_items(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     ref = await seen_ref(request)
     await state.read(gw, ref)  # no such response, or a deleted one: 404
-    page = await gw._page(ref.thread, ref.start, 20)
+    page = await gw.page(ref.thread, ref.start, 20)
     items: list[dict[str, Any]] = []
     for message in page.messages:
         if ref.step == 0 and message.role == "user" and message.agent_run == 0 and message.kind == "message":

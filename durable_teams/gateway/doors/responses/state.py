@@ -77,7 +77,7 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
     messages: list[Message] = []
     index = ref.start
     while True:
-        page = await gw._page(ref.thread, index)
+        page = await gw.page(ref.thread, index)
         if ref.start > page.total:
             raise UnknownResponse(f"no response {ref.id!r}")
         messages.extend(page.messages)
@@ -108,7 +108,7 @@ async def check_anchor(gw: Gateway, ref: ResponseRef, messages: list[Message], p
     end = ref.start
     while end > 0 and not (stretch and is_turn_start(stretch[0])):
         start = max(0, end - page_size)
-        page = await gw._page(ref.thread, start, end - start)
+        page = await gw.page(ref.thread, start, end - start)
         stretch = page.messages + stretch
         end = start
         turn_at = next((i for i in range(len(stretch) - 1, -1, -1) if is_turn_start(stretch[i])), None)
@@ -210,7 +210,7 @@ async def latest_of_thread(gw: Gateway, thread: str, page_size: int = 50) -> Res
     end = await gw.log_total(thread)
     while end > 0:
         start = max(0, end - page_size)
-        page = await gw._page(thread, start, end - start)
+        page = await gw.page(thread, start, end - start)
         for offset in range(len(page.messages) - 1, -1, -1):
             if is_turn_start(page.messages[offset]):
                 view, _, _ = await latest(gw, ResponseRef(thread, status.turns, start + offset, 0), True)
