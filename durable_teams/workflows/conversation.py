@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .cancelling import TurnCancel
-    from .deletions import ResponseDeletion
+    from .hidden_steps import StepHiding
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
     from .messages import Message, TeamSpec
@@ -59,7 +59,7 @@ KEEP_REPLIES = 200
 # commands a recorded history issued keeps the old path behind `workflow.patched("<id>")`; the
 # histories in tests/histories/ (some parked mid-wait) are 0.1.0's and must keep replaying.
 @workflow.defn(name="TeamWorkflow")
-class TeamWorkflow(Intake, TurnCancel, TurnWaits, ResponseDeletion):
+class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
     """Entry points take `*extra`, which makes the SDK decode their arguments as plain JSON;
     the workflow validates them itself (workflows/inputs.py), so a malformed one is refused
     with a reason instead of failing workflow tasks forever. Clients send the declared types.
@@ -290,7 +290,7 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, ResponseDeletion):
             refused_signal_count=self.state.refused_signal_count,
             usage=self.state.usage, last_input_id=self.state.last_input_id,
             previous_input_id=self.state.previous_input_id, forked_from=self.input.forked_from,
-            deleted_responses=list(self.state.deleted_responses),
+            hidden_steps=list(self.state.hidden_steps),
         )
 
     @workflow.query

@@ -265,15 +265,14 @@ def user_item(ref: ResponseRef, text: str) -> dict[str, Any]:
 async def delete(request: Request) -> Response:
     """Delete a response: no longer served (GET, input_items, cancel, DELETE and
     `previous_response_id` naming it are 404s, from every gateway process, after restarts),
-    marked in the thread's durable state (workflows/deletions.py). Its turn stays in the
-    thread's transcript; a running turn goes on (cancel it first to stop it)."""
+    its step hidden in the thread's durable state (workflows/hidden_steps.py). Its turn stays
+    in the thread's transcript; a running turn goes on (cancel it first to stop it)."""
     gw: Gateway = request.app.state.gateway
     ref = await seen_ref(request)
     await state.read(gw, ref)  # no such response, or deleted already: 404
     try:
-        deleted = await gw.client.get_workflow_handle(ref.thread).execute_update(
-            TeamWorkflow.delete_response, ref.key)
-    except WorkflowUpdateFailedError as err:  # a worker without delete_response (older code)
+        deleted = await hide(gw, ref)
+    except WorkflowUpdateFailedError as err:  # a worker that cannot hide steps (older code)
         return refusal(409, f"{ref.id} cannot be deleted: {getattr(err.cause, 'message', err)}", "not_deletable")
     except RPCError as err:  # the thread has closed: its state takes no more changes
         if err.status != RPCStatusCode.NOT_FOUND:
@@ -282,6 +281,18 @@ async def delete(request: Request) -> Response:
     if not deleted:  # another request deleted it meanwhile
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
     return JSONResponse({"id": ref.id, "object": "response", "deleted": True})
+
+
+async def hide(gw: Gateway, ref: ResponseRef) -> bool:
+    """Hide the response's step (`hide_step`; under its first name on a worker of the release
+    before it); False when it was hidden already."""
+    handle = gw.client.get_workflow_handle(ref.thread)
+    try:
+        return await handle.execute_update(TeamWorkflow.hide_step, ref.key)
+    except WorkflowUpdateFailedError as err:
+        if "expected but not found" not in str(getattr(err.cause, "message", "")):
+            raise
+    return await handle.execute_update(TeamWorkflow.legacy_hide_step, ref.key)
 
 
 async def cancel(request: Request) -> Response:

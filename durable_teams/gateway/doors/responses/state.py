@@ -69,7 +69,7 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
     status = await gw.status(ref.thread)  # before the log: a reply read here has its log complete
     if not 1 <= ref.turn <= status.turns:  # an id no request of this thread was given
         raise UnknownResponse(f"no response {ref.id!r}")
-    if not deleted_too and ref.key in status.deleted_responses:
+    if not deleted_too and ref.key in status.hidden_steps:
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
     last = status.last_reply
     replies = [last] if last is not None and last.turn == ref.turn else await handle.query(
