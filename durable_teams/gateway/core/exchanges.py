@@ -1,4 +1,4 @@
-"""Exchanges, one part of `Gateway` (durable_teams/gateway/core/threads.py): a turn sent and
+"""The exchanges half of `Gateway` (durable_teams/gateway/core/threads.py): a turn sent and
 accepted, a question answered, and the outcome each request waits for (its own turn's, never a
 later one's), read from the workflow's state."""
 
@@ -8,13 +8,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from temporalio.client import (
-    Client,
-    WorkflowQueryFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
-)
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.approvals import approval_of, ask_again
@@ -25,10 +21,15 @@ from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.outcomes import Outcome, _now
 from durable_teams.gateway.core.requests import BadRequest
 from durable_teams.gateway.core.thread_log import ThreadLog, background
-from durable_teams.live.hub import Delta, LiveHub
+from durable_teams.live.hub import Delta
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus, TurnReply
 from durable_teams.workflows.turn_view import answering, question_text
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from durable_teams.live.hub import LiveHub
 
 T = TypeVar("T")
 
