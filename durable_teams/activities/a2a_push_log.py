@@ -20,12 +20,13 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle
 
 from durable_teams.workflows.a2a_push import WatchRequest
+from durable_teams.workflows.a2a_tasks import FINAL, TaskState
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import PENDING_MEMO
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.push_targets import cursor_of, with_cursor
 from durable_teams.workflows.state import LogPage, Question
-from durable_teams.workflows.turn_view import FINAL, TurnState, answering, question_text
+from durable_teams.workflows.turn_states import answering, question_text
 
 Asked = tuple[int, Question]
 """A question and the id of the history event whose memo first listed it."""
@@ -87,11 +88,11 @@ async def asked_in(client: Client, events: Iterable[HistoryEvent], seen: set[str
     return asked
 
 
-Told = tuple[str, TurnState]
+Told = tuple[str, TaskState]
 """A state to tell, and its cursor (`with_cursor`)."""
 
 
-StateReader = Callable[[str, int], Awaitable[TurnState]]
+StateReader = Callable[[str, int], Awaitable[TaskState]]
 """The task (thread, turn)'s state now (`a2a_push_delivery.task_state`)."""
 
 
@@ -104,7 +105,7 @@ async def next_state(handle: WorkflowHandle, req: WatchRequest, run: str, after:
         calls = await turn_call_ids(handle, req.turn, answering(status))
         for event, q in later:
             if q.tool_call_id is not None and q.tool_call_id in calls:
-                found = TurnState("INPUT_REQUIRED", question_text(q))
+                found = TaskState("INPUT_REQUIRED", question_text(q))
                 return with_cursor(found, run, event), found
     found = await read_state(req.thread, req.turn)
     if found.state in FINAL:

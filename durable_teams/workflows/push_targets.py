@@ -9,15 +9,15 @@ import ipaddress
 import urllib.parse
 from collections.abc import Awaitable, Callable
 
-from .turn_view import TurnState
+from .a2a_tasks import TaskState
 
 
-def signature(found: TurnState) -> str:
+def signature(found: TaskState) -> str:
     """The state and a digest of its text: a second question of the same task is news too."""
     return f"{found.state}:{hashlib.sha256(found.text.encode()).hexdigest()[:16]}"
 
 
-def with_cursor(found: TurnState, run: str, event: int) -> str:
+def with_cursor(found: TaskState, run: str, event: int) -> str:
     """A push workflow's cursor (`PushInput.last`): the state told last and where it was in the
     conversation's history, run and event id (durable_teams/activities/a2a_push_log.py)."""
     return f"{signature(found)}@{run}/{event}"

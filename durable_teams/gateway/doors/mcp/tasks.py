@@ -43,13 +43,13 @@ from durable_teams.gateway.doors.mcp.forms import answer_text, elicit_form, text
 from durable_teams.gateway.doors.mcp.task_pages import PAGE, Cursor, page_of
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus, Question
-from durable_teams.workflows.turn_view import TurnState, answering, question_text, turn_state
+from durable_teams.workflows.turn_states import TurnState, answering, question_text, turn_state
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
-STATES = {"WORKING": "working", "SUBMITTED": "working", "INPUT_REQUIRED": "input_required",
-          "COMPLETED": "completed", "FAILED": "completed", "CANCELED": "cancelled"}
+STATES = {"working": "working", "queued": "working", "waiting": "input_required",
+          "completed": "completed", "failed": "completed", "cancelled": "cancelled"}
 """A2A's turn states as MCP task states (a failed turn is a tool result with `isError`)."""
 LIST_READ_SECONDS = 2.0
 
@@ -139,7 +139,7 @@ def view_of(task: str, thread: str, found: TurnState, question: Question | None,
     if status == "input_required" and question is None:
         status = "working"  # answered meanwhile
     return TaskView(task, thread, status, found.text, created, updated,
-                    question if status == "input_required" else None, poll_ms, found.state == "FAILED")
+                    question if status == "input_required" else None, poll_ms, found.state == "failed")
 
 
 @dataclass
@@ -193,7 +193,7 @@ class McpTasks:
         described, memo = await self.described(thread, scope, task)
         running = described.status == WorkflowExecutionStatus.RUNNING
         cancelled = described.status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
-        ended = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
+        ended = TurnState("cancelled" if cancelled else "failed", "the conversation has ended")
         status: ConversationStatus | None = None
         try:
             status = await asyncio.wait_for(self.gateway.status(thread), self.read_seconds)
@@ -210,9 +210,9 @@ class McpTasks:
             if last is not None and last.turn >= number:
                 reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
             found = turn_state(status, number, reply, running)
-            if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
+            if not running and found.state not in ("completed", "failed") or cancelled and found.state == "failed":
                 found = ended
-            question = status.pending[0] if found.state == "INPUT_REQUIRED" and status.pending else None
+            question = status.pending[0] if found.state == "waiting" and status.pending else None
         created = described.start_time or datetime.now(UTC)
         updated = described.close_time or datetime.now(UTC)
         return view_of(task, thread, found, question, created, updated, self.poll_ms)
@@ -297,8 +297,8 @@ def from_memo(memo: Mapping[str, Any]) -> tuple[TurnState, Question | None]:
     for its open question, else working."""
     questions = memo_questions(memo) or []
     if questions:
-        return TurnState("INPUT_REQUIRED", question_text(questions[0])), questions[0]
-    return TurnState("WORKING", "no worker has answered for this conversation lately"), None
+        return TurnState("waiting", question_text(questions[0])), questions[0]
+    return TurnState("working", "no worker has answered for this conversation lately"), None
 
 
 def with_related(result: dict[str, Any], task: str) -> dict[str, Any]:
