@@ -11,8 +11,8 @@ from temporalio.testing import ActivityEnvironment
 from durable_teams.activities import a2a_push_delivery
 from durable_teams.activities.a2a_push_delivery import watch_a2a_task
 from durable_teams.workflows.a2a_push import WatchRequest
-from durable_teams.workflows.push_targets import signature
 from durable_teams.workflows.a2a_tasks import TaskState
+from durable_teams.workflows.push_targets import signature
 
 pytestmark = pytest.mark.pure
 

@@ -14,7 +14,7 @@ from temporalio.worker import Worker
 
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses.door import hide
-from durable_teams.gateway.doors.responses.view import ResponseRef
+from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.workflows.state import ConversationState, ConversationStatus
 
 pytestmark = pytest.mark.workflow

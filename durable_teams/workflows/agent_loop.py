@@ -20,10 +20,10 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 with workflow.unsafe.imports_passed_through():
     from . import roster, usage
     from .agent_spans import SINK, AgentRunRecord, HandoffMade, agent_run_span
+    from .agent_views import ViewBuilder
     from .answering import AgentOutcome, Budget, CallAnswerer
     from .breakpoints import pauses
     from .human import HumanDesk, Interrupted
-    from .live_view import OfferedViews
     from .messages import (
         Message,
         ModelCalls,
@@ -39,11 +39,11 @@ with workflow.unsafe.imports_passed_through():
         local_activity_options,
         policy_for,
     )
+    from .offered_views import OfferedViews
     from .placement import ModelPlacement, is_not_started
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
     from .tool_support import handoff_only_failure, tools_unavailable_notice
-    from .view_builder import ViewBuilder
 
 
 class TurnFailed(Exception):
@@ -62,7 +62,7 @@ class AgentLoop:
         self.views = views or ViewBuilder()
         """Agents' views, built incrementally (the run's, shared by its turns)."""
         self.offered = offered if offered is not None else OfferedViews()
-        """Each model call's view while it is in flight, for the activity (workflows/live_view.py)."""
+        """Each model call's view while it is in flight, for the activity (workflows/offered_views.py)."""
         self.state = state
         self.desk = desk
         self.tools = ToolRunner(team, state, desk)

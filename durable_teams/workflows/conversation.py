@@ -21,12 +21,13 @@ with workflow.unsafe.imports_passed_through():
         inputs,
         intent_turns,
         labels,
-        live_view,
+        offered_views,
         roster,
         usage,
     )
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
+    from .agent_views import ViewBuilder
     from .cancelling import TurnCancel
     from .hidden_steps import StepHiding
     from .human import HumanDesk, Interrupted
@@ -49,7 +50,6 @@ with workflow.unsafe.imports_passed_through():
     from .transcript import LogDelta
     from .turn_waits import TurnWaits
     from .turns import TurnRunner
-    from .view_builder import ViewBuilder
 
 KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
@@ -87,11 +87,11 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
         self.placement = ModelPlacement()
         """Where this run's model calls go (workflows/placement.py); kept across its turns."""
         self.views = ViewBuilder()
-        """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
+        """Agents' views, built incrementally (workflows/agent_views.py); kept across turns."""
         info = workflow.info()
-        self.offered = live_view.register(info.workflow_id, info.run_id)
+        self.offered = offered_views.register(info.workflow_id, info.run_id)
         """The views of this run's model calls in flight, for an activity in this process
-        (workflows/live_view.py); never read back here."""
+        (workflows/offered_views.py); never read back here."""
         if inp.forked_from and inp.task is not None and info.continued_run_id is None:
             self._enqueue(UserTurn(text=inp.task))  # a fork's first turn, before any sent to it
 

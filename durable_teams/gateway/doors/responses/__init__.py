@@ -19,7 +19,7 @@ async def on_unknown_response(request: Request, exc: Exception) -> Response:
 
 def mount(serving: Serving) -> Mount:
     from durable_teams.gateway.doors.responses import door
-    from durable_teams.gateway.doors.responses.view import UnknownResponse
+    from durable_teams.gateway.doors.responses.from_log import UnknownResponse
 
     return Mount([
         Route("/v1/responses", door.create, methods=["POST"]),

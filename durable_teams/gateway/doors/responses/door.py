@@ -1,5 +1,5 @@
 """OpenAI's Responses API in front of durable teams (docs/responses.md). `model` names the
-team; a response is a stretch of a thread's log (durable_teams/gateway/doors/responses/view.py), its
+team; a response is a stretch of a thread's log (durable_teams/gateway/doors/responses/from_log.py), its
 id names the thread, turn and log index, so `previous_response_id`, `GET`, polling and
 resuming a stream work from any gateway process, after any restart: nothing is kept here.
 
@@ -43,6 +43,7 @@ from durable_teams.gateway.doors.responses.events import (
     response_object,
 )
 from durable_teams.gateway.doors.responses.forks import forked
+from durable_teams.gateway.doors.responses.from_log import ResponseRef, UnknownResponse, View
 from durable_teams.gateway.doors.responses.named import (
     asked_again,
     naming_previous,
@@ -59,7 +60,6 @@ from durable_teams.gateway.doors.responses.turns import (
     refusal,
     resent,
 )
-from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
 from durable_teams.workflows.conversation import TeamWorkflow
 
 

@@ -1,4 +1,4 @@
-"""Reading a response from its thread (durable_teams/gateway/doors/responses/view.py says what one
+"""Reading a response from its thread (durable_teams/gateway/doors/responses/from_log.py says what one
 is): its view, the thread's latest response, and waiting for one to end. Nothing is kept in
 the gateway: every answer is read from the workflow (queries), so any gateway process, started
 at any time, gives the same one."""
@@ -16,7 +16,7 @@ from durable_teams.client.reply_watch import history_growth
 from durable_teams.gateway.core.thread_log import background
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses import anchors as anchors
-from durable_teams.gateway.doors.responses.view import (
+from durable_teams.gateway.doors.responses.from_log import (
     ResponseRef,
     UnknownResponse,
     View,
