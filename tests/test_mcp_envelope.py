@@ -8,7 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from durable_teams.gateway.doors.mcp.rpc import Refusal, checked, good_id
-from durable_teams.gateway.doors.mcp.tasks import TASKS_EXTENSION, declares_tasks, view_of, waiting
+from durable_teams.gateway.doors.mcp.task_wire import (
+    TASKS_EXTENSION,
+    declares_tasks,
+    view_of,
+    waiting,
+)
 from durable_teams.workflows.state import Question
 from durable_teams.workflows.turn_states import TurnState
 
