@@ -13,7 +13,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.doors.responses.door import hide
+from durable_teams.gateway.doors.responses.by_id import hide
 from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.workflows.state import ConversationState, ConversationStatus
 
@@ -53,6 +53,7 @@ def test_a_state_recorded_under_the_first_field_name_keeps_its_hidden_steps() ->
     assert status.hidden_steps == ["1_0_0"]
 
 
+@pytest.mark.slow  # a worker of its own: over a second under load
 async def test_a_worker_of_the_release_before_still_hides_steps(client: Client, task_queue: str) -> None:
     gateway = Gateway(client, task_queue)
     async with Worker(client, task_queue=task_queue, workflows=[EarlierRelease]):

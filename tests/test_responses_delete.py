@@ -1,4 +1,4 @@
-"""`DELETE /v1/responses/{id}` (durable_teams/gateway/doors/responses/door.py, workflows/hidden_steps.py): the
+"""`DELETE /v1/responses/{id}` (durable_teams/gateway/doors/responses/by_id.py, workflows/hidden_steps.py): the
 response is no longer served, by any gateway process, after a restart; its turn stays in the
 thread's transcript; through the openai client and raw httpx."""
 
