@@ -72,9 +72,11 @@ class Forward(Generic[P, R]):
     is `gateway.exchanges.status(t)`, with the same signature for type checkers."""
 
     def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
-        self.part, self.name = part, method.__name__
+        self.part, self.name, self.method = part, method.__name__, method
 
-    def __get__(self, gateway: Gateway, owner: type | None = None) -> Callable[P, R]:
+    def __get__(self, gateway: Gateway | None, owner: type | None = None) -> Callable[P, R]:
+        if gateway is None:  # read on the class (help(Gateway), a mock's spec): the part's own
+            return self.method  # type: ignore[return-value]
         method: Callable[P, R] = getattr(getattr(gateway, self.part), self.name)
         return method
 
