@@ -22,8 +22,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import LogPage, TurnReply
 
-RECHECK_SECONDS = 5.0
-"""A turn's stream reads the log again at least this often (a completed step is the rule)."""
+LOG_ENDS_KEPT = 10_000
+_LOG_ENDS: dict[str, int] = {}
+"""Where this process last saw each thread's log end (oldest first; a hint only: a rewind may
+shorten a log, and the read that finds it so reads the usual way)."""
 
 
 class ThreadLog:
@@ -60,7 +62,15 @@ class ThreadLog:
     async def _turn_start_page(self, thread: str, number: int, latest: int,
                                page_size: int = 50) -> tuple[int | None, list[tuple[int, Message]]]:
         """`turn_start`, and the messages from there to the end of the log when the page read
-        last reached it (none otherwise)."""
+        last reached it (none otherwise). Read from where this process last saw the log end,
+        when it did and the turn's message is past it (one read instead of two)."""
+        hint = _LOG_ENDS.get(thread)
+        if hint is not None and number == latest:
+            page = await self._page(thread, hint)
+            if page.total >= hint and hint + len(page.messages) == page.total:
+                starts = [n for n, m in enumerate(page.messages) if _turn_message(m)]
+                if starts:
+                    return hint + starts[-1], list(enumerate(page.messages, hint))[starts[-1]:]
         back, end = latest - number, await self.log_total(thread)
         total = end
         while end > 0 and back >= 0:
@@ -95,7 +105,11 @@ class ThreadLog:
 
     async def _page(self, thread: str, start: int, limit: int = 200) -> LogPage:
         handle = self.client.get_workflow_handle(thread)
-        return await handle.query(TeamWorkflow.log_page, args=[start, limit])
+        page: LogPage = await handle.query(TeamWorkflow.log_page, args=[start, limit])
+        _LOG_ENDS[thread] = page.total
+        while len(_LOG_ENDS) > LOG_ENDS_KEPT:
+            _LOG_ENDS.pop(next(iter(_LOG_ENDS)))
+        return page
 
     async def turn_events(self, thread: str, index: int, accepted: AcceptedTurn,
                           deltas: asyncio.Queue[Delta] | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -142,15 +156,15 @@ class ThreadLog:
                          grown: asyncio.Event | None = None, watcher: asyncio.Future[Any] | None = None
                          ) -> Delta | None:
         """Wait for the reply, a delta (returned), or a step of the conversation completed (its
-        history grew: `grown`, set by `watch_growth`, read again at least every
-        `RECHECK_SECONDS` anyway); without a watch (none given, or it ended), the next poll,
-        `poll_seconds` later."""
+        history grew: `grown`, set by `watch_growth`; the log changes only then, so no timer);
+        without a watch (none given, or it ended: the conversation stopped, or its long poll
+        failed), the next poll, `poll_seconds` later."""
         waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
         both: list[asyncio.Future[Any]] = [turn, waiting]
         if grown is not None and watcher is not None and not watcher.done():
             both.append(asyncio.ensure_future(grown.wait()))
         try:
-            done, _ = await asyncio.wait(both, timeout=RECHECK_SECONDS if len(both) > 2 else self.poll_seconds,
+            done, _ = await asyncio.wait(both, timeout=None if len(both) > 2 else self.poll_seconds,
                                          return_when=asyncio.FIRST_COMPLETED)
         finally:  # also when the client left (cancelled): no task left pending
             for wait in both[1:]:
