@@ -1,6 +1,6 @@
 """Temporal frontend calls per FAANG turn, for every way in, counted by the dev server itself.
 
-    python -m bench.door_calls [--latencies 0 1] [--rounds 1] [--no-streams]
+    python -m bench.door_calls [--latencies 0 1] [--rounds 1] [--no-streams] [--only WORD ...]
 
 One dev server started with `--metrics-port`: its Prometheus endpoint counts every request its
 frontend serves (`service_requests`, by operation). One worker in this process answers from the
@@ -324,7 +324,8 @@ PLAIN_OF = {"native": "Python", "chat": "chat, `X-Thread-Id`", "Responses": "Res
 client's `send_turn` is its plain turn), by the first word of the names."""
 
 
-async def one_latency(client: Any, frontend: Frontend, latency: float, rounds: int, streams: bool) -> None:
+async def one_latency(client: Any, frontend: Frontend, latency: float, rounds: int, streams: bool,
+                      only: list[str] | None = None) -> None:
     queue = f"doors-{uuid.uuid4().hex[:6]}"
     compiled = faang.build().compile()
     async with build_worker(client, [compiled], SlowScript(latency), task_queue=queue):
@@ -336,6 +337,8 @@ async def one_latency(client: Any, frontend: Frontend, latency: float, rounds: i
             print("|---|---:|---:|---:|---:|")
             floor, plain = None, {}
             for name, begin, turn in ways.all():
+                if only and floor is not None and not any(word in name for word in only):
+                    continue
                 tally, _ = await measured(frontend, begin, turn, rounds)
                 total = tally.total()
                 floor = floor or total
@@ -345,14 +348,15 @@ async def one_latency(client: Any, frontend: Frontend, latency: float, rounds: i
                 others = ", ".join(f"{op} {n}" for op, n in tally.most_common())
                 print(f"({name}: {others})", file=sys.stderr, flush=True)
             if streams:
-                await streamed_table(frontend, ways, plain, rounds)
+                await streamed_table(frontend, ways, plain, rounds, only)
         finally:
             await ways.http.aclose()
             server.should_exit = True
             await serving
 
 
-async def streamed_table(frontend: Frontend, ways: Ways, plain: dict[str, int], rounds: int) -> None:
+async def streamed_table(frontend: Frontend, ways: Ways, plain: dict[str, int], rounds: int,
+                         only: list[str] | None = None) -> None:
     """Each streamed way's calls per turn, the frames it showed, and the calls it adds to its
     plain counterpart's per frame shown."""
     print(f"\nstreamed turns ({rounds} round(s), the median):\n")
@@ -360,22 +364,25 @@ async def streamed_table(frontend: Frontend, ways: Ways, plain: dict[str, int], 
           "| steps shown | plain request | added calls per step shown |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, begin, turn in ways.streamed():
+        if only and not any(word in name for word in only):
+            continue
         tally, shown = await measured(frontend, begin, turn, rounds)
         total = tally.total()
-        counterpart = next(v for k, v in plain.items() if PLAIN_OF[name.split()[0].strip(",")] in k)
+        counterpart = next((v for k, v in plain.items() if PLAIN_OF[name.split()[0].strip(",")] in k), None)
+        added = f"{(total - counterpart) / max(shown, 1):.2f}" if counterpart is not None else "(not run)"
         print(f"| {name} | {total} | {tally['QueryWorkflow']} | {tally['PollWorkflowExecutionHistory']} "
-              f"| {shown} | {counterpart} | {(total - counterpart) / max(shown, 1):.2f} |", flush=True)
+              f"| {shown} | {counterpart if counterpart is not None else '(not run)'} | {added} |", flush=True)
         others = ", ".join(f"{op} {n}" for op, n in tally.most_common())
         print(f"({name}: {others})", file=sys.stderr, flush=True)
 
 
-async def main(latencies: list[float], rounds: int, streams: bool = True) -> None:
+async def main(latencies: list[float], rounds: int, streams: bool = True, only: list[str] | None = None) -> None:
     port = free_port()
     async with await procs.dev_server(extra_args=["--metrics-port", str(port)]) as env:
         frontend = Frontend(port)
         print("\n## Temporal frontend calls per FAANG turn (10 model calls, 5 tool calls), by way in\n")
         for latency in latencies:
-            await one_latency(env.client, frontend, latency, rounds, streams)
+            await one_latency(env.client, frontend, latency, rounds, streams, only)
 
 
 if __name__ == "__main__":
@@ -384,5 +391,7 @@ if __name__ == "__main__":
                         help="the scripted model's latency per call, seconds (default 0 1)")
     parser.add_argument("--rounds", type=int, default=1, help="turns measured per way in (the median is shown)")
     parser.add_argument("--no-streams", action="store_true", help="leave the streamed turns' table out")
+    parser.add_argument("--only", nargs="+", metavar="WORD",
+                        help="only the ways in whose name has one of these words (the floor always)")
     args = parser.parse_args()
-    asyncio.run(main(args.latencies, args.rounds, not args.no_streams))
+    asyncio.run(main(args.latencies, args.rounds, not args.no_streams, args.only))

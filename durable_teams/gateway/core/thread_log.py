@@ -15,8 +15,8 @@ from temporalio.client import Client
 
 from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
-from durable_teams.client.reply_watch import history_growth
 from durable_teams.client.send import AcceptedTurn
+from durable_teams.client.step_watch import StepWatch
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
@@ -122,13 +122,14 @@ class ThreadLog:
         # `deltas`: a subscription the caller entered before the turn went in (none: here)
         async with nullcontext(deltas) if deltas is not None else self.hub.subscribe(thread) as deltas:
             turn = background(accepted.reply())
-            grown = asyncio.Event()
-            watcher = background(watch_growth(self.client, thread, grown))
+            watch = StepWatch(self.client, thread)  # when to read again: about once per step
+            watcher = background(watch.run())
             try:
                 while True:
                     finished = turn.done()
-                    grown.clear()  # before the read: a step completed after it is read next
+                    watch.ready.clear()  # before the read: a step completed after it is read next
                     page = await self._page(thread, index)
+                    watch.read(page.history_length)
                     # Drained after the read: a call sends its deltas before its message is
                     # logged, so those of a message on this page are mostly in hand; one that
                     # comes later is dropped by `order` (the message has the whole text).
@@ -142,7 +143,7 @@ class ThreadLog:
                         yield delta_event(out).model_dump(mode="json")
                     if finished:  # read once more after the reply: nothing appended last is missed
                         break
-                    news = await self.until_news(turn, deltas, grown, watcher)
+                    news = await self.until_news(turn, deltas, watch.ready, watcher)
                     if news:
                         order.hold(news)
                 yield done_event(turn.result())
@@ -156,7 +157,7 @@ class ThreadLog:
                          grown: asyncio.Event | None = None, watcher: asyncio.Future[Any] | None = None
                          ) -> Delta | None:
         """Wait for the reply, a delta (returned), or a step of the conversation completed (its
-        history grew: `grown`, set by `watch_growth`; the log changes only then, so no timer);
+        history grew: `grown`, set by a `StepWatch`; the log changes only then, so no timer);
         without a watch (none given, or it ended: the conversation stopped, or its long poll
         failed), the next poll, `poll_seconds` later."""
         waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
@@ -175,16 +176,6 @@ class ThreadLog:
 def _turn_message(message: Message) -> bool:
     """Whether `message` is a turn's own (a person's message to the team): a turn starts there."""
     return message.role == "user" and message.kind == "message" and message.agent_run == 0
-
-
-async def watch_growth(client: Client, thread: str, grown: asyncio.Event) -> None:
-    """Set `grown` each time a step of the conversation completes (a long poll of its history,
-    durable_teams/client/reply_watch.py), and once more when the watch ends."""
-    try:
-        async for _ in history_growth(client, thread):
-            grown.set()
-    finally:
-        grown.set()
 
 
 def background(coroutine: Any) -> asyncio.Future[TurnReply]:

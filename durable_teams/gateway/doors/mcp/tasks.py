@@ -260,15 +260,17 @@ class McpTasks:
     async def settled(self, task: str, scope: str | None, within: float | None = None,
                       until: frozenset[str] = TERMINAL | {"input_required"}) -> TaskView:
         """The task once its status is in `until`, or as it is after `within` seconds: read
-        again when the core says its turn may have changed (`turn_changes`)."""
-        view = await self.read(task, scope)
-        if view.status in until:
-            return view
-        _, number = parse_task_id(task)
-        asked: set[str] | None = set() if "input_required" in until else None  # a question settles it too, or the reply alone
+        when the core says its turn may stand otherwise (`turn_changes`: at once when it is
+        settled already), once the caller is known to see it."""
+        try:
+            thread, number = parse_task_id(task)
+        except NotATask:
+            raise no_task(task) from None
+        await self.described(thread, scope, task)  # nobody waits on a task they cannot see
+        asked: set[str] | None = set() if "input_required" in until else None  # a question settles it, or the reply alone
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.wait_seconds if within is None else within), \
-                    aclosing(self.gateway.turn_changes(view.thread, number, asked)) as changes:
+                    aclosing(self.gateway.turn_changes(thread, number, asked)) as changes:
                 async for _ in changes:
                     view = await self.read(task, scope)
                     if view.status in until:

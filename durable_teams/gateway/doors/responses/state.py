@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio.client import WorkflowQueryFailedError
 
-from durable_teams.client.reply_watch import history_growth
+from durable_teams.client.step_watch import StepWatch
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.thread_log import background
 from durable_teams.gateway.core.threads import Gateway
@@ -159,23 +159,17 @@ async def latest(gw: Gateway, ref: ResponseRef,
 
 
 async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
-    """The response each time it may have changed, until it has ended: read again each time a
-    step of the thread completes (a long poll of its history, as `follow` does: its state
-    changes only then, so no timer)."""
-    grown = asyncio.Event()
-
-    async def watch() -> None:
-        try:
-            async for _ in history_growth(gw.client, ref.thread):
-                grown.set()
-        finally:
-            grown.set()
-    watcher = background(watch())
+    """The response each time it may have changed, until it has ended: read again when a step
+    of the thread is scheduled or completes unread (a `StepWatch`, one long poll of its
+    history; its state changes only then, so no timer)."""
+    watch = StepWatch(gw.client, ref.thread)
+    watcher = background(watch.run())
     anchored = False
     try:
         while True:
-            grown.clear()
-            view, _ = await read(gw, ref, anchored=anchored)
+            watch.ready.clear()
+            view, status = await read(gw, ref, anchored=anchored)
+            watch.read(status.history_length)  # its first read: what the log read after it reflects at least
             anchored = True
             yield view
             if view.ended:
@@ -183,7 +177,7 @@ async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
             if watcher.done():  # the run closed, or the long poll failed: poll instead
                 await asyncio.sleep(gw.poll_seconds)
                 continue
-            await grown.wait()
+            await watch.ready.wait()
     finally:
         watcher.cancel()
 
