@@ -69,9 +69,13 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
         raise UnknownResponse(f"no response {ref.id!r}")
     if not deleted_too and ref.key in status.deleted_responses:
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
-    last = status.last_reply
-    replies = [last] if last is not None and last.turn == ref.turn else await handle.query(
-        TeamWorkflow.turn_replies, [ref.turn])  # the latest's is in the status
+    last = status.last_reply  # the reply of the highest turn answered
+    if last is not None and last.turn == ref.turn:
+        replies = [last]
+    elif last is None or last.turn < ref.turn:
+        replies = []  # no turn this high is answered: not this one either (a running turn's every read)
+    else:
+        replies = await handle.query(TeamWorkflow.turn_replies, [ref.turn])
     messages = await stretch(gw, ref)
     tools, breaks = await approval_tools(gw, ref.thread, agents_asking(messages))
     if not anchored:
