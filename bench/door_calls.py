@@ -1,6 +1,6 @@
 """Temporal frontend calls per FAANG turn, for every way in, counted by the dev server itself.
 
-    python -m bench.door_calls [--latencies 0 1] [--rounds 1]
+    python -m bench.door_calls [--latencies 0 1] [--rounds 1] [--no-streams] [--only WORD ...]
 
 One dev server started with `--metrics-port`: its Prometheus endpoint counts every request its
 frontend serves (`service_requests`, by operation). One worker in this process answers from the
@@ -13,6 +13,11 @@ polls (`Poll*TaskQueue`, which wait whether or not there is work) and liveness r
 `durable-teams run`, a one-task conversation, the turn's own work (its start, workflow tasks,
 activities and their heartbeats) and nothing else. Each row's other operations are printed on
 stderr.
+
+Then each door's streamed turn (the native turn stream, chat and Responses with `stream: true`,
+A2A `SendStreamingMessage`, an MCP task read with `tasks/result`): its calls, the steps it
+showed (the stream's data frames; one for the MCP task's result), and what it adds to the
+door's plain request per step shown (the native door's plain counterpart is `send_turn`).
 """
 
 from __future__ import annotations
@@ -197,6 +202,69 @@ class Ways:
         check(result.get("text"))
         return str(result["thread_id"])
 
+    async def sse(self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> list[Any]:
+        """The data frames of a streamed response (`[DONE]` left out), parsed."""
+        frames: list[Any] = []
+        async with self.http.stream("POST", path, json=body, headers=headers or {}) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                    frames.append(json.loads(line[5:]))
+        return frames
+
+    async def native_stream(self, thread: str) -> int:
+        frames = await self.sse(f"/threads/{thread}/turns", {"text": QUESTION})
+        check(next(f["text"] for f in frames if f["type"] == "done"))
+        return len(frames)
+
+    async def chat_stream(self, thread: str) -> int:
+        frames = await self.sse("/v1/chat/completions", {"model": TEAM, "stream": True, "messages": [
+            {"role": "user", "content": QUESTION}]}, {"X-Thread-Id": thread})
+        check("".join(c["delta"].get("content") or "" for f in frames for c in f.get("choices", [])))
+        return len(frames)
+
+    async def responses_stream(self, previous: str) -> int:
+        frames = await self.sse("/v1/responses", {"model": TEAM, "input": QUESTION, "stream": True,
+                                                  "previous_response_id": previous})
+        done = next(f["response"] for f in frames if f.get("type") == "response.completed")
+        check(done["output"][-1]["content"][0]["text"])
+        return len(frames)
+
+    async def a2a_stream(self, context: str) -> int:
+        message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": QUESTION}],
+                   "contextId": context}
+        frames = await self.sse(f"/a2a/{TEAM}", {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                                                 "params": {"message": message}}, {"A2A-Version": "1.0"})
+        last = frames[-1]["result"]
+        status = (last.get("statusUpdate") or last.get("task"))["status"]
+        check(status["message"]["parts"][0]["text"])
+        return len(frames)
+
+    async def mcp_task(self, thread: str) -> int:
+        """A task-augmented `tools/call` (MCP 2025-11-25), then `tasks/result`, which waits for it."""
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+
+        async def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+            answer = (await self.http.post("/mcp", json=body, headers=headers)).json()
+            return dict(answer["result"])
+        created = await rpc("tools/call", {"name": TEAM, "arguments": {"message": QUESTION, "thread_id": thread},
+                                           "task": {"ttl": 600000}})
+        result = await rpc("tasks/result", {"taskId": created["task"]["taskId"]})
+        check(result["structuredContent"]["text"])
+        return 1
+
+    def streamed(self) -> list[tuple[str, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[int]]]]:
+        """(streamed way in, begin, measured turn returning the frames it showed)."""
+        async def previous() -> str:
+            return await self.responses_turn(None)
+        return [
+            ("native `POST /threads/{id}/turns`", self.native_begin, self.native_stream),
+            ("chat, `stream: true`", self.chat_header_begin, self.chat_stream),
+            ("Responses, `stream: true`", previous, self.responses_stream),
+            ("A2A `SendStreamingMessage`", lambda: self.a2a(None), self.a2a_stream),
+            ("MCP task, `tasks/result`", lambda: self.mcp(None), self.mcp_task),
+        ]
+
     def all(self) -> list[tuple[str, Callable[[], Awaitable[Any]] | None, Callable[[Any], Awaitable[Any]]]]:
         """(way in, begin, measured turn)."""
         history = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": faang.ANSWER}]
@@ -238,7 +306,26 @@ async def serve_gateway(client: Any, queue: str) -> tuple[uvicorn.Server, asynci
     return server, serving, f"http://127.0.0.1:{port}"
 
 
-async def one_latency(client: Any, frontend: Frontend, latency: float, rounds: int) -> None:
+async def measured(frontend: Frontend, begin: Callable[[], Awaitable[Any]] | None,
+                   turn: Callable[[Any], Awaitable[Any]], rounds: int) -> tuple[Counter[str], Any]:
+    """The median round's calls by operation (of `rounds` turns, each on a thread `begin` made),
+    and what its turn returned."""
+    tallies = []
+    for _ in range(rounds):
+        state = await begin() if begin else None
+        before = await frontend.settled()
+        shown = await turn(state)
+        tallies.append((await frontend.settled() - before, shown))
+    return sorted(tallies, key=lambda t: t[0].total())[len(tallies) // 2]
+
+
+PLAIN_OF = {"native": "Python", "chat": "chat, `X-Thread-Id`", "Responses": "Responses", "A2A": "A2A", "MCP": "MCP"}
+"""Each streamed way's plain counterpart (the native door has only its stream: the Python
+client's `send_turn` is its plain turn), by the first word of the names."""
+
+
+async def one_latency(client: Any, frontend: Frontend, latency: float, rounds: int, streams: bool,
+                      only: list[str] | None = None) -> None:
     queue = f"doors-{uuid.uuid4().hex[:6]}"
     compiled = faang.build().compile()
     async with build_worker(client, [compiled], SlowScript(latency), task_queue=queue):
@@ -248,34 +335,54 @@ async def one_latency(client: Any, frontend: Frontend, latency: float, rounds: i
             print(f"\nmodel latency {latency:g} s ({rounds} round(s); calls per turn, the median):\n")
             print("| way in | calls per turn | `QueryWorkflow` | `PollWorkflowExecutionHistory` | x the floor |")
             print("|---|---:|---:|---:|---:|")
-            floor = None
+            floor, plain = None, {}
             for name, begin, turn in ways.all():
-                tallies = []
-                for _ in range(rounds):
-                    state = await begin() if begin else None
-                    before = await frontend.settled()
-                    await turn(state)
-                    tallies.append(await frontend.settled() - before)
-                tally = sorted(tallies, key=lambda t: t.total())[len(tallies) // 2]
+                if only and floor is not None and not any(word in name for word in only):
+                    continue
+                tally, _ = await measured(frontend, begin, turn, rounds)
                 total = tally.total()
                 floor = floor or total
+                plain[name] = total
                 print(f"| {name} | {total} | {tally['QueryWorkflow']} | {tally['PollWorkflowExecutionHistory']} "
                       f"| {total / floor:.2f} |", flush=True)
                 others = ", ".join(f"{op} {n}" for op, n in tally.most_common())
                 print(f"({name}: {others})", file=sys.stderr, flush=True)
+            if streams:
+                await streamed_table(frontend, ways, plain, rounds, only)
         finally:
             await ways.http.aclose()
             server.should_exit = True
             await serving
 
 
-async def main(latencies: list[float], rounds: int) -> None:
+async def streamed_table(frontend: Frontend, ways: Ways, plain: dict[str, int], rounds: int,
+                         only: list[str] | None = None) -> None:
+    """Each streamed way's calls per turn, the frames it showed, and the calls it adds to its
+    plain counterpart's per frame shown."""
+    print(f"\nstreamed turns ({rounds} round(s), the median):\n")
+    print("| streamed way in | calls per turn | `QueryWorkflow` | `PollWorkflowExecutionHistory` "
+          "| steps shown | plain request | added calls per step shown |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, begin, turn in ways.streamed():
+        if only and not any(word in name for word in only):
+            continue
+        tally, shown = await measured(frontend, begin, turn, rounds)
+        total = tally.total()
+        counterpart = next((v for k, v in plain.items() if PLAIN_OF[name.split()[0].strip(",")] in k), None)
+        added = f"{(total - counterpart) / max(shown, 1):.2f}" if counterpart is not None else "(not run)"
+        print(f"| {name} | {total} | {tally['QueryWorkflow']} | {tally['PollWorkflowExecutionHistory']} "
+              f"| {shown} | {counterpart if counterpart is not None else '(not run)'} | {added} |", flush=True)
+        others = ", ".join(f"{op} {n}" for op, n in tally.most_common())
+        print(f"({name}: {others})", file=sys.stderr, flush=True)
+
+
+async def main(latencies: list[float], rounds: int, streams: bool = True, only: list[str] | None = None) -> None:
     port = free_port()
     async with await procs.dev_server(extra_args=["--metrics-port", str(port)]) as env:
         frontend = Frontend(port)
         print("\n## Temporal frontend calls per FAANG turn (10 model calls, 5 tool calls), by way in\n")
         for latency in latencies:
-            await one_latency(env.client, frontend, latency, rounds)
+            await one_latency(env.client, frontend, latency, rounds, streams, only)
 
 
 if __name__ == "__main__":
@@ -283,5 +390,8 @@ if __name__ == "__main__":
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.0, 1.0],
                         help="the scripted model's latency per call, seconds (default 0 1)")
     parser.add_argument("--rounds", type=int, default=1, help="turns measured per way in (the median is shown)")
+    parser.add_argument("--no-streams", action="store_true", help="leave the streamed turns' table out")
+    parser.add_argument("--only", nargs="+", metavar="WORD",
+                        help="only the ways in whose name has one of these words (the floor always)")
     args = parser.parse_args()
-    asyncio.run(main(args.latencies, args.rounds))
+    asyncio.run(main(args.latencies, args.rounds, not args.no_streams, args.only))

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
 from durable_teams.client.replay_state import ReplayFailed, replayed_log
-from durable_teams.client.reply_watch import history_growth
+from durable_teams.client.step_watch import StepWatch
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.builtins import ASK_HUMAN
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -92,7 +92,7 @@ async def follow(
 ) -> AsyncIterator[Event]:
     """Yield the conversation's events from log index `start` on, as they happen, until its
     workflow stops running. A workflow reports no event to a client when it appends a
-    message, so this polls the query while there is nothing new. With `live`, text deltas of
+    message: this reads the log when its history says a step was scheduled or completed. With `live`, text deltas of
     the model calls in progress come too, as `ai_message_delta` events."""
     handle = client.get_workflow_handle(workflow_id)  # no run id: follows continue-as-new
     described = await handle.describe()
@@ -130,17 +130,19 @@ async def _follow_running(client: Client, handle: WorkflowHandle[Any, Any], inde
                           poll_seconds: float, page_size: int,
                           deltas: asyncio.Queue[Delta] | None) -> AsyncIterator[Event]:
     """Page through a running conversation's log until it stops, with its live deltas. The
-    log is read again only when the history grew (a long poll of it, durable_teams/client/reply_watch.py)
-    or a delta came: a quiet conversation costs its followers nothing."""
+    log is read again only when a step of it is scheduled or completes unread (a long poll of
+    its history, durable_teams/client/step_watch.py) or a delta came: a quiet conversation
+    costs its followers nothing."""
     order = LiveOrder()
     ending = False
     status: WorkflowExecutionStatus | None = None
-    grown = asyncio.Event()
-    watcher = _watch(client, handle.id, grown)
+    steps = StepWatch(client, handle.id)
+    watcher = asyncio.ensure_future(steps.run())
     try:
         while True:
-            grown.clear()
+            steps.ready.clear()
             page: LogPage = await handle.query(TeamWorkflow.log_page, args=[index, page_size])
+            steps.read(page.history_length)
             if deltas is not None:  # after the read: see gateway/core/threads.py
                 order.drain(deltas)
             for event in page_events(order, page, index):
@@ -159,23 +161,13 @@ async def _follow_running(client: Client, handle: WorkflowHandle[Any, Any], inde
                     ending = True
                     continue
                 await asyncio.sleep(poll_seconds)
-                watcher = _watch(client, handle.id, grown)
-            news = await _until(grown, deltas)
+                steps = StepWatch(client, handle.id)
+                watcher = asyncio.ensure_future(steps.run())
+            news = await _until(steps.ready, deltas)
             if news is not None:
                 order.hold(news)
     finally:
         watcher.cancel()
-
-
-def _watch(client: Client, workflow_id: str, grown: asyncio.Event) -> asyncio.Task[None]:
-    """A task setting `grown` each time the conversation's history grows; done when it stops."""
-    async def watch() -> None:
-        try:
-            async for _ in history_growth(client, workflow_id):
-                grown.set()
-        finally:
-            grown.set()
-    return asyncio.ensure_future(watch())
 
 
 async def _until(grown: asyncio.Event, deltas: asyncio.Queue[Delta] | None) -> Delta | None:

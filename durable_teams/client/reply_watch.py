@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
@@ -28,7 +28,7 @@ class ConversationStopped(Exception):
     """The conversation stopped running before answering the turn."""
 
 
-async def history_growth(client: Client, workflow_id: str) -> AsyncIterator[str]:
+async def history_growth(client: Client, workflow_id: str) -> AsyncGenerator[str, None]:
     """Yields the current run's id at once, then each time a workflow task of the
     conversation completes (its state may have changed), by long-polling its history. Follows
     continue-as-new (and a rewind's new run); ends when the conversation stops running."""

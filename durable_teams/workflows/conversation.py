@@ -275,7 +275,8 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
         log = self.state.transcript.log
         end = start + max(limit, 0)
         shared = sorted(i for i in self.state.transcript.shared if start <= i < end)
-        return LogPage(start=start, messages=log[start:end], total=len(log), shared=shared)
+        return LogPage(start=start, messages=log[start:end], total=len(log), shared=shared,
+                       history_length=workflow.info().get_current_history_length())
 
     @workflow.query
     def status(self) -> ConversationStatus:
@@ -291,6 +292,7 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
             usage=self.state.usage, last_input_id=self.state.last_input_id,
             previous_input_id=self.state.previous_input_id, forked_from=self.input.forked_from,
             hidden_steps=list(self.state.hidden_steps),
+            history_length=workflow.info().get_current_history_length(),
         )
 
     @workflow.query

@@ -297,6 +297,10 @@ class ConversationStatus(Reply):
     """`<thread id>@<checkpoint id>` when this conversation is a fork of another."""
     hidden_steps: list[str] = Field(default_factory=list, validation_alias=HIDDEN_STEPS)
     """Steps hidden from readers (workflows/hidden_steps.py)."""
+    history_length: int | None = None
+    """The conversation's history length this status reflects (as `LogPage.history_length`):
+    a reader that knows it need not read again for a workflow task that started at or before
+    it (durable_teams/client/step_watch.py). None from earlier workers."""
 
 
 class LogPage(Reply):
@@ -309,6 +313,10 @@ class LogPage(Reply):
     shared: list[int] = Field(default_factory=list)
     """The log indices in this page that belong to the shared conversation now (a worker's
     answer joins it when the worker finishes, though written in the worker's own scope)."""
+    history_length: int | None = None
+    """The conversation's history length the page reflects (the events its workflow had taken
+    when it answered): a reader that knows it need not read again for a workflow task that
+    started at or before it (durable_teams/client/step_watch.py). None from earlier workers."""
 
 
 class WaitingTools(Reply):

@@ -1,12 +1,16 @@
 """The exchanges half of `Gateway` (durable_teams/gateway/core/threads.py): a turn sent and
 accepted, a question answered, and the outcome each request waits for (its own turn's, never a
-later one's), read from the workflow's state."""
+later one's), read from the workflow's state.
+
+Every door waits here, one way (`turn_changes`): the `turn_outcome` update, one call the server
+holds until the turn's outcome; when that cannot tell, a long poll of the thread's history, a
+read each time a step of it completes. No status query is asked on a timer."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,7 +18,14 @@ from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateRPCTimeout
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.approvals import approval_of, ask_again
-from durable_teams.client.refusals import ConversationBusy, Patience, QuestionClosed, TurnConflict
+from durable_teams.client.refusals import (
+    ConversationBusy,
+    ConversationEnded,
+    Patience,
+    QuestionClosed,
+    TurnConflict,
+)
+from durable_teams.client.reply_watch import history_growth
 from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
 from durable_teams.client.server_state import questions_of
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
@@ -207,27 +218,73 @@ class Exchanges:
         assert found.question is not None
         return Outcome("question", question_text(found.question))
 
+    async def turn_changes(self, thread: str, number: int, seen: set[str] | None = None) -> AsyncGenerator[bool, None]:
+        """Yields each time turn `number` of `thread` may stand otherwise, for a caller that
+        reads the turn after each and stops once it is settled. First, when the `turn_outcome`
+        update tells it, at the turn's outcome (its reply, or a question not in `seen`; None:
+        the reply alone): one call the server holds, True. Then (or when the update cannot
+        tell) each time a step of the thread completes, at once first: a long poll of its
+        history (durable_teams/client/reply_watch.py), False. Ends when the thread stops
+        running. Never a timer."""
+        try:
+            await wait_outcome(self.client, thread, number, seen=seen)
+        except OutcomeUnavailable:
+            pass
+        else:
+            yield True
+        async with aclosing(history_growth(self.client, thread)) as growth:
+            async for _ in growth:
+                yield False
+
     async def _outcome(self, thread: str, seen: set[str], *, target_turn: int | None,
                        turn: asyncio.Future[TurnReply] | None) -> Outcome:
         """The exchange's outcome: by the update when it can tell, else read from the thread's
-        state as it changes (the way of a worker without the update)."""
+        state each time a step of it completes (the way of a worker without the update)."""
         if target_turn is not None:
             waited = await self.outcome_by_update(thread, target_turn, seen)
             if waited is not None:
                 return waited
-        while True:
-            if turn is not None and turn.done():
-                reply = turn.result()
-                return Outcome.of(reply)
-            status = await self.status(thread)
-            last = status.last_reply
-            if target_turn is not None and last is not None and last.turn >= target_turn:
-                # that turn's own reply, never a later turn's (a message sent right after it)
-                return Outcome.of(last if last.turn == target_turn else await self.reply_of(thread, target_turn, last))
-            fresh = [q for q in status.pending if q.question_id not in seen]
-            if fresh:  # asked before the turn ended: the same turn's question
-                return Outcome("question", question_text(fresh[0]))
-            if turn is not None:
-                await asyncio.wait([turn], timeout=self.poll_seconds)
-            else:
-                await asyncio.sleep(self.poll_seconds)
+        async with aclosing(history_growth(self.client, thread)) as growth:
+            await anext(growth, None)  # its first, at once: the state is read next anyway
+            while True:
+                if turn is not None and turn.done():
+                    return Outcome.of(turn.result())
+                found = await self._outcome_now(thread, seen, target_turn)
+                if found is not None:
+                    return found
+                if not await _grown(growth, turn):
+                    found = await self._outcome_now(thread, seen, target_turn)  # as it ended
+                    if found is not None:
+                        return found
+                    if turn is not None and turn.done():
+                        return Outcome.of(turn.result())
+                    raise ConversationEnded(f"conversation {thread} stopped before answering")
+
+    async def _outcome_now(self, thread: str, seen: set[str], target_turn: int | None) -> Outcome | None:
+        """The exchange's outcome as the thread's state has it now (None: not yet)."""
+        status = await self.status(thread)
+        last = status.last_reply
+        if target_turn is not None and last is not None and last.turn >= target_turn:
+            # that turn's own reply, never a later turn's (a message sent right after it)
+            return Outcome.of(last if last.turn == target_turn else await self.reply_of(thread, target_turn, last))
+        fresh = [q for q in status.pending if q.question_id not in seen]
+        if fresh:  # asked before the turn ended: the same turn's question
+            return Outcome("question", question_text(fresh[0]))
+        return None
+
+
+async def _grown(growth: AsyncIterator[str], turn: asyncio.Future[TurnReply] | None) -> bool:
+    """Wait for the next step of the thread (True) or `turn`'s end (True); False when the
+    thread stopped running."""
+    step = asyncio.ensure_future(anext(growth))
+    try:
+        await asyncio.wait([step] + ([turn] if turn is not None else []), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not step.done():
+            step.cancel()
+            await asyncio.gather(step, return_exceptions=True)
+    if step.done() and not step.cancelled() and isinstance(step.exception(), StopAsyncIteration):
+        return False
+    if step.done() and not step.cancelled() and step.exception() is not None:
+        raise step.exception()  # type: ignore[misc]
+    return True

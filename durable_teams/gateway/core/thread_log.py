@@ -16,15 +16,17 @@ from temporalio.client import Client
 
 from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
-from durable_teams.client.reply_watch import history_growth
 from durable_teams.client.send import AcceptedTurn
+from durable_teams.client.step_watch import StepWatch
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import LogPage, TurnReply
 
-RECHECK_SECONDS = 5.0
-"""A turn's stream reads the log again at least this often (a completed step is the rule)."""
+LOG_ENDS_KEPT = 10_000
+_LOG_ENDS: dict[str, int] = {}
+"""Where this process last saw each thread's log end (oldest first; a hint only: a rewind may
+shorten a log, and the read that finds it so reads the usual way)."""
 
 
 @dataclass
@@ -63,7 +65,15 @@ class ThreadLog:
     async def _turn_start_page(self, thread: str, number: int, latest: int,
                                page_size: int = 50) -> tuple[int | None, list[tuple[int, Message]]]:
         """`turn_start`, and the messages from there to the end of the log when the page read
-        last reached it (none otherwise)."""
+        last reached it (none otherwise). Read from where this process last saw the log end,
+        when it did and the turn's message is past it (one read instead of two)."""
+        hint = _LOG_ENDS.get(thread)
+        if hint is not None and number == latest:
+            page = await self._page(thread, hint)
+            if page.total >= hint and hint + len(page.messages) == page.total:
+                starts = [n for n, m in enumerate(page.messages) if _turn_message(m)]
+                if starts:
+                    return hint + starts[-1], list(enumerate(page.messages, hint))[starts[-1]:]
         back, end = latest - number, await self.log_total(thread)
         total = end
         while end > 0 and back >= 0:
@@ -98,7 +108,11 @@ class ThreadLog:
 
     async def _page(self, thread: str, start: int, limit: int = 200) -> LogPage:
         handle = self.client.get_workflow_handle(thread)
-        return await handle.query(TeamWorkflow.log_page, args=[start, limit])
+        page: LogPage = await handle.query(TeamWorkflow.log_page, args=[start, limit])
+        _LOG_ENDS[thread] = page.total
+        while len(_LOG_ENDS) > LOG_ENDS_KEPT:
+            _LOG_ENDS.pop(next(iter(_LOG_ENDS)))
+        return page
 
     async def turn_events(self, thread: str, index: int, accepted: AcceptedTurn,
                           deltas: asyncio.Queue[Delta] | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -111,13 +125,14 @@ class ThreadLog:
         # `deltas`: a subscription the caller entered before the turn went in (none: here)
         async with nullcontext(deltas) if deltas is not None else self.hub.subscribe(thread) as deltas:
             turn = background(accepted.reply())
-            grown = asyncio.Event()
-            watcher = background(watch_growth(self.client, thread, grown))
+            watch = StepWatch(self.client, thread)  # when to read again: about once per step
+            watcher = background(watch.run())
             try:
                 while True:
                     finished = turn.done()
-                    grown.clear()  # before the read: a step completed after it is read next
+                    watch.ready.clear()  # before the read: a step completed after it is read next
                     page = await self._page(thread, index)
+                    watch.read(page.history_length)
                     # Drained after the read: a call sends its deltas before its message is
                     # logged, so those of a message on this page are mostly in hand; one that
                     # comes later is dropped by `order` (the message has the whole text).
@@ -131,7 +146,7 @@ class ThreadLog:
                         yield delta_event(out).model_dump(mode="json")
                     if finished:  # read once more after the reply: nothing appended last is missed
                         break
-                    news = await self.until_news(turn, deltas, grown, watcher)
+                    news = await self.until_news(turn, deltas, watch.ready, watcher)
                     if news:
                         order.hold(news)
                 yield done_event(turn.result())
@@ -145,15 +160,15 @@ class ThreadLog:
                          grown: asyncio.Event | None = None, watcher: asyncio.Future[Any] | None = None
                          ) -> Delta | None:
         """Wait for the reply, a delta (returned), or a step of the conversation completed (its
-        history grew: `grown`, set by `watch_growth`, read again at least every
-        `RECHECK_SECONDS` anyway); without a watch (none given, or it ended), the next poll,
-        `poll_seconds` later."""
+        history grew: `grown`, set by a `StepWatch`; the log changes only then, so no timer);
+        without a watch (none given, or it ended: the conversation stopped, or its long poll
+        failed), the next poll, `poll_seconds` later."""
         waiting: asyncio.Future[Delta] = asyncio.ensure_future(deltas.get())
         both: list[asyncio.Future[Any]] = [turn, waiting]
         if grown is not None and watcher is not None and not watcher.done():
             both.append(asyncio.ensure_future(grown.wait()))
         try:
-            done, _ = await asyncio.wait(both, timeout=RECHECK_SECONDS if len(both) > 2 else self.poll_seconds,
+            done, _ = await asyncio.wait(both, timeout=None if len(both) > 2 else self.poll_seconds,
                                          return_when=asyncio.FIRST_COMPLETED)
         finally:  # also when the client left (cancelled): no task left pending
             for wait in both[1:]:
@@ -164,16 +179,6 @@ class ThreadLog:
 def _turn_message(message: Message) -> bool:
     """Whether `message` is a turn's own (a person's message to the team): a turn starts there."""
     return message.role == "user" and message.kind == "message" and message.agent_run == 0
-
-
-async def watch_growth(client: Client, thread: str, grown: asyncio.Event) -> None:
-    """Set `grown` each time a step of the conversation completes (a long poll of its history,
-    durable_teams/client/reply_watch.py), and once more when the watch ends."""
-    try:
-        async for _ in history_growth(client, thread):
-            grown.set()
-    finally:
-        grown.set()
 
 
 def background(coroutine: Any) -> asyncio.Future[TurnReply]:

@@ -132,6 +132,7 @@ class Gateway:
     reply_of = Forward("exchanges", Exchanges.reply_of)
     converse = Forward("exchanges", Exchanges.converse)
     outcome_by_update = Forward("exchanges", Exchanges.outcome_by_update)
+    turn_changes = Forward("exchanges", Exchanges.turn_changes)
 
     async def require_worker(self) -> None:
         """`NoWorker` (503) unless a worker polled the task queue lately (a seen worker is

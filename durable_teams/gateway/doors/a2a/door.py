@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,17 +211,28 @@ class A2ADoor(TaskReader, RequestHandler):
             yield event
 
     async def updates(self, thread: str, number: int, scope: str | None) -> AsyncGenerator[Event]:
-        """The task, then each change of its status, until it ends or waits for input."""
+        """The task, then each change of its status, until it ends or waits for input: read
+        again when the core says it may have changed (`turn_changes`: at the outcome of the
+        turn it waits behind while submitted, then at its own)."""
         task = await self.task(thread, number, scope)
         yield task
         seen = (task.status.state, task.status.message.SerializeToString())
-        while pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") not in FINAL | PAUSED:
-            await asyncio.sleep(self.gateway.poll_seconds)
-            task = await self.task(thread, number, scope)
-            now = (task.status.state, task.status.message.SerializeToString())
-            if now != seen:
-                seen = now
-                yield pb.TaskStatusUpdateEvent(task_id=task.id, context_id=thread, status=task.status)
+        while (state := name_of(task)) not in FINAL | PAUSED:
+            behind = state == "SUBMITTED" and number > 1  # it works once the turn before ends
+            moved = False
+            async with aclosing(self.gateway.turn_changes(thread, number - 1 if behind else number,
+                                                          None if behind else set())) as changes:
+                async for _ in changes:
+                    task = await self.task(thread, number, scope)
+                    now = (task.status.state, task.status.message.SerializeToString())
+                    if now != seen:
+                        seen = now
+                        yield pb.TaskStatusUpdateEvent(task_id=task.id, context_id=thread, status=task.status)
+                    if name_of(task) != state:
+                        moved = True
+                        break
+            if not moved:  # the thread stopped running: its last state is said (above), nothing more comes
+                return
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
         return await self.task(*self.parsed(params.id), scope_in(context), history_wanted(params))
@@ -239,12 +251,14 @@ class A2ADoor(TaskReader, RequestHandler):
                 raise TaskNotCancelableError(
                     f"task {params.id} cannot be cancelled: {getattr(err.cause, 'message', err)}") from None
             return task
-        # the turn ends "cancelled" once the workflow has stopped it: the state says when
-        for _ in range(int(self.gateway.busy_seconds / self.gateway.poll_seconds) + 1):
-            task = await self.task(thread, number, scope)
-            if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
-                return task
-            await asyncio.sleep(self.gateway.poll_seconds)
+        # the turn ends "cancelled" once the workflow has stopped it: its outcome says when
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.gateway.busy_seconds), \
+                    aclosing(self.gateway.turn_changes(thread, number)) as changes:
+                async for _ in changes:
+                    task = await self.task(thread, number, scope)
+                    if name_of(task) in FINAL:
+                        return task
         return await self.task(thread, number, scope)
 
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
@@ -274,3 +288,8 @@ class A2ADoor(TaskReader, RequestHandler):
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> pb.AgentCard:
         raise UnsupportedOperationError("no extended agent card")
+
+
+def name_of(task: pb.Task) -> str:
+    """The task's state, in A2A's words without the prefix (WORKING, COMPLETED, ...)."""
+    return pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_")

@@ -18,7 +18,9 @@ workflow's `cancel_turn` (the turn's activities and tools are told).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -169,14 +171,23 @@ class McpTasks:
 
     async def settled(self, task: str, scope: str | None, within: float | None = None,
                       until: frozenset[str] = TERMINAL | {"input_required"}) -> TaskView:
-        """The task once its status is in `until`, or as it is after `within` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.wait_seconds if within is None else within)
-        while True:
-            view = await self.read(task, scope)
-            if view.status in until or loop.time() >= deadline:
-                return view
-            await asyncio.sleep(self.gateway.poll_seconds)
+        """The task once its status is in `until`, or as it is after `within` seconds: read
+        when the core says its turn may stand otherwise (`turn_changes`: at once when it is
+        settled already), once the caller is known to see it."""
+        try:
+            thread, number = parse_task_id(task)
+        except NotATask:
+            raise no_task(task) from None
+        await self.described(thread, scope, task)  # nobody waits on a task they cannot see
+        asked: set[str] | None = set() if "input_required" in until else None  # a question settles it, or the reply alone
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.wait_seconds if within is None else within), \
+                    aclosing(self.gateway.turn_changes(thread, number, asked)) as changes:
+                async for _ in changes:
+                    view = await self.read(task, scope)
+                    if view.status in until:
+                        return view
+        return await self.read(task, scope)
 
     async def listed(self, scope: str | None, cursor: str | None = None) -> tuple[list[TaskView], str | None]:
         """A page of each visible thread's latest task (Temporal's visibility order: running

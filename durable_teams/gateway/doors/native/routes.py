@@ -129,7 +129,7 @@ async def thread_status(request: Request) -> Response:
     memo = await described.memo()
     return JSONResponse({"thread_id": thread, "team": memo.get("team"),
                          "workflow_status": described.status.name if described.status else None,
-                         **status.model_dump(mode="json")})
+                         **status.model_dump(mode="json", exclude={"history_length"})})
 
 
 async def transcript(request: Request) -> Response:

@@ -6,13 +6,13 @@ at any time, gives the same one."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from temporalio.client import WorkflowQueryFailedError
 
-from durable_teams.client.reply_watch import history_growth
+from durable_teams.client.step_watch import StepWatch
+from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.thread_log import background
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses import anchors as anchors
@@ -27,8 +27,6 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus, TurnReply, WaitingTools
 
-RECHECK_SECONDS = 5.0
-"""A response is read again at least this often while it runs (the long poll is the rule)."""
 MAX_APPROVAL_CACHE = 4096
 _approval_tools: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
 """(thread, agent) -> the agent's tools that wait for approval, and those that pause at a
@@ -71,9 +69,25 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
         raise UnknownResponse(f"no response {ref.id!r}")
     if not deleted_too and ref.key in status.hidden_steps:
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
-    last = status.last_reply
-    replies = [last] if last is not None and last.turn == ref.turn else await handle.query(
-        TeamWorkflow.turn_replies, [ref.turn])  # the latest's is in the status
+    last = status.last_reply  # the reply of the highest turn answered
+    if last is not None and last.turn == ref.turn:
+        replies = [last]
+    elif last is None or last.turn < ref.turn:
+        replies = []  # no turn this high is answered: not this one either (a running turn's every read)
+    else:
+        replies = await handle.query(TeamWorkflow.turn_replies, [ref.turn])
+    messages = await stretch(gw, ref)
+    tools, breaks = await approval_tools(gw, ref.thread, agents_asking(messages))
+    if not anchored:
+        await check_anchor(gw, ref, messages)
+    reply = replies[0] if replies else None
+    if reply is None and status.last_reply is not None and status.last_reply.turn > ref.turn:
+        reply = forgotten_reply(ref, messages)  # turns end in order: this one ended long ago
+    return view_of(ref, messages, reply, status.pending, tools, breaks), status
+
+
+async def stretch(gw: Gateway, ref: ResponseRef) -> list[Message]:
+    """The log from `ref.start`, as far as the next turn's message (or the log's end)."""
     messages: list[Message] = []
     index = ref.start
     while True:
@@ -84,14 +98,7 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
         index += len(page.messages)
         turns = sum(map(is_turn_start, messages))
         if index >= page.total or not page.messages or turns > (0 if ref.step else 1):
-            break  # the whole log, or as far as the next turn: this response ended before it
-    tools, breaks = await approval_tools(gw, ref.thread, agents_asking(messages))
-    if not anchored:
-        await check_anchor(gw, ref, messages)
-    reply = replies[0] if replies else None
-    if reply is None and status.last_reply is not None and status.last_reply.turn > ref.turn:
-        reply = forgotten_reply(ref, messages)  # turns end in order: this one ended long ago
-    return view_of(ref, messages, reply, status.pending, tools, breaks), status
+            return messages  # the whole log, or as far as the next turn: this response ended before it
 
 
 def agents_asking(messages: list[Message]) -> set[str]:
@@ -156,22 +163,17 @@ async def latest(gw: Gateway, ref: ResponseRef,
 
 
 async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
-    """The response each time it may have changed, until it has ended: read again when the
-    thread's history grows (a long poll, as `follow` does), at least every `RECHECK_SECONDS`."""
-    grown = asyncio.Event()
-
-    async def watch() -> None:
-        try:
-            async for _ in history_growth(gw.client, ref.thread):
-                grown.set()
-        finally:
-            grown.set()
-    watcher = background(watch())
+    """The response each time it may have changed, until it has ended: read again when a step
+    of the thread is scheduled or completes unread (a `StepWatch`, one long poll of its
+    history; its state changes only then, so no timer)."""
+    watch = StepWatch(gw.client, ref.thread)
+    watcher = background(watch.run())
     anchored = False
     try:
         while True:
-            grown.clear()
-            view, _ = await read(gw, ref, anchored=anchored)
+            watch.ready.clear()
+            view, status = await read(gw, ref, anchored=anchored)
+            watch.read(status.history_length)  # its first read: what the log read after it reflects at least
             anchored = True
             yield view
             if view.ended:
@@ -179,19 +181,25 @@ async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
             if watcher.done():  # the run closed, or the long poll failed: poll instead
                 await asyncio.sleep(gw.poll_seconds)
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(grown.wait(), RECHECK_SECONDS)
+            await watch.ready.wait()
     finally:
         watcher.cancel()
 
 
 async def ended(gw: Gateway, ref: ResponseRef) -> View:
     """The response once it has ended: its turn's outcome (its reply, or a question asked
-    since) waited for with one call, then read; read as it changes (`views`) when that way
-    cannot tell or the outcome did not end it (a question this response does not stop at)."""
+    since) waited for with one call; at its reply, its log read (the reply and what it asks are
+    known: no status read); read as it changes (`views`) when that way cannot tell or the
+    outcome did not end it (a question this response does not stop at)."""
     # Any question pending is an outcome here: the one this response stops at (asked before or
     # after the request) is what it ends with; another one (a plain question) is read past.
-    if await gw.outcome_by_update(ref.thread, ref.turn, set()) is not None:
+    try:
+        found = await wait_outcome(gw.client, ref.thread, ref.turn, seen=set())
+    except OutcomeUnavailable:
+        found = None
+    if found is not None and found.reply is not None:
+        return await replied(gw, ref, found.reply)
+    if found is not None:
         view, _ = await read(gw, ref)
         if view.ended:
             return view
@@ -199,6 +207,14 @@ async def ended(gw: Gateway, ref: ResponseRef) -> View:
         if view.ended:
             return view
     raise AssertionError("unreachable")
+
+
+async def replied(gw: Gateway, ref: ResponseRef, reply: TurnReply) -> View:
+    """Response `ref` (one this gateway made or read) once its turn has `reply`: its stretch
+    of the log read, no question waiting (its turn has ended)."""
+    messages = await stretch(gw, ref)
+    tools, breaks = await approval_tools(gw, ref.thread, agents_asking(messages))
+    return view_of(ref, messages, reply, [], tools, breaks)
 
 
 async def latest_of_thread(gw: Gateway, thread: str, page_size: int = 50) -> ResponseRef | None:
