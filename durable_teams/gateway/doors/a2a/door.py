@@ -40,7 +40,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.refusals import QuestionClosed, TurnConflict
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.keyed import KeyReused, content_id, keyed_input
+from durable_teams.gateway.core.idempotency import KeyReused, content_id, input_taken
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.doors.a2a.reading import TaskReader
@@ -144,7 +144,7 @@ class A2ADoor(TaskReader, RequestHandler):
         if prefix is None:
             return None
         try:
-            keyed = await keyed_input(self.gateway.client, thread, prefix, text)
+            keyed = await input_taken(self.gateway.client, thread, prefix, text)
         except KeyReused:
             raise InvalidParamsError("this messageId was sent with another message: use a new messageId") from None
         if keyed.turn is None:
