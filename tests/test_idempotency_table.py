@@ -27,6 +27,7 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from .conftest import running_worker
 from .gateway_helpers import keyed_turn, running_gateway, say_on
 from .teams import DESK, FIRST, REFUNDS, desk_script
+from .waiting import until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]  # a gateway of its own, many requests
 
@@ -179,7 +180,7 @@ DOORS = [
     Door("native turn (POST /threads/{id}/turns)", a_thread, turn, lambda r: tuple(e["type"] for e in r.json()),
          error_type, "409 idempotency_key_reused", lambda c, t, rs: thread_turns(c, t["thread"])),
     Door("native answer (POST /threads/{id}/questions/{qid})", an_approval, answer, lambda r: tuple(sorted(r.json().items())),
-         error_type, "409 idempotency_key_reused", lambda c, t, rs: _refunds(t["order"])),
+         error_type, "409 idempotency_key_reused", lambda c, t, rs: refunds_once_replied(c, t)),
     Door("fork (POST /threads/{id}/fork)", a_turn_done, fork, lambda r: r.json()["thread_id"],
          error_type, "409 idempotency_key_reused",
          lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: r.json()["thread_id"])),
@@ -202,8 +203,13 @@ RUNS_FOR_ONE = {"fork (POST /threads/{id}/fork)": 2,  # the turn it inherits, an
                 "Responses, previous_response_id": 2}  # the response it continues, and its own
 
 
-async def _refunds(order: str) -> int:
-    return REFUNDS.count(order)
+async def refunds_once_replied(client: Client, t: Target) -> int:
+    """The refunds of the target's order, once the approved turn has replied (the tool ran)."""
+    async def replied() -> bool:
+        status = await client.get_workflow_handle(t["thread"]).query(TeamWorkflow.status)
+        return status.last_reply is not None and not status.pending
+    await until(replied, "the approved turn's reply")
+    return REFUNDS.count(t["order"])
 
 
 async def test_every_door_holds_a_key_to_one_run(client: Client, task_queue: str) -> None:

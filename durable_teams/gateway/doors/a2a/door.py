@@ -121,12 +121,10 @@ class A2ADoor(TaskReader, RequestHandler):
                                          "send the answer with its taskId")
         elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
             thread = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
-            if not await self.known(thread, scope):
-                with contextlib.suppress(WorkflowAlreadyStartedError):  # its twin, sent at once
-                    await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
-            elif not await self.thread_of(thread, scope):
+            with contextlib.suppress(WorkflowAlreadyStartedError):  # by this message before, or its twin at once
+                await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
+            if not await self.thread_of(thread, scope):  # another scope's (a digest's clash): as none
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
-            await self.thread_of(thread, scope)  # another scope's (a digest's clash): as none
             again = await self.sent_before(thread, prefix, text)
             if again is not None:
                 return again

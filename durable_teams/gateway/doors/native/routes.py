@@ -31,12 +31,14 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.events import follow
 from durable_teams.client.refusals import Patience
+from durable_teams.client.send import AcceptedTurn
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.exposure import page_policy
 from durable_teams.gateway.core.idempotency import (
     Claim,
+    KeyedInput,
     KeyReused,
     caller_key,
     digest_of,
@@ -48,6 +50,7 @@ from durable_teams.gateway.core.sse import sse_frame, sse_response
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.native import time_routes
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.turn_view import answering
 
 log = logging.getLogger(__name__)
 
@@ -115,8 +118,8 @@ async def send_turn_sse(request: Request) -> Response:
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
     # Subscribed to its live deltas first, so a fast model's first words are not missed.
-    (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: gw.accept_turn(
-        thread, text, sender, keyed.id if keyed else None, patience, keyed.turn if keyed else None))
+    (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: keyed_accept(
+        gw, thread, text, sender, keyed, patience))
 
     async def frames() -> AsyncIterator[str]:
         try:
@@ -125,6 +128,18 @@ async def send_turn_sse(request: Request) -> Response:
         finally:
             await subscription.__aexit__(None, None, None)
     return sse_response(frames(), {"X-Thread-Id": thread})
+
+
+async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, keyed: KeyedInput | None,
+                       patience: Patience) -> tuple[int, AcceptedTurn]:
+    """The turn accepted, with the log index its events start from. A keyed turn sent twice at
+    once is one turn (its input id): the twin that came second streams it from its start too."""
+    index, accepted = await gw.accept_turn(thread, text, sender, keyed.id if keyed else None, patience,
+                                           keyed.turn if keyed else None)
+    if keyed is not None and keyed.turn is None:
+        start = await gw.turn_start(thread, accepted.number, answering(await gw.status(thread)))
+        index = min(index, start) if start is not None else index
+    return index, accepted
 
 
 async def thread_status(request: Request) -> Response:
