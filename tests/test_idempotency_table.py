@@ -169,8 +169,12 @@ async def thread_turns(client: Client, thread: str) -> int:
 async def turns_in_answers(client: Client, t: Target, answers: list[httpx.Response], thread_of: Callable[
         [httpx.Response], str]) -> int:
     """The turns of every thread the answers name (one thread, one turn: else more)."""
-    threads = {thread_of(r) for r in answers}
-    return sum([await turns_of(client, thread) for thread in threads])
+    return sum([await begun_turns(client, thread) for thread in {thread_of(r) for r in answers}])
+
+
+async def begun_turns(client: Client, thread: str) -> int:
+    """The thread's turns, once its first has begun (a task starts it a moment after the start)."""
+    return await until(lambda: turns_of(client, thread), f"{thread}'s first turn")
 
 
 DOORS = [
