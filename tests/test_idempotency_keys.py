@@ -1,7 +1,8 @@
 """An Idempotency-Key stands for one request on every route that takes one: the same request
 again is the first outcome (nothing run twice), the key with other content a 409
 `idempotency_key_reused`, on the chat path without `X-Thread-Id` too, however late and after a
-gateway restart (the key's record is kept by Temporal: durable_teams/gateway/core/key_records.py).
+gateway restart (the key's record is kept by Temporal: durable_teams/gateway/core/idempotency.py).
+Every door's key in one table: tests/test_idempotency_table.py.
 And a retried chat request whose history carries a mark of a thread that no longer fits stays
 a retry: one new thread, one outcome."""
 
@@ -9,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -24,7 +23,7 @@ from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
-from .gateway_helpers import keyed_turn, running_gateway, say_on
+from .gateway_helpers import running_gateway
 from .teams import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]  # gateways of their own, several seconds
@@ -88,95 +87,6 @@ async def test_a_key_on_the_chat_path_without_a_thread_id_is_one_request_however
     assert {r.headers["x-thread-id"] for r in (approval, done, late_yes, late_first)} == {thread}
     assert by_client.value.status_code == 409
     assert status.turns == 1 and not status.pending and REFUNDS == ["7"]
-
-
-@dataclass
-class Door:
-    """A route that takes an Idempotency-Key: `send(http, key, content)` after `setup(http)`
-    made what it needs (a thread, a question), and the part of the answer a retry repeats."""
-
-    name: str
-    send: Callable[[httpx.AsyncClient, dict[str, Any], str, str], Awaitable[httpx.Response]]
-    same: Callable[[httpx.Response], Any]
-
-
-async def new_thread(http: httpx.AsyncClient, ctx: dict[str, Any], key: str, content: str) -> httpx.Response:
-    return await http.post("/threads", headers={"Idempotency-Key": key},
-                           json={"team": "desk"} | ({"task": content} if content != "a" else {}))
-
-
-async def turn(http: httpx.AsyncClient, ctx: dict[str, Any], key: str, content: str) -> httpx.Response:
-    status, events = await keyed_turn(http, ctx["thread"], FIRST if content == "a" else "other text", key)
-    return httpx.Response(status, json=events if status == 200 else events[0])
-
-
-async def answer_question(http: httpx.AsyncClient, ctx: dict[str, Any], key: str, content: str) -> httpx.Response:
-    return await http.post(f"/threads/{ctx['asking']}/questions/{ctx['question']}", headers={"Idempotency-Key": key},
-                           json={"text": "Order 7" if content == "a" else "Order 8"})
-
-
-async def named_chat(http: httpx.AsyncClient, ctx: dict[str, Any], key: str, content: str) -> httpx.Response:
-    return await keyed_chat(http, chat(FIRST if content == "a" else "other"), key, **{"X-Thread-Id": ctx["named"]})
-
-
-async def history_chat(http: httpx.AsyncClient, ctx: dict[str, Any], key: str, content: str) -> httpx.Response:
-    return await keyed_chat(http, chat(f"{ctx['first']} {content}"), key)
-
-
-async def response(http: httpx.AsyncClient, ctx: dict[str, Any], key: str, content: str) -> httpx.Response:
-    return await http.post("/v1/responses", headers={"Idempotency-Key": key},
-                           json={"model": "desk", "input": f"{ctx['first']} {content}"})
-
-
-async def next_response(http: httpx.AsyncClient, ctx: dict[str, Any], key: str, content: str) -> httpx.Response:
-    return await http.post("/v1/responses", headers={"Idempotency-Key": key}, json={
-        "model": "desk", "input": "Order 7" if content == "a" else "Order 8", "previous_response_id": ctx["response"]})
-
-
-async def fork(http: httpx.AsyncClient, ctx: dict[str, Any], key: str, content: str) -> httpx.Response:
-    return await http.post(f"/threads/{ctx['done']}/fork", headers={"Idempotency-Key": key},
-                           json={"message": f"fork {content}"})
-
-
-DOORS = [
-    Door("POST /threads", new_thread, lambda r: r.json()["thread_id"]),
-    Door("POST /threads/{id}/turns", turn, lambda r: [e["type"] for e in r.json()]),
-    Door("POST /threads/{id}/questions/{qid}", answer_question, lambda r: r.json()),
-    Door("chat with X-Thread-Id", named_chat, lambda r: r.json()["choices"][0]["message"]["content"]),
-    Door("chat resending its history", history_chat,
-         lambda r: (r.headers["x-thread-id"], r.json()["choices"][0]["message"]["content"])),
-    Door("POST /v1/responses", response, lambda r: r.json()["id"]),
-    Door("POST /v1/responses previous_response_id", next_response, lambda r: r.json()["id"]),
-    Door("POST /threads/{id}/fork", fork, lambda r: r.json()["thread_id"]),
-]
-
-
-async def test_every_route_that_takes_a_key_holds_it_to_one_request(client: Client, task_queue: str) -> None:
-    REFUNDS.clear()
-    results: dict[str, list[httpx.Response]] = {}
-    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
-            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
-        ctx: dict[str, Any] = {"first": f"{FIRST} ({uuid.uuid4().hex[:6]})"}
-        ctx["thread"] = (await http.post("/threads", json={"team": "desk"})).json()["thread_id"]
-        ctx["asking"] = (await http.post("/threads", json={"team": "desk"})).json()["thread_id"]
-        await say_on(http, ctx["asking"], FIRST)
-        ctx["question"] = (await client.get_workflow_handle(ctx["asking"]).query(
-            TeamWorkflow.status)).pending[0].question_id
-        ctx["named"] = f"desk-named-{uuid.uuid4().hex[:8]}"
-        ctx["done"] = f"desk-done-{uuid.uuid4().hex[:8]}"
-        assert [await say_on(http, ctx["done"], t) for t in (FIRST, "Order 5", "yes")][-1] == DONE
-        ctx["response"] = (await http.post("/v1/responses", json={"model": "desk", "input": FIRST})).json()["id"]
-        for n, door in enumerate(DOORS):
-            key = f"k{n}-{uuid.uuid4().hex[:6]}"
-            results[door.name] = [await door.send(http, ctx, key, content) for content in ("a", "a", "b")]
-
-    for door in DOORS:
-        first, again, other = results[door.name]
-        assert first.status_code in (200, 201) and again.status_code == 200, (door.name, first.text, again.text)
-        assert door.same(again) == door.same(first), door.name
-        assert other.status_code == 409, (door.name, other.text)
-        assert other.json()["error"]["type"] == "idempotency_key_reused", (door.name, other.text)
-    assert sorted(REFUNDS) == ["5"]  # nothing approved twice, no fork approved anything
 
 
 async def test_a_retried_request_with_a_mark_of_no_fitting_thread_opens_one_thread(

@@ -45,6 +45,7 @@ from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import EDIT_REFUSED, QUESTION_CLOSED
+from durable_teams.workflows.intake import MAX_ID_CHARS
 from durable_teams.workflows.state import (
     HumanReply,
     TurnReply,
@@ -136,7 +137,8 @@ async def submit_turn(
     patience = patience or Patience(workflow_id, busy_timeout)
     while True:
         try:
-            update = await handle.start_update(TeamWorkflow.submit_turn, turn,
+            # the turn's id is the update's: duplicates sent at once are one update to Temporal
+            update = await handle.start_update(TeamWorkflow.submit_turn, turn, id=update_id("turn", turn.turn_id),
                                                wait_for_stage=WorkflowUpdateStage.COMPLETED)
             number = await update.result()
             return AcceptedTurn(client, workflow_id, turn, number, update.workflow_run_id)
@@ -163,6 +165,14 @@ async def submit_turn(
             if reason is None:
                 raise
         await patience.wait(reason)
+
+
+def update_id(kind: str, input_id: str | None) -> str | None:
+    """The update an input goes in by is named after it and its kind (None: a new id), so
+    Temporal takes duplicates sent at once as one update and a retry after it completed gets
+    its result (durable_teams/gateway/core/idempotency.py); an id the workflow refuses as too
+    long is left to it to refuse, with its reason."""
+    return f"{kind}:{input_id}" if input_id and len(input_id) <= MAX_ID_CHARS else None
 
 
 async def _running(handle: WorkflowHandle) -> bool:
@@ -201,7 +211,7 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
     answer = HumanReply(question_id=question_id, **reply)  # type: ignore[arg-type]
     for attempt in range(3):
         try:
-            await handle.execute_update(TeamWorkflow.answer, answer)
+            await handle.execute_update(TeamWorkflow.answer, answer, id=update_id("answer", answer.input_id))
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
                 continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one

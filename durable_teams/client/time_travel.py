@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -67,13 +68,15 @@ def find(points: list[Checkpoint], workflow_id: str, checkpoint_id: str) -> Chec
 
 
 async def fork(client: Client, workflow_id: str, at: str | None = None, message: str | None = None,
-               fork_id: str | None = None, input_id: str | None = None) -> Forked:
+               fork_id: str | None = None, input_id: str | None = None,
+               memo: Mapping[str, str] | None = None) -> Forked:
     """Start a new conversation from `workflow_id`'s checkpoint `at` (default: its latest turn
     end). At a turn's start, the fork answers that turn again, with `message` in place of its
     text if given (edit and regenerate); at a turn's end, `message` (if given) is its next turn;
     inside a turn (a model reply, a tool result, an answer), the fork continues that turn.
     `input_id`: the id the fork's first turn is recorded under (`status.last_input_id`), for a
     client that finds its thread by it (a chat client's edit, durable_teams/gateway/doors/openai_chat/edits.py).
+    `memo`: kept in the fork's memo besides what it inherits (a keyed request's claim).
     Raises `CheckpointError` for a checkpoint of another thread, or a message inside a turn."""
     read = await run_histories(client, workflow_id)
     points = await checkpoints_of(client, read)
@@ -87,16 +90,16 @@ async def fork(client: Client, workflow_id: str, at: str | None = None, message:
     if point.run_id not in histories:  # inherited by this fork: fork it where it was made
         origin_id = await _origin_of(client, workflow_id)
         return await fork(client, origin_id, at=point.id, message=message, fork_id=fork_id,
-                          input_id=input_id)
+                          input_id=input_id, memo=memo)
     inp = await fork_input(client, workflow_id, list(histories.values()), points, point.id,
                            message, input_id)
     origin, first = inp.forked_from or "", next(iter(histories.values()))
     started = first.events[0].workflow_execution_started_event_attributes
     new_id = fork_id or derived_id(workflow_id, f"-fork-{uuid.uuid4().hex[:8]}")
     team = inp.team.name if inp.team else inp.team_name or ""
-    memo = await _inherited_memo(client, workflow_id)
+    inherited = await _inherited_memo(client, workflow_id)
     await start_conversation(client, team, inp, id=new_id, task_queue=started.task_queue.name,
-                             memo={**memo, "forked_from": origin},
+                             memo={**inherited, **(memo or {}), "forked_from": origin},
                              id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
     return Forked(new_id, origin, inp.task)
 

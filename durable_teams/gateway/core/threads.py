@@ -150,13 +150,12 @@ class Gateway:
             raise UnknownTeam(f"no team {team!r} here (teams: {', '.join(self.teams) or 'none'})")
 
     async def start_thread(self, team: str, thread: str | None = None, task: str | None = None,
-                           idempotency: str | None = None, request_digest: str | None = None,
-                           user: str | None = None,
+                           memo: Mapping[str, str] | None = None, user: str | None = None,
                            history: list[Message] | None = None,
                            idle_close_seconds: float | None = None, scope: str | None = None) -> str:
         """Start a conversation of `team` under `thread` (a new id when None). The team's name
-        is kept in the memo so the inbox can show it without a worker, and so is the request's
-        idempotency key (hashed), so the same request sent again finds its thread. `history`:
+        is kept in the memo so the inbox can show it without a worker, and so is `memo` (a keyed
+        request's claim: durable_teams/gateway/core/idempotency.py). `history`:
         messages it opens with (its first turn still comes as a turn); `idle_close_seconds`
         marks a chat's thread: closed when the chat goes quiet, its questions kept out of the
         inbox (they are answered in the chat). `scope`: the scoped token's name whose callers
@@ -164,16 +163,15 @@ class Gateway:
         the conversation's tenant and `user` the end user it speaks for, in its context
         variables (docs/architecture.md, "Tenants and users")."""
         thread = thread or f"{team_part(team)}-{uuid.uuid4().hex[:12]}"
-        memo = {"team": team} | ({"idempotency": idempotency} if idempotency else {}) | (
-            {"request": request_digest} if request_digest else {}) | (
-            {"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
+        kept: dict[str, object] = {"team": team, **(memo or {})}
+        kept |= ({"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
         inp = ConversationInput(team_name=team, task=task, single_turn=task is not None,
                                 history=history or [], answer_history=False,
                                 idle_close_seconds=idle_close_seconds)
         # never a second run under an id whose first has ended (Temporal's default allows one):
         # a retried request with a task would run it again
         await start_conversation(self.client, team, inp, tenant=scope, user=user, id=thread,
-                                 task_queue=self.task_queue, memo=memo,
+                                 task_queue=self.task_queue, memo=kept,
                                  id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
         return thread
 

@@ -41,7 +41,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.refusals import QuestionClosed, TurnConflict
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.keyed import KeyReused, content_id, keyed_input
+from durable_teams.gateway.core.idempotency import KeyReused, content_id, input_taken
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.doors.a2a.reading import TaskReader
@@ -122,12 +122,10 @@ class A2ADoor(TaskReader, RequestHandler):
                                          "send the answer with its taskId")
         elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
             thread = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
-            if not await self.known(thread, scope):
-                with contextlib.suppress(WorkflowAlreadyStartedError):  # its twin, sent at once
-                    await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
-            elif not await self.thread_of(thread, scope):
+            with contextlib.suppress(WorkflowAlreadyStartedError):  # by this message before, or its twin at once
+                await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
+            if not await self.thread_of(thread, scope):  # another scope's (a digest's clash): as none
                 raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
-            await self.thread_of(thread, scope)  # another scope's (a digest's clash): as none
             again = await self.sent_before(thread, prefix, text)
             if again is not None:
                 return again
@@ -145,7 +143,7 @@ class A2ADoor(TaskReader, RequestHandler):
         if prefix is None:
             return None
         try:
-            keyed = await keyed_input(self.gateway.client, thread, prefix, text)
+            keyed = await input_taken(self.gateway.client, thread, prefix, text)
         except KeyReused:
             raise InvalidParamsError("this messageId was sent with another message: use a new messageId") from None
         if keyed.turn is None:

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -32,16 +31,26 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.events import follow
 from durable_teams.client.refusals import Patience
+from durable_teams.client.send import AcceptedTurn
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.exposure import page_policy
-from durable_teams.gateway.core.keyed import caller_key, keyed_input
+from durable_teams.gateway.core.idempotency import (
+    Claim,
+    KeyedInput,
+    KeyReused,
+    caller_key,
+    digest_of,
+    input_taken,
+    start_once,
+)
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_frame, sse_response
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.native import time_routes
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.turn_states import answering
 
 log = logging.getLogger(__name__)
 
@@ -68,29 +77,29 @@ async def start_thread(request: Request) -> Response:
     user = checks.end_user(body)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     keyed = caller_key(request, key) if key else None
-    # what the key stands for: the same key with another team or task is another request
-    digest = hashlib.sha256(f"{team}\0{task or ''}".encode()).hexdigest()[:16] if keyed else None
     if keyed and not wanted:
         taken = await gw.keyed_by_another_team(team, keyed)
         if taken is not None:
             return error(409, f"this Idempotency-Key started thread {taken} of another team: use a new key",
                          "team_mismatch")
+    thread = wanted or (f"{team_part(team)}-{keyed[:16]}" if keyed else None)
+
+    async def start(memo: dict[str, str] | None = None) -> str:
+        return await gw.start_thread(team, thread, task, memo=memo, scope=scope_of(request), user=user)
     try:
-        thread = await gw.start_thread(team, wanted or (f"{team_part(team)}-{keyed[:16]}" if keyed else None),
-                                       task, idempotency=keyed, request_digest=digest,
-                                       scope=scope_of(request), user=user)
+        if keyed is None:
+            thread = await start()
+        # what the key stands for: the same key with another team or task is another request
+        elif not await start_once(gw.client, thread or "", Claim(keyed, digest_of(team, task or "")[:16]), start):
+            return JSONResponse({"thread_id": thread, "team": team}, status_code=200)  # a retry: its thread
     except WorkflowAlreadyStartedError:
-        thread = wanted or f"{team_part(team)}-{keyed[:16] if keyed else ''}"
-        memo = await gw.memo(thread)
-        if keyed is None or memo.get("idempotency") != keyed:
-            return error(409, f"thread {thread} already exists", "already_exists")
-        if memo.get("team") != team:  # the same key, another team: not the request that started it
-            return error(409, f"thread {thread} belongs to team {memo.get('team')!r}, not {team!r}",
+        return error(409, f"thread {thread} already exists", "already_exists")
+    except KeyReused as reused:
+        if reused.memo.get("team") != team:  # the same key, another team: not the request that started it
+            return error(409, f"thread {thread} belongs to team {reused.memo.get('team')!r}, not {team!r}",
                          "team_mismatch")
-        if memo.get("request") != digest:
-            return error(409, f"this Idempotency-Key started thread {thread} with another task: use a new key",
-                         "idempotency_key_reused")
-        return JSONResponse({"thread_id": thread, "team": team}, status_code=200)
+        return error(409, f"this Idempotency-Key started thread {thread} with another task: use a new key",
+                     "idempotency_key_reused")
     return JSONResponse({"thread_id": thread, "team": team}, status_code=201)
 
 
@@ -105,12 +114,12 @@ async def send_turn_sse(request: Request) -> Response:
     if not await gw.patiently(lambda: gw.running(thread, scope=scope_of(request)), patience):
         return error(404, f"no thread {thread}", "not_found")
     # the key stands for this turn alone: a retry streams it again, other text is a 409
-    keyed = await keyed_input(gw.client, thread, caller_key(request, key), text, sender or "") if key else None
+    keyed = await input_taken(gw.client, thread, caller_key(request, key), text, sender or "") if key else None
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
     # Subscribed to its live deltas first, so a fast model's first words are not missed.
-    (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: gw.accept_turn(
-        thread, text, sender, keyed.id if keyed else None, patience, keyed.turn if keyed else None))
+    (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: keyed_accept(
+        gw, thread, text, sender, keyed, patience))
 
     async def frames() -> AsyncIterator[str]:
         try:
@@ -119,6 +128,18 @@ async def send_turn_sse(request: Request) -> Response:
         finally:
             await subscription.__aexit__(None, None, None)
     return sse_response(frames(), {"X-Thread-Id": thread})
+
+
+async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, keyed: KeyedInput | None,
+                       patience: Patience) -> tuple[int, AcceptedTurn]:
+    """The turn accepted, with the log index its events start from. A keyed turn sent twice at
+    once is one turn (its input id): the twin that came second streams it from its start too."""
+    index, accepted = await gw.accept_turn(thread, text, sender, keyed.id if keyed else None, patience,
+                                           keyed.turn if keyed else None)
+    if keyed is not None and keyed.turn is None:
+        start = await gw.turn_start(thread, accepted.number, answering(await gw.status(thread)))
+        index = min(index, start) if start is not None else index
+    return index, accepted
 
 
 async def thread_status(request: Request) -> Response:
@@ -187,7 +208,7 @@ async def answer(request: Request) -> Response:
     await gw.visible(thread, scope_of(request))
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
-        keyed = await keyed_input(gw.client, thread, caller_key(request, key), question, reply["text"],
+        keyed = await input_taken(gw.client, thread, caller_key(request, key), question, reply["text"],
                                   _edits(approved, reply))
         if keyed.turn is not None:
             return JSONResponse({"question_id": question, "accepted": True})

@@ -5,12 +5,12 @@ every route (tokens, Host and Origin checks, JSON bodies, size limits):
     POST /threads/{id}/fork          {"at"?: checkpoint, "message"?: text, "thread_id"?: id}
                                      -> 201 {"thread_id", "forked_from"}; with an
                                      Idempotency-Key, the same request again -> 200, same fork
+                                     (the key names the fork: core/idempotency.py's `start_once`)
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 
 from starlette.requests import Request
@@ -19,10 +19,15 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.replay_state import ReplayFailed
 from durable_teams.client.thread_ids import derived_id
-from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
-from durable_teams.gateway.core import key_records
+from durable_teams.client.time_travel import CheckpointError, Forked, fork, list_checkpoints
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.keyed import caller_key
+from durable_teams.gateway.core.idempotency import (
+    Claim,
+    KeyReused,
+    caller_key,
+    digest_of,
+    start_once,
+)
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.threads import Gateway
 
@@ -55,29 +60,34 @@ async def fork_thread(request: Request) -> Response:
     if wanted is not None:
         checks.thread_id(wanted, "thread_id")
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
-    if key and not wanted:  # the same request again names the same fork
-        caller = getattr(request.state, "caller", "") or ""
-        digest = hashlib.sha256(f"{caller}\0{key}\0{thread}\0{at}\0{message}".encode()).hexdigest()
-        wanted = derived_id(thread, f"-fork-{digest[:12]}")  # within the thread id rule
+    keyed = caller_key(request, key) if key else None
+    if keyed and not wanted:  # the key names the fork: the same request again finds it
+        wanted = derived_id(thread, f"-fork-{digest_of(keyed, thread)[:12]}")  # within the thread id rule
     await gw.visible(thread, scope_of(request))  # no such thread, or another scope's: 404
-    claimed = None
-    if key:  # the key stands for this fork alone: the same key with another fork is a 409
-        claimed = await key_records.claim(gw.client, gw.task_queue, "fork", caller_key(request, key),
-                                          json.dumps([thread, at, message, body.get("thread_id")]), wanted or "")
-    # the fork keeps the original's memo, its scope with it: the same callers see it
+
+    made: list[Forked] = []
+
+    async def start(memo: dict[str, str] | None = None) -> None:
+        # the fork keeps the original's memo, its scope with it: the same callers see it
+        made.append(await fork(gw.client, thread, at=at, message=message, fork_id=wanted, memo=memo))
     try:
-        forked = await fork(gw.client, thread, at=at, message=message, fork_id=wanted)
+        if keyed is None:
+            await start()
+        else:  # a key stands for one fork of this thread: another checkpoint or message is a 409
+            digest = digest_of(json.dumps([thread, at, message, body.get("thread_id")]))[:32]
+            await start_once(gw.client, wanted or "", Claim(keyed, digest), start)
     except CheckpointError as err:
         return checks_error(400, str(err), "invalid_checkpoint")
     except ReplayFailed as err:
         return checks_error(409, f"this thread's history does not replay here: {err}", "replay_failed")
+    except KeyReused as reused:
+        return checks_error(409, reused.detail, reused.kind)
     except WorkflowAlreadyStartedError:
-        memo = await gw.memo(wanted or "")
-        # this request's fork, made before: a fork of a fork is forked from the checkpoint's thread
-        if claimed is not None and claimed.thread == wanted and memo.get("forked_from"):
-            return JSONResponse({"thread_id": wanted, "forked_from": memo["forked_from"]}, status_code=200)
         return checks_error(409, f"thread {wanted} already exists", "already_exists")
-    return JSONResponse({"thread_id": forked.workflow_id, "forked_from": forked.forked_from}, status_code=201)
+    if made:
+        return JSONResponse({"thread_id": made[0].workflow_id, "forked_from": made[0].forked_from}, status_code=201)
+    # this request's fork, made before: a fork of a fork is forked from the checkpoint's thread
+    return JSONResponse({"thread_id": wanted, "forked_from": (await gw.memo(wanted or "")).get("forked_from")})
 
 
 def checks_error(status: int, message: str, kind: str) -> JSONResponse:

@@ -29,8 +29,7 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.end_users import check_end_user, end_user
-from durable_teams.gateway.core.keyed import keyed_input
-from durable_teams.gateway.core.named_inputs import input_id
+from durable_teams.gateway.core.idempotency import input_id, input_taken
 from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import says_retry
@@ -115,7 +114,7 @@ def named_input(thread: str, status: ConversationStatus, text: str, request: Req
     a new input, unless the request is a retry (`says_retry`), the same text the thread
     took last is still being answered, or the message that led to the approval now waiting
     (`asked_by`, see `resends_what_asked`). A request with an `Idempotency-Key` is not
-    judged here (durable_teams/gateway/core/keyed.py)."""
+    judged here (durable_teams/gateway/core/idempotency.py)."""
     again = input_id(thread, status.previous_input_id or "", text)
     busy = not status.pending and (status.last_reply is None or status.last_reply.turn < status.turns)
     if status.last_input_id == again and (busy or says_retry(request)):
@@ -164,7 +163,7 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     status = await gw.status(thread)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     if key:  # stands for this request alone: a retry reads its first outcome, other text is a 409
-        keyed = await keyed_input(gw.client, thread, input_id(thread, "idempotency", key), text)
+        keyed = await input_taken(gw.client, thread, input_id(thread, "idempotency", key), text)
         return await exchange_on(gw, thread, bool(body.get("stream")), partial(
             gw.begin_exchange, thread, text, keyed.id, max_tokens(body), again=keyed.turn is not None,
             turn=keyed.turn))

@@ -14,7 +14,7 @@ from typing import Any
 from starlette.requests import Request
 
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.keyed import caller_key
+from durable_teams.gateway.core.idempotency import caller_key
 from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.thread_marks import mark_line, mark_of

@@ -1,6 +1,6 @@
 """The chat path for a client that resends its history and names no thread: the thread it
 continues (durable_teams/gateway/core/resent_threads.py), a fork when an earlier message was edited
-(edits.py), or a new one; an Idempotency-Key's record kept by Temporal (core/key_records.py)."""
+(edits.py), or a new one; an Idempotency-Key's record kept by Temporal (core/idempotency.py)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.checkpoints import CheckpointError
 from durable_teams.client.refusals import ConversationEnded, TurnConflict
-from durable_teams.gateway.core import key_records
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core import resent_threads as chat_threads
 from durable_teams.gateway.core.end_users import end_user
-from durable_teams.gateway.core.named_inputs import taken, taken_soon
+from durable_teams.gateway.core.idempotency import claim_record, recorded, taken, taken_soon
 from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.resent_threads import MATCH_ATTEMPTS, says_retry
 from durable_teams.gateway.core.scopes import caller_scope, scope_of
@@ -45,7 +44,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     was found, the next thread that fits, or a new one.
 
     A retry stays a retry: an `Idempotency-Key` stands for this request alone, kept in Temporal
-    (durable_teams/gateway/core/key_records.py: other content is a 409, the same content however
+    (durable_teams/gateway/core/idempotency.py, `claim_record`: other content is a 409, the same content however
     late gets the first outcome), and a new thread opened for a keyed request or a marked
     history has an id derived from it, so the same request sent again finds that thread."""
     stream, tenant = bool(body.get("stream")), scope_of(request)
@@ -58,7 +57,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
     keyed = keyed_of(request)
     on = partial(_on_thread, gw, stream, carried)
     if keyed is not None:
-        first = key_records.check(await key_records.recorded(gw.client, "chat", keyed), keys.this)
+        first = await recorded(gw.client, "chat", keyed, keys.this)
         if first is not None:  # this very request, sent again
             retry = True
             number = await taken(gw, first.thread, keys.this)
@@ -115,4 +114,4 @@ async def _claim(gw: Gateway, keyed: str | None, request: str, thread: str) -> N
     """Just before a keyed request's input goes into `thread`: the key recorded as this
     request's (`KeyReused`, 409, when another request under it came first)."""
     if keyed is not None:
-        await key_records.claim(gw.client, gw.task_queue, "chat", keyed, request, thread)
+        await claim_record(gw.client, gw.task_queue, "chat", keyed, request, thread)

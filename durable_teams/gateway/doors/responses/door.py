@@ -20,12 +20,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from durable_teams.gateway.core import key_records
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.end_users import check_end_user, end_user
-from durable_teams.gateway.core.keyed import KeyReused, caller_key
-from durable_teams.gateway.core.named_inputs import input_id
+from durable_teams.gateway.core.idempotency import KeyReused, caller_key, claim_record, input_id
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.scopes import caller_scope, scope_of
 from durable_teams.gateway.core.sse import openai_error, sse_frame, sse_response
@@ -156,12 +154,12 @@ async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields
 
 async def claim(gw: Gateway, request: Request, key: str | None, *content: Any) -> None:
     """A keyed request that does not start its own thread: the key recorded as standing for
-    its content (durable_teams/gateway/core/key_records.py), `KeyReused` (409) for other content."""
+    its content (durable_teams/gateway/core/idempotency.py, `claim_record`), `KeyReused` (409) for other content."""
     if key:
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
         try:
-            await key_records.claim(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
-                                    str(content[0] or ""))
+            await claim_record(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
+                               str(content[0] or ""))
         except KeyReused as reused:  # OpenAI's error shape, as a new response's reused key has it
             raise Refused(refusal(409, reused.detail, "idempotency_key_reused")) from None
 

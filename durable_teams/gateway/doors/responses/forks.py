@@ -22,7 +22,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.replay_state import ReplayFailed
 from durable_teams.client.thread_ids import team_part
 from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
-from durable_teams.gateway.core.named_inputs import input_id
+from durable_teams.gateway.core.idempotency import input_id
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses.from_log import ResponseRef

@@ -20,7 +20,7 @@ from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core import resent_threads as chat_threads
-from durable_teams.gateway.core.named_inputs import input_id, taken
+from durable_teams.gateway.core.idempotency import Claim, KeyReused, input_id, start_once, taken
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import MATCH_ATTEMPTS, says_retry
 from durable_teams.gateway.core.scopes import caller_scope, scope_of
@@ -80,13 +80,14 @@ async def first_turn(gw: Gateway, team: str, thread: str, text: str, key: str | 
     """`thread` (`first_thread`) started for `user` and its first turn (the same again for the
     same Idempotency-Key)."""
     keyed = idempotency_digest(key, request)
-    try:
-        await gw.start_thread(team, thread, idempotency=keyed, request_digest=request_id[:16] if keyed else None,
-                              scope=scope_of(request), user=user)
-    except WorkflowAlreadyStartedError:  # the same key: the same request, or a key used again
-        if (await gw.memo(thread)).get("request") != request_id[:16]:
-            raise Refused(refusal(409, "this Idempotency-Key was sent with another request: use a new key",
-                                  "idempotency_key_reused")) from None
+
+    async def start(memo: dict[str, str] | None = None) -> None:
+        await gw.start_thread(team, thread, memo=memo, scope=scope_of(request), user=user)
+    try:  # the same key: the same request (a retry, its turn found by its input id), or a key used again
+        await (start() if keyed is None else start_once(gw.client, thread, Claim(keyed, request_id[:16]), start))
+    except (KeyReused, WorkflowAlreadyStartedError):
+        raise Refused(refusal(409, "this Idempotency-Key was sent with another request: use a new key",
+                              "idempotency_key_reused")) from None
     accepted = await submit_turn(gw.client, thread, text, turn_id=input_id(thread, "responses", request_id),
                                  busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
     return ResponseRef(thread, accepted.number, 0, 0)
