@@ -9,7 +9,7 @@ import pytest
 
 from durable_teams.teams.builders import Agent, Supervisor, Swarm
 from durable_teams.teams.tools import tool
-from durable_teams.workflows.breakpoints import declared, pauses
+from durable_teams.workflows.breakpoints import declared, for_turn, pauses
 from durable_teams.workflows.definition_checks import TeamError
 from durable_teams.workflows.human import reply_problem
 from durable_teams.workflows.state import ConversationState, HumanReply, Question
@@ -58,6 +58,17 @@ def test_what_pauses_for_each_declaration(team_lists: dict, agent_lists: dict, b
     # an agent's declarations are its own: its peer's calls of the same tool do not pause
     assert pauses(team, "before", "b", "look_up") == ("look_up" in team_lists.get("interrupt_before", ["-"])
                                                       or "tools" in team_lists.get("interrupt_before", []))
+
+
+def test_a_turns_own_breakpoints_pause_at_the_agents_it_names_and_no_tool() -> None:
+    team = Supervisor([Agent("a", "A.", tools=[look_up]), Agent("b", "B.")], name="t").compile().spec
+    turned, problem = for_turn(team, ["a"], ["*"])
+    assert problem is None and not declared(team)  # the team itself is left as it was
+    assert [x for x in ("supervisor", "a", "b") if pauses(turned, "before", x)] == ["a"]
+    assert [x for x in ("supervisor", "a", "b") if pauses(turned, "after", x)] == ["supervisor", "a", "b"]
+    assert not any(pauses(turned, when, "a", "look_up") for when in ("before", "after"))
+    same, unknown = for_turn(team, ["a", "nobody"], None)
+    assert same is team and unknown == "no agent 'nobody' in team t to pause at (its agents: supervisor, a, b; or \"*\")"
 
 
 def test_a_tool_declared_with_a_breakpoint_pauses_in_every_team_and_agent() -> None:

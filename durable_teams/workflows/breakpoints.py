@@ -16,6 +16,7 @@ the one before a tool is, and re-attaches to its question by the call's id.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 from temporalio import workflow
@@ -52,6 +53,38 @@ def declared(team: TeamSpec) -> bool:
     return bool(team.interrupt_before or team.interrupt_after
                 or any(a.interrupt_before or a.interrupt_after for a in team.agents.values())
                 or any(t.interrupt_before or t.interrupt_after for t in team.tools.values()))
+
+
+EVERY = "*"
+"""In a turn's lists (a LangGraph run's `interrupt_before=["*"]`): every agent."""
+
+
+def turn_problem(team: TeamSpec, names: list[str]) -> str | None:
+    """Why a turn's breakpoint names (agents, or "*") would never pause, or None."""
+    agents = _agent_names(team)
+    unknown = [name for name in names if name != EVERY and name not in agents]
+    if not unknown:
+        return None
+    return (f"no agent {', '.join(map(repr, unknown))} in team {team.name} to pause at "
+            f"(its agents: {', '.join(agents)}; or \"{EVERY}\")")
+
+
+def for_turn(team: TeamSpec, before: list[str] | None, after: list[str] | None) -> tuple[TeamSpec, str | None]:
+    """The team as one turn runs it: its breakpoints and the turn's own (agent names, "*"); or
+    the team as it is and why the turn's would never pause."""
+    problem = turn_problem(team, [*(before or []), *(after or [])])
+    if problem is not None:
+        return team, problem
+    agents = _agent_names(team)
+
+    def named(names: list[str] | None) -> list[str]:
+        return [a for a in agents if a in (names or []) or EVERY in (names or [])]
+    return replace(team, interrupt_before=[*team.interrupt_before, *named(before)],
+                   interrupt_after=[*team.interrupt_after, *named(after)]), None
+
+
+def _agent_names(team: TeamSpec) -> list[str]:
+    return ([team.supervisor.name] if team.supervisor else []) + list(team.agents)
 
 
 def _reason(text: str) -> str:

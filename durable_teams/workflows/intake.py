@@ -17,7 +17,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import inputs
+    from . import breakpoints, inputs
     from .human import (
         EDIT_REFUSED,
         QUESTION_CLOSED,
@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         question_closed,
         reply_problem,
     )
+    from .messages import TeamSpec
     from .state import AnswerAck, AnswerOutcome, ConversationState, HumanReply, TurnReply, UserTurn
     from .usage import current_turn
 
@@ -44,6 +45,7 @@ class Intake:
 
     state: ConversationState
     desk: HumanDesk
+    team: TeamSpec | None
     closing: bool
 
     def _enqueue(self, turn: UserTurn) -> int:
@@ -77,6 +79,11 @@ class Intake:
             return "the message is empty"
         if len(turn.text.encode("utf-8", "replace")) > MAX_TURN_BYTES:
             return f"the message is over {MAX_TURN_BYTES:,} bytes"
+        names = [*(turn.interrupt_before or []), *(turn.interrupt_after or [])]
+        if names and self.team is not None:
+            problem = breakpoints.turn_problem(self.team, names)
+            if problem:
+                return problem
         for field, value in (("sender", turn.sender), ("turn_id", turn.turn_id)):
             if value is not None and len(value) > MAX_ID_CHARS:
                 return f"{field} is over {MAX_ID_CHARS} characters"

@@ -52,6 +52,11 @@ class UserTurn(Wire):
     """Accept the turn only while the conversation has started exactly this many turns (a
     client that chose this conversation by what it last saw, like the gateway for chat
     clients, learns that another request got in first instead of adding to it)."""
+    interrupt_before: list[str] | None = left_out_when_unset(max_length=100)
+    """This turn's own breakpoints (a LangGraph run's `interrupt_before`): pause before these
+    agents run, besides the team's (workflows/breakpoints.py); "*" names every agent."""
+    interrupt_after: list[str] | None = left_out_when_unset(max_length=100)
+    """This turn's breakpoints after these agents' runs (a LangGraph run's `interrupt_after`)."""
 
 
 class TurnReply(Reply):

@@ -16,7 +16,8 @@ from durable_teams.workflows.state import Question
 
 ACCEPTED = {"assistant_id", "input", "command", "stream_mode", "if_not_exists", "multitask_strategy",
             "on_disconnect", "durability", "checkpoint_during", "strict_resume", "stream_subgraphs",
-            "stream_resumable", "config", "metadata", "on_completion", "context", "feedback_keys", "webhook"}
+            "stream_resumable", "config", "metadata", "on_completion", "context", "feedback_keys", "webhook",
+            "interrupt_before", "interrupt_after"}
 """Fields a run request may carry (each checked below); any other is refused by name."""
 
 
@@ -33,6 +34,10 @@ class RunRequest:
     strategy: str = "reject"
     webhook: str | None = None
     resumable: bool = False
+    continuing: bool = False
+    """No input and no command: go on past the breakpoint the thread is paused at."""
+    interrupt_before: list[str] | None = None
+    interrupt_after: list[str] | None = None
 
 
 def run_request(body: dict[str, Any]) -> RunRequest:
@@ -49,7 +54,12 @@ def run_request(body: dict[str, Any]) -> RunRequest:
     request.strategy = _choice(body, "multitask_strategy", STRATEGIES, "reject")
     _choice(body, "on_disconnect", ("continue",), "continue")
     _choice(body, "on_completion", ("keep",), "keep")
+    request.interrupt_before = breakpoint_names(body, "interrupt_before")
+    request.interrupt_after = breakpoint_names(body, "interrupt_after")
     command, given = body.get("command"), body.get("input")
+    if (command is not None or given is None) and (request.interrupt_before or request.interrupt_after):
+        raise Unsupported("interrupt_before/interrupt_after on a run that resumes (a turn's breakpoints are "
+                          "set by the run that begins it)")
     if command is not None and given is not None:
         raise BadRequest("send either 'input' or 'command', not both")
     if command is not None:
@@ -60,10 +70,23 @@ def run_request(body: dict[str, Any]) -> RunRequest:
             raise BadRequest("'command' needs 'resume': the answer to the interrupt")
         request.resume, request.resuming = command["resume"], True
         return request
-    if given is None:
-        raise BadRequest("a run needs 'input' ({'messages': [...]}) or 'command' ({'resume': ...})")
+    if given is None:  # LangGraph's input=None: on past a breakpoint
+        request.resuming = request.continuing = True
+        return request
     request.text = turn_text(given)
     return request
+
+
+def breakpoint_names(body: dict[str, Any], name: str) -> list[str] | None:
+    """A run's `interrupt_before`/`interrupt_after`: agents' names, or "*" (every agent)."""
+    given = body.get(name)
+    if given is None:
+        return None
+    names = [given] if given == "*" else given
+    if not isinstance(names, list) or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in names) \
+            or len(names) > 100:
+        raise BadRequest(f"'{name}' is \"*\" or a list of agents' names (a team's agents are its nodes)")
+    return names or None
 
 
 def _refuse_set(body: dict[str, Any]) -> None:
@@ -137,6 +160,8 @@ def answer_of(resume: Any, question: Question) -> dict[str, Any]:
     the interrupt stays open. A question takes text."""
     if isinstance(resume, dict) and question.question_id in resume and len(resume) == 1:
         resume = resume[question.question_id]  # resumed by interrupt id
+    if question.breakpoint and resume is None:  # LangGraph's way on past a breakpoint: resumed as it was
+        return {"text": "yes", "approved": True}
     if question.kind != "approval":
         text = resume.get("text") if isinstance(resume, dict) else resume
         if not isinstance(text, str) or not text.strip():
@@ -145,7 +170,9 @@ def answer_of(resume: Any, question: Question) -> dict[str, Any]:
     approved = _decision(resume)
     if approved is None:
         shown = repr(resume)[:80]
-        raise BadRequest(f"{ask_again(question.tool or 'the tool')} ({shown} is not a plain yes or no; resume "
+        asked = ask_again(question.tool or (f"the team past the breakpoint after {question.agent}" if question.after
+                                            else question.agent))
+        raise BadRequest(f"{asked} ({shown} is not a plain yes or no; resume "
                          'with true, false, "yes", "no" or {"decisions": [{"type": "approve"}]})')
     return {"text": "yes" if approved else "no", "approved": approved}
 

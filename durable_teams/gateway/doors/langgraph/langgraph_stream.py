@@ -18,7 +18,7 @@ from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_reading import reply_of
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     RunRef,
-    interrupt_of,
+    interrupts_of,
     lc_message,
     values_of,
 )
@@ -145,9 +145,9 @@ class RunStream:
 
     def end_frames(self, modes: list[str]) -> list[str]:
         frames = []
-        if self.interrupts:
-            waiting = [interrupt_of(q) for q in self.interrupts]
-            for mode in ("values", "updates"):
+        if self.interrupts:  # a breakpoint's alone: {"__interrupt__": []} in updates, as LangGraph's
+            waiting = interrupts_of(self.interrupts)
+            for mode in ("values", "updates") if waiting else ("updates",):
                 if mode in modes:
                     frames.append(sse_frame(mode, {"__interrupt__": waiting}))
         elif self.ending is not None and self.ending.status == "failed":
@@ -165,8 +165,8 @@ class RunStream:
         """What `wait` and `join` return: the state's values, with the interrupts when the run
         waits for a person, or `__error__` when the turn failed."""
         values = values_of(self.messages)
-        if self.interrupts:
-            values["__interrupt__"] = [interrupt_of(q) for q in self.interrupts]
+        if interrupts_of(self.interrupts):
+            values["__interrupt__"] = interrupts_of(self.interrupts)
         elif self.ending is not None and self.ending.status == "failed":
             values["__error__"] = {"error": "RunFailed", "message": self.ending.text}
         return values

@@ -26,7 +26,9 @@ from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_reading import METADATA_MEMO, snapshot
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     Unsupported,
-    interrupt_of,
+    interrupts_of,
+    next_of,
+    tasks_of,
     thread_object,
 )
 from durable_teams.workflows.state import ConversationInput
@@ -164,10 +166,9 @@ async def copy(request: Request) -> Response:
 
 async def state(request: Request) -> Response:
     seen = await snapshot(gateway_of(request), thread_in(request), scope_of(request))
-    interrupts = [interrupt_of(q) for q in seen.status.pending]
-    tasks = [{"id": q.question_id, "name": q.agent, "path": [], "error": None, "interrupts": [interrupt_of(q)],
-              "checkpoint": None, "state": None, "result": None} for q in seen.status.pending]
-    return JSONResponse({"values": seen.values(), "next": [q.agent for q in seen.status.pending],
+    pending = seen.status.pending
+    interrupts, tasks = interrupts_of(pending), tasks_of(pending)
+    return JSONResponse({"values": seen.values(), "next": next_of(pending),
                          "checkpoint": {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": None,
                                         "checkpoint_map": None},
                          "metadata": {"graph_id": seen.team}, "created_at": None, "parent_checkpoint": None,

@@ -119,6 +119,32 @@ def interrupt_of(question: Question) -> dict[str, Any]:
     return {"value": value, "id": question.question_id}
 
 
+def node_breakpoint(question: Question) -> bool:
+    """A pause before or after an agent's run: LangGraph's static breakpoint (`interrupt_before`,
+    `interrupt_after` on a node), which it shows with no `Interrupt` of its own, in `next` and
+    `tasks` (a breakpoint at a tool call is an approval, shown as one)."""
+    return question.breakpoint and question.tool is None
+
+
+def interrupts_of(pending: list[Question]) -> list[dict[str, Any]]:
+    """The thread's interrupts as LangGraph lists them: its questions but the node breakpoints."""
+    return [interrupt_of(q) for q in pending if not node_breakpoint(q)]
+
+
+def next_of(pending: list[Question]) -> list[str]:
+    """LangGraph's `next`: the agents that run when the thread is resumed (after an agent's run,
+    what comes next is routed then: not named)."""
+    return list(dict.fromkeys(q.agent for q in pending if not (node_breakpoint(q) and q.after)))
+
+
+def tasks_of(pending: list[Question]) -> list[dict[str, Any]]:
+    """LangGraph's `tasks`: each agent that waits, with its interrupts (none at a breakpoint)."""
+    return [{"id": q.question_id, "name": q.agent, "path": [], "error": None,
+             "interrupts": [] if node_breakpoint(q) else [interrupt_of(q)],
+             "checkpoint": None, "state": None, "result": None}
+            for q in pending if not (node_breakpoint(q) and q.after)]
+
+
 def run_status(status: ConversationStatus, turn: int, reply: TurnReply | None, running: bool) -> str:
     return RUN_STATUS[turn_state(status, turn, reply, running).state]
 
@@ -140,7 +166,8 @@ def thread_object(thread: str, team: str | None, created: datetime | None, metad
     at = (created or datetime.fromtimestamp(0)).isoformat()
     return {"thread_id": thread, "created_at": at, "updated_at": at, "state_updated_at": at,
             "metadata": {"graph_id": team, "assistant_id": team, **metadata}, "status": state,
-            "values": values, "interrupts": {q.question_id: [interrupt_of(q)] for q in pending},
+            "values": values, "interrupts": {q.question_id: [interrupt_of(q)] for q in pending
+                                             if not node_breakpoint(q)},
             "config": {}, "error": None}
 
 
