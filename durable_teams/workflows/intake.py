@@ -10,7 +10,9 @@ of it can fail a workflow task.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -27,7 +29,15 @@ with workflow.unsafe.imports_passed_through():
         reply_problem,
     )
     from .messages import TeamSpec
-    from .state import AnswerAck, AnswerOutcome, ConversationState, HumanReply, TurnReply, UserTurn
+    from .state import (
+        AnswerAck,
+        AnswerOutcome,
+        ClientMetadata,
+        ConversationState,
+        HumanReply,
+        TurnReply,
+        UserTurn,
+    )
     from .usage import current_turn
 
 MAX_TURN_BYTES = 256 * 1024
@@ -36,6 +46,8 @@ MAX_QUEUED_TURNS = 100
 MAX_ID_CHARS = 256
 """A turn's `sender` and `turn_id` are names, kept in state: longer ones are refused."""
 SIGNALS = ("post_message", "human_reply", "close")
+MAX_METADATA_BYTES = 16 * 1024
+"""A client's metadata on a conversation (its memo), as JSON, at most."""
 KEEP_OUTCOMES = 50
 """Answers-by-signal whose outcome is kept for the `answer_outcome` query."""
 
@@ -216,6 +228,27 @@ class Intake:
         edit = edit_problem(self.desk.tool_specs(), self.state, decoded)
         if edit:  # the question stays open for arguments that fit
             raise ApplicationError(edit, EDIT_REFUSED, type="AnswerRejected")
+
+
+    @workflow.update
+    def set_client_metadata(self, given: ClientMetadata | None = None, *extra: object) -> dict[str, Any]:
+        """Merge a client's metadata into the conversation's memo (`ClientMetadata`); returns it as it is now."""
+        decoded = inputs.decode(ClientMetadata, [given, *extra], "set_client_metadata")
+        merged = _merged_metadata(decoded)
+        workflow.upsert_memo({f"{decoded.client}_metadata": merged})
+        return merged
+
+    @set_client_metadata.validator
+    def _validate_set_client_metadata(self, given: ClientMetadata | None = None, *extra: object) -> None:
+        merged = _merged_metadata(_decoded(ClientMetadata, [given, *extra], "set_client_metadata"))
+        if len(json.dumps(merged).encode()) > MAX_METADATA_BYTES:
+            raise ApplicationError(f"the metadata would be over {MAX_METADATA_BYTES:,} bytes as JSON",
+                                   type="InvalidInput")
+
+
+def _merged_metadata(given: ClientMetadata) -> dict[str, Any]:
+    kept = workflow.memo_value(f"{given.client}_metadata", {})
+    return {**(kept if isinstance(kept, dict) else {}), **given.metadata}
 
 
 def _decoded(model: type[inputs.M], values: list[object], what: str) -> inputs.M:

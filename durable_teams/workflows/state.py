@@ -112,6 +112,15 @@ class Question(Wire):
         return f"breakpoint after {call} returned: {self.result}" if self.after else f"breakpoint before {call}"
 
 
+class ClientMetadata(Wire):
+    """A client's own notes on the conversation (update `set_client_metadata`): kept in its
+    memo under `<client>_metadata` (a LangGraph thread's `metadata`), shown in lists, never to
+    a model. Merged into what is there, key by key."""
+
+    client: str = Field(pattern=r"^[a-z][a-z0-9]{0,19}$")
+    metadata: dict[str, Any]
+
+
 class HumanReply(Wire):
     """An answer (signal `human_reply` or update `answer`). For approvals, `approved` decides;
     `text` is then an optional reason."""

@@ -25,8 +25,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus, TurnReply
 
-METADATA_MEMO = "langgraph_metadata"
-"""The memo key of the metadata a LangGraph client gave the thread when creating it."""
+METADATA_CLIENT = "langgraph"
+METADATA_MEMO = f"{METADATA_CLIENT}_metadata"
+"""The memo key of the metadata a LangGraph client gave the thread when creating it, and
+updated since (`TeamWorkflow.set_client_metadata`)."""
 ENDED_BADLY = {WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.TIMED_OUT,
                WorkflowExecutionStatus.TERMINATED}
 

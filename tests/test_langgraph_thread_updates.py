@@ -1,0 +1,59 @@
+"""A LangGraph thread's metadata updated and searched by, its history with each checkpoint's
+values, and what this door refuses by name (`update_state`, the `custom` and `debug` stream
+modes, run metadata): driven by the real `langgraph-sdk`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import BadRequestError, UnprocessableEntityError
+from temporalio.client import Client
+
+from durable_teams.examples import faang
+from durable_teams.worker.scripted import ScriptedModel
+
+from .conftest import running_worker
+from .gateway_helpers import running_gateway
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
+
+def human(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+async def test_metadata_history_values_and_what_is_refused_by_name(client: Client, task_queue: str) -> None:
+    team = faang.build().compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(faang.SCRIPT)):
+        async with running_gateway(client, task_queue, teams=["faang"]) as url:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create(metadata={"user": "ada", "stage": "new"}))["thread_id"]
+            other = (await lg.threads.create(metadata={"user": "bob"}))["thread_id"]
+            updated = await lg.threads.update(thread, metadata={"stage": "triaged", "priority": 2})
+            found = await lg.threads.search(metadata={"stage": "triaged"})
+            by_user = await lg.threads.search(metadata={"user": "bob"})
+            with pytest.raises(BadRequestError, match="graph_id and assistant_id are its team's name"):
+                await lg.threads.update(other, metadata={"graph_id": "support"})
+            done = await lg.runs.wait(thread, "faang", input=human(faang.QUESTION))
+            history = await lg.threads.get_history(thread, limit=40)
+            with pytest.raises(UnprocessableEntityError, match="threads.update_state"):
+                await lg.threads.update_state(thread, {"messages": [{"role": "user", "content": "hi"}]})
+            for mode in ("custom", "debug"):
+                with pytest.raises(UnprocessableEntityError, match=f"stream_mode '{mode}'"):
+                    await lg.runs.stream(thread, "faang", input=human("again"), stream_mode=mode).__anext__()
+            with pytest.raises(UnprocessableEntityError, match="run metadata"):
+                await lg.runs.create(thread, "faang", input=human("again"), metadata={"source": "test"})
+            after = await lg.threads.get(thread)
+
+    assert updated["metadata"] == {"graph_id": "faang", "assistant_id": "faang", "user": "ada",
+                                   "stage": "triaged", "priority": 2}
+    assert [t["thread_id"] for t in found] == [thread] and [t["thread_id"] for t in by_user] == [other]
+    assert after["metadata"] == updated["metadata"]  # kept through the run
+    newest, oldest = history[0], history[-1]
+    assert newest["metadata"]["kind"] == "turn_end" and newest["values"]["messages"] == done["messages"]
+    assert oldest["metadata"]["kind"] == "turn" and oldest["values"]["messages"] == []  # as LangGraph's input
+    assert [m["content"] for m in history[-2]["values"]["messages"]][0] == faang.QUESTION
+    sizes = [len(h["values"]["messages"]) for h in reversed(history)]
+    assert sizes == sorted(sizes) and len(set(sizes)) > 3  # each checkpoint its own values, growing
