@@ -23,7 +23,11 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import SCOPE_MEMO, scope_of, sees
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.doors.langgraph.langgraph_reading import METADATA_CLIENT, METADATA_MEMO, snapshot
+from durable_teams.gateway.doors.langgraph.langgraph_reading import (
+    METADATA_CLIENT,
+    METADATA_MEMO,
+    snapshot,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     Unsupported,
     interrupts_of,
