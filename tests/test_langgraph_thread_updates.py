@@ -1,6 +1,6 @@
 """A LangGraph thread's metadata updated and searched by, its history with each checkpoint's
-values, and what this door refuses by name (`update_state`, the `custom` and `debug` stream
-modes, run metadata): driven by the real `langgraph-sdk`."""
+values, the `debug` stream mode, and what this door refuses by name (`update_state`, the
+`custom` stream mode, run metadata): driven by the real `langgraph-sdk`."""
 
 from __future__ import annotations
 
@@ -40,9 +40,10 @@ async def test_metadata_history_values_and_what_is_refused_by_name(client: Clien
             history = await lg.threads.get_history(thread, limit=40)
             with pytest.raises(UnprocessableEntityError, match="threads.update_state"):
                 await lg.threads.update_state(thread, {"messages": [{"role": "user", "content": "hi"}]})
-            for mode in ("custom", "debug"):
-                with pytest.raises(UnprocessableEntityError, match=f"stream_mode '{mode}'"):
-                    await lg.runs.stream(thread, "faang", input=human("again"), stream_mode=mode).__anext__()
+            with pytest.raises(UnprocessableEntityError, match="stream_mode 'custom' .a team's tools write no custom"):
+                await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="custom").__anext__()
+            debug = [p.data for p in [p async for p in lg.runs.join_stream(thread, "t1", stream_mode="debug")]
+                     if p.event == "debug"]
             with pytest.raises(UnprocessableEntityError, match="run metadata"):
                 await lg.runs.create(thread, "faang", input=human("again"), metadata={"source": "test"})
             after = await lg.threads.get(thread)
@@ -55,5 +56,12 @@ async def test_metadata_history_values_and_what_is_refused_by_name(client: Clien
     assert newest["metadata"]["kind"] == "turn_end" and newest["values"]["messages"] == done["messages"]
     assert oldest["metadata"]["kind"] == "turn" and oldest["values"]["messages"] == []  # as LangGraph's input
     assert [m["content"] for m in history[-2]["values"]["messages"]][0] == faang.QUESTION
+    assert [e["type"] for e in debug[:4]] == ["checkpoint", "task", "task_result", "checkpoint"]
+    assert debug[0]["payload"]["metadata"] == {"source": "input", "step": 0}
+    assert debug[1]["payload"]["name"] == "supervisor" and debug[2]["payload"]["error"] is None
+    written = debug[2]["payload"]["result"]
+    assert written == [["messages", [debug[3]["payload"]["values"]["messages"][-1]]]]
+    assert len([e for e in debug if e["type"] == "task_result"]) == len(done["messages"]) - 1
+    assert debug[-1]["payload"]["values"] == {"messages": done["messages"]}
     sizes = [len(h["values"]["messages"]) for h in reversed(history)]
     assert sizes == sorted(sizes) and len(set(sizes)) > 3  # each checkpoint its own values, growing

@@ -116,7 +116,8 @@ def stream_modes(raw: Any) -> list[str]:
         raise BadRequest("'stream_mode' is a mode or a list of modes")
     for mode in modes:
         if mode not in STREAM_MODES:
-            raise Unsupported(f"stream_mode {mode!r} (served: {', '.join(STREAM_MODES)})")
+            why = "a team's tools write no custom events; " if mode == "custom" else ""
+            raise Unsupported(f"stream_mode {mode[:40]!r} ({why}served: {', '.join(STREAM_MODES)})")
     return modes or ["values"]
 
 

@@ -18,6 +18,7 @@ from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_reading import reply_of
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     RunRef,
+    debug_events,
     interrupts_of,
     lc_message,
     values_of,
@@ -124,8 +125,8 @@ class RunStream:
         if "values" in modes:
             frames.append(sse_frame("values", values_of(messages[:index + 1])))
         message = messages[index]
-        if message.role == "user" and message.kind == "message":
-            return frames  # the run's input: in `values`, no node's update
+        if message.role == "user" and message.kind == "message":  # the run's input: in `values`, no node's update
+            return frames + self.debug_frames(modes, messages, index, None, None)
         node = node_of(messages, index)
         wire = lc_message(message, index)
         meta = self.metadata(node, index)
@@ -141,7 +142,14 @@ class RunStream:
             frames.append(sse_frame("events", {"event": kind, "name": message.name or node, "run_id": self.run.id,
                                                "data": {"output": wire}, "metadata": meta,
                                                "tags": [], "parent_ids": [self.run.id]}))
-        return frames
+        return frames + self.debug_frames(modes, messages, index, node, wire)
+
+    def debug_frames(self, modes: list[str], messages: list[Message], index: int, node: str | None,
+                     wire: dict[str, Any] | None) -> list[str]:
+        if "debug" not in modes:
+            return []
+        return [sse_frame("debug", event)
+                for event in debug_events(self.thread, index, values_of(messages[:index + 1]), node, wire)]
 
     def end_frames(self, modes: list[str]) -> list[str]:
         frames = []

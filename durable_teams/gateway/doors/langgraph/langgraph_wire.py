@@ -21,7 +21,7 @@ from durable_teams.workflows.state import ConversationStatus, Question, TurnRepl
 from durable_teams.workflows.turn_states import turn_state
 
 RUN_ID = re.compile(r"t([1-9][0-9]{0,8})(?:\.(q[0-9]{1,9}))?")
-STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events")
+STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug")
 RUN_STATUS = {"completed": "success", "failed": "error", "cancelled": "interrupted",
               "waiting": "interrupted", "working": "running", "queued": "pending"}
 """A turn's state (durable_teams/workflows/turn_states.py) as a LangGraph run status."""
@@ -100,6 +100,26 @@ def _arguments(raw: str) -> dict[str, Any]:
 def values_of(messages: list[Message]) -> dict[str, Any]:
     """The thread's state values: its shared conversation as `messages`."""
     return {"messages": [lc_message(m, i) for i, m in enumerate(messages)]}
+
+
+def debug_events(thread: str, step: int, values: dict[str, Any], node: str | None,
+                 wire: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The `debug` stream mode's events for one message, in LangGraph's shapes: the step that
+    wrote it (`task`, `task_result`: its node, the message as its `messages` write; none for the
+    run's input) and the `checkpoint` after it, with the values. A step's time is in the thread's
+    history, not here: `timestamp` is null."""
+    events: list[dict[str, Any]] = []
+    if node is not None and wire is not None:
+        task = {"id": wire["id"], "name": node}
+        events += [{"type": "task", "timestamp": None, "step": step,
+                    "payload": task | {"input": None, "triggers": [f"branch:to:{node}"]}},
+                   {"type": "task_result", "timestamp": None, "step": step,
+                    "payload": task | {"error": None, "result": [["messages", [wire]]], "interrupts": []}}]
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": None}}
+    events.append({"type": "checkpoint", "timestamp": None, "step": step, "payload": {
+        "config": config, "parent_config": None, "values": values,
+        "metadata": {"source": "input" if node is None else "loop", "step": step}, "next": [], "tasks": []}})
+    return events
 
 
 def interrupt_of(question: Question) -> dict[str, Any]:
