@@ -1,6 +1,6 @@
 """A LangGraph thread's metadata updated and searched by, its history with each checkpoint's
 values, the `debug` stream mode, and what this door refuses by name (`update_state`, the
-`custom` stream mode, run metadata): driven by the real `langgraph-sdk`."""
+`custom` stream mode, run context), a run's metadata kept and shown: driven by the real `langgraph-sdk`."""
 
 from __future__ import annotations
 
@@ -44,14 +44,24 @@ async def test_metadata_history_values_and_what_is_refused_by_name(client: Clien
                 await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="custom").__anext__()
             debug = [p.data for p in [p async for p in lg.runs.join_stream(thread, "t1", stream_mode="debug")]
                      if p.event == "debug"]
-            with pytest.raises(UnprocessableEntityError, match="run metadata"):
-                await lg.runs.create(thread, "faang", input=human("again"), metadata={"source": "test"})
+            tagged = await lg.runs.create(other, "faang", input=human(faang.QUESTION), metadata={"source": "test"})
+            await lg.runs.join(other, tagged["run_id"])
+            tagged_later = await lg.runs.get(other, tagged["run_id"])
+            tagged_state = await lg.threads.get_state(other)
+            untagged = await lg.runs.get(thread, "t1")
+            with pytest.raises(UnprocessableEntityError, match="metadata on a run that resumes"):
+                await lg.runs.create(other, "faang", command={"resume": True}, metadata={"source": "test"})
+            with pytest.raises(UnprocessableEntityError, match="run context"):
+                await lg.runs.create(other, "faang", input=human("again"), context={"user": "ada"})
             after = await lg.threads.get(thread)
 
     assert updated["metadata"] == {"graph_id": "faang", "assistant_id": "faang", "user": "ada",
                                    "stage": "triaged", "priority": 2}
     assert [t["thread_id"] for t in found] == [thread] and [t["thread_id"] for t in by_user] == [other]
     assert after["metadata"] == updated["metadata"]  # kept through the run
+    assert tagged["metadata"] == tagged_later["metadata"] == {"source": "test"} and untagged["metadata"] == {}
+    assert tagged_later["status"] == "success"
+    assert tagged_state["metadata"] == {"source": "test", "graph_id": "faang", "assistant_id": "faang"}
     newest, oldest = history[0], history[-1]
     assert newest["metadata"]["kind"] == "turn_end" and newest["values"]["messages"] == done["messages"]
     assert oldest["metadata"]["kind"] == "turn" and oldest["values"]["messages"] == []  # as LangGraph's input

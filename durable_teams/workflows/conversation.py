@@ -132,6 +132,7 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
                     await self._continue_as_new()
                 self.state.queue.pop(0)
                 reply.usage = usage.of_turn(self.state.usage, number)
+                reply.metadata = turn.metadata
                 self.state.replies[number] = reply
                 if inp.single_turn:
                     return self._result(reply, fail_on_error=True)

@@ -96,6 +96,8 @@ class Intake:
             problem = breakpoints.turn_problem(self.team, names)
             if problem:
                 return problem
+        if turn.metadata and len(json.dumps(turn.metadata).encode()) > MAX_METADATA_BYTES:
+            return f"the turn's metadata is over {MAX_METADATA_BYTES:,} bytes as JSON"
         for field, value in (("sender", turn.sender), ("turn_id", turn.turn_id)):
             if value is not None and len(value) > MAX_ID_CHARS:
                 return f"{field} is over {MAX_ID_CHARS} characters"
@@ -133,6 +135,14 @@ class Intake:
         """The replies to those of turns `numbers` that are answered (kept for the latest 200
         turns across continue-as-new): one query serves every waiter of a client process."""
         return [self.state.replies[n] for n in numbers if n in self.state.replies]
+
+    @workflow.query
+    def turn_metadata(self, number: int) -> dict[str, Any] | None:
+        """The metadata turn `number` was sent with (`UserTurn.metadata`), queued or answered
+        (answered: for the latest 200 turns), or None."""
+        queued = next((turn for n, turn in self.state.queue if n == number), None)
+        reply = self.state.replies.get(number)
+        return queued.metadata if queued is not None else reply.metadata if reply is not None else None
 
     @workflow.query
     def turn_number(self, turn_id: str) -> int | None:

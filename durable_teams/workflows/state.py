@@ -57,6 +57,9 @@ class UserTurn(Wire):
     agents run, besides the team's (workflows/breakpoints.py); "*" names every agent."""
     interrupt_after: list[str] | None = left_out_when_unset(max_length=100)
     """This turn's breakpoints after these agents' runs (a LangGraph run's `interrupt_after`)."""
+    metadata: dict[str, Any] | None = left_out_when_unset()
+    """A client's notes on this turn (a LangGraph run's `metadata`): kept with its reply (query
+    `turn_metadata`), never shown to a model."""
 
 
 class TurnReply(Reply):
@@ -69,6 +72,8 @@ class TurnReply(Reply):
     structured: dict[str, Any] | None = None
     usage: Tally | None = None
     """Tokens and model calls of this turn (nested teams included)."""
+    metadata: dict[str, Any] | None = left_out_when_unset()
+    """The turn's `UserTurn.metadata`, kept with its reply."""
     before_stop: Message | None = None
     """With status "budget_exceeded": the latest answer an agent gave in the turn before the
     budget stopped it (also quoted in `text`), None if none did."""

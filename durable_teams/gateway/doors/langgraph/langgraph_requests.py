@@ -4,6 +4,7 @@ asks that this door does not do. Pure: no Temporal calls."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +12,7 @@ from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.gateway.core.requests import BadRequest, encodable
 from durable_teams.gateway.doors.langgraph.langgraph_multitask import STRATEGIES
 from durable_teams.gateway.doors.langgraph.langgraph_wire import STREAM_MODES, Unsupported
+from durable_teams.workflows.intake import MAX_METADATA_BYTES as MAX_RUN_METADATA_BYTES
 from durable_teams.workflows.intake import MAX_TURN_BYTES
 from durable_teams.workflows.state import Question
 
@@ -38,6 +40,8 @@ class RunRequest:
     """No input and no command: go on past the breakpoint the thread is paused at."""
     interrupt_before: list[str] | None = None
     interrupt_after: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    """The run's `metadata`: kept with its turn, shown on the run and in the thread's state."""
 
 
 def run_request(body: dict[str, Any]) -> RunRequest:
@@ -54,12 +58,14 @@ def run_request(body: dict[str, Any]) -> RunRequest:
     request.strategy = _choice(body, "multitask_strategy", STRATEGIES, "reject")
     _choice(body, "on_disconnect", ("continue",), "continue")
     _choice(body, "on_completion", ("keep",), "keep")
+    request.metadata = _metadata(body.get("metadata"))
     request.interrupt_before = breakpoint_names(body, "interrupt_before")
     request.interrupt_after = breakpoint_names(body, "interrupt_after")
     command, given = body.get("command"), body.get("input")
-    if (command is not None or given is None) and (request.interrupt_before or request.interrupt_after):
-        raise Unsupported("interrupt_before/interrupt_after on a run that resumes (a turn's breakpoints are "
-                          "set by the run that begins it)")
+    if (command is not None or given is None) and (request.interrupt_before or request.interrupt_after
+                                                   or request.metadata):
+        raise Unsupported("interrupt_before/interrupt_after and metadata on a run that resumes (a turn's "
+                          "breakpoints and metadata are set by the run that begins it)")
     if command is not None and given is not None:
         raise BadRequest("send either 'input' or 'command', not both")
     if command is not None:
@@ -89,11 +95,19 @@ def breakpoint_names(body: dict[str, Any], name: str) -> list[str] | None:
     return names or None
 
 
+def _metadata(given: Any) -> dict[str, Any] | None:
+    if given is not None and not isinstance(given, dict):
+        raise BadRequest("'metadata' is an object")
+    if given and len(json.dumps(given, default=str).encode()) > MAX_RUN_METADATA_BYTES:
+        raise BadRequest(f"'metadata' is over {MAX_RUN_METADATA_BYTES:,} bytes as JSON")
+    return given or None
+
+
 def _refuse_set(body: dict[str, Any]) -> None:
     """The accepted fields this door takes only at their defaults, named when set otherwise."""
     if body.get("stream_subgraphs") not in (None, False):
         raise Unsupported("stream_subgraphs=true")
-    for name in ("metadata", "context", "feedback_keys"):
+    for name in ("context", "feedback_keys"):
         if body.get(name):
             raise Unsupported(f"run {name}")
     config = body.get("config")

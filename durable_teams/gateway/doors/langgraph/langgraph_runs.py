@@ -84,7 +84,8 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
     floor, ahead = len(seen.messages), answering(seen.status)
     accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds,
-                                 interrupt_before=asked.interrupt_before, interrupt_after=asked.interrupt_after)
+                                 interrupt_before=asked.interrupt_before, interrupt_after=asked.interrupt_after,
+                                 metadata=asked.metadata)
     # the turns numbered before it and not yet begun come first: their messages are skipped
     return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
 
@@ -112,11 +113,12 @@ def located(run: RunStream) -> dict[str, str]:
 
 
 async def create(request: Request) -> Response:
-    run, _ = await begin(request)
+    run, asked = await begin(request)
     seen = await snapshot(run.gw, run.thread, scope_of(request))
     reply = await reply_of(run.gw, run.thread, run.run.turn)
     state = run_status(seen.status, run.run.turn, reply, seen.running)
-    return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created), headers=located(run))
+    return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created, asked.metadata),
+                        headers=located(run))
 
 
 async def wait(request: Request) -> Response:

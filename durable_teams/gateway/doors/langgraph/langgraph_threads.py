@@ -27,6 +27,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     METADATA_CLIENT,
     METADATA_MEMO,
     snapshot,
+    turn_metadata,
 )
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     Unsupported,
@@ -196,13 +197,16 @@ async def copy(request: Request) -> Response:
 
 
 async def state(request: Request) -> Response:
-    seen = await snapshot(gateway_of(request), thread_in(request), scope_of(request))
+    gw = gateway_of(request)
+    seen = await snapshot(gw, thread_in(request), scope_of(request))
     pending = seen.status.pending
     interrupts, tasks = interrupts_of(pending), tasks_of(pending)
     return JSONResponse({"values": seen.values(), "next": next_of(pending),
                          "checkpoint": {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": None,
                                         "checkpoint_map": None},
-                         "metadata": {"graph_id": seen.team}, "created_at": None, "parent_checkpoint": None,
+                         "metadata": {**(await turn_metadata(gw, seen.thread, seen.status.turns) or {}),
+                                      "graph_id": seen.team, "assistant_id": seen.team},
+                         "created_at": None, "parent_checkpoint": None,
                          "tasks": tasks, "interrupts": interrupts})
 
 
