@@ -13,6 +13,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import BadRequestError, ConflictError, UnprocessableEntityError
 from temporalio.client import Client
 
+from durable_teams.client.replay_state import replay_history
 from durable_teams.examples import faang
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -55,6 +56,10 @@ async def test_a_run_pauses_before_and_after_the_agents_it_names(client: Client,
                     (await lg.threads.get(after))["status"] == "interrupted":
                 nexts.append(state["next"])
                 pauses.append(await lg.runs.wait(after, "faang", command={"resume": True}))
+            stopped_thread = (await lg.threads.create())["thread_id"]
+            await lg.runs.wait(stopped_thread, "faang", input=human(faang.QUESTION), interrupt_before="*")
+            stopped = await lg.runs.wait(stopped_thread, "faang", command={"resume": "no"})
+            stopped_run = await lg.runs.get(stopped_thread, "t1")
             with pytest.raises(BadRequestError, match="no agent 'nobody' in team faang"):
                 await lg.runs.create(after, "faang", input=human("hi"), interrupt_before=["nobody"])
             with pytest.raises(UnprocessableEntityError, match="on a run that resumes"):
@@ -62,6 +67,8 @@ async def test_a_run_pauses_before_and_after_the_agents_it_names(client: Client,
             with pytest.raises(ConflictError, match="no input, and no breakpoint waits"):
                 await lg.runs.create(after, "faang", input=None)
         transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript, True)
+        for paused_thread_id in (thread, after):  # the patched path replays as recorded (raises if not)
+            await replay_history(client, await client.get_workflow_handle(paused_thread_id).fetch_history())
 
     updates = [data for event, data in parts if event == "updates"]
     assert updates[-1] == {"__interrupt__": []}  # a static breakpoint: no Interrupt of its own
@@ -79,3 +86,7 @@ async def test_a_run_pauses_before_and_after_the_agents_it_names(client: Client,
     assert len(pauses) == 6 and all("__interrupt__" not in p for p in pauses)
     assert nexts == [[]] * 5  # after an agent, what runs next is routed when resumed: not named
     assert pauses[-1]["messages"][-1]["content"] == faang.ANSWER
+    # stopped before the supervisor's first run: nothing ran, the run ended
+    assert [m["type"] for m in stopped["messages"]] == ["human", "ai"] and "__interrupt__" not in stopped
+    assert "stopped supervisor at a breakpoint before it ran" in stopped["messages"][-1]["content"]
+    assert stopped_run["status"] == "interrupted"
