@@ -23,7 +23,9 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from .human import HumanDesk, describe_duration
-    from .messages import TeamSpec, ToolCall, ToolResult
+    from .messages import Message, TeamSpec, ToolCall, ToolResult
+    from .state import TurnReply, UserTurn
+    from .transcript import Transcript
 
 When = Literal["before", "after"]
 
@@ -55,6 +57,9 @@ def declared(team: TeamSpec) -> bool:
                 or any(t.interrupt_before or t.interrupt_after for t in team.tools.values()))
 
 
+TURN_BREAKPOINTS = "turn-breakpoints"
+"""The patch of a turn's own breakpoints (`UserTurn.interrupt_before/after`): a turn that carries
+them pauses where it asks only in histories recorded with it."""
 EVERY = "*"
 """In a turn's lists (a LangGraph run's `interrupt_before=["*"]`): every agent."""
 
@@ -81,6 +86,19 @@ def for_turn(team: TeamSpec, before: list[str] | None, after: list[str] | None) 
         return [a for a in agents if a in (names or []) or EVERY in (names or [])]
     return replace(team, interrupt_before=[*team.interrupt_before, *named(before)],
                    interrupt_after=[*team.interrupt_after, *named(after)]), None
+
+
+def turn_team(team: TeamSpec, number: int, turn: UserTurn, transcript: Transcript) -> tuple[TeamSpec, TurnReply | None]:
+    """The team as turn `number` runs it, with the turn's own breakpoints; or the reply refusing
+    names no agent of it has (a turn sent before the team was known: refused here, never ignored)."""
+    if not (turn.interrupt_before or turn.interrupt_after) or not workflow.patched(TURN_BREAKPOINTS):
+        return team, None
+    turned, problem = for_turn(team, turn.interrupt_before, turn.interrupt_after)
+    if problem is None:
+        return turned, None
+    agent = team.supervisor.name if team.supervisor else "team"
+    transcript.append(Message(role="assistant", content=problem, name=agent, kind="error"))
+    return team, TurnReply(turn=number, text=problem, agent=agent, status="failed")
 
 
 def _agent_names(team: TeamSpec) -> list[str]:

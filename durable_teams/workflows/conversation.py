@@ -53,9 +53,6 @@ with workflow.unsafe.imports_passed_through():
 
 KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
-TURN_BREAKPOINTS = "turn-breakpoints"
-"""The patch of a turn's own breakpoints (`UserTurn.interrupt_before/after`): a turn that carries
-them pauses where it asks only in histories recorded with it."""
 
 
 # Upgrade policy (docs/deployment.md, "Upgrading workers"): a change in workflows/ that alters the
@@ -178,12 +175,9 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
                 self.state.transcript.append(Message(role="assistant", content=problem, name=agent))
                 return TurnReply(turn=number, text=problem, agent=agent)
         self.state.in_progress = None
-        if (turn.interrupt_before or turn.interrupt_after) and workflow.patched(TURN_BREAKPOINTS):
-            team, problem = breakpoints.for_turn(team, turn.interrupt_before, turn.interrupt_after)
-            if problem is not None:  # sent before the team was known: refused here, never ignored
-                agent = team.supervisor.name if team.supervisor else "team"
-                self.state.transcript.append(Message(role="assistant", content=problem, name=agent, kind="error"))
-                return TurnReply(turn=number, text=problem, agent=agent, status="failed")
+        team, refused = breakpoints.turn_team(team, number, turn, self.state.transcript)
+        if refused is not None:
+            return refused
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views, self.offered,
                                      turn.max_tokens)
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()
