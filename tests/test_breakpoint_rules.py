@@ -9,10 +9,11 @@ import pytest
 
 from durable_teams.teams.builders import Agent, Supervisor, Swarm
 from durable_teams.teams.tools import tool
-from durable_teams.workflows.breakpoints import declared, for_turn, pauses
+from durable_teams.workflows.breakpoints import declared, for_turn, pauses, turn_team
 from durable_teams.workflows.definition_checks import TeamError
 from durable_teams.workflows.human import reply_problem
-from durable_teams.workflows.state import ConversationState, HumanReply, Question
+from durable_teams.workflows.state import ConversationState, HumanReply, Question, UserTurn
+from durable_teams.workflows.transcript import Transcript
 
 from .time_travel_team import execute_refund
 
@@ -69,6 +70,16 @@ def test_a_turns_own_breakpoints_pause_at_the_agents_it_names_and_no_tool() -> N
     assert not any(pauses(turned, when, "a", "look_up") for when in ("before", "after"))
     same, unknown = for_turn(team, ["a", "nobody"], None)
     assert same is team and unknown == "no agent 'nobody' in team t to pause at (its agents: supervisor, a, b; or \"*\")"
+
+
+def test_a_turn_with_breakpoints_in_a_run_an_earlier_release_began_is_refused_not_run_without_them() -> None:
+    team = Supervisor([Agent("a", "A.")], name="t").compile().spec
+    transcript = Transcript()
+    same, refused = turn_team(team, 3, UserTurn(text="hi", interrupt_before=["a"]), transcript, patched=False)
+    assert same is team and refused is not None and refused.status == "failed" and refused.turn == 3
+    assert "began under an earlier release" in refused.text and transcript.log[-1].content == refused.text
+    plain, none = turn_team(team, 4, UserTurn(text="hi"), transcript, patched=False)
+    assert plain is team and none is None and len(transcript.log) == 1
 
 
 def test_a_tool_declared_with_a_breakpoint_pauses_in_every_team_and_agent() -> None:
