@@ -33,12 +33,19 @@ def test_a_runs_breakpoints_and_metadata_are_read_with_its_turn() -> None:
     ({"metadata": {"x": "y" * 20_000}}, BadRequest, "'metadata' is over 16,384 bytes as JSON"),
     ({"input": None, "interrupt_before": ["a"]}, Unsupported, "on a run that resumes"),
     ({"input": None, "command": {"resume": True}, "metadata": {"a": 1}}, Unsupported, "on a run that resumes"),
-    ({"context": {"user": "ada"}}, Unsupported, "run context"),
+    ({"context": {"user": "ada"}}, Unsupported, "run context (the team's definition is its configuration)"),
+    ({"config": {"configurable": {"model": "gpt", "user_id": "u"}, "tags": ["t"]}}, Unsupported,
+     "run config tags, configurable.model, configurable.user_id (the team's definition"),
+    ({"config": "fast"}, BadRequest, "'config' is an object"),
 ])
 def test_what_a_run_may_not_ask_is_refused_by_name(extra: dict[str, Any], error: type[Exception], message: str) -> None:
     with pytest.raises(error) as raised:
         run_request(TURN | extra)
     assert message in str(getattr(raised.value, "detail", raised.value))
+
+
+def test_a_recursion_limit_alone_is_taken() -> None:
+    assert run_request(TURN | {"config": {"recursion_limit": 50}}).text == "hi"
 
 
 def test_a_run_without_input_goes_on_past_a_breakpoint() -> None:

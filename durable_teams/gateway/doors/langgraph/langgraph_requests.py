@@ -109,10 +109,18 @@ def _refuse_set(body: dict[str, Any]) -> None:
         raise Unsupported("stream_subgraphs=true")
     for name in ("context", "feedback_keys"):
         if body.get(name):
-            raise Unsupported(f"run {name}")
+            raise Unsupported(f"run {name} (the team's definition is its configuration)" if name == "context"
+                              else f"run {name}")
     config = body.get("config")
-    if config and (not isinstance(config, dict) or any(v for k, v in config.items() if k != "recursion_limit")):
-        raise Unsupported("run config (the team's definition is its configuration)")
+    if config and not isinstance(config, dict):
+        raise BadRequest("'config' is an object")
+    given = sorted(k for k, v in (config or {}).items() if v and k != "recursion_limit")
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if isinstance(configurable, dict) and configurable:
+        given = [k for k in given if k != "configurable"] + [f"configurable.{k}" for k in sorted(configurable)]
+    if given:
+        raise Unsupported(f"run config {', '.join(given)[:200]} (the team's definition is its configuration; "
+                          "a run's notes go in its metadata)")
 
 
 def _choice(body: dict[str, Any], name: str, served: tuple[str, ...], default: str) -> str:
