@@ -72,14 +72,16 @@ def test_a_turns_own_breakpoints_pause_at_the_agents_it_names_and_no_tool() -> N
     assert same is team and unknown == "no agent 'nobody' in team t to pause at (its agents: supervisor, a, b; or \"*\")"
 
 
-def test_a_turn_with_breakpoints_in_a_run_an_earlier_release_began_is_refused_not_run_without_them() -> None:
+def test_a_turn_naming_no_agent_of_the_team_is_answered_with_why_and_a_plain_turn_runs_the_team() -> None:
     team = Supervisor([Agent("a", "A.")], name="t").compile().spec
     transcript = Transcript()
-    same, refused = turn_team(team, 3, UserTurn(text="hi", interrupt_before=["a"]), transcript, patched=False)
+    same, refused = turn_team(team, 3, UserTurn(text="hi", interrupt_before=["nobody"]), transcript)
     assert same is team and refused is not None and refused.status == "failed" and refused.turn == 3
-    assert "began under an earlier release" in refused.text and transcript.log[-1].content == refused.text
-    plain, none = turn_team(team, 4, UserTurn(text="hi"), transcript, patched=False)
+    assert refused.text.startswith("no agent 'nobody' in team t") and transcript.log[-1].content == refused.text
+    plain, none = turn_team(team, 4, UserTurn(text="hi"), transcript)
     assert plain is team and none is None and len(transcript.log) == 1
+    turned, none = turn_team(team, 5, UserTurn(text="hi", interrupt_after=["*"]), transcript)
+    assert none is None and pauses(turned, "after", "a") and not pauses(team, "after", "a")
 
 
 def test_a_tool_declared_with_a_breakpoint_pauses_in_every_team_and_agent() -> None:

@@ -67,7 +67,7 @@ async def test_a_run_pauses_before_and_after_the_agents_it_names(client: Client,
             with pytest.raises(ConflictError, match="no input, and no breakpoint waits"):
                 await lg.runs.create(after, "faang", input=None)
         transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript, True)
-        for paused_thread_id in (thread, after):  # the patched path replays as recorded (raises if not)
+        for paused_thread_id in (thread, after):  # the pauses replay as recorded (raises if not)
             await replay_history(client, await client.get_workflow_handle(paused_thread_id).fetch_history())
 
     updates = [data for event, data in parts if event == "updates"]

@@ -57,9 +57,6 @@ def declared(team: TeamSpec) -> bool:
                 or any(t.interrupt_before or t.interrupt_after for t in team.tools.values()))
 
 
-TURN_BREAKPOINTS = "turn-breakpoints"
-"""The patch of a turn's own breakpoints (`UserTurn.interrupt_before/after`): a turn that carries
-them pauses where it asks only in histories recorded with it."""
 EVERY = "*"
 """In a turn's lists (a LangGraph run's `interrupt_before=["*"]`): every agent."""
 
@@ -88,17 +85,15 @@ def for_turn(team: TeamSpec, before: list[str] | None, after: list[str] | None) 
                    interrupt_after=[*team.interrupt_after, *named(after)]), None
 
 
-def turn_team(team: TeamSpec, number: int, turn: UserTurn, transcript: Transcript,
-              patched: bool) -> tuple[TeamSpec, TurnReply | None]:
-    """The team as turn `number` runs it, with the turn's own breakpoints (in a run that asked
-    the `TURN_BREAKPOINTS` patch: `patched`); or the reply refusing names no agent of it has (a
-    turn sent before the team was known: refused here, never ignored)."""
+def turn_team(team: TeamSpec, number: int, turn: UserTurn, transcript: Transcript) -> tuple[TeamSpec, TurnReply | None]:
+    """The team as turn `number` runs it, with the turn's own breakpoints; or the reply refusing
+    names no agent of it has (a turn sent before the team was known: refused here, never
+    ignored). No patch: only a turn sent with breakpoints (`UserTurn` fields no recorded history
+    holds) takes this path, so every recorded history replays with the commands it issued
+    (docs/deployment.md, "Upgrading workers": fields with defaults need no patch)."""
     if not (turn.interrupt_before or turn.interrupt_after):
         return team, None
     turned, problem = for_turn(team, turn.interrupt_before, turn.interrupt_after)
-    if not patched:  # a run an earlier release began: refused, not run without them
-        problem = ("this conversation's current run began under an earlier release, whose turns take no "
-                   "breakpoints of their own: send the turn without them, or start a new thread")
     if problem is None:
         return turned, None
     agent = team.supervisor.name if team.supervisor else "team"

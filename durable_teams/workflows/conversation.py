@@ -80,8 +80,6 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
             for message in inp.history:
                 self.state.transcript.append(message.model_copy(update={"agent_run": 0}))
         self.team: TeamSpec | None = inp.team
-        self.turn_breakpoints = False
-        """Whether turns may carry breakpoints of their own (a run that asked the patch)."""
         self.closing = False
         self.desk = HumanDesk(self.state, 86_400.0, inp.set_search_attributes)
         self.desk.tool_specs = lambda: self.team.tools if self.team is not None else {}
@@ -105,8 +103,6 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
         if problem:  # ends the workflow (not its task) with the reason, at once
             raise ApplicationError(problem, type="InvalidInput", non_retryable=True)
         inp = self.input
-        # asked before anything is awaited (docs/deployment.md, "Upgrading workers")
-        self.turn_breakpoints = workflow.patched(breakpoints.TURN_BREAKPOINTS)
         team = self.team = self.team or await self._resolve_team(inp.team_name or "")
         try:
             definition_checks.validate_team(team)
@@ -179,7 +175,7 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
                 self.state.transcript.append(Message(role="assistant", content=problem, name=agent))
                 return TurnReply(turn=number, text=problem, agent=agent)
         self.state.in_progress = None
-        team, refused = breakpoints.turn_team(team, number, turn, self.state.transcript, self.turn_breakpoints)
+        team, refused = breakpoints.turn_team(team, number, turn, self.state.transcript)
         if refused is not None:
             return refused
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views, self.offered,
