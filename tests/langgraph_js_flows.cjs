@@ -1,4 +1,4 @@
-// The FAANG and support flows as a LangGraph user writes them with the JS SDK
+// The FAANG and support flows, and a run's breakpoint and metadata, as a LangGraph user writes them with the JS SDK
 // (@langchain/langgraph-sdk, unchanged), against the gateway's LangGraph door.
 // node langgraph_js_flows.cjs URL API_KEY -> one JSON object on stdout (tests/test_langgraph_js.py)
 const { Client } = require("@langchain/langgraph-sdk");
@@ -37,9 +37,23 @@ async function support() {
   return { thread: id, asked, approval, unclear, done, state: await client.threads.getState(id), copied };
 }
 
+async function breakpoints() {
+  const thread = await client.threads.create({ graphId: "faang", metadata: { user: "ada" } });
+  const id = thread.thread_id;
+  const paused = await client.runs.wait(id, "faang", {
+    input: human("what's the combined headcount of the FAANG companies in 2024?"),
+    interruptBefore: ["math_expert"],
+    metadata: { source: "js" },
+  });
+  const state = await client.threads.getState(id);
+  const done = await client.runs.wait(id, "faang", { input: null });
+  const updated = await client.threads.update(id, { metadata: { stage: "answered" } });
+  return { paused, state, done, updated, run: await client.runs.get(id, "t1") };
+}
+
 (async () => {
   const assistants = await client.assistants.search();
-  const out = { assistants, faang: await faang(), support: await support() };
+  const out = { assistants, faang: await faang(), support: await support(), breakpoints: await breakpoints() };
   process.stdout.write(JSON.stringify(out));
 })().catch((err) => {
   process.stderr.write(String(err && err.stack ? err.stack : err));

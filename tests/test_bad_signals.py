@@ -31,7 +31,7 @@ BAD_UPDATES = [
      "submit_turn: text: required field missing; txt: unknown field (did you mean 'text'?); "
      "UserTurn has: text, sender, max_tokens, turn_id"),
     ("bare-string", "submit_turn", ["hi"], "InvalidInput",
-     "submit_turn: expected a JSON object, one UserTurn (required: text; optional: sender, max_tokens, turn_id, after_turns)"),
+     "submit_turn: expected a JSON object, one UserTurn (required: text; optional: sender, max_tokens, turn_id, after_turns, interrupt_before, interrupt_after, metadata)"),
     ("no-argument", "submit_turn", [], "InvalidInput", "submit_turn: no value was sent"),
     ("null", "submit_turn", [None], "InvalidInput", "submit_turn: no value was sent"),
     ("two-arguments", "submit_turn", [{"text": "a"}, {"text": "b"}], "InvalidInput",

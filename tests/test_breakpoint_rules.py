@@ -9,10 +9,11 @@ import pytest
 
 from durable_teams.teams.builders import Agent, Supervisor, Swarm
 from durable_teams.teams.tools import tool
-from durable_teams.workflows.breakpoints import declared, pauses
+from durable_teams.workflows.breakpoints import declared, for_turn, pauses, turn_team
 from durable_teams.workflows.definition_checks import TeamError
 from durable_teams.workflows.human import reply_problem
-from durable_teams.workflows.state import ConversationState, HumanReply, Question
+from durable_teams.workflows.state import ConversationState, HumanReply, Question, UserTurn
+from durable_teams.workflows.transcript import Transcript
 
 from .time_travel_team import execute_refund
 
@@ -58,6 +59,29 @@ def test_what_pauses_for_each_declaration(team_lists: dict, agent_lists: dict, b
     # an agent's declarations are its own: its peer's calls of the same tool do not pause
     assert pauses(team, "before", "b", "look_up") == ("look_up" in team_lists.get("interrupt_before", ["-"])
                                                       or "tools" in team_lists.get("interrupt_before", []))
+
+
+def test_a_turns_own_breakpoints_pause_at_the_agents_it_names_and_no_tool() -> None:
+    team = Supervisor([Agent("a", "A.", tools=[look_up]), Agent("b", "B.")], name="t").compile().spec
+    turned, problem = for_turn(team, ["a"], ["*"])
+    assert problem is None and not declared(team)  # the team itself is left as it was
+    assert [x for x in ("supervisor", "a", "b") if pauses(turned, "before", x)] == ["a"]
+    assert [x for x in ("supervisor", "a", "b") if pauses(turned, "after", x)] == ["supervisor", "a", "b"]
+    assert not any(pauses(turned, when, "a", "look_up") for when in ("before", "after"))
+    same, unknown = for_turn(team, ["a", "nobody"], None)
+    assert same is team and unknown == "no agent 'nobody' in team t to pause at (its agents: supervisor, a, b; or \"*\")"
+
+
+def test_a_turn_naming_no_agent_of_the_team_is_answered_with_why_and_a_plain_turn_runs_the_team() -> None:
+    team = Supervisor([Agent("a", "A.")], name="t").compile().spec
+    transcript = Transcript()
+    same, refused = turn_team(team, 3, UserTurn(text="hi", interrupt_before=["nobody"]), transcript)
+    assert same is team and refused is not None and refused.status == "failed" and refused.turn == 3
+    assert refused.text.startswith("no agent 'nobody' in team t") and transcript.log[-1].content == refused.text
+    plain, none = turn_team(team, 4, UserTurn(text="hi"), transcript)
+    assert plain is team and none is None and len(transcript.log) == 1
+    turned, none = turn_team(team, 5, UserTurn(text="hi", interrupt_after=["*"]), transcript)
+    assert none is None and pauses(turned, "after", "a") and not pauses(team, "after", "a")
 
 
 def test_a_tool_declared_with_a_breakpoint_pauses_in_every_team_and_agent() -> None:

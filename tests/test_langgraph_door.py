@@ -160,10 +160,10 @@ async def test_background_runs_joined_cancelled_listed_and_what_is_not_served(cl
             interrupted = await lg.threads.search(status="interrupted")
             cancelled = await lg.runs.cancel(desk, "t1")
             desk_state = await lg.threads.get_state(desk)
-            with pytest.raises(UnprocessableEntityError, match="interrupt_before"):
-                await lg.runs.create(thread, "faang", input=human("again"), interrupt_before=["math_expert"])
-            with pytest.raises(UnprocessableEntityError, match="stream_mode 'debug'"):
-                await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="debug").__anext__()
+            with pytest.raises(UnprocessableEntityError, match="checkpoint_id"):
+                await lg.runs.create(thread, "faang", input=human("again"), checkpoint_id="c1")
+            with pytest.raises(UnprocessableEntityError, match="stream_mode .tasks."):
+                await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="tasks").__anext__()
             with pytest.raises(UnprocessableEntityError, match="on_completion='delete'"):
                 await lg.runs.create(None, "faang", input=human("again"), on_completion="delete")
             with pytest.raises(InternalServerError, match="not supported by durable-teams' LangGraph door: counting threads"):

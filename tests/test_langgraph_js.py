@@ -1,6 +1,7 @@
 """The LangGraph door driven by the JS client, `@langchain/langgraph-sdk` from npm, under node,
 unchanged (tests/langgraph_js_flows.cjs): the FAANG team's answer streamed, the support team's
-question and approval as interrupts resumed with `command: {resume}`, exactly one refund."""
+question and approval as interrupts resumed with `command: {resume}`, exactly one refund; a
+run's breakpoint (`interruptBefore`) gone past with `input: null`, its metadata and the thread's."""
 
 from __future__ import annotations
 
@@ -64,3 +65,9 @@ async def test_the_js_sdk_drives_faang_and_support(client: Client, task_queue: s
     assert flow["done"]["messages"][-1]["content"] == support.ANSWER and "__interrupt__" not in flow["done"]
     assert flow["state"]["interrupts"] == [] and flow["copied"]["thread_id"] != flow["thread"]
     assert len(support.REFUNDS) == 1 and sum(1 for m in transcript if m.role == "tool" and m.name == "execute_refund") == 1
+    paused = out["breakpoints"]  # interruptBefore, then on with input null
+    assert "__interrupt__" not in paused["paused"] and paused["state"]["next"] == ["math_expert"]
+    assert paused["state"]["metadata"]["source"] == "js" and paused["state"]["interrupts"] == []
+    assert paused["done"]["messages"][-1]["content"] == faang.ANSWER
+    assert paused["run"]["metadata"] == {"source": "js"} and paused["run"]["status"] == "success"
+    assert paused["updated"]["metadata"] | {"user": "ada", "stage": "answered"} == paused["updated"]["metadata"]

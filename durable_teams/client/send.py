@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from temporalio.client import (
     Client,
@@ -120,6 +121,9 @@ async def submit_turn(
     max_tokens: int | None = None,
     patience: Patience | None = None,
     after_turns: int | None = None,
+    interrupt_before: list[str] | None = None,
+    interrupt_after: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> AcceptedTurn:
     """Send `text` as a user turn and return as soon as the conversation has accepted it, with
     its number (an HTTP gateway answers its client only then, so an acknowledged turn is never
@@ -130,9 +134,12 @@ async def submit_turn(
     a budget the caller already spent on checks before the turn, runs out), and
     `WorkflowUpdateFailedError` when the workflow refuses the turn (`err.cause.message`).
     `max_tokens` caps each model call of the turn. With `after_turns=N` the turn is taken only
-    while the conversation has started exactly N turns (else `TurnConflict`)."""
+    while the conversation has started exactly N turns (else `TurnConflict`). `interrupt_before`
+    and `interrupt_after` name agents (or "*") the turn pauses before or after, as breakpoints;
+    `metadata` is kept with the turn (query `turn_metadata`)."""
     turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens,
-                    after_turns=after_turns)
+                    after_turns=after_turns, interrupt_before=interrupt_before, interrupt_after=interrupt_after,
+                    metadata=metadata)
     handle = client.get_workflow_handle(workflow_id)
     patience = patience or Patience(workflow_id, busy_timeout)
     while True:

@@ -34,6 +34,7 @@ from durable_teams.client.fork_state import state_inside_turn
 from durable_teams.client.replay_state import replay_history
 from durable_teams.client.start import start_conversation
 from durable_teams.client.thread_ids import derived_id
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationInput
 
 INSIDE = ("model", "tool", "answer")
@@ -41,7 +42,8 @@ INSIDE = ("model", "tool", "answer")
 NOT_INHERITED = ("idempotency", "request")
 """Memo keys of the original a fork leaves out: they name the request that started it."""
 
-__all__ = ["Checkpoint", "CheckpointError", "Forked", "fork", "fork_input", "list_checkpoints", "rewind"]
+__all__ = ["Checkpoint", "CheckpointError", "Forked", "fork", "fork_input", "list_checkpoints", "rewind",
+           "transcripts_at"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,24 @@ async def fork_input(client: Client, workflow_id: str, histories: list[WorkflowH
         "state": state, "task": message, "history": [],
         "team": instance.team or instance.input.team, "forked_from": origin})
     return inp
+
+
+async def transcripts_at(client: Client, workflow_id: str, points: list[Checkpoint]) -> dict[str, list[Message]]:
+    """The shared conversation as it stood at each of `points` (checkpoints of `workflow_id`,
+    a fork's inherited ones too), by id: its history replayed cut there. A checkpoint whose
+    step has not completed yet is left out."""
+    histories = {_run_of(h): h for h in await run_histories(client, workflow_id)}
+    found: dict[str, list[Message]] = {}
+    for point in points:
+        if point.run_id in histories:
+            try:
+                found[point.id] = (await replay_history(client, _cut(histories[point.run_id], point.event_id))
+                                   ).transcript(False)
+            except CheckpointError:
+                continue
+    inherited = [p for p in points if p.run_id not in histories]
+    origin = await _origin_of(client, workflow_id) if inherited else ""
+    return found | (await transcripts_at(client, origin, inherited) if origin else {})
 
 
 def _fork_point(points: list[Checkpoint], workflow_id: str, at: str | None,

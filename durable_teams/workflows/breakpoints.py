@@ -16,13 +16,16 @@ the one before a tool is, and re-attaches to its question by the call's id.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from .human import HumanDesk, describe_duration
-    from .messages import TeamSpec, ToolCall, ToolResult
+    from .messages import Message, TeamSpec, ToolCall, ToolResult
+    from .state import TurnReply, UserTurn
+    from .transcript import Transcript
 
 When = Literal["before", "after"]
 
@@ -52,6 +55,54 @@ def declared(team: TeamSpec) -> bool:
     return bool(team.interrupt_before or team.interrupt_after
                 or any(a.interrupt_before or a.interrupt_after for a in team.agents.values())
                 or any(t.interrupt_before or t.interrupt_after for t in team.tools.values()))
+
+
+EVERY = "*"
+"""In a turn's lists (a LangGraph run's `interrupt_before=["*"]`): every agent."""
+
+
+def turn_problem(team: TeamSpec, names: list[str]) -> str | None:
+    """Why a turn's breakpoint names (agents, or "*") would never pause, or None."""
+    agents = _agent_names(team)
+    unknown = [name for name in names if name != EVERY and name not in agents]
+    if not unknown:
+        return None
+    return (f"no agent {', '.join(map(repr, unknown))} in team {team.name} to pause at "
+            f"(its agents: {', '.join(agents)}; or \"{EVERY}\")")
+
+
+def for_turn(team: TeamSpec, before: list[str] | None, after: list[str] | None) -> tuple[TeamSpec, str | None]:
+    """The team as one turn runs it: its breakpoints and the turn's own (agent names, "*"); or
+    the team as it is and why the turn's would never pause."""
+    problem = turn_problem(team, [*(before or []), *(after or [])])
+    if problem is not None:
+        return team, problem
+    agents = _agent_names(team)
+
+    def named(names: list[str] | None) -> list[str]:
+        return [a for a in agents if a in (names or []) or EVERY in (names or [])]
+    return replace(team, interrupt_before=[*team.interrupt_before, *named(before)],
+                   interrupt_after=[*team.interrupt_after, *named(after)]), None
+
+
+def turn_team(team: TeamSpec, number: int, turn: UserTurn, transcript: Transcript) -> tuple[TeamSpec, TurnReply | None]:
+    """The team as turn `number` runs it, with the turn's own breakpoints; or the reply refusing
+    names no agent of it has (a turn sent before the team was known: refused here, never
+    ignored). No patch: only a turn sent with breakpoints (`UserTurn` fields no recorded history
+    holds) takes this path, so every recorded history replays with the commands it issued
+    (docs/deployment.md, "Upgrading workers": fields with defaults need no patch)."""
+    if not (turn.interrupt_before or turn.interrupt_after):
+        return team, None
+    turned, problem = for_turn(team, turn.interrupt_before, turn.interrupt_after)
+    if problem is None:
+        return turned, None
+    agent = team.supervisor.name if team.supervisor else "team"
+    transcript.append(Message(role="assistant", content=problem, name=agent, kind="error"))
+    return team, TurnReply(turn=number, text=problem, agent=agent, status="failed")
+
+
+def _agent_names(team: TeamSpec) -> list[str]:
+    return ([team.supervisor.name] if team.supervisor else []) + list(team.agents)
 
 
 def _reason(text: str) -> str:

@@ -129,6 +129,7 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
                     await self._continue_as_new()
                 self.state.queue.pop(0)
                 reply.usage = usage.of_turn(self.state.usage, number)
+                reply.metadata = turn.metadata
                 self.state.replies[number] = reply
                 if inp.single_turn:
                     return self._result(reply, fail_on_error=True)
@@ -174,6 +175,9 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
                 self.state.transcript.append(Message(role="assistant", content=problem, name=agent))
                 return TurnReply(turn=number, text=problem, agent=agent)
         self.state.in_progress = None
+        team, refused = breakpoints.turn_team(team, number, turn, self.state.transcript)
+        if refused is not None:
+            return refused
         loop = self.loop = AgentLoop(team, self.state, self.desk, self.placement, self.views, self.offered,
                                      turn.max_tokens)
         budget = Budget(resume.model_calls, resume.handoffs, resume.tool_calls) if resume else Budget()

@@ -10,14 +10,16 @@ of it can fail a workflow task.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import inputs
+    from . import breakpoints, inputs
     from .human import (
         EDIT_REFUSED,
         QUESTION_CLOSED,
@@ -26,7 +28,16 @@ with workflow.unsafe.imports_passed_through():
         question_closed,
         reply_problem,
     )
-    from .state import AnswerAck, AnswerOutcome, ConversationState, HumanReply, TurnReply, UserTurn
+    from .messages import TeamSpec
+    from .state import (
+        AnswerAck,
+        AnswerOutcome,
+        ClientMetadata,
+        ConversationState,
+        HumanReply,
+        TurnReply,
+        UserTurn,
+    )
     from .usage import current_turn
 
 MAX_TURN_BYTES = 256 * 1024
@@ -35,6 +46,8 @@ MAX_QUEUED_TURNS = 100
 MAX_ID_CHARS = 256
 """A turn's `sender` and `turn_id` are names, kept in state: longer ones are refused."""
 SIGNALS = ("post_message", "human_reply", "close")
+MAX_METADATA_BYTES = 16 * 1024
+"""A client's metadata on a conversation (its memo), as JSON, at most."""
 KEEP_OUTCOMES = 50
 """Answers-by-signal whose outcome is kept for the `answer_outcome` query."""
 
@@ -44,6 +57,7 @@ class Intake:
 
     state: ConversationState
     desk: HumanDesk
+    team: TeamSpec | None
     closing: bool
 
     def _enqueue(self, turn: UserTurn) -> int:
@@ -77,6 +91,13 @@ class Intake:
             return "the message is empty"
         if len(turn.text.encode("utf-8", "replace")) > MAX_TURN_BYTES:
             return f"the message is over {MAX_TURN_BYTES:,} bytes"
+        names = [*(turn.interrupt_before or []), *(turn.interrupt_after or [])]
+        if names and self.team is not None:
+            problem = breakpoints.turn_problem(self.team, names)
+            if problem:
+                return problem
+        if turn.metadata and len(json.dumps(turn.metadata).encode()) > MAX_METADATA_BYTES:
+            return f"the turn's metadata is over {MAX_METADATA_BYTES:,} bytes as JSON"
         for field, value in (("sender", turn.sender), ("turn_id", turn.turn_id)):
             if value is not None and len(value) > MAX_ID_CHARS:
                 return f"{field} is over {MAX_ID_CHARS} characters"
@@ -114,6 +135,14 @@ class Intake:
         """The replies to those of turns `numbers` that are answered (kept for the latest 200
         turns across continue-as-new): one query serves every waiter of a client process."""
         return [self.state.replies[n] for n in numbers if n in self.state.replies]
+
+    @workflow.query
+    def turn_metadata(self, number: int) -> dict[str, Any] | None:
+        """The metadata turn `number` was sent with (`UserTurn.metadata`), queued or answered
+        (answered: for the latest 200 turns), or None."""
+        queued = next((turn for n, turn in self.state.queue if n == number), None)
+        reply = self.state.replies.get(number)
+        return queued.metadata if queued is not None else reply.metadata if reply is not None else None
 
     @workflow.query
     def turn_number(self, turn_id: str) -> int | None:
@@ -209,6 +238,27 @@ class Intake:
         edit = edit_problem(self.desk.tool_specs(), self.state, decoded)
         if edit:  # the question stays open for arguments that fit
             raise ApplicationError(edit, EDIT_REFUSED, type="AnswerRejected")
+
+
+    @workflow.update
+    def set_client_metadata(self, given: ClientMetadata | None = None, *extra: object) -> dict[str, Any]:
+        """Merge a client's metadata into the conversation's memo (`ClientMetadata`); returns it as it is now."""
+        decoded = inputs.decode(ClientMetadata, [given, *extra], "set_client_metadata")
+        merged = _merged_metadata(decoded)
+        workflow.upsert_memo({f"{decoded.client}_metadata": merged})
+        return merged
+
+    @set_client_metadata.validator
+    def _validate_set_client_metadata(self, given: ClientMetadata | None = None, *extra: object) -> None:
+        merged = _merged_metadata(_decoded(ClientMetadata, [given, *extra], "set_client_metadata"))
+        if len(json.dumps(merged).encode()) > MAX_METADATA_BYTES:
+            raise ApplicationError(f"the metadata would be over {MAX_METADATA_BYTES:,} bytes as JSON",
+                                   type="InvalidInput")
+
+
+def _merged_metadata(given: ClientMetadata) -> dict[str, Any]:
+    kept = workflow.memo_value(f"{given.client}_metadata", {})
+    return {**(kept if isinstance(kept, dict) else {}), **given.metadata}
 
 
 def _decoded(model: type[inputs.M], values: list[object], what: str) -> inputs.M:

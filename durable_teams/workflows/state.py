@@ -52,6 +52,14 @@ class UserTurn(Wire):
     """Accept the turn only while the conversation has started exactly this many turns (a
     client that chose this conversation by what it last saw, like the gateway for chat
     clients, learns that another request got in first instead of adding to it)."""
+    interrupt_before: list[str] | None = left_out_when_unset(max_length=100)
+    """This turn's own breakpoints (a LangGraph run's `interrupt_before`): pause before these
+    agents run, besides the team's (workflows/breakpoints.py); "*" names every agent."""
+    interrupt_after: list[str] | None = left_out_when_unset(max_length=100)
+    """This turn's breakpoints after these agents' runs (a LangGraph run's `interrupt_after`)."""
+    metadata: dict[str, Any] | None = left_out_when_unset()
+    """A client's notes on this turn (a LangGraph run's `metadata`): kept with its reply (query
+    `turn_metadata`), never shown to a model."""
 
 
 class TurnReply(Reply):
@@ -64,6 +72,8 @@ class TurnReply(Reply):
     structured: dict[str, Any] | None = None
     usage: Tally | None = None
     """Tokens and model calls of this turn (nested teams included)."""
+    metadata: dict[str, Any] | None = left_out_when_unset()
+    """The turn's `UserTurn.metadata`, kept with its reply."""
     before_stop: Message | None = None
     """With status "budget_exceeded": the latest answer an agent gave in the turn before the
     budget stopped it (also quoted in `text`), None if none did."""
@@ -105,6 +115,15 @@ class Question(Wire):
             return (f"breakpoint after {self.agent}: {self.result}" if self.after
                     else f"breakpoint before {self.agent} runs")
         return f"breakpoint after {call} returned: {self.result}" if self.after else f"breakpoint before {call}"
+
+
+class ClientMetadata(Wire):
+    """A client's own notes on the conversation (update `set_client_metadata`): kept in its
+    memo under `<client>_metadata` (a LangGraph thread's `metadata`), shown in lists, never to
+    a model. Merged into what is there, key by key."""
+
+    client: str = Field(pattern=r"^[a-z][a-z0-9]{0,19}$")
+    metadata: dict[str, Any]
 
 
 class HumanReply(Wire):

@@ -25,8 +25,10 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus, TurnReply
 
-METADATA_MEMO = "langgraph_metadata"
-"""The memo key of the metadata a LangGraph client gave the thread when creating it."""
+METADATA_CLIENT = "langgraph"
+METADATA_MEMO = f"{METADATA_CLIENT}_metadata"
+"""The memo key of the metadata a LangGraph client gave the thread when creating it, and
+updated since (`TeamWorkflow.set_client_metadata`)."""
 ENDED_BADLY = {WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.TIMED_OUT,
                WorkflowExecutionStatus.TERMINATED}
 
@@ -91,7 +93,15 @@ async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
         raise NotFound(f"no run {run.id} on thread {seen.thread}: interrupt {run.resumed} waits for its answer")
     reply = await reply_of(gw, seen.thread, run.turn)
     state = run_status(seen.status, run.turn, reply, seen.running)
-    return run_object(seen.thread, run, seen.team, state, seen.created)
+    return run_object(seen.thread, run, seen.team, state, seen.created, await turn_metadata(gw, seen.thread, run.turn))
+
+
+async def turn_metadata(gw: Gateway, thread: str, turn: int) -> dict[str, Any] | None:
+    """The metadata the run that began turn `turn` was sent with (None: none, or a turn of long ago)."""
+    if turn < 1:
+        return None
+    found: dict[str, Any] | None = await gw.client.get_workflow_handle(thread).query(TeamWorkflow.turn_metadata, turn)
+    return found
 
 
 def turn_start(messages: list[Message], turn: int, latest: int) -> int:

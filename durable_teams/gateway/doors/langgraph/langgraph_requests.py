@@ -4,6 +4,7 @@ asks that this door does not do. Pure: no Temporal calls."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,12 +12,14 @@ from durable_teams.client.approvals import approval_of, ask_again
 from durable_teams.gateway.core.requests import BadRequest, encodable
 from durable_teams.gateway.doors.langgraph.langgraph_multitask import STRATEGIES
 from durable_teams.gateway.doors.langgraph.langgraph_wire import STREAM_MODES, Unsupported
+from durable_teams.workflows.intake import MAX_METADATA_BYTES as MAX_RUN_METADATA_BYTES
 from durable_teams.workflows.intake import MAX_TURN_BYTES
 from durable_teams.workflows.state import Question
 
 ACCEPTED = {"assistant_id", "input", "command", "stream_mode", "if_not_exists", "multitask_strategy",
             "on_disconnect", "durability", "checkpoint_during", "strict_resume", "stream_subgraphs",
-            "stream_resumable", "config", "metadata", "on_completion", "context", "feedback_keys", "webhook"}
+            "stream_resumable", "config", "metadata", "on_completion", "context", "feedback_keys", "webhook",
+            "interrupt_before", "interrupt_after"}
 """Fields a run request may carry (each checked below); any other is refused by name."""
 
 
@@ -33,6 +36,12 @@ class RunRequest:
     strategy: str = "reject"
     webhook: str | None = None
     resumable: bool = False
+    continuing: bool = False
+    """No input and no command: go on past the breakpoint the thread is paused at."""
+    interrupt_before: list[str] | None = None
+    interrupt_after: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    """The run's `metadata`: kept with its turn, shown on the run and in the thread's state."""
 
 
 def run_request(body: dict[str, Any]) -> RunRequest:
@@ -49,7 +58,14 @@ def run_request(body: dict[str, Any]) -> RunRequest:
     request.strategy = _choice(body, "multitask_strategy", STRATEGIES, "reject")
     _choice(body, "on_disconnect", ("continue",), "continue")
     _choice(body, "on_completion", ("keep",), "keep")
+    request.metadata = _metadata(body.get("metadata"))
+    request.interrupt_before = breakpoint_names(body, "interrupt_before")
+    request.interrupt_after = breakpoint_names(body, "interrupt_after")
     command, given = body.get("command"), body.get("input")
+    if (command is not None or given is None) and (request.interrupt_before or request.interrupt_after
+                                                   or request.metadata):
+        raise Unsupported("interrupt_before/interrupt_after and metadata on a run that resumes (a turn's "
+                          "breakpoints and metadata are set by the run that begins it)")
     if command is not None and given is not None:
         raise BadRequest("send either 'input' or 'command', not both")
     if command is not None:
@@ -60,22 +76,51 @@ def run_request(body: dict[str, Any]) -> RunRequest:
             raise BadRequest("'command' needs 'resume': the answer to the interrupt")
         request.resume, request.resuming = command["resume"], True
         return request
-    if given is None:
-        raise BadRequest("a run needs 'input' ({'messages': [...]}) or 'command' ({'resume': ...})")
+    if given is None:  # LangGraph's input=None: on past a breakpoint
+        request.resuming = request.continuing = True
+        return request
     request.text = turn_text(given)
     return request
+
+
+def breakpoint_names(body: dict[str, Any], name: str) -> list[str] | None:
+    """A run's `interrupt_before`/`interrupt_after`: agents' names, or "*" (every agent)."""
+    given = body.get(name)
+    if given is None:
+        return None
+    names = [given] if given == "*" else given
+    if not isinstance(names, list) or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in names) \
+            or len(names) > 100:
+        raise BadRequest(f"'{name}' is \"*\" or a list of agents' names (a team's agents are its nodes)")
+    return names or None
+
+
+def _metadata(given: Any) -> dict[str, Any] | None:
+    if given is not None and not isinstance(given, dict):
+        raise BadRequest("'metadata' is an object")
+    if given and len(json.dumps(given, default=str).encode()) > MAX_RUN_METADATA_BYTES:
+        raise BadRequest(f"'metadata' is over {MAX_RUN_METADATA_BYTES:,} bytes as JSON")
+    return given or None
 
 
 def _refuse_set(body: dict[str, Any]) -> None:
     """The accepted fields this door takes only at their defaults, named when set otherwise."""
     if body.get("stream_subgraphs") not in (None, False):
         raise Unsupported("stream_subgraphs=true")
-    for name in ("metadata", "context", "feedback_keys"):
+    for name in ("context", "feedback_keys"):
         if body.get(name):
-            raise Unsupported(f"run {name}")
+            raise Unsupported(f"run {name} (the team's definition is its configuration)" if name == "context"
+                              else f"run {name}")
     config = body.get("config")
-    if config and (not isinstance(config, dict) or any(v for k, v in config.items() if k != "recursion_limit")):
-        raise Unsupported("run config (the team's definition is its configuration)")
+    if config and not isinstance(config, dict):
+        raise BadRequest("'config' is an object")
+    given = sorted(k for k, v in (config or {}).items() if v and k != "recursion_limit")
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if isinstance(configurable, dict) and configurable:
+        given = [k for k in given if k != "configurable"] + [f"configurable.{k}" for k in sorted(configurable)]
+    if given:
+        raise Unsupported(f"run config {', '.join(given)[:200]} (the team's definition is its configuration; "
+                          "a run's notes go in its metadata)")
 
 
 def _choice(body: dict[str, Any], name: str, served: tuple[str, ...], default: str) -> str:
@@ -93,7 +138,8 @@ def stream_modes(raw: Any) -> list[str]:
         raise BadRequest("'stream_mode' is a mode or a list of modes")
     for mode in modes:
         if mode not in STREAM_MODES:
-            raise Unsupported(f"stream_mode {mode!r} (served: {', '.join(STREAM_MODES)})")
+            why = "a team's tools write no custom events; " if mode == "custom" else ""
+            raise Unsupported(f"stream_mode {mode[:40]!r} ({why}served: {', '.join(STREAM_MODES)})")
     return modes or ["values"]
 
 
@@ -137,6 +183,8 @@ def answer_of(resume: Any, question: Question) -> dict[str, Any]:
     the interrupt stays open. A question takes text."""
     if isinstance(resume, dict) and question.question_id in resume and len(resume) == 1:
         resume = resume[question.question_id]  # resumed by interrupt id
+    if question.breakpoint and resume is None:  # LangGraph's way on past a breakpoint: resumed as it was
+        return {"text": "yes", "approved": True}
     if question.kind != "approval":
         text = resume.get("text") if isinstance(resume, dict) else resume
         if not isinstance(text, str) or not text.strip():
@@ -145,7 +193,9 @@ def answer_of(resume: Any, question: Question) -> dict[str, Any]:
     approved = _decision(resume)
     if approved is None:
         shown = repr(resume)[:80]
-        raise BadRequest(f"{ask_again(question.tool or 'the tool')} ({shown} is not a plain yes or no; resume "
+        asked = ask_again(question.tool or (f"the team past the breakpoint after {question.agent}" if question.after
+                                            else question.agent))
+        raise BadRequest(f"{asked} ({shown} is not a plain yes or no; resume "
                          'with true, false, "yes", "no" or {"decisions": [{"type": "approve"}]})')
     return {"text": "yes" if approved else "no", "approved": approved}
 

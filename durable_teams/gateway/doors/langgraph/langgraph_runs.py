@@ -83,15 +83,22 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
     floor, ahead = len(seen.messages), answering(seen.status)
-    accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds)
+    accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds,
+                                 interrupt_before=asked.interrupt_before, interrupt_after=asked.interrupt_after,
+                                 metadata=asked.metadata)
     # the turns numbered before it and not yet begun come first: their messages are skipped
     return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
 
 
 async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, floor: int) -> RunStream:
     if not status.pending:
-        raise checks.BadRequest(f"no interrupt waits on thread {thread}: nothing to resume", 409)
+        what = "no input, and no breakpoint" if asked.continuing else "no interrupt"
+        raise checks.BadRequest(f"{what} waits on thread {thread}: nothing to resume", 409)
     question = status.pending[0]
+    if asked.continuing and not question.breakpoint:
+        raise checks.BadRequest(f"interrupt {question.question_id} on thread {thread} waits for an answer: "
+                                "resume with command={'resume': ...} (a run without input goes on past a "
+                                "breakpoint only)", 409)
     if isinstance(asked.resume, dict) and len(asked.resume) == 1:
         named = next(iter(asked.resume))
         question = next((q for q in status.pending if q.question_id == named), question)
@@ -106,11 +113,12 @@ def located(run: RunStream) -> dict[str, str]:
 
 
 async def create(request: Request) -> Response:
-    run, _ = await begin(request)
+    run, asked = await begin(request)
     seen = await snapshot(run.gw, run.thread, scope_of(request))
     reply = await reply_of(run.gw, run.thread, run.run.turn)
     state = run_status(seen.status, run.run.turn, reply, seen.running)
-    return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created), headers=located(run))
+    return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created, asked.metadata),
+                        headers=located(run))
 
 
 async def wait(request: Request) -> Response:

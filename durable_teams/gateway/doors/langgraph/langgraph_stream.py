@@ -18,7 +18,8 @@ from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_reading import reply_of
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     RunRef,
-    interrupt_of,
+    debug_events,
+    interrupts_of,
     lc_message,
     values_of,
 )
@@ -124,8 +125,8 @@ class RunStream:
         if "values" in modes:
             frames.append(sse_frame("values", values_of(messages[:index + 1])))
         message = messages[index]
-        if message.role == "user" and message.kind == "message":
-            return frames  # the run's input: in `values`, no node's update
+        if message.role == "user" and message.kind == "message":  # the run's input: in `values`, no node's update
+            return frames + self.debug_frames(modes, messages, index, None, None)
         node = node_of(messages, index)
         wire = lc_message(message, index)
         meta = self.metadata(node, index)
@@ -141,13 +142,20 @@ class RunStream:
             frames.append(sse_frame("events", {"event": kind, "name": message.name or node, "run_id": self.run.id,
                                                "data": {"output": wire}, "metadata": meta,
                                                "tags": [], "parent_ids": [self.run.id]}))
-        return frames
+        return frames + self.debug_frames(modes, messages, index, node, wire)
+
+    def debug_frames(self, modes: list[str], messages: list[Message], index: int, node: str | None,
+                     wire: dict[str, Any] | None) -> list[str]:
+        if "debug" not in modes:
+            return []
+        return [sse_frame("debug", event)
+                for event in debug_events(self.thread, index, values_of(messages[:index + 1]), node, wire)]
 
     def end_frames(self, modes: list[str]) -> list[str]:
         frames = []
-        if self.interrupts:
-            waiting = [interrupt_of(q) for q in self.interrupts]
-            for mode in ("values", "updates"):
+        if self.interrupts:  # a breakpoint's alone: {"__interrupt__": []} in updates, as LangGraph's
+            waiting = interrupts_of(self.interrupts)
+            for mode in ("values", "updates") if waiting else ("updates",):
                 if mode in modes:
                     frames.append(sse_frame(mode, {"__interrupt__": waiting}))
         elif self.ending is not None and self.ending.status == "failed":
@@ -165,8 +173,8 @@ class RunStream:
         """What `wait` and `join` return: the state's values, with the interrupts when the run
         waits for a person, or `__error__` when the turn failed."""
         values = values_of(self.messages)
-        if self.interrupts:
-            values["__interrupt__"] = [interrupt_of(q) for q in self.interrupts]
+        if interrupts_of(self.interrupts):
+            values["__interrupt__"] = interrupts_of(self.interrupts)
         elif self.ending is not None and self.ending.status == "failed":
             values["__error__"] = {"error": "RunFailed", "message": self.ending.text}
         return values

@@ -18,18 +18,27 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.replay_state import ReplayFailed
 from durable_teams.client.start import start_conversation
-from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints
+from durable_teams.client.time_travel import CheckpointError, fork, list_checkpoints, transcripts_at
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import SCOPE_MEMO, scope_of, sees
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.doors.langgraph.langgraph_reading import METADATA_MEMO, snapshot
+from durable_teams.gateway.doors.langgraph.langgraph_reading import (
+    METADATA_CLIENT,
+    METADATA_MEMO,
+    snapshot,
+    turn_metadata,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     Unsupported,
-    interrupt_of,
+    interrupts_of,
+    next_of,
+    tasks_of,
     thread_object,
+    values_of,
 )
-from durable_teams.workflows.state import ConversationInput
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.state import ClientMetadata, ConversationInput
 
 MAX_LISTED = 1000
 """Threads a search reads from the visibility store at most."""
@@ -102,6 +111,31 @@ async def get(request: Request) -> Response:
     return JSONResponse((await snapshot(gateway_of(request), thread_in(request), scope_of(request))).as_thread())
 
 
+async def update(request: Request) -> Response:
+    """`threads.update(metadata=...)`: merged into the thread's metadata, key by key, in the
+    conversation's memo (where `threads.search(metadata=...)` finds it)."""
+    gw, thread, body = gateway_of(request), thread_in(request), await body_of(request)
+    unknown = sorted(k for k, v in body.items() if v is not None and k != "metadata")
+    if unknown:
+        raise Unsupported(f"thread update parameter(s) {', '.join(unknown)}")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise checks.BadRequest("'metadata' is an object")
+    if {"graph_id", "assistant_id"} & set(metadata):
+        raise checks.BadRequest("a thread's graph_id and assistant_id are its team's name: they are not updated")
+    await gw.visible(thread, scope_of(request))
+    await gw.require_worker()
+    await gw.client.get_workflow_handle(thread).execute_update(
+        TeamWorkflow.set_client_metadata, ClientMetadata(client=METADATA_CLIENT, metadata=metadata))
+    return JSONResponse((await snapshot(gw, thread, scope_of(request))).as_thread())
+
+
+async def update_state(request: Request) -> Response:
+    raise Unsupported("threads.update_state (a thread's state is its conversation, changed by its runs: to edit a "
+                      "message and run again, fork with the edited message (the gateway's own POST /threads/{id}/fork); "
+                      "threads.copy forks it as it is)")
+
+
 async def delete(request: Request) -> Response:
     gw, thread = gateway_of(request), thread_in(request)
     await gw.visible(thread, scope_of(request))
@@ -163,20 +197,23 @@ async def copy(request: Request) -> Response:
 
 
 async def state(request: Request) -> Response:
-    seen = await snapshot(gateway_of(request), thread_in(request), scope_of(request))
-    interrupts = [interrupt_of(q) for q in seen.status.pending]
-    tasks = [{"id": q.question_id, "name": q.agent, "path": [], "error": None, "interrupts": [interrupt_of(q)],
-              "checkpoint": None, "state": None, "result": None} for q in seen.status.pending]
-    return JSONResponse({"values": seen.values(), "next": [q.agent for q in seen.status.pending],
+    gw = gateway_of(request)
+    seen = await snapshot(gw, thread_in(request), scope_of(request))
+    pending = seen.status.pending
+    interrupts, tasks = interrupts_of(pending), tasks_of(pending)
+    return JSONResponse({"values": seen.values(), "next": next_of(pending),
                          "checkpoint": {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": None,
                                         "checkpoint_map": None},
-                         "metadata": {"graph_id": seen.team}, "created_at": None, "parent_checkpoint": None,
+                         "metadata": {**(await turn_metadata(gw, seen.thread, seen.status.turns) or {}),
+                                      "graph_id": seen.team, "assistant_id": seen.team},
+                         "created_at": None, "parent_checkpoint": None,
                          "tasks": tasks, "interrupts": interrupts})
 
 
 async def history(request: Request) -> Response:
-    """The thread's checkpoints, newest first: each one's kind, turn, agent and description in
-    its metadata (a past checkpoint's values are not rebuilt: its `values` are empty)."""
+    """The thread's checkpoints, newest first: each one's values (the conversation as it stood
+    there, rebuilt from the thread's history), and its kind, turn, agent and description in its
+    metadata."""
     gw, thread, body = gateway_of(request), thread_in(request), await body_of(request)
     unknown = sorted(k for k, v in body.items() if v and k not in ("limit", "before"))
     if unknown:
@@ -193,10 +230,15 @@ async def history(request: Request) -> Response:
     if isinstance(before, dict) and before.get("checkpoint_id"):
         ids = [p.id for p in points]
         points = points[ids.index(before["checkpoint_id"]) + 1:] if before["checkpoint_id"] in ids else []
+    try:
+        transcripts = await transcripts_at(gw.client, thread, points[:limit])
+    except ReplayFailed as err:
+        return error(409, f"this thread's history does not replay here: {err}", "replay_failed")
     states: list[dict[str, Any]] = []
     for n, point in enumerate(points[:limit]):
         parent = points[n + 1].id if n + 1 < len(points) else None
-        states.append({"values": {}, "next": [], "tasks": [], "interrupts": [], "created_at": None,
+        values = values_of(transcripts[point.id]) if point.id in transcripts else {}
+        states.append({"values": values, "next": [], "tasks": [], "interrupts": [], "created_at": None,
                        "checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": point.id},
                        "parent_checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": parent}
                        if parent else None,

@@ -21,7 +21,7 @@ from durable_teams.workflows.state import ConversationStatus, Question, TurnRepl
 from durable_teams.workflows.turn_states import turn_state
 
 RUN_ID = re.compile(r"t([1-9][0-9]{0,8})(?:\.(q[0-9]{1,9}))?")
-STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events")
+STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug")
 RUN_STATUS = {"completed": "success", "failed": "error", "cancelled": "interrupted",
               "waiting": "interrupted", "working": "running", "queued": "pending"}
 """A turn's state (durable_teams/workflows/turn_states.py) as a LangGraph run status."""
@@ -102,6 +102,26 @@ def values_of(messages: list[Message]) -> dict[str, Any]:
     return {"messages": [lc_message(m, i) for i, m in enumerate(messages)]}
 
 
+def debug_events(thread: str, step: int, values: dict[str, Any], node: str | None,
+                 wire: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The `debug` stream mode's events for one message, in LangGraph's shapes: the step that
+    wrote it (`task`, `task_result`: its node, the message as its `messages` write; none for the
+    run's input) and the `checkpoint` after it, with the values. A step's time is in the thread's
+    history, not here: `timestamp` is null."""
+    events: list[dict[str, Any]] = []
+    if node is not None and wire is not None:
+        task = {"id": wire["id"], "name": node}
+        events += [{"type": "task", "timestamp": None, "step": step,
+                    "payload": task | {"input": None, "triggers": [f"branch:to:{node}"]}},
+                   {"type": "task_result", "timestamp": None, "step": step,
+                    "payload": task | {"error": None, "result": [["messages", [wire]]], "interrupts": []}}]
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": None}}
+    events.append({"type": "checkpoint", "timestamp": None, "step": step, "payload": {
+        "config": config, "parent_config": None, "values": values,
+        "metadata": {"source": "input" if node is None else "loop", "step": step}, "next": [], "tasks": []}})
+    return events
+
+
 def interrupt_of(question: Question) -> dict[str, Any]:
     """A question as LangGraph's `Interrupt`: an approval in the shape of LangChain's
     human-in-the-loop middleware (`action_requests`, `review_configs`), `ask_human` as its
@@ -117,6 +137,32 @@ def interrupt_of(question: Question) -> dict[str, Any]:
     else:
         value = {"question": question.text, "agent": question.agent, "options": list(question.suggestions)}
     return {"value": value, "id": question.question_id}
+
+
+def node_breakpoint(question: Question) -> bool:
+    """A pause before or after an agent's run: LangGraph's static breakpoint (`interrupt_before`,
+    `interrupt_after` on a node), which it shows with no `Interrupt` of its own, in `next` and
+    `tasks` (a breakpoint at a tool call is an approval, shown as one)."""
+    return question.breakpoint and question.tool is None
+
+
+def interrupts_of(pending: list[Question]) -> list[dict[str, Any]]:
+    """The thread's interrupts as LangGraph lists them: its questions but the node breakpoints."""
+    return [interrupt_of(q) for q in pending if not node_breakpoint(q)]
+
+
+def next_of(pending: list[Question]) -> list[str]:
+    """LangGraph's `next`: the agents that run when the thread is resumed (after an agent's run,
+    what comes next is routed then: not named)."""
+    return list(dict.fromkeys(q.agent for q in pending if not (node_breakpoint(q) and q.after)))
+
+
+def tasks_of(pending: list[Question]) -> list[dict[str, Any]]:
+    """LangGraph's `tasks`: each agent that waits, with its interrupts (none at a breakpoint)."""
+    return [{"id": q.question_id, "name": q.agent, "path": [], "error": None,
+             "interrupts": [] if node_breakpoint(q) else [interrupt_of(q)],
+             "checkpoint": None, "state": None, "result": None}
+            for q in pending if not (node_breakpoint(q) and q.after)]
 
 
 def run_status(status: ConversationStatus, turn: int, reply: TurnReply | None, running: bool) -> str:
@@ -140,14 +186,16 @@ def thread_object(thread: str, team: str | None, created: datetime | None, metad
     at = (created or datetime.fromtimestamp(0)).isoformat()
     return {"thread_id": thread, "created_at": at, "updated_at": at, "state_updated_at": at,
             "metadata": {"graph_id": team, "assistant_id": team, **metadata}, "status": state,
-            "values": values, "interrupts": {q.question_id: [interrupt_of(q)] for q in pending},
+            "values": values, "interrupts": {q.question_id: [interrupt_of(q)] for q in pending
+                                             if not node_breakpoint(q)},
             "config": {}, "error": None}
 
 
-def run_object(thread: str, run: RunRef, team: str | None, state: str, created: datetime | None) -> dict[str, Any]:
+def run_object(thread: str, run: RunRef, team: str | None, state: str, created: datetime | None,
+               metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     at = (created or datetime.fromtimestamp(0)).isoformat()
     return {"run_id": run.id, "thread_id": thread, "assistant_id": team, "created_at": at, "updated_at": at,
-            "status": state, "metadata": {}, "multitask_strategy": "reject", "kwargs": {}}
+            "status": state, "metadata": metadata or {}, "multitask_strategy": "reject", "kwargs": {}}
 
 
 def assistant_object(team: str) -> dict[str, Any]:
