@@ -11,13 +11,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
 
+from durable_teams.client.refusals import TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
-from durable_teams.gateway.doors.langgraph.langgraph_multitask import make_room, roll_back
+from durable_teams.gateway.doors.langgraph.langgraph_checks import page
+from durable_teams.gateway.doors.langgraph.langgraph_multitask import Busy, make_room, roll_back
 from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     reply_of,
     run_of,
@@ -35,6 +37,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream, st
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of, new_thread
 from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, watch_run
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
+    RUN_STATES,
     NotFound,
     RunRef,
     Unsupported,
@@ -83,7 +86,14 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
     floor, ahead = len(seen.messages), answering(seen.status)
-    accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds)
+    # "reject": taken only if no other turn got in since the thread was seen idle (two runs at once: one goes in)
+    after = seen.status.turns if asked.strategy == "reject" else None
+    try:
+        accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds,
+                                     after_turns=after)
+    except TurnConflict:
+        raise Busy(f"thread {thread} took another run meanwhile (multitask_strategy 'reject'; or send "
+                   "'enqueue', 'interrupt' or 'rollback')") from None
     # the turns numbered before it and not yet begun come first: their messages are skipped
     return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
 
@@ -174,11 +184,12 @@ async def join_stream(request: Request) -> Response:
 async def listed(request: Request) -> Response:
     gw = gateway_of(request)
     seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope_of(request))
-    limit = int(request.query_params.get("limit", "10") or 10)
-    offset = int(request.query_params.get("offset", "0") or 0)
-    numbers = list(range(turns_known(seen.status), 0, -1))[offset:offset + max(limit, 0)]
-    runs = [await run_of(gw, seen, RunRef(n)) for n in numbers]
+    offset, limit = page(request.query_params)
     wanted = request.query_params.get("status")
+    if wanted is not None and wanted not in RUN_STATES:
+        raise checks.BadRequest(f"'status' is one of {', '.join(RUN_STATES)}")
+    numbers = list(range(turns_known(seen.status), 0, -1))[offset:offset + limit]
+    runs = [await run_of(gw, seen, RunRef(n)) for n in numbers]
     return JSONResponse([r for r in runs if wanted is None or r["status"] == wanted])
 
 
