@@ -260,6 +260,23 @@ def serving_tasks() -> list[str]:
     return found
 
 
+async def test_runs_that_create_one_thread_at_once_make_it_once(client: Client, task_queue: str) -> None:
+    """Ten runs at once with `if_not_exists="create"` on one new thread id: the thread is made
+    once, one run goes in and the others are refused as a busy thread's (were 500s with a
+    traceback: the thread had been made by another of them meanwhile)."""
+    teams, model = faang_and_support()
+    async with running_worker(client, task_queue, teams, model):
+        async with running_gateway(client, task_queue, teams=["faang", "support"]) as url, \
+                httpx.AsyncClient(base_url=f"{url}/langgraph", timeout=120) as http:
+            body = run(assistant_id="support", input=human(support.QUESTION), if_not_exists="create")
+            runs = await asyncio.gather(*[http.post("/threads/made-at-once/runs", json=body) for _ in range(10)])
+            await get_client(url=f"{url}/langgraph", api_key=None).runs.join("made-at-once", "t1")
+        transcript = await client.get_workflow_handle("made-at-once").query(TeamWorkflow.transcript, False)
+
+    assert Counter(r.status_code for r in runs) == {200: 1, 409: 9}, [r.text[:200] for r in runs]
+    assert sum(1 for m in transcript if m.role == "user") == 1
+
+
 async def test_a_stream_left_after_its_first_byte_runs_on_joinable_and_leaves_no_task(
         client: Client, task_queue: str) -> None:
     """The client leaves; the run goes on and is joined whole, by `join_stream` too (a

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.refusals import TurnConflict
 from durable_teams.client.send import submit_turn
@@ -70,15 +71,7 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
     if thread is None:  # a stateless run: a thread of its own (kept, as every thread)
         thread = await new_thread(gw, asked.team, scope, None, {})
     else:
-        checks.thread_id(thread)
-        try:
-            known = await gw.running(thread, asked.team, scope)
-        except TeamMismatch as err:
-            raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
-        if not known and not asked.create_thread:
-            raise NotFound(f"no thread {thread} (or send if_not_exists='create')")
-        if not known:
-            await new_thread(gw, asked.team, scope, thread, {})
+        await thread_for(gw, checks.thread_id(thread), asked, scope)
     seen = await snapshot(gw, thread, scope)
     if asked.resuming:
         return await resume(gw, thread, asked, seen.status, len(seen.messages))
@@ -96,6 +89,24 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
                    "'enqueue', 'interrupt' or 'rollback')") from None
     # the turns numbered before it and not yet begun come first: their messages are skipped
     return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
+
+
+async def thread_for(gw: Gateway, thread: str, asked: RunRequest, scope: str | None, again: bool = True) -> None:
+    """The run's thread, of its team, seen by the caller; made when `if_not_exists` is "create"
+    (by another request at the same moment: as if it had been there)."""
+    try:
+        known = await gw.running(thread, asked.team, scope)
+    except TeamMismatch as err:
+        raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
+    if not known and not asked.create_thread:
+        raise NotFound(f"no thread {thread} (or send if_not_exists='create')")
+    if not known:
+        try:
+            await new_thread(gw, asked.team, scope, thread, {})
+        except WorkflowAlreadyStartedError:
+            if not again:
+                raise
+            await thread_for(gw, thread, asked, scope, again=False)  # whose, of which team
 
 
 async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, floor: int) -> RunStream:
