@@ -91,6 +91,9 @@ REFUSED: list[tuple[dict[str, str], str, str, Any, int, str]] = [
     (SHOP, "POST", "/runs/crons", cron(enabled="x"), 400, "'enabled' is true or false"),
     (SHOP, "POST", "/runs/crons", cron(stream_mode="bogus"), 422, "stream_mode 'bogus'"),
     (SHOP, "POST", "/runs/crons", cron(schedule="61 * * * *"), 400, "Minute is not in range"),
+    (SHOP, "POST", "/runs/crons", cron(schedule="@every 1s"), 422, "a cron here is five fields"),  # a thread a second
+    (SHOP, "POST", "/runs/crons", cron(schedule="* * * * * * *"), 422, "seconds, @every and CRON_TZ"),
+    (SHOP, "POST", "/threads/{th}/runs/crons", cron(schedule="CRON_TZ=UTC * * * * *"), 422, "five fields"),
     (SHOP, "POST", "/runs/crons", cron(timezone="Mars/Olympus"), 400, "unknown time zone"),
     (SHOP, "POST", "/runs/crons", cron(end_time="x"), 400, "'end_time' is an ISO 8601 time"),
     # an id names one run or none: no other spelling of t1, no question never asked this way

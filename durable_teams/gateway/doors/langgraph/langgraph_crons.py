@@ -7,6 +7,7 @@ The cron's id is the schedule's; its scope and team are in the schedule's memo."
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -42,6 +43,10 @@ from durable_teams.workflows.scheduled_turns import ScheduledTurn, ScheduledTurn
 from durable_teams.workflows.state import ConversationInput
 
 PREFIX = "langgraph-cron-"
+NAMED = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+CRONTAB = re.compile(r"(?:[0-9A-Za-z*/,?#-]+[ \t]+){4}[0-9A-Za-z*/,?#-]+|" + "|".join(NAMED))
+"""What a LangGraph cron's schedule may be: a crontab line of five fields, at most once a
+minute (Temporal would also take seconds and `@every 1s`: a thread a second)."""
 ACCEPTED = {"schedule", "input", "assistant_id", "metadata", "enabled", "timezone", "end_time",
             "multitask_strategy", "on_run_completed", "stream_mode", "stream_subgraphs", "stream_resumable",
             "durability", "checkpoint_during"}
@@ -51,6 +56,10 @@ def cron_spec(body: dict[str, Any]) -> ScheduleSpec:
     expression = body.get("schedule")
     if not isinstance(expression, str) or not expression.strip():
         raise checks.BadRequest("'schedule' is a cron expression ('*/5 * * * *')")
+    if not CRONTAB.fullmatch(expression.strip()):
+        raise Unsupported(f"schedule {expression[:80]!r}: a cron here is five fields (minute hour day month "
+                          f"weekday) or one of {', '.join(NAMED)}, as LangGraph's; seconds, @every and "
+                          "CRON_TZ are not served (the time zone is 'timezone')")
     end = body.get("end_time")
     try:
         end_at = datetime.fromisoformat(end) if isinstance(end, str) else None
