@@ -78,6 +78,7 @@ REFUSED: list[tuple[dict[str, str], str, str, Any, int, str]] = [
     (SHOP, "POST", "/store/namespaces", {"max_depth": -1}, 400, "'max_depth' is a whole number"),
     (SHOP, "POST", "/store/namespaces", {"limit": "x"}, 400, "'limit' is a whole number"),
     (SHOP, "PUT", "/store/items", {"namespace": ["a"], "key": 5, "value": {}}, 400, "'key' is a string"),
+    (SHOP, "PUT", "/store/items", {"namespace": ["a.b"], "key": "k", "value": {}}, 400, "cannot contain periods"),
     (SHOP, "POST", "/threads/search", {"ids": "abc"}, 400, "'ids' is a list of thread ids"),
     (SHOP, "POST", "/threads/search", {"status": "nonsense"}, 400, "'status' is one of idle"),
     (SHOP, "POST", "/threads", {"thread_id": 5, "metadata": {"graph_id": "faang"}}, 400, "'thread_id' is a string"),
@@ -284,6 +285,7 @@ async def test_a_stream_left_after_its_first_byte_runs_on_joinable_and_leaves_no
         client: Client, task_queue: str) -> None:
     """The client leaves; the run goes on and is joined whole, by `join_stream` too (a
     Last-Event-ID that names no frame of it replays it whole; one past its end ends at once);
+    a mode asked 20,000 times streams once;
     the gateway holds no task for the stream it left. A run created through one gateway is
     joined through the next."""
     teams, model = faang_and_support()
@@ -303,6 +305,11 @@ async def test_a_stream_left_after_its_first_byte_runs_on_joinable_and_leaves_no
             past = [p async for p in lg.runs.join_stream(threads[0], "t1", stream_mode="values",
                                                          last_event_id=f"{10**12}.0")]
 
+            many = (await lg.threads.create(graph_id="faang"))["thread_id"]
+            async with http.stream("POST", f"/threads/{many}/runs/stream", json=run(
+                    input=human(faang.QUESTION), stream_mode=["values"] * 20000, stream_resumable=True)) as r:
+                location, repeated = r.headers["location"], await r.aread()
+
             async def streams_ended() -> bool:
                 return not serving_tasks()
             await until(streams_ended, "the gateway's tasks for the streams ended")
@@ -316,6 +323,9 @@ async def test_a_stream_left_after_its_first_byte_runs_on_joinable_and_leaves_no
     assert [j["messages"][-1]["content"] for j in joined] == [faang.ANSWER] * 3
     assert [(p.id, p.data) for p in foreign] == [(p.id, p.data) for p in whole] and len(whole) == 13
     assert past == []
+    # each mode once: the Location of a resumable stream stays a header (was 180,000 bytes: no client read it)
+    assert location == f"/threads/{many}/runs/t1/stream?stream_mode=values"
+    assert repeated.count(b"event: values") == len(whole) - 1
     assert after_restart["messages"][-1]["content"] == faang.ANSWER
 
 

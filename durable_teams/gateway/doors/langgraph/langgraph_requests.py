@@ -94,7 +94,7 @@ def stream_modes(raw: Any) -> list[str]:
     for mode in modes:
         if mode not in STREAM_MODES:
             raise Unsupported(f"stream_mode {mode!r} (served: {', '.join(STREAM_MODES)})")
-    return modes or ["values"]
+    return list(dict.fromkeys(modes)) or ["values"]  # each once: a resumable stream's Location names them
 
 
 def turn_text(given: Any) -> str:

@@ -43,6 +43,8 @@ def own(request: Request, namespace: Any, allow_empty: bool = False) -> tuple[st
     if not isinstance(namespace, list | tuple) or not all(isinstance(n, str) for n in namespace) or (
             not namespace and not allow_empty):
         raise checks.BadRequest("a namespace is a non-empty list of strings")
+    if any("." in label for label in namespace):  # get_item names it joined by periods: as LangGraph, refused
+        raise checks.BadRequest("a namespace label cannot contain periods ('.')")
     scope = scope_of(request)
     return ((f"scope:{scope}",) if scope else ()) + tuple(namespace)
 
