@@ -393,3 +393,34 @@ async def test_crons_where_schedules_are_disabled_are_refused_naming_the_cause(
     assert state["status"] == "idle" and state["values"]["messages"] == []
     assert workflows == [th]  # nothing half-created: no cron's thread, no turn
     assert [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info] == []
+
+
+async def test_a_cluster_with_updates_off_serves_runs_and_refuses_cancels_naming_the_cause(
+        old_cluster: Client, task_queue: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Workflow updates turned off by the cluster's operator: runs go in (as signals) and are
+    resumed; cancelling a run, or `multitask_strategy` "interrupt", takes an update: a 501 saying
+    so (was a 502 of the server's words alone), and the refused run does not go in."""
+    caplog.set_level(logging.INFO)
+    support.REFUNDS.clear()
+    teams, model = faang_and_support()
+    async with running_worker(old_cluster, task_queue, teams, model):
+        async with running_gateway(old_cluster, task_queue, teams=["faang", "support"]) as url, \
+                httpx.AsyncClient(base_url=f"{url}/langgraph", timeout=60) as http:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            sup = (await lg.threads.create(graph_id="support"))["thread_id"]
+            asked = await lg.runs.wait(sup, "support", input=human(support.QUESTION))
+            cancelled = await http.post(f"/threads/{sup}/runs/t1/cancel")
+            interrupting = await http.post(f"/threads/{sup}/runs", json=run(
+                assistant_id="support", input=human("never mind"), multitask_strategy="interrupt"))
+            approval: Any = await lg.runs.wait(sup, "support", command={"resume": "Order 4711"})
+            done: Any = await lg.runs.wait(sup, "support", command={"resume": True})
+        transcript = await old_cluster.get_workflow_handle(sup).query(TeamWorkflow.transcript, False)
+
+    assert "__interrupt__" in asked and "__interrupt__" in approval
+    for refused in (cancelled, interrupting):
+        assert refused.status_code == 501, refused.text
+        assert "it takes a workflow update" in refused.json()["error"]["message"]
+        assert "frontend.enableUpdateWorkflowExecution" in refused.json()["error"]["message"]
+    assert done["messages"][-1]["content"] == support.ANSWER and len(support.REFUNDS) == 1
+    assert [m.content for m in transcript if m.role == "user"] == [support.QUESTION]
+    assert [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info] == []

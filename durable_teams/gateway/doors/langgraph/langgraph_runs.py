@@ -20,7 +20,12 @@ from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
-from durable_teams.gateway.doors.langgraph.langgraph_multitask import Busy, make_room, roll_back
+from durable_teams.gateway.doors.langgraph.langgraph_multitask import (
+    Busy,
+    cancel_update,
+    make_room,
+    roll_back,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     reply_of,
     run_of,
@@ -46,7 +51,6 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     run_object,
     run_status,
 )
-from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
 from durable_teams.workflows.turn_view import answering
 
@@ -219,7 +223,7 @@ async def cancel(request: Request) -> Response:
         await roll_back(gw, run.thread, run.run.turn)
         return JSONResponse(run_object(run.thread, run.run, run.team, "interrupted", seen.created))
     try:
-        await gw.client.get_workflow_handle(run.thread).execute_update(TeamWorkflow.cancel_turn, run.run.turn)
+        await cancel_update(gw, run.thread, run.run.turn)
     except WorkflowUpdateFailedError as err:
         return error(409, f"run {run.run.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
                      "run_ended")
