@@ -35,7 +35,7 @@ from durable_teams.workflows.labels import TASK, TEAM
 
 from .conftest import binary, running_worker
 from .gateway_helpers import running_gateway
-from .waiting import until
+from .waiting import NotYet, until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
@@ -327,6 +327,40 @@ async def test_a_stream_left_after_its_first_byte_runs_on_joinable_and_leaves_no
     assert location == f"/threads/{many}/runs/t1/stream?stream_mode=values"
     assert repeated.count(b"event: values") == len(whole) - 1
     assert after_restart["messages"][-1]["content"] == faang.ANSWER
+
+
+async def test_a_wait_or_join_the_client_left_holds_nothing_in_the_gateway(client: Client, task_queue: str) -> None:
+    """Runs queued behind a question may wait days: a client that leaves its `join` or `wait`
+    leaves no task in the gateway (they were held, each with a history watch, until the run
+    ended, and held the gateway's shutdown); the runs go on and run once."""
+    teams, model = faang_and_support()
+    async with running_worker(client, task_queue, teams, model):
+        async with running_gateway(client, task_queue, teams=["faang", "support"]) as url, \
+                httpx.AsyncClient(base_url=f"{url}/langgraph", timeout=60) as http:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            sup = (await lg.threads.create(graph_id="support"))["thread_id"]
+            await lg.runs.wait(sup, "support", input=human(support.QUESTION))
+            await lg.runs.create(sup, "support", input=human("later"), multitask_strategy="enqueue")
+            left = [asyncio.ensure_future(http.get(f"/threads/{sup}/runs/t2/join")) for _ in range(3)]
+            left.append(asyncio.ensure_future(http.post(f"/threads/{sup}/runs/wait", json=run(
+                assistant_id="support", input=human("later still"), multitask_strategy="enqueue"))))
+
+            async def all_following() -> bool:
+                return sum("watch" in t for t in serving_tasks()) == 4
+            await until(all_following, "the gateway follows the four runs")
+            for request in left:
+                request.cancel()  # the client leaves: its connection closes
+
+            async def nothing_held() -> bool:
+                if serving_tasks():
+                    raise NotYet(serving_tasks())
+                return True
+            await until(nothing_held, "the gateway let go of the runs the client left", within=20)
+        transcript = await client.get_workflow_handle(sup).query(TeamWorkflow.transcript, False)
+        status = await client.get_workflow_handle(sup).query(TeamWorkflow.status)
+
+    assert [m.content for m in transcript if m.role == "user"] == [support.QUESTION]  # the rest queued
+    assert status.turns == 3 and [q.question_id for q in status.pending] == ["q1"]  # t2, t3 behind t1
 
 
 async def test_a_hundred_runs_at_once_are_each_answered_once(client: Client, task_queue: str) -> None:

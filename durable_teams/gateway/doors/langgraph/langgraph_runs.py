@@ -5,6 +5,7 @@ or no, as every door) and follows the turn on from there."""
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -138,10 +139,31 @@ async def create(request: Request) -> Response:
     return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created), headers=located(run))
 
 
+async def followed(request: Request, run: RunStream) -> None:
+    """Follow the run until it ends or asks, or until the client leaves (the run goes on; the
+    gateway holds nothing for it: a run may wait days for a person)."""
+    async def to_its_end() -> None:
+        async for _ in run.follow():
+            pass
+
+    async def client_left() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+    following, leaving = asyncio.ensure_future(to_its_end()), asyncio.ensure_future(client_left())
+    try:
+        await asyncio.wait((following, leaving), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        leaving.cancel()
+        while not following.done():  # Python 3.11's wait_for (inside follow) may swallow a cancel: again
+            following.cancel()
+            await asyncio.wait((following,), timeout=0.1)
+    if not following.cancelled():
+        following.result()  # its error, if it ended with one
+
+
 async def wait(request: Request) -> Response:
     run, _ = await begin(request)
-    async for _ in run.follow():
-        pass
+    await followed(request, run)
     return JSONResponse(run.final_values(), headers=located(run))
 
 
@@ -179,8 +201,7 @@ async def get(request: Request) -> Response:
 
 async def join(request: Request) -> Response:
     run = await existing(request)
-    async for _ in run.follow():
-        pass
+    await followed(request, run)
     return JSONResponse(run.final_values())
 
 
@@ -228,7 +249,6 @@ async def cancel(request: Request) -> Response:
         return error(409, f"run {run.run.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
                      "run_ended")
     if request.query_params.get("wait") in ("1", "true"):
-        async for _ in run.follow():
-            pass
+        await followed(request, run)
     seen = await snapshot(gw, run.thread, scope_of(request))
     return JSONResponse(await run_of(gw, seen, run.run))
