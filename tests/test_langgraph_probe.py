@@ -189,7 +189,9 @@ async def test_malformed_and_foreign_requests_are_4xx_json_without_a_traceback(
             owner_sees = [(await sent(http, "GET", f"/threads/{th}", None, SHOP)).status_code,
                           (await sent(http, "GET", "/store/items?namespace=mine&key=k", None, SHOP)).status_code,
                           len((await sent(http, "POST", "/runs/crons/search", {}, SHOP)).json()),
-                          [r["run_id"] for r in (await sent(http, "GET", f"/threads/{th}/runs", None, SHOP)).json()]]
+                          [r["run_id"] for r in (await sent(http, "GET", f"/threads/{th}/runs", None, SHOP)).json()],
+                          [t["thread_id"] for t in (await sent(http, "POST", "/threads/search",
+                                                               {"ids": [th, *map(str, range(100_000))]}, SHOP)).json()]]
         transcript = await client.get_workflow_handle(th).query(TeamWorkflow.transcript, False)
 
     wrong = []
@@ -198,7 +200,7 @@ async def test_malformed_and_foreign_requests_are_4xx_json_without_a_traceback(
         if answer.status_code != status or words not in message:
             wrong.append(f"{method} {path} as {headers is CRM and 'crm' or 'shop'}: {answer.status_code} {answer.text[:200]}")
     assert wrong == []
-    assert owner_sees == [200, 200, 1, ["t1"]]
+    assert owner_sees == [200, 200, 1, ["t1"], [th]]
     assert sum(1 for m in transcript if m.role == "user") == 1  # not one refused run went in
     tracebacks = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info]
     assert tracebacks == []

@@ -126,6 +126,7 @@ async def search(request: Request) -> Response:
     offset, limit = page(body)
     if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
         raise checks.BadRequest("'ids' is a list of thread ids")
+    wanted_ids = None if ids is None else set(ids)  # looked up once per thread listed
     if wanted is not None and wanted not in THREAD_STATES:
         raise checks.BadRequest(f"'status' is one of {', '.join(THREAD_STATES)}")
     scope = scope_of(request)
@@ -140,7 +141,7 @@ async def search(request: Request) -> Response:
         given = {"graph_id": memo.get("team"), "assistant_id": memo.get("team"), **(memo.get(METADATA_MEMO) or {})}
         if not sees(scope, memo) or any(given.get(k) != v for k, v in metadata.items()):
             continue
-        if ids is None or wf.id in ids:
+        if wanted_ids is None or wf.id in wanted_ids:
             found.append(wf.id)
     threads: list[dict[str, Any]] = []
     skipped = 0
