@@ -20,8 +20,9 @@ import httpx
 import pytest
 import pytest_asyncio
 from langgraph_sdk import get_client
-from temporalio.client import Client
+from temporalio.client import Client, ScheduleHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from durable_teams.examples import faang, support
@@ -460,3 +461,21 @@ async def test_a_cluster_with_updates_off_serves_runs_and_refuses_cancels_naming
     assert done["messages"][-1]["content"] == support.ANSWER and len(support.REFUNDS) == 1
     assert [m.content for m in transcript if m.role == "user"] == [support.QUESTION]
     assert [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info] == []
+
+
+async def test_a_cron_the_server_made_is_answered_once_though_reading_it_back_fails(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schedule is made, then the server fails to describe it (busy, unreachable): the cron
+    is answered made (was a 503 for a cron that exists: the client's retry made a second)."""
+    async def unreachable(self: ScheduleHandle, *args: Any, **kwargs: Any) -> Any:
+        raise RPCError("the server is unreachable", RPCStatusCode.UNAVAILABLE, b"")
+    async with running_gateway(client, task_queue, teams=["faang"]) as url:
+        lg = get_client(url=f"{url}/langgraph", api_key=None)
+        monkeypatch.setattr(ScheduleHandle, "describe", unreachable)
+        made: Any = await lg.crons.create("faang", schedule=YEARLY, input=human("weekly digest"))
+        monkeypatch.undo()
+        listed = await lg.crons.search(assistant_id="faang")
+        await lg.crons.delete(made["cron_id"])
+
+    assert made["cron_id"].startswith("langgraph-cron-") and made["next_run_date"] is None
+    assert [c["cron_id"] for c in listed] == [made["cron_id"]]

@@ -118,7 +118,11 @@ async def create(request: Request) -> Response:
     spec = cron_spec(body)
     async with schedules_served():
         handle = await gw.client.create_schedule(cron_id, Schedule(action=action, spec=spec, state=state), memo=memo)
-        return JSONResponse(cron_object(cron_id, memo, await handle.describe()))
+    try:
+        described: ScheduleDescription | None = await handle.describe()
+    except RPCError:  # made: it is answered (without its next run), so a client does not make another
+        described = None
+    return JSONResponse(cron_object(cron_id, memo, described))
 
 
 @asynccontextmanager
