@@ -463,19 +463,30 @@ async def test_a_cluster_with_updates_off_serves_runs_and_refuses_cancels_naming
     assert [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info] == []
 
 
-async def test_a_cron_the_server_made_is_answered_once_though_reading_it_back_fails(
+async def test_a_run_or_cron_the_server_took_is_answered_once_though_reading_it_back_fails(
         client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The schedule is made, then the server fails to describe it (busy, unreachable): the cron
-    is answered made (was a 503 for a cron that exists: the client's retry made a second)."""
-    async def unreachable(self: ScheduleHandle, *args: Any, **kwargs: Any) -> Any:
+    """The turn is taken (the schedule made), then the server fails to read it back (busy,
+    unreachable): the run (the cron) is answered made, pending (without its next run), where
+    it was a 503 for a run that had gone in: the client's retry ran it twice."""
+    async def unreachable(*args: Any, **kwargs: Any) -> Any:
         raise RPCError("the server is unreachable", RPCStatusCode.UNAVAILABLE, b"")
-    async with running_gateway(client, task_queue, teams=["faang"]) as url:
-        lg = get_client(url=f"{url}/langgraph", api_key=None)
-        monkeypatch.setattr(ScheduleHandle, "describe", unreachable)
-        made: Any = await lg.crons.create("faang", schedule=YEARLY, input=human("weekly digest"))
-        monkeypatch.undo()
-        listed = await lg.crons.search(assistant_id="faang")
-        await lg.crons.delete(made["cron_id"])
+    teams, model = faang_and_support()
+    async with running_worker(client, task_queue, teams, model):
+        async with running_gateway(client, task_queue, teams=["faang"]) as url:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            th = (await lg.threads.create(graph_id="faang"))["thread_id"]
+            monkeypatch.setattr(ScheduleHandle, "describe", unreachable)
+            monkeypatch.setattr(runs_door, "reply_of", unreachable)
+            made: Any = await lg.crons.create("faang", schedule=YEARLY, input=human("weekly digest"))
+            taken = await lg.runs.create(th, "faang", input=human(faang.QUESTION))
+            monkeypatch.undo()
+            listed = await lg.crons.search(assistant_id="faang")
+            await lg.crons.delete(made["cron_id"])
+            joined: Any = await lg.runs.join(th, taken["run_id"])
+        transcript = await client.get_workflow_handle(th).query(TeamWorkflow.transcript, False)
 
     assert made["cron_id"].startswith("langgraph-cron-") and made["next_run_date"] is None
     assert [c["cron_id"] for c in listed] == [made["cron_id"]]
+    assert (taken["run_id"], taken["status"]) == ("t1", "pending")
+    assert joined["messages"][-1]["content"] == faang.ANSWER
+    assert sum(1 for m in transcript if m.role == "user") == 1

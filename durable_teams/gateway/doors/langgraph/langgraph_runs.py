@@ -10,8 +10,9 @@ from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from durable_teams.client.refusals import TurnConflict
 from durable_teams.client.send import submit_turn
@@ -19,7 +20,7 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_response
-from durable_teams.gateway.core.threads import Gateway, TeamMismatch
+from durable_teams.gateway.core.threads import Gateway, NoWorker, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
 from durable_teams.gateway.doors.langgraph.langgraph_multitask import (
     Busy,
@@ -133,10 +134,13 @@ def located(run: RunStream) -> dict[str, str]:
 
 async def create(request: Request) -> Response:
     run, _ = await begin(request)
-    seen = await snapshot(run.gw, run.thread, scope_of(request))
-    reply = await reply_of(run.gw, run.thread, run.run.turn)
-    state = run_status(seen.status, run.run.turn, reply, seen.running)
-    return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created), headers=located(run))
+    try:
+        seen = await snapshot(run.gw, run.thread, scope_of(request))
+        reply = await reply_of(run.gw, run.thread, run.run.turn)
+        state, created = run_status(seen.status, run.run.turn, reply, seen.running), seen.created
+    except (RPCError, WorkflowQueryFailedError, NoWorker):  # the run is in: answered as such all the
+        state, created = "pending", None  # same (an error would have its client send it again: twice)
+    return JSONResponse(run_object(run.thread, run.run, run.team, state, created), headers=located(run))
 
 
 async def followed(request: Request, run: RunStream) -> None:
