@@ -17,10 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
-from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from temporalio.client import Client
 
 from durable_teams.gateway.core.team_cards import card_of
+from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 

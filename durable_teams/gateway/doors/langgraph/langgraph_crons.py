@@ -7,7 +7,10 @@ The cron's id is the schedule's; its scope and team are in the schedule's memo."
 
 from __future__ import annotations
 
+import re
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +28,14 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.start import TASK_TIMEOUT
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.scopes import SCOPE_MEMO, scope_of, sees
-from durable_teams.gateway.doors.langgraph.langgraph_requests import turn_text
+from durable_teams.gateway.core.threads import TeamMismatch
+from durable_teams.gateway.doors.langgraph.langgraph_checks import (
+    optional_flag,
+    optional_object,
+    optional_text,
+    page,
+)
+from durable_teams.gateway.doors.langgraph.langgraph_requests import stream_modes, turn_text
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of
 from durable_teams.gateway.doors.langgraph.langgraph_wire import NotFound, Unsupported
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -33,6 +43,10 @@ from durable_teams.workflows.scheduled_turns import ScheduledTurn, ScheduledTurn
 from durable_teams.workflows.state import ConversationInput
 
 PREFIX = "langgraph-cron-"
+NAMED = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+CRONTAB = re.compile(r"(?:[0-9A-Za-z*/,?#-]+[ \t]+){4}[0-9A-Za-z*/,?#-]+|" + "|".join(NAMED))
+"""What a LangGraph cron's schedule may be: a crontab line of five fields, at most once a
+minute (Temporal would also take seconds and `@every 1s`: a thread a second)."""
 ACCEPTED = {"schedule", "input", "assistant_id", "metadata", "enabled", "timezone", "end_time",
             "multitask_strategy", "on_run_completed", "stream_mode", "stream_subgraphs", "stream_resumable",
             "durability", "checkpoint_during"}
@@ -42,13 +56,16 @@ def cron_spec(body: dict[str, Any]) -> ScheduleSpec:
     expression = body.get("schedule")
     if not isinstance(expression, str) or not expression.strip():
         raise checks.BadRequest("'schedule' is a cron expression ('*/5 * * * *')")
+    if not CRONTAB.fullmatch(expression.strip()):
+        raise Unsupported(f"schedule {expression[:80]!r}: a cron here is five fields (minute hour day month "
+                          f"weekday) or one of {', '.join(NAMED)}, as LangGraph's; seconds, @every and "
+                          "CRON_TZ are not served (the time zone is 'timezone')")
     end = body.get("end_time")
     try:
         end_at = datetime.fromisoformat(end) if isinstance(end, str) else None
     except ValueError:
         raise checks.BadRequest("'end_time' is an ISO 8601 time") from None
-    zone = body.get("timezone")
-    return ScheduleSpec(cron_expressions=[expression], end_at=end_at, time_zone_name=zone if isinstance(zone, str) else None)
+    return ScheduleSpec(cron_expressions=[expression], end_at=end_at, time_zone_name=optional_text(body, "timezone"))
 
 
 def checked(body: dict[str, Any], thread: str | None) -> tuple[str, str]:
@@ -66,6 +83,9 @@ def checked(body: dict[str, Any], thread: str | None) -> tuple[str, str]:
     team = body.get("assistant_id")
     if not isinstance(team, str) or not team:
         raise checks.BadRequest("'assistant_id' is required: the name of a team")
+    optional_flag(body, "enabled")
+    if body.get("stream_mode") is not None:
+        stream_modes(body["stream_mode"])
     return team, turn_text(body.get("input"))
 
 
@@ -77,7 +97,11 @@ async def create(request: Request) -> Response:
     cron_id = PREFIX + uuid.uuid4().hex
     memo: dict[str, Any] = {"team": team, "queue": gw.task_queue} | ({SCOPE_MEMO: scope} if scope else {})
     if thread is not None:
-        if not await gw.running(checks.thread_id(thread), team, scope):  # another scope's: 404 too; ended: 409
+        try:
+            known = await gw.running(checks.thread_id(thread), team, scope)  # another scope's: 404 too; ended: 409
+        except TeamMismatch as err:
+            raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
+        if not known:
             raise NotFound(f"no thread {thread}")
         memo["thread"] = thread
         action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(thread=thread, text=text),
@@ -87,15 +111,32 @@ async def create(request: Request) -> Response:
         inp = ConversationInput(team_name=team, task=text, single_turn=True, history=[], answer_history=False)
         action = ScheduleActionStartWorkflow(TeamWorkflow.run, inp, id=f"{cron_id}-run", task_queue=gw.task_queue,
                                              memo=thread_memo, task_timeout=TASK_TIMEOUT)
-    metadata = body.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise checks.BadRequest("'metadata' is an object")
+    metadata = optional_object(body, "metadata")
     memo |= {"metadata": metadata, "input": body.get("input"), "created_at": datetime.now(UTC).isoformat(),
              "schedule": body["schedule"], "timezone": body.get("timezone")}  # the server keeps calendars
     state = ScheduleState(paused=body.get("enabled") is False, note="a LangGraph cron")
-    handle = await gw.client.create_schedule(cron_id, Schedule(action=action, spec=cron_spec(body), state=state),
-                                             memo=memo)
-    return JSONResponse(cron_object(cron_id, memo, await handle.describe()))
+    spec = cron_spec(body)
+    async with schedules_served():
+        handle = await gw.client.create_schedule(cron_id, Schedule(action=action, spec=spec, state=state), memo=memo)
+    try:
+        described: ScheduleDescription | None = await handle.describe()
+    except RPCError:  # made: it is answered (without its next run), so a client does not make another
+        described = None
+    return JSONResponse(cron_object(cron_id, memo, described))
+
+
+@asynccontextmanager
+async def schedules_served() -> AsyncIterator[None]:
+    """Temporal's refusal of Schedules themselves (a namespace where the operator disabled them,
+    a server without them) as a 501 naming the cause, not a 502 of the server's words alone."""
+    try:
+        yield
+    except RPCError as err:
+        if err.status not in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED):
+            raise
+        raise Unsupported(f"crons on this Temporal namespace: a cron is a Temporal Schedule, and the server "
+                          f"refuses them ({err.message or err.status.name}); its operator can allow them "
+                          "(frontend.enableSchedules)", endpoint=True) from None
 
 
 def cron_object(cron_id: str, memo: dict[str, Any], described: ScheduleDescription | None) -> dict[str, Any]:
@@ -116,30 +157,32 @@ async def search(request: Request) -> Response:
     unknown = sorted(k for k, v in body.items() if v and k not in ("assistant_id", "thread_id", "limit", "offset"))
     if unknown:
         raise Unsupported(f"cron search parameter(s) {', '.join(unknown)}")
+    team, thread, (offset, limit) = optional_text(body, "assistant_id"), optional_text(body, "thread_id"), page(body)
     found = []
-    async for listed in await gw.client.list_schedules():
-        if not listed.id.startswith(PREFIX):
-            continue
-        memo = await listed.memo()
-        if memo.get("queue") != gw.task_queue or not sees(scope, memo):
-            continue
-        if body.get("assistant_id") not in (None, memo.get("team")) or body.get("thread_id") not in (None, memo.get("thread")):
-            continue
-        found.append(cron_object(listed.id, dict(memo), None))
-    offset, limit = body.get("offset") or 0, body.get("limit") or 10
+    async with schedules_served():
+        async for listed in await gw.client.list_schedules():
+            if not listed.id.startswith(PREFIX):
+                continue
+            memo = await listed.memo()
+            if memo.get("queue") != gw.task_queue or not sees(scope, memo):
+                continue
+            if team not in (None, memo.get("team")) or thread not in (None, memo.get("thread")):
+                continue
+            found.append(cron_object(listed.id, dict(memo), None))
     return JSONResponse(found[offset:offset + limit])
 
 
 async def delete(request: Request) -> Response:
     gw, cron_id = gateway_of(request), request.path_params["cron"]
     handle = gw.client.get_schedule_handle(cron_id)
-    try:
-        described = await handle.describe() if cron_id.startswith(PREFIX) else None
-    except RPCError as err:
-        if err.status != RPCStatusCode.NOT_FOUND:
-            raise
-        described = None
-    if described is None or not sees(scope_of(request), await described.memo()):
-        raise NotFound(f"no cron {cron_id[:80]!r}")
-    await handle.delete()
+    async with schedules_served():
+        try:
+            described = await handle.describe() if cron_id.startswith(PREFIX) else None
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            described = None
+        if described is None or not sees(scope_of(request), await described.memo()):
+            raise NotFound(f"no cron {cron_id[:80]!r}")
+        await handle.delete()
     return Response(status_code=204)

@@ -8,11 +8,14 @@ before it, durable_teams/client/time_travel.py), so the new run takes its place.
 from __future__ import annotations
 
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError
 
 from durable_teams.client.checkpoints import list_checkpoints
 from durable_teams.client.time_travel import CheckpointError, rewind
+from durable_teams.client.updates_off import updates_disabled
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_wire import Unsupported
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
 from durable_teams.workflows.turn_states import answering
@@ -48,9 +51,22 @@ async def make_room(gw: Gateway, thread: str, status: ConversationStatus, strate
 async def cancel_turn(gw: Gateway, thread: str, turn: int) -> None:
     """Cancel turn `turn` (running or queued); one that ended meanwhile is left as it ended."""
     try:
-        await gw.client.get_workflow_handle(thread).execute_update(TeamWorkflow.cancel_turn, turn)
+        await cancel_update(gw, thread, turn)
     except WorkflowUpdateFailedError:  # ended (or being cancelled) meanwhile: nothing to stop
         pass
+
+
+async def cancel_update(gw: Gateway, thread: str, turn: int) -> None:
+    """The workflow's `cancel_turn` update; on a namespace with updates turned off, a 501 saying
+    so (a turn is cancelled only by an update: nothing was changed)."""
+    try:
+        await gw.client.get_workflow_handle(thread).execute_update(TeamWorkflow.cancel_turn, turn)
+    except RPCError as err:
+        if not updates_disabled(err):
+            raise
+        raise Unsupported("cancelling a run (and multitask_strategy 'interrupt') on this Temporal namespace: "
+                          f"it takes a workflow update, and the server refuses them ({err.message}); its "
+                          "operator can allow them (frontend.enableUpdateWorkflowExecution)", endpoint=True) from None
 
 
 async def roll_back(gw: Gateway, thread: str, turn: int) -> None:

@@ -140,7 +140,7 @@ def stream_modes(raw: Any) -> list[str]:
         if mode not in STREAM_MODES:
             why = "a team's tools write no custom events; " if mode == "custom" else ""
             raise Unsupported(f"stream_mode {mode[:40]!r} ({why}served: {', '.join(STREAM_MODES)})")
-    return modes or ["values"]
+    return list(dict.fromkeys(modes)) or ["values"]  # each once: a resumable stream's Location names them
 
 
 def turn_text(given: Any) -> str:

@@ -15,6 +15,11 @@ from durable_teams.gateway.doors.langgraph import langgraph_crons as crons
 from durable_teams.gateway.doors.langgraph import langgraph_runs as runs
 from durable_teams.gateway.doors.langgraph import langgraph_store as store
 from durable_teams.gateway.doors.langgraph import langgraph_threads as threads
+from durable_teams.gateway.doors.langgraph.langgraph_checks import (
+    optional_object,
+    optional_text,
+    page,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     NotFound,
@@ -38,9 +43,11 @@ async def search_assistants(request: Request) -> Response:
     unknown = sorted(k for k, v in body.items() if v and k not in ("graph_id", "name", "limit", "offset", "metadata"))
     if unknown:
         raise Unsupported(f"assistant search parameter(s) {', '.join(unknown)}")
-    wanted = body.get("graph_id") or body.get("name")
-    found = [assistant_object(t) for t in served(request) if wanted is None or t == wanted]
-    offset, limit = body.get("offset") or 0, body.get("limit") or 10
+    wanted = optional_text(body, "graph_id") or optional_text(body, "name")
+    offset, limit = page(body)
+    metadata = optional_object(body, "metadata")
+    found = [a for a in map(assistant_object, served(request)) if (wanted is None or a["graph_id"] == wanted)
+             and all(a["metadata"].get(k) == v for k, v in metadata.items())]
     return JSONResponse(found[offset:offset + limit])
 
 

@@ -5,19 +5,29 @@ or no, as every door) and follows the turn on from there."""
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
+from durable_teams.client.refusals import TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_response
-from durable_teams.gateway.core.threads import Gateway, TeamMismatch
-from durable_teams.gateway.doors.langgraph.langgraph_multitask import make_room, roll_back
+from durable_teams.gateway.core.threads import Gateway, NoWorker, TeamMismatch
+from durable_teams.gateway.doors.langgraph.langgraph_checks import page
+from durable_teams.gateway.doors.langgraph.langgraph_multitask import (
+    Busy,
+    cancel_update,
+    make_room,
+    roll_back,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     reply_of,
     run_of,
@@ -35,6 +45,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream, st
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of, new_thread
 from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, watch_run
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
+    RUN_STATES,
     NotFound,
     RunRef,
     Unsupported,
@@ -42,7 +53,6 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     run_object,
     run_status,
 )
-from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
 from durable_teams.workflows.turn_states import answering
 
@@ -67,15 +77,7 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
     if thread is None:  # a stateless run: a thread of its own (kept, as every thread)
         thread = await new_thread(gw, asked.team, scope, None, {})
     else:
-        checks.thread_id(thread)
-        try:
-            known = await gw.running(thread, asked.team, scope)
-        except TeamMismatch as err:
-            raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
-        if not known and not asked.create_thread:
-            raise NotFound(f"no thread {thread} (or send if_not_exists='create')")
-        if not known:
-            await new_thread(gw, asked.team, scope, thread, {})
+        await thread_for(gw, checks.thread_id(thread), asked, scope)
     seen = await snapshot(gw, thread, scope)
     if asked.resuming:
         return await resume(gw, thread, asked, seen.status, len(seen.messages))
@@ -83,11 +85,35 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
     floor, ahead = len(seen.messages), answering(seen.status)
-    accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds,
-                                 interrupt_before=asked.interrupt_before, interrupt_after=asked.interrupt_after,
-                                 metadata=asked.metadata)
+    # "reject": taken only if no other turn got in since the thread was seen idle (two runs at once: one goes in)
+    after = seen.status.turns if asked.strategy == "reject" else None
+    try:
+        accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds,
+                                     after_turns=after, interrupt_before=asked.interrupt_before,
+                                     interrupt_after=asked.interrupt_after, metadata=asked.metadata)
+    except TurnConflict:
+        raise Busy(f"thread {thread} took another run meanwhile (multitask_strategy 'reject'; or send "
+                   "'enqueue', 'interrupt' or 'rollback')") from None
     # the turns numbered before it and not yet begun come first: their messages are skipped
     return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
+
+
+async def thread_for(gw: Gateway, thread: str, asked: RunRequest, scope: str | None, again: bool = True) -> None:
+    """The run's thread, of its team, seen by the caller; made when `if_not_exists` is "create"
+    (by another request at the same moment: as if it had been there)."""
+    try:
+        known = await gw.running(thread, asked.team, scope)
+    except TeamMismatch as err:
+        raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
+    if not known and not asked.create_thread:
+        raise NotFound(f"no thread {thread} (or send if_not_exists='create')")
+    if not known:
+        try:
+            await new_thread(gw, asked.team, scope, thread, {})
+        except WorkflowAlreadyStartedError:
+            if not again:
+                raise
+            await thread_for(gw, thread, asked, scope, again=False)  # whose, of which team
 
 
 async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, floor: int) -> RunStream:
@@ -114,17 +140,41 @@ def located(run: RunStream) -> dict[str, str]:
 
 async def create(request: Request) -> Response:
     run, asked = await begin(request)
-    seen = await snapshot(run.gw, run.thread, scope_of(request))
-    reply = await reply_of(run.gw, run.thread, run.run.turn)
-    state = run_status(seen.status, run.run.turn, reply, seen.running)
-    return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created, asked.metadata),
+    try:
+        seen = await snapshot(run.gw, run.thread, scope_of(request))
+        reply = await reply_of(run.gw, run.thread, run.run.turn)
+        state, created = run_status(seen.status, run.run.turn, reply, seen.running), seen.created
+    except (RPCError, WorkflowQueryFailedError, NoWorker):  # the run is in: answered as such all the
+        state, created = "pending", None  # same (an error would have its client send it again: twice)
+    return JSONResponse(run_object(run.thread, run.run, run.team, state, created, asked.metadata),
                         headers=located(run))
+
+
+async def followed(request: Request, run: RunStream) -> None:
+    """Follow the run until it ends or asks, or until the client leaves (the run goes on; the
+    gateway holds nothing for it: a run may wait days for a person)."""
+    async def to_its_end() -> None:
+        async for _ in run.follow():
+            pass
+
+    async def client_left() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+    following, leaving = asyncio.ensure_future(to_its_end()), asyncio.ensure_future(client_left())
+    try:
+        await asyncio.wait((following, leaving), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        leaving.cancel()
+        while not following.done():  # Python 3.11's wait_for (inside follow) may swallow a cancel: again
+            following.cancel()
+            await asyncio.wait((following,), timeout=0.1)
+    if not following.cancelled():
+        following.result()  # its error, if it ended with one
 
 
 async def wait(request: Request) -> Response:
     run, _ = await begin(request)
-    async for _ in run.follow():
-        pass
+    await followed(request, run)
     return JSONResponse(run.final_values(), headers=located(run))
 
 
@@ -162,8 +212,7 @@ async def get(request: Request) -> Response:
 
 async def join(request: Request) -> Response:
     run = await existing(request)
-    async for _ in run.follow():
-        pass
+    await followed(request, run)
     return JSONResponse(run.final_values())
 
 
@@ -182,11 +231,12 @@ async def join_stream(request: Request) -> Response:
 async def listed(request: Request) -> Response:
     gw = gateway_of(request)
     seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope_of(request))
-    limit = int(request.query_params.get("limit", "10") or 10)
-    offset = int(request.query_params.get("offset", "0") or 0)
-    numbers = list(range(turns_known(seen.status), 0, -1))[offset:offset + max(limit, 0)]
-    runs = [await run_of(gw, seen, RunRef(n)) for n in numbers]
+    offset, limit = page(request.query_params)
     wanted = request.query_params.get("status")
+    if wanted is not None and wanted not in RUN_STATES:
+        raise checks.BadRequest(f"'status' is one of {', '.join(RUN_STATES)}")
+    numbers = list(range(turns_known(seen.status), 0, -1))[offset:offset + limit]
+    runs = [await run_of(gw, seen, RunRef(n)) for n in numbers]
     return JSONResponse([r for r in runs if wanted is None or r["status"] == wanted])
 
 
@@ -205,12 +255,11 @@ async def cancel(request: Request) -> Response:
         await roll_back(gw, run.thread, run.run.turn)
         return JSONResponse(run_object(run.thread, run.run, run.team, "interrupted", seen.created))
     try:
-        await gw.client.get_workflow_handle(run.thread).execute_update(TeamWorkflow.cancel_turn, run.run.turn)
+        await cancel_update(gw, run.thread, run.run.turn)
     except WorkflowUpdateFailedError as err:
         return error(409, f"run {run.run.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
                      "run_ended")
     if request.query_params.get("wait") in ("1", "true"):
-        async for _ in run.follow():
-            pass
+        await followed(request, run)
     seen = await snapshot(gw, run.thread, scope_of(request))
     return JSONResponse(await run_of(gw, seen, run.run))

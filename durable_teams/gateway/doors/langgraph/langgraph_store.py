@@ -14,6 +14,12 @@ from starlette.responses import JSONResponse, Response
 
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.doors.langgraph.langgraph_checks import (
+    optional_object,
+    optional_text,
+    page,
+    whole,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of
 from durable_teams.gateway.doors.langgraph.langgraph_wire import NotFound, Unsupported
 from durable_teams.memory.store import Store, StoreError
@@ -37,6 +43,8 @@ def own(request: Request, namespace: Any, allow_empty: bool = False) -> tuple[st
     if not isinstance(namespace, list | tuple) or not all(isinstance(n, str) for n in namespace) or (
             not namespace and not allow_empty):
         raise checks.BadRequest("a namespace is a non-empty list of strings")
+    if any("." in label for label in namespace):  # get_item names it joined by periods: as LangGraph, refused
+        raise checks.BadRequest("a namespace label cannot contain periods ('.')")
     scope = scope_of(request)
     return ((f"scope:{scope}",) if scope else ()) + tuple(namespace)
 
@@ -56,6 +64,8 @@ async def put(request: Request) -> Response:
     refuse(body, {"namespace", "key", "value"})
     if not isinstance(body.get("value"), dict):
         raise checks.BadRequest("'value' is a JSON object")
+    if not isinstance(body.get("key"), str):
+        raise checks.BadRequest("'key' is a string")
     try:
         await (await store_of(request)).put(own(request, body.get("namespace")), str(body.get("key") or ""),
                                             body["value"])
@@ -89,10 +99,12 @@ async def delete(request: Request) -> Response:
 async def search(request: Request) -> Response:
     body = await body_of(request)
     refuse(body, {"namespace_prefix", "filter", "limit", "offset", "query"})
+    offset, limit = page(body)
+    query, wanted = optional_text(body, "query"), optional_object(body, "filter")
     try:
         found = await (await store_of(request)).search(
-            own(request, body.get("namespace_prefix") or [], allow_empty=True), query=body.get("query"),
-            filter=body.get("filter"), limit=body.get("limit") or 10, offset=body.get("offset") or 0)
+            own(request, body.get("namespace_prefix") or [], allow_empty=True), query=query,
+            filter=wanted or None, limit=limit, offset=offset)
     except StoreError as err:
         raise checks.BadRequest(str(err)) from None
     return JSONResponse({"items": [shown(request, i.as_json()) for i in found]})
@@ -101,12 +113,12 @@ async def search(request: Request) -> Response:
 async def namespaces(request: Request) -> Response:
     body = await body_of(request)
     refuse(body, {"prefix", "max_depth", "limit", "offset"})
+    offset, limit = page(body, default_limit=100)
+    depth = whole(body, "max_depth", 0, 1) if body.get("max_depth") is not None else None
     try:
         found = await (await store_of(request)).namespaces(own(request, body.get("prefix") or [], allow_empty=True))
     except StoreError as err:
         raise checks.BadRequest(str(err)) from None
     cut = 1 if scope_of(request) else 0
-    depth = body.get("max_depth")
     listed = sorted({tuple(ns[cut:][:depth] if depth else ns[cut:]) for ns in found})
-    offset, limit = body.get("offset") or 0, body.get("limit") or 100
     return JSONResponse({"namespaces": [list(ns) for ns in listed[offset:offset + limit]]})

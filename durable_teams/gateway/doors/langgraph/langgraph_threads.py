@@ -23,6 +23,12 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import SCOPE_MEMO, scope_of, sees
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_checks import (
+    optional_object,
+    optional_text,
+    page,
+    whole,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     METADATA_CLIENT,
     METADATA_MEMO,
@@ -40,6 +46,8 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ClientMetadata, ConversationInput
 
+THREAD_STATES = ("idle", "busy", "interrupted", "error")
+"""The statuses a LangGraph thread may have (a filter of `threads.search`)."""
 MAX_LISTED = 1000
 """Threads a search reads from the visibility store at most."""
 
@@ -83,12 +91,10 @@ async def create(request: Request) -> Response:
     unknown = sorted(set(body) - {"thread_id", "metadata", "if_exists"})
     if unknown:
         raise Unsupported(f"thread parameter(s) {', '.join(unknown)}")
-    metadata = body.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise checks.BadRequest("'metadata' is an object")
-    wanted = body.get("thread_id")
+    metadata = optional_object(body, "metadata")
+    wanted = optional_text(body, "thread_id")
     if wanted is not None:
-        checks.thread_id(str(wanted), "thread_id")
+        checks.thread_id(wanted, "thread_id")
     if_exists = body.get("if_exists") or "raise"
     if if_exists not in ("raise", "do_nothing"):
         raise checks.BadRequest("'if_exists' is 'raise' or 'do_nothing'")
@@ -150,10 +156,13 @@ async def search(request: Request) -> Response:
     unknown = sorted(k for k, v in body.items() if v and k not in ("metadata", "ids", "status", "limit", "offset"))
     if unknown:
         raise Unsupported(f"thread search parameter(s) {', '.join(unknown)}")
-    metadata, ids, wanted = body.get("metadata") or {}, body.get("ids"), body.get("status")
-    limit, offset = body.get("limit", 10), body.get("offset", 0)
-    if not isinstance(metadata, dict) or not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:
-        raise checks.BadRequest("'metadata' is an object; 'limit' and 'offset' non-negative integers")
+    metadata, ids, wanted = optional_object(body, "metadata"), body.get("ids"), body.get("status")
+    offset, limit = page(body)
+    if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
+        raise checks.BadRequest("'ids' is a list of thread ids")
+    wanted_ids = None if ids is None else set(ids)  # looked up once per thread listed
+    if wanted is not None and wanted not in THREAD_STATES:
+        raise checks.BadRequest(f"'status' is one of {', '.join(THREAD_STATES)}")
     scope = scope_of(request)
     queue = gw.task_queue.replace("\\", "\\\\").replace("'", "\\'")
     found = []
@@ -166,7 +175,7 @@ async def search(request: Request) -> Response:
         given = {"graph_id": memo.get("team"), "assistant_id": memo.get("team"), **(memo.get(METADATA_MEMO) or {})}
         if not sees(scope, memo) or any(given.get(k) != v for k, v in metadata.items()):
             continue
-        if ids is None or wf.id in ids:
+        if wanted_ids is None or wf.id in wanted_ids:
             found.append(wf.id)
     threads: list[dict[str, Any]] = []
     skipped = 0
@@ -218,18 +227,19 @@ async def history(request: Request) -> Response:
     unknown = sorted(k for k, v in body.items() if v and k not in ("limit", "before"))
     if unknown:
         raise Unsupported(f"history parameter(s) {', '.join(unknown)}")
-    limit = body.get("limit", 10)
-    if not isinstance(limit, int) or limit < 1:
-        raise checks.BadRequest("'limit' is a positive integer")
+    limit, before = whole(body, "limit", 10, 1), body.get("before")
+    if isinstance(before, dict):
+        before = before.get("checkpoint_id")
+    if before is not None and not isinstance(before, str):
+        raise checks.BadRequest("'before' is a checkpoint ({'checkpoint_id': ...}) or its id")
     await gw.visible(thread, scope_of(request))
     try:
         points = list(reversed(await list_checkpoints(gw.client, thread)))
     except ReplayFailed as err:
         return error(409, f"this thread's history does not replay here: {err}", "replay_failed")
-    before = body.get("before")
-    if isinstance(before, dict) and before.get("checkpoint_id"):
+    if before is not None:
         ids = [p.id for p in points]
-        points = points[ids.index(before["checkpoint_id"]) + 1:] if before["checkpoint_id"] in ids else []
+        points = points[ids.index(before) + 1:] if before in ids else []
     try:
         transcripts = await transcripts_at(gw.client, thread, points[:limit])
     except ReplayFailed as err:

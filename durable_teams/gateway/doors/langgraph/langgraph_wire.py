@@ -20,11 +20,14 @@ from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus, Question, TurnReply
 from durable_teams.workflows.turn_states import turn_state
 
-RUN_ID = re.compile(r"t([1-9][0-9]{0,8})(?:\.(q[0-9]{1,9}))?")
+RUN_ID = re.compile(r"t([1-9][0-9]{0,8})(?:\.(q[1-9][0-9]{0,8}))?")
+"""A run id in its one spelling (no leading zeros): an id names one run or none."""
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug")
 RUN_STATUS = {"completed": "success", "failed": "error", "cancelled": "interrupted",
               "waiting": "interrupted", "working": "running", "queued": "pending"}
 """A turn's state (durable_teams/workflows/turn_states.py) as a LangGraph run status."""
+RUN_STATES = ("pending", "running", "error", "success", "timeout", "interrupted")
+"""The statuses a LangGraph run may have (a filter of `runs.list`)."""
 
 
 class Unsupported(HTTPException):
