@@ -7,22 +7,36 @@ never because a read happened to fall inside it."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import uuid
+from collections.abc import Iterable
+from typing import Any
 
 import httpx
 import pytest
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client
+from temporalio.testing import ActivityEnvironment
 
-from durable_teams.activities import a2a_push_delivery
+from durable_teams.activities import a2a_push_delivery, a2a_push_log
+from durable_teams.activities.a2a_push_delivery import watch_a2a_task
+from durable_teams.client.send import send_reply
 from durable_teams.examples import support
 from durable_teams.gateway.doors.a2a.push_configs import PushOptions
 from durable_teams.worker.scripted import ScriptedModel
-from durable_teams.workflows.turn_view import TurnState
+from durable_teams.workflows.a2a_push import WatchRequest
+from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.push_targets import newest_kept, with_cursor
+from durable_teams.workflows.state import ConversationInput, Question
+from durable_teams.workflows.turn_view import TurnState, question_text
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 from .push_receiver import receiving
 from .test_a2a_exact import CARDS, Rpc, push_activities, said
-from .waiting import NotYet, until
+from .waiting import NotYet, pending_question, questions, until
 
 pytestmark = pytest.mark.workflow
 
@@ -74,3 +88,65 @@ async def test_a_state_read_late_still_tells_the_question_before_the_end(
     assert states_of(receiver.received) == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]
     told = receiver.received[0][1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
     assert "Approve execute_refund(" in told and len(support.REFUNDS) == 1
+
+
+@pytest.mark.slow
+async def test_a_retried_watch_reads_on_from_where_the_last_attempt_left(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watch keeps its place in the history in its heartbeats: an attempt that failed while
+    it waited is followed by one that reads only the events after those already read, and
+    tells the next question."""
+    read: list[list[int]] = []  # the ids of the events each attempt read
+    real_asked_in = a2a_push_log.asked_in
+
+    async def recording(client: Client, events: Iterable[HistoryEvent], seen: set[str]) -> Any:
+        events = list(events)
+        read[-1] += [e.event_id for e in events]
+        return await real_asked_in(client, events, seen)
+
+    monkeypatch.setattr(a2a_push_log, "asked_in", recording)
+    compiled = support.build().compile()
+    async with running_worker(client, task_queue, [compiled], ScriptedModel(support.SCRIPT)):
+        handle = await client.start_workflow(TeamWorkflow.run, ConversationInput(
+            team=compiled.spec, task=support.QUESTION), id=f"support-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        first = await pending_question(handle)
+        run = (await handle.describe()).run_id
+        end = await client.workflow_service.get_workflow_execution_history_reverse(
+            GetWorkflowExecutionHistoryReverseRequest(namespace=client.namespace, maximum_page_size=4,
+                                                      execution=WorkflowExecution(workflow_id=handle.id, run_id=run)))
+        told = TurnState("INPUT_REQUIRED", question_text(first))
+        request = WatchRequest(thread=handle.id, turn=1, last=with_cursor(told, run, newest_kept(end.history.events)),
+                               poll_seconds=0.05, watch_seconds=60)
+
+        failing, beats = ActivityEnvironment(client), []
+        placed = asyncio.Event()
+
+        def heartbeat(*details: Any) -> None:
+            beats.extend(details)
+            if details and details[0]["last"]:
+                placed.set()
+
+        failing.on_heartbeat = heartbeat
+        read.append([])
+        attempt = asyncio.ensure_future(failing.run(watch_a2a_task, request))
+        await placed.wait()  # the history read, and nothing new in it: the watch waits
+        failing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await attempt
+        assert read[0][0] == 1 and read[0] == sorted(read[0])
+        place = beats[-1]
+
+        await send_reply(client, handle.id, first.question_id, text="Order 4711")
+
+        async def approval_asked() -> Question | None:
+            asked = [q for q in await questions(handle) if q.question_id != first.question_id]
+            return asked[0] if asked else None
+        approval = await until(approval_asked, "the refund's approval")
+        retried = ActivityEnvironment(client)
+        retried.info = dataclasses.replace(retried.info, attempt=2, heartbeat_details=[place])
+        read.append([])
+        change = await retried.run(watch_a2a_task, request)
+    assert change.state == "INPUT_REQUIRED"
+    status: Any = change.event["statusUpdate"]
+    assert status["status"]["message"]["parts"] == [{"text": question_text(approval)}]
+    assert read[1] and min(read[1]) == place["last"] + 1  # nothing read twice
