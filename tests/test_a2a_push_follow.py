@@ -118,7 +118,7 @@ async def test_a_retried_watch_reads_on_from_where_the_last_attempt_left(
         request = WatchRequest(thread=handle.id, turn=1, last=with_cursor(told, run, newest_kept(end.history.events)),
                                poll_seconds=0.05, watch_seconds=60)
 
-        failing, beats = ActivityEnvironment(client), []
+        failing, beats = ActivityEnvironment(client), list[Any]()
         placed = asyncio.Event()
 
         def heartbeat(*details: Any) -> None:
@@ -142,6 +142,7 @@ async def test_a_retried_watch_reads_on_from_where_the_last_attempt_left(
             asked = [q for q in await questions(handle) if q.question_id != first.question_id]
             return asked[0] if asked else None
         approval = await until(approval_asked, "the refund's approval")
+        assert approval is not None
         retried = ActivityEnvironment(client)
         retried.info = dataclasses.replace(retried.info, attempt=2, heartbeat_details=[place])
         read.append([])
