@@ -42,8 +42,6 @@ async def test_a_threads_cron_fires_as_its_next_turn(client: Client, task_queue:
             thread = (await lg.threads.create())["thread_id"]
             cron = await lg.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("daily report"))
             stateless = await lg.crons.create("echo", schedule=YEARLY, input=human("weekly digest"))
-            with pytest.raises(UnprocessableEntityError, match="webhook"):
-                await lg.crons.create("echo", schedule=YEARLY, input=human("x"), webhook="https://example.com/hook")
             with pytest.raises(NotFoundError):
                 await other.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("x"))
             with pytest.raises(NotFoundError):
@@ -105,6 +103,47 @@ async def test_a_runs_webhook_is_delivered_once_it_ends_retried_after_a_failure(
     assert receiver.statuses == [503, 200]
     assert bodies == [{"run_id": run["run_id"], "thread_id": thread, "assistant_id": "echo", "status": "success",
                        "metadata": {}, "multitask_strategy": "reject"}]
+
+
+async def test_a_crons_webhook_is_delivered_after_each_run_it_fires(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`webhook=` on a cron (a thread's and an assistant's): each firing's run is told to the
+    URL once it ends, retried after a failure; a URL that is not public is refused when the
+    cron is made, as for a run."""
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS", "0.01")
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_POLL_SECONDS", "0.05")
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
+        async with running_gateway(client, task_queue, teams=["echo"]) as url, receiving() as receiver:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create())["thread_id"]
+            with pytest.raises(UnprocessableEntityError, match="webhook .*loopback"):
+                await lg.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("x"), webhook=receiver.url)
+            assert await lg.crons.search() == []  # refused: no cron made
+            monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ALLOW_PRIVATE", "1")  # the operator's choice
+            cron = await lg.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("daily report"),
+                                                    webhook=receiver.url)
+            receiver.answers = [503]  # the first delivery fails: it is sent again
+            await client.get_schedule_handle(cron["cron_id"]).trigger()
+
+            async def delivered(count: int) -> list[Any]:
+                return receiver.accepted() if len(receiver.accepted()) >= count else []
+            first = await until(lambda: delivered(1), "the thread's cron's webhook delivered")
+            joined = await lg.runs.join(thread, first[0]["run_id"])
+            stateless = await lg.crons.create("echo", schedule=YEARLY, input=human("weekly digest"),
+                                              webhook=receiver.url)
+            await client.get_schedule_handle(stateless["cron_id"]).trigger()
+            both = await until(lambda: delivered(2), "the assistant's cron's webhook delivered")
+            fired = await lg.threads.get(both[1]["thread_id"])
+            await lg.crons.delete(cron["cron_id"])
+            await lg.crons.delete(stateless["cron_id"])
+
+    assert cron["payload"]["webhook"] == receiver.url and stateless["payload"]["webhook"] == receiver.url
+    assert receiver.statuses == [503, 200, 200]
+    assert both[0] == {"run_id": "t1", "thread_id": thread, "assistant_id": "echo", "status": "success",
+                       "metadata": {}, "multitask_strategy": "reject"}
+    assert [m["content"] for m in joined["messages"]] == ["daily report", "heard: daily report"]
+    assert both[1] == {**both[0], "thread_id": fired["thread_id"]} and fired["thread_id"] != thread
+    assert [m["content"] for m in fired["values"]["messages"]] == ["weekly digest", "heard: weekly digest"]
 
 
 async def test_the_store_over_the_memory_store_kept_to_each_tenant(
