@@ -207,20 +207,21 @@ class RunLog:
         return newest_kept(newest.history.events)
 
 
-async def first_question(handle: WorkflowHandle, req: WatchRequest, progress: Progress, after: int) -> Told | None:
-    """The turn's first question listed after event `after`, as read so far (the questions of
-    other turns are dropped: a question's turn never changes)."""
-    later = [a for a in progress.asked if a.event > after and a.question.tool_call_id is not None]
-    if not later:
-        progress.asked = []
-        return None
-    calls = await turn_call_ids(handle, req.turn, answering(await handle.query(TeamWorkflow.status)))
-    progress.asked = [a for a in later if a.question.tool_call_id in calls]
-    if not progress.asked:
-        return None
-    first = progress.asked[0]
-    found = TurnState("INPUT_REQUIRED", question_text(first.question))
-    return with_cursor(found, progress.run, first.event), found
+async def first_question(handle: WorkflowHandle, req: WatchRequest, progress: Progress, after: int,
+                         now: TurnState | None = None) -> Told | None:
+    """The turn's first question listed after event `after`, as read so far: one whose tool
+    call is in the turn's stretch of the log (the others are dropped: a question's turn never
+    changes), or one of no tool call (a breakpoint around an agent's run) that the task asks
+    `now`."""
+    progress.asked = [a for a in progress.asked if a.event > after]
+    if any(a.question.tool_call_id is not None for a in progress.asked):
+        calls = await turn_call_ids(handle, req.turn, answering(await handle.query(TeamWorkflow.status)))
+        progress.asked = [a for a in progress.asked if a.question.tool_call_id in (calls | {None})]
+    for asked in progress.asked:
+        found = TurnState("INPUT_REQUIRED", question_text(asked.question))
+        if asked.question.tool_call_id is not None or now == found:
+            return with_cursor(found, progress.run, asked.event), found
+    return None
 
 
 async def next_told(log: RunLog, req: WatchRequest, after: int, read_state: StateReader) -> Told | None:
@@ -236,7 +237,7 @@ async def next_told(log: RunLog, req: WatchRequest, after: int, read_state: Stat
         return None  # continued as new (or reset): the next watch follows the next run
     state = await read_state(req.thread, req.turn)
     if state.state not in FINAL:
-        return None
+        return await first_question(handle, req, progress, after, state) if state.state == "INPUT_REQUIRED" else None
     await log.up_to(await log.newest())
     told = await first_question(handle, req, progress, after)
     return told or (with_cursor(state, progress.run, max(after, progress.last)), state)

@@ -26,6 +26,12 @@ def with_cursor(found: TurnState, run: str, event: int) -> str:
     return f"{signature(found)}@{run}/{event}"
 
 
+def from_the_start() -> str:
+    """A cursor before the conversation's history (its run unnamed, event 0): every state of
+    the task is told, its first question first (a task, or a run, watched from its start)."""
+    return with_cursor(TurnState("SUBMITTED"), "", 0)
+
+
 def cursor_of(last: str) -> tuple[str, int] | None:
     """(run id, event id) a cursor names; None for one of an earlier release (no place)."""
     _, at, place = last.rpartition("@")

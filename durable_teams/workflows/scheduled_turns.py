@@ -25,6 +25,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
 from .messages import Wire
+from .push_targets import from_the_start
 from .run_webhooks import RunWebhookWorkflow, WebhookInput
 from .state import ConversationInput, UserTurn
 
@@ -99,6 +100,7 @@ class ScheduledTurnWorkflow:
             RunWebhookWorkflow.run, WebhookInput(
                 thread=fired.thread, turn=fired.turn, run_id=hook.run_id.format(turn=fired.turn),
                 assistant_id=hook.assistant_id, url=hook.url, allow_private=hook.allow_private,
-                retry_seconds=hook.retry_seconds, attempts=hook.attempts, poll_seconds=hook.poll_seconds),
+                retry_seconds=hook.retry_seconds, attempts=hook.attempts, poll_seconds=hook.poll_seconds,
+                last=from_the_start()),
             id=f"{info.workflow_id}-webhook", parent_close_policy=ParentClosePolicy.ABANDON)
         return turn_id

@@ -21,7 +21,7 @@ from temporalio.common import WorkflowIDReusePolicy
 
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_wire import RunRef, Unsupported
-from durable_teams.workflows.push_targets import public_refusal
+from durable_teams.workflows.push_targets import from_the_start, public_refusal
 from durable_teams.workflows.run_webhooks import RunWebhookWorkflow, WebhookInput
 from durable_teams.workflows.scheduled_turns import CronWebhook
 
@@ -73,6 +73,8 @@ def choices() -> dict[str, Any]:
 
 async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str) -> None:
     """Start the workflow that delivers the run's webhook once it ends."""
-    inp = WebhookInput(thread=thread, turn=run.turn, run_id=run.id, assistant_id=team, url=url, **choices())
+    last = from_the_start() if run.resumed is None else ""  # a resumed run: from the turn's state now
+    inp = WebhookInput(thread=thread, turn=run.turn, run_id=run.id, assistant_id=team, url=url, last=last,
+                       **choices())
     await gw.client.start_workflow(RunWebhookWorkflow.run, inp, id=f"langgraph-webhook-{uuid.uuid4().hex}",
                                    task_queue=gw.task_queue, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
