@@ -128,8 +128,9 @@ async def test_the_protocol_s_rules_hold_and_no_refusal_leaves_a_traceback(
 
 @pytest.mark.slow
 async def test_a_state_shorter_than_any_poll_is_still_pushed(client: Client, task_queue: str) -> None:
-    """An approval answered at once lasts less than the push's poll (a minute here): the
-    notifications follow the conversation's history, so it is told, then the completion."""
+    """An approval answered at once lasts less than any read of the task's state could catch
+    (the heartbeats, which older releases polled at, a minute apart here): the notifications
+    follow the conversation's history, so it is told, then the completion."""
     support.REFUNDS.clear()
     slow_poll = PushOptions(allow_private=True, retry_seconds=0.01, poll_seconds=60)
     async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)), \

@@ -38,7 +38,8 @@ RETRY_ENV = "DURABLE_TEAMS_A2A_PUSH_RETRY_SECONDS"
 ATTEMPTS_ENV = "DURABLE_TEAMS_A2A_PUSH_ATTEMPTS"
 """Delivery attempts of one notification before it is given up."""
 POLL_SECONDS_ENV = "DURABLE_TEAMS_A2A_PUSH_POLL_SECONDS"
-"""How often the watching activity reads the task's state, seconds."""
+"""How often the watching activity heartbeats, seconds (and how often a push workflow of an
+earlier release reads its task's state: the watch follows the conversation's history)."""
 MAX_FIELD = 2048
 
 
