@@ -34,7 +34,7 @@ async def fire_cron(firing: Firing) -> Fired:
         timeout = timedelta(seconds=turn.task_timeout_seconds) if turn.task_timeout_seconds else None
         try:
             await client.start_workflow(TeamWorkflow.run, turn.start, id=thread, task_queue=firing.task_queue,
-                                        memo=turn.memo, task_timeout=timeout,
+                                        memo=turn.memo or {}, task_timeout=timeout,
                                         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
         except WorkflowAlreadyStartedError:
             pass  # started by an attempt before this one

@@ -18,13 +18,12 @@ import hashlib
 from datetime import timedelta
 from typing import Any
 
-from pydantic import Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
-from .messages import Wire
+from .messages import Wire, left_out_when_unset
 from .push_targets import from_the_start
 from .run_webhooks import RunWebhookWorkflow, WebhookInput
 from .state import ConversationInput, UserTurn
@@ -49,11 +48,11 @@ class ScheduledTurn(Wire):
 
     thread: str = ""
     text: str
-    webhook: CronWebhook | None = None
-    start: ConversationInput | None = None
-    memo: dict[str, Any] = Field(default_factory=dict)
-    task_timeout_seconds: float = 0.0
-    """The started thread's workflow task timeout (0: the server's default)."""
+    webhook: CronWebhook | None = left_out_when_unset()
+    start: ConversationInput | None = left_out_when_unset()
+    memo: dict[str, Any] | None = left_out_when_unset()
+    task_timeout_seconds: float | None = left_out_when_unset()
+    """The started thread's workflow task timeout (None: the server's default)."""
 
 
 class Firing(Wire):

@@ -73,7 +73,7 @@ def choices() -> dict[str, Any]:
 
 async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str) -> None:
     """Start the workflow that delivers the run's webhook once it ends."""
-    last = from_the_start() if run.resumed is None else ""  # a resumed run: from the turn's state now
+    last = from_the_start() if run.resumed is None else None  # a resumed run: from the turn's state now
     inp = WebhookInput(thread=thread, turn=run.turn, run_id=run.id, assistant_id=team, url=url, last=last,
                        **choices())
     await gw.client.start_workflow(RunWebhookWorkflow.run, inp, id=f"langgraph-webhook-{uuid.uuid4().hex}",
