@@ -95,7 +95,8 @@ async def test_a_retried_watch_reads_on_from_where_the_last_attempt_left(
         client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A watch keeps its place in the history in its heartbeats: an attempt that failed while
     it waited is followed by one that reads only the events after those already read, and
-    tells the next question."""
+    tells the next question (and one given a place the server does not take reads from the
+    start, and tells the same)."""
     read: list[list[int]] = []  # the ids of the events each attempt read
     real_asked_in = a2a_push_log.asked_in
 
@@ -147,7 +148,12 @@ async def test_a_retried_watch_reads_on_from_where_the_last_attempt_left(
         retried.info = dataclasses.replace(retried.info, attempt=2, heartbeat_details=[place])
         read.append([])
         change = await retried.run(watch_a2a_task, request)
+        unplaced = ActivityEnvironment(client)  # a place the server does not take: read from the start
+        unplaced.info = dataclasses.replace(unplaced.info, attempt=3, heartbeat_details=[{**place, "token": "bm90IGEgdG9rZW4="}])
+        read.append([])
+        again = await unplaced.run(watch_a2a_task, request)
     assert change.state == "INPUT_REQUIRED"
     status: Any = change.event["statusUpdate"]
     assert status["status"]["message"]["parts"] == [{"text": question_text(approval)}]
     assert read[1] and min(read[1]) == place["last"] + 1  # nothing read twice
+    assert (again.signature, again.state) == (change.signature, change.state) and read[2][0] == 1

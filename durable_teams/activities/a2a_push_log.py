@@ -170,7 +170,12 @@ class RunLog:
         except RPCError as err:
             if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
                 return []  # a long poll cut short: ask again
-            raise
+            if err.status != RPCStatusCode.INVALID_ARGUMENT or not progress.token:
+                raise
+            for name, value in Progress(run=progress.run):  # a place the server no longer takes: from the start
+                setattr(progress, name, value)
+            self.seen = set()
+            return []
         events = list(answer.history.events)
         for at, question in await asked_in(self.client, events, self.seen):
             progress.asked.append(AskedAt(event=at, question=question))
