@@ -2,11 +2,14 @@
 `langgraph-sdk` client: a thread's cron fires (triggered: a schedule's firing is Temporal's to
 make) and its message is the thread's next turn; an assistant's cron starts a thread of its own; search and delete keep
 to the caller's scope; a run's webhook is delivered to a local receiver once the run ends,
-retried after a failure, and refused before the run begins for an address that is not public;
+retried after a failure, and refused before the run begins for an address that is not public
+(`interrupted` when the run stopped at a question, however soon it was resumed); a cron's
+webhook told of each run the cron fires;
 the store's items over the memory store, kept to each tenant."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -14,8 +17,11 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 from temporalio.client import Client
 
+from durable_teams.activities import a2a_push_delivery
+from durable_teams.examples import support
 from durable_teams.gateway.core.scopes import Token
 from durable_teams.worker.scripted import ScriptedModel
+from durable_teams.workflows.turn_view import TurnState
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
@@ -144,6 +150,38 @@ async def test_a_crons_webhook_is_delivered_after_each_run_it_fires(
     assert [m["content"] for m in joined["messages"]] == ["daily report", "heard: daily report"]
     assert both[1] == {**both[0], "thread_id": fired["thread_id"]} and fired["thread_id"] != thread
     assert [m["content"] for m in fired["values"]["messages"]] == ["weekly digest", "heard: weekly digest"]
+
+
+async def test_a_runs_webhook_tells_an_interrupt_however_soon_it_was_resumed(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that stopped at a question is `interrupted` to its webhook, though it was resumed
+    at once and the task's state is read only after everything ended (a loaded machine): the
+    webhook's watch follows the thread's history, where the question is."""
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ALLOW_PRIVATE", "1")
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS", "0.01")
+    support.REFUNDS.clear()
+    ended, real_state = asyncio.Event(), a2a_push_delivery.task_state
+
+    async def late_state(thread: str, turn: int) -> TurnState:
+        await ended.wait()
+        return await real_state(thread, turn)
+
+    monkeypatch.setattr(a2a_push_delivery, "task_state", late_state)
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
+        async with running_gateway(client, task_queue, teams=["support"]) as url, receiving() as receiver:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create(graph_id="support"))["thread_id"]
+            asked = await lg.runs.wait(thread, "support", input=human(support.QUESTION), webhook=receiver.url)
+            await lg.runs.wait(thread, "support", command={"resume": "Order 4711"})
+            done = await lg.runs.wait(thread, "support", command={"resume": True})
+            ended.set()
+
+            async def delivered() -> list[Any]:
+                return receiver.accepted()
+            bodies = await until(delivered, "the webhook delivered")
+
+    assert "__interrupt__" in asked and "__interrupt__" not in done and len(support.REFUNDS) == 1
+    assert [(b["run_id"], b["status"]) for b in bodies] == [("t1", "interrupted")]
 
 
 async def test_the_store_over_the_memory_store_kept_to_each_tenant(
