@@ -29,7 +29,7 @@ from temporalio.worker import Worker
 
 from bench import procs
 from bench.baseline import BLOB, FloorWorkflow, NaiveWorkflow, echo
-from durable_teams.activities.views import ViewCache
+from durable_teams.activities.view_cache import ViewCache
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import build_worker
 from durable_teams.worker.scripted import ScriptedModel, call, say

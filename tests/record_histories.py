@@ -356,8 +356,9 @@ async def swarm_breakpoints(client: Client, name: str) -> None:
 
 
 async def deleted_response(client: Client, name: str) -> None:
-    """After 0.1.0: a Responses API response deleted (the `delete_response` update,
-    workflows/deletions.py) between two turns, and the same delete again."""
+    """After 0.1.0: a Responses API response deleted (the `hide_step` update under its first
+    name, `delete_response`: workflows/hidden_steps.py) between two turns, and the same delete
+    again."""
     compiled = Swarm([Agent("echo", "Repeat what you hear.")]).compile()
     script = lambda req, messages, tools: say(f"heard: {messages[-1]['content']}")  # noqa: E731
     async with running_worker(client, "record", [compiled], ScriptedModel(script)):
@@ -365,8 +366,8 @@ async def deleted_response(client: Client, name: str) -> None:
             team=compiled.spec, single_turn=False, set_search_attributes=False), id=name, task_queue="record")
         await send_turn(client, name, "one")
         handle = client.get_workflow_handle(name)
-        assert await handle.execute_update(TeamWorkflow.delete_response, "1_0_0")
-        assert not await handle.execute_update(TeamWorkflow.delete_response, "1_0_0")
+        assert await handle.execute_update(TeamWorkflow.legacy_hide_step, "1_0_0")
+        assert not await handle.execute_update(TeamWorkflow.legacy_hide_step, "1_0_0")
         await send_turn(client, name, "two")
         await handle.signal(TeamWorkflow.close)
         await handle.result()

@@ -27,10 +27,11 @@ from durable_teams.examples import support
 from durable_teams.gateway.doors.a2a.push_configs import PushOptions
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.a2a_push import WatchRequest
+from durable_teams.workflows.a2a_tasks import TaskState
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.push_targets import newest_kept, with_cursor
 from durable_teams.workflows.state import ConversationInput, Question
-from durable_teams.workflows.turn_view import TurnState, question_text
+from durable_teams.workflows.turn_states import question_text
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
@@ -53,7 +54,7 @@ async def test_a_state_read_late_still_tells_the_question_before_the_end(
     real_state = a2a_push_delivery.task_state
     reads: list[str] = []
 
-    async def late_state(thread: str, turn: int) -> TurnState:
+    async def late_state(thread: str, turn: int) -> TaskState:
         """The task's state, read only once the turn has ended (the test says when)."""
         await ended.wait()
         found = await real_state(thread, turn)
@@ -115,7 +116,7 @@ async def test_a_retried_watch_reads_on_from_where_the_last_attempt_left(
         end = await client.workflow_service.get_workflow_execution_history_reverse(
             GetWorkflowExecutionHistoryReverseRequest(namespace=client.namespace, maximum_page_size=4,
                                                       execution=WorkflowExecution(workflow_id=handle.id, run_id=run)))
-        told = TurnState("INPUT_REQUIRED", question_text(first))
+        told = TaskState("INPUT_REQUIRED", question_text(first))
         request = WatchRequest(thread=handle.id, turn=1, last=with_cursor(told, run, newest_kept(end.history.events)),
                                poll_seconds=0.05, watch_seconds=60)
 

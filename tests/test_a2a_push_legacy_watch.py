@@ -11,27 +11,27 @@ from temporalio.testing import ActivityEnvironment
 from durable_teams.activities import a2a_push_delivery
 from durable_teams.activities.a2a_push_delivery import watch_a2a_task
 from durable_teams.workflows.a2a_push import WatchRequest
+from durable_teams.workflows.a2a_tasks import TaskState
 from durable_teams.workflows.push_targets import signature
-from durable_teams.workflows.turn_view import TurnState
 
 pytestmark = pytest.mark.pure
 
-ASKED = TurnState("INPUT_REQUIRED", "[desk] What's your order number?")
+ASKED = TaskState("INPUT_REQUIRED", "[desk] What's your order number?")
 
 
-def states(*seen: TurnState) -> object:
+def states(*seen: TaskState) -> object:
     """`task_state` that answers `seen` in order, then the last one for ever."""
     left = list(seen)
 
-    async def task_state(thread: str, turn: int) -> TurnState:
+    async def task_state(thread: str, turn: int) -> TaskState:
         return left.pop(0) if len(left) > 1 else left[0]
 
     return task_state
 
 
 async def test_a_legacy_watch_polls_until_the_state_changes(monkeypatch: pytest.MonkeyPatch) -> None:
-    working = TurnState("WORKING", "")
-    done = TurnState("COMPLETED", "Your refund is on its way.")
+    working = TaskState("WORKING", "")
+    done = TaskState("COMPLETED", "Your refund is on its way.")
     monkeypatch.setattr(a2a_push_delivery, "task_state", states(ASKED, working, done))
     change = await ActivityEnvironment().run(watch_a2a_task, WatchRequest(
         thread="t1", turn=2, last=signature(ASKED), poll_seconds=0.001, watch_seconds=30))

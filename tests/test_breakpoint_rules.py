@@ -124,7 +124,7 @@ def test_what_a_person_reads_of_each_step(asked: Question, step: str) -> None:
 
 
 def test_a_chat_client_reads_a_breakpoint_as_a_yes_or_no_to_resume() -> None:
-    from durable_teams.workflows.turn_view import question_text
+    from durable_teams.workflows.turn_states import question_text
 
     assert question_text(question()) == "[a] At a breakpoint before a runs. Resume? Reply yes or no."
     assert question_text(question(tool="t", arguments="{}", breakpoint=False)) == "[a] Approve t({})? Reply yes or no."

@@ -26,7 +26,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from durable_teams.client.send import submit_turn
-from durable_teams.gateway.doors.responses.view import ResponseRef
+from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.devserver import free_port

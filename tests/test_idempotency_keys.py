@@ -19,7 +19,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway.core.thread_marks import without_marks
-from durable_teams.gateway.doors.responses.view import ResponseRef
+from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 

@@ -21,7 +21,7 @@ from durable_teams.activities import a2a_push_delivery
 from durable_teams.examples import support
 from durable_teams.gateway.core.scopes import Token
 from durable_teams.worker.scripted import ScriptedModel
-from durable_teams.workflows.turn_view import TurnState
+from durable_teams.workflows.a2a_tasks import TaskState
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
@@ -162,7 +162,7 @@ async def test_a_runs_webhook_tells_an_interrupt_however_soon_it_was_resumed(
     support.REFUNDS.clear()
     ended, real_state = asyncio.Event(), a2a_push_delivery.task_state
 
-    async def late_state(thread: str, turn: int) -> TurnState:
+    async def late_state(thread: str, turn: int) -> TaskState:
         await ended.wait()
         return await real_state(thread, turn)
 

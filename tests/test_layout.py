@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import shutil
 import subprocess
 import sys
@@ -278,3 +279,84 @@ def test_no_import_cycles_not_even_lazy_ones() -> None:
         if start not in state:
             visit(start, [start])
     assert cycles == []
+
+
+DOOR_WORDS = re.compile(r"a2a|langgraph|openai|responses", re.IGNORECASE)
+"""The doors' names, as they would show in the workflow's vocabulary (`mcp` aside: a team's
+agents call MCP servers' tools, a word of the team's own; so is a model's `response`)."""
+DOOR_LIBRARIES = {"a2a", "mcp", "mcp_types", "openai", "langgraph", "langgraph_sdk", "starlette", "fastapi"}
+WORKFLOWS = PACKAGE / "workflows"
+
+
+def doors_own_workflows() -> set[str]:
+    """The modules of workflows/ that the worker runs for a door, never `TeamWorkflow`, as
+    docs/architecture.md names them (the bullet that begins "`workflows/` speaks")."""
+    page = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    bullet = page[page.index("- `workflows/` speaks"):].split("\n- ")[0]
+    owned = bullet[bullet.index("the doors' own"):].split(":")[0]
+    return set(re.findall(r"`(\w+\.py)`", owned))
+
+
+def public_names(path: Path) -> list[str]:
+    """A module's public identifiers: its top-level names and its classes' members."""
+    names: list[str] = []
+
+    def of(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.append(node.name)
+                if isinstance(node, ast.ClassDef):
+                    of(node.body)
+            elif isinstance(node, ast.Assign):
+                names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.append(node.target.id)
+    of(ast.parse(path.read_text("utf-8")).body)
+    return [name for name in names if not name.startswith("_")]
+
+
+def test_workflows_speak_the_teams_language() -> None:
+    """No module of workflows/ imports a door's library, and none but the doors' own workflows
+    has a door's name in its file name or public identifiers; the team's modules never import
+    the doors' own (docs/architecture.md)."""
+    owned = doors_own_workflows()
+    assert owned and all((WORKFLOWS / name).is_file() for name in owned), owned
+    wrong = []
+    for path in sorted(WORKFLOWS.glob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        libraries = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
+            (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+        wrong += [f"{path.name} imports {lib}" for lib in sorted(libraries & DOOR_LIBRARIES)]
+        if path.name in owned:
+            continue
+        wrong += [f"{path.name} names {name}" for name in [path.stem, *public_names(path)] if DOOR_WORDS.search(name)]
+        wrong += [f"{path.name} imports {target.name}" for target in imported_files(path) if target.name in owned
+                  and target.parent == WORKFLOWS]
+    assert wrong == []
+
+
+HANDLER_DOOR_WORDS = re.compile(r"a2a|langgraph|openai|mcp|response", re.IGNORECASE)
+"""A door's name in a query, update or signal (stricter than `DOOR_WORDS`: no handler of the
+team's is about MCP or a response)."""
+REPLAYED_NAMES = {"delete_response": "hide_step"}
+"""Wire names kept only so recorded conversations replay (and gateways of the release that
+sent them still work), with the handler each now is: `hide_step`'s first name."""
+
+
+def test_the_team_workflows_queries_updates_and_signals_say_no_door_name() -> None:
+    """What a client sends a conversation and reads from it is in the team's words, whichever
+    door it came through; a name a door gave is kept only for replay, as another name of a
+    handler whose own name is the team's."""
+    from temporalio import workflow as temporal
+
+    from durable_teams.workflows.conversation import TeamWorkflow
+
+    definition = temporal._Definition.must_from_class(TeamWorkflow)
+    handlers = {kind: {name: getattr(d.fn, "__name__", "") for name, d in table.items() if name}
+                for kind, table in (("query", definition.queries), ("update", definition.updates),
+                                    ("signal", definition.signals))}
+    named = [(kind, wire, method) for kind, table in handlers.items() for wire, method in table.items()
+             if HANDLER_DOOR_WORDS.search(wire) or HANDLER_DOOR_WORDS.search(method)]
+    assert named == [("update", wire, f"legacy_{now}") for wire, now in REPLAYED_NAMES.items()]
+    assert all(now in handlers["update"] for now in REPLAYED_NAMES.values())
+    assert len(handlers["query"]) >= 10 and "submit_turn" in handlers["update"]  # the walk saw them

@@ -8,9 +8,14 @@ from datetime import UTC, datetime
 import pytest
 
 from durable_teams.gateway.doors.mcp.rpc import Refusal, checked, good_id
-from durable_teams.gateway.doors.mcp.tasks import TASKS_EXTENSION, declares_tasks, view_of, waiting
+from durable_teams.gateway.doors.mcp.task_wire import (
+    TASKS_EXTENSION,
+    declares_tasks,
+    view_of,
+    waiting,
+)
 from durable_teams.workflows.state import Question
-from durable_teams.workflows.turn_view import TurnState
+from durable_teams.workflows.turn_states import TurnState
 
 pytestmark = pytest.mark.pure
 
@@ -48,10 +53,10 @@ def test_requests_notifications_and_responses_pass() -> None:
 
 def test_a_task_in_both_forms() -> None:
     asked = Question(question_id="q1", text="Which order?", agent="shop", asked_at=WHEN, timeout_seconds=60)
-    waiting_task = view_of("t::1", "t", TurnState("INPUT_REQUIRED", "[shop] Which order?"), asked, WHEN, WHEN, 500)
-    done = view_of("t::2", "t", TurnState("COMPLETED", "Refunded."), None, WHEN, WHEN, 500)
-    failed_turn = view_of("t::3", "t", TurnState("FAILED", "the model failed"), None, WHEN, WHEN, 500)
-    answered_meanwhile = view_of("t::4", "t", TurnState("INPUT_REQUIRED", "?"), None, WHEN, WHEN, 500)
+    waiting_task = view_of("t::1", "t", TurnState("waiting", "[shop] Which order?"), asked, WHEN, WHEN, 500)
+    done = view_of("t::2", "t", TurnState("completed", "Refunded."), None, WHEN, WHEN, 500)
+    failed_turn = view_of("t::3", "t", TurnState("failed", "the model failed"), None, WHEN, WHEN, 500)
+    answered_meanwhile = view_of("t::4", "t", TurnState("waiting", "?"), None, WHEN, WHEN, 500)
 
     modern = waiting_task.modern()
     assert modern["status"] == "input_required" and modern["ttlMs"] is None and modern["pollIntervalMs"] == 500

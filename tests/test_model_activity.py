@@ -28,7 +28,7 @@ from temporalio.worker import Worker
 from durable_teams.activities import model as model_module
 from durable_teams.activities.model import ModelActivities, ModelBackend, OpenAIBackend
 from durable_teams.activities.model_errors import raise_for_openai_error
-from durable_teams.activities.views import ViewCache, ViewReader
+from durable_teams.activities.view_cache import ViewCache, ViewReader
 from durable_teams.activities.wire import tool_dict
 from durable_teams.worker.devserver import free_port
 from durable_teams.worker.scripted import ScriptedModel, call, calls, raw_call, say

@@ -12,7 +12,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
-from durable_teams.activities.views import ViewCache, ViewReader
+from durable_teams.activities.view_cache import ViewCache, ViewReader
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import build_worker
 from durable_teams.worker.scripted import ScriptedModel, call, say

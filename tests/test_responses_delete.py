@@ -1,4 +1,4 @@
-"""`DELETE /v1/responses/{id}` (durable_teams/gateway/doors/responses/door.py, workflows/deletions.py): the
+"""`DELETE /v1/responses/{id}` (durable_teams/gateway/doors/responses/by_id.py, workflows/hidden_steps.py): the
 response is no longer served, by any gateway process, after a restart; its turn stays in the
 thread's transcript; through the openai client and raw httpx."""
 
@@ -10,7 +10,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway.core.scopes import Token
-from durable_teams.gateway.doors.responses.view import ResponseRef
+from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -57,7 +57,7 @@ async def test_a_deleted_response_is_gone_for_every_gateway_its_turn_stays(clien
             with pytest.raises(openai.NotFoundError):
                 await ai.responses.create(model="desk", input="four", previous_response_id=three.id)
             status = await client.get_workflow_handle(ResponseRef.parse(one.id).thread).query(TeamWorkflow.status)
-            assert sorted(status.deleted_responses) == sorted(ResponseRef.parse(r).key for r in (one.id, three.id))
+            assert sorted(status.hidden_steps) == sorted(ResponseRef.parse(r).key for r in (one.id, three.id))
 
 
 async def test_a_deletion_is_carried_across_continue_as_new(client: Client, task_queue: str) -> None:

@@ -31,7 +31,7 @@ from durable_teams.gateway.doors.responses.events import (
     response_object,
     response_of_item,
 )
-from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
+from durable_teams.gateway.doors.responses.from_log import ResponseRef, UnknownResponse, View
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.teams.tools import tool
 from durable_teams.worker.scripted import ScriptedModel, call, say

@@ -13,7 +13,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.gateway.core.scopes import Token
-from durable_teams.gateway.doors.responses.view import ResponseRef
+from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.messages import ModelRequest
 

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from durable_teams.gateway.doors.responses.events import events, response_object
+from durable_teams.gateway.doors.responses.from_log import ResponseRef, View, view_of
 from durable_teams.gateway.doors.responses.live import OPENED, LiveText, merged
-from durable_teams.gateway.doors.responses.view import ResponseRef, View, view_of
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.state import TurnReply

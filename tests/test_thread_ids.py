@@ -31,7 +31,7 @@ def test_ids_made_for_a_team_of_any_name_stay_valid() -> None:
     from durable_teams.client.thread_ids import MAX_TEAM_PART_CHARS, team_part
     from durable_teams.gateway.core.resent_history import ChatHistory, ChatKey, new_thread_id
     from durable_teams.gateway.doors.responses.forks import fork_thread_id
-    from durable_teams.gateway.doors.responses.view import ResponseRef
+    from durable_teams.gateway.doors.responses.from_log import ResponseRef
 
     assert team_part("support") == "support"  # every team of a usual name: ids as before
     long, longer = "t" * 500, "t" * 499 + "u"

@@ -22,7 +22,7 @@ from temporalio.worker import Replayer
 from durable_teams.activities import call_facts
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.activities.model_stream import StreamAssembler
-from durable_teams.activities.views import ViewCache
+from durable_teams.activities.view_cache import ViewCache
 from durable_teams.examples import faang_teams
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.tracing.interceptors import tracing_interceptors

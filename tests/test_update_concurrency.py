@@ -18,7 +18,9 @@ from temporalio.worker import Replayer
 from durable_teams.client.refusals import ConversationBusy, Patience
 from durable_teams.gateway.core.auth import Limits
 from durable_teams.gateway.core.errors import on_temporal_error
+from durable_teams.gateway.core.thread_log import ThreadLog
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.live.hub import LIVE
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.options import ModelCalls
@@ -122,11 +124,11 @@ async def test_one_caller_past_its_stream_limit_gets_429_with_the_reason(client:
     assert fourth.json()["error"]["message"] == "too many open streams for this caller; try again later"
 
 
-class SlowToAnswer(Gateway):
-    """A gateway whose log query times out `failures` times (a server too busy to answer)."""
+class SlowToAnswer(ThreadLog):
+    """A thread log whose query times out `failures` times (a server too busy to answer)."""
 
     def __init__(self, failures: int) -> None:
-        super().__init__(client=None, task_queue="q", busy_seconds=0.3)  # type: ignore[arg-type]
+        super().__init__(client=None, hub=LIVE, poll_seconds=0.1)  # type: ignore[arg-type]
         self.failures, self.asked = failures, 0
 
     async def log_total(self, thread: str) -> int:
@@ -136,15 +138,22 @@ class SlowToAnswer(Gateway):
         return 7
 
 
+def slow_gateway(failures: int) -> tuple[Gateway, SlowToAnswer]:
+    """A gateway reading its threads' logs through `SlowToAnswer`."""
+    gateway = Gateway(client=None, task_queue="q", busy_seconds=0.3)  # type: ignore[arg-type]
+    gateway.log = gateway.exchanges.log = slow = SlowToAnswer(failures)
+    return gateway, slow
+
+
 async def test_a_server_too_busy_to_answer_is_a_429_with_the_reason_or_is_waited_out() -> None:
-    busy = SlowToAnswer(failures=1_000)
+    busy, log = slow_gateway(failures=1_000)
     with pytest.raises(ConversationBusy, match=r"did not take the turn within 0.3 s: Timeout expired"):
         await busy.accept_turn("t1", "hi", None, None)
-    assert busy.asked >= 2  # asked again before giving up
+    assert log.asked >= 2  # asked again before giving up
     response = await on_temporal_error(None, RPCError("Timeout expired", RPCStatusCode.DEADLINE_EXCEEDED, b""))  # type: ignore[arg-type]
     assert (response.status_code, response.headers["retry-after"]) == (503, "1")
     assert b"the Temporal server is busy or unreachable: Timeout expired; try again" in response.body
-    later = SlowToAnswer(failures=2)
+    later, _ = slow_gateway(failures=2)
     assert await later.patiently(lambda: later.log_total("t1"), Patience("t1", 5)) == 7
 
 
@@ -165,15 +174,15 @@ class FullQueue:
 async def test_a_turn_and_the_checks_before_it_share_one_busy_budget() -> None:
     """A request that spent its `busy_seconds` waiting out the server before the turn is
     refused at once (429), not given the whole budget again for the turn itself."""
-    gateway = SlowToAnswer(failures=1_000)
-    gateway.client = FullQueue()  # type: ignore[assignment]
+    gateway, log = slow_gateway(failures=1_000)
+    gateway.exchanges.client = full = FullQueue()  # type: ignore[assignment]
     patience = Patience("t1", 0.3)
     with pytest.raises(ConversationBusy, match=r"did not take the turn within 0.3 s"):
         await gateway.patiently(lambda: gateway.log_total("t1"), patience)
-    gateway.failures = 0  # the server answers the query now, and the update is refused
+    log.failures = 0  # the server answers the query now, and the update is refused
     with pytest.raises(ConversationBusy, match=r"did not take the turn within 0.3 s: too many"):
         await gateway.accept_turn("t1", "hi", None, None, patience)
-    assert gateway.client.updates == 1  # sent once: the budget was already spent
+    assert full.updates == 1  # sent once: the budget was already spent
 
 
 @pytest.mark.slow  # over a second: out of the quick loop

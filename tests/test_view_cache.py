@@ -9,7 +9,7 @@ import random
 import pytest
 from temporalio.client import WorkflowQueryFailedError
 
-from durable_teams.activities.views import ViewCache
+from durable_teams.activities.view_cache import ViewCache
 from durable_teams.workflows.handoff import HandoffView, handoff_back_messages, handoff_message
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolCall, ToolSpec
 from durable_teams.workflows.transcript import LogDelta, Transcript, merge_delta

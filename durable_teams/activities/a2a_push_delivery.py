@@ -20,15 +20,16 @@ from temporalio.exceptions import ApplicationError
 
 from durable_teams.activities.a2a_push_log import follow
 from durable_teams.workflows.a2a_push import Delivery, TaskChange, WatchRequest
+from durable_teams.workflows.a2a_tasks import TaskState, a2a_state
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.push_targets import cursor_of, public_refusal, signature
-from durable_teams.workflows.turn_view import TurnState, ended_state, turn_state
+from durable_teams.workflows.turn_states import ended_state, turn_state
 
 NOTIFIED = {"INPUT_REQUIRED", "AUTH_REQUIRED", "COMPLETED", "FAILED", "CANCELED", "REJECTED"}
 """The states a notification tells of (working and submitted are not worth one)."""
 
 
-def status_event(task_id: str, thread: str, found: TurnState) -> dict[str, object]:
+def status_event(task_id: str, thread: str, found: TaskState) -> dict[str, object]:
     """A2A's `StreamResponse` with the task's status update, as JSON (what a stream sends)."""
     status: dict[str, object] = {"state": f"TASK_STATE_{found.state}",
                                  "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
@@ -74,7 +75,7 @@ async def watch_a2a_task(req: WatchRequest) -> TaskChange:
         await asyncio.sleep(req.poll_seconds)
 
 
-async def task_state(thread: str, turn: int) -> TurnState:
+async def task_state(thread: str, turn: int) -> TaskState:
     """Turn `turn` of `thread` now, as the gateway reads it (durable_teams/gateway/doors/a2a/reading.py)."""
     handle = activity.client().get_workflow_handle(thread)
     described = await handle.describe()
@@ -85,12 +86,12 @@ async def task_state(thread: str, turn: int) -> TurnState:
     except Exception:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
         if running:
             raise
-        return TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
+        return TaskState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
     reply = status.last_reply
     if reply is not None and reply.turn > turn:
         replies = await handle.query(TeamWorkflow.turn_replies, [turn])
         reply = replies[0] if replies else None
-    return ended_state(turn_state(status, turn, reply, running), running, cancelled)
+    return a2a_state(ended_state(turn_state(status, turn, reply, running), running, cancelled))
 
 
 @activity.defn(name="deliver_a2a_push")

@@ -36,12 +36,13 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.workflows.a2a_push import WatchRequest
+from durable_teams.workflows.a2a_tasks import FINAL, TaskState
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import PENDING_MEMO
 from durable_teams.workflows.messages import Message, Wire
 from durable_teams.workflows.push_targets import cursor_of, newest_kept, with_cursor
 from durable_teams.workflows.state import LogPage, Question
-from durable_teams.workflows.turn_view import FINAL, TurnState, answering, question_text
+from durable_teams.workflows.turn_states import answering, question_text
 
 Asked = tuple[int, Question]
 """A question and the id of the history event whose memo first listed it."""
@@ -103,11 +104,11 @@ async def asked_in(client: Client, events: Iterable[HistoryEvent], seen: set[str
     return asked
 
 
-Told = tuple[str, TurnState]
+Told = tuple[str, TaskState]
 """A state to tell, and its cursor (`with_cursor`)."""
 
 
-StateReader = Callable[[str, int], Awaitable[TurnState]]
+StateReader = Callable[[str, int], Awaitable[TaskState]]
 """The task (thread, turn)'s state now (`a2a_push_delivery.task_state`)."""
 
 LONG_POLL = timedelta(seconds=70)
@@ -213,7 +214,7 @@ class RunLog:
 
 
 async def first_question(handle: WorkflowHandle, req: WatchRequest, progress: Progress, after: int,
-                         now: TurnState | None = None) -> Told | None:
+                         now: TaskState | None = None) -> Told | None:
     """The turn's first question listed after event `after`, as read so far: one whose tool
     call is in the turn's stretch of the log (the others are dropped: a question's turn never
     changes), or one of no tool call (a breakpoint around an agent's run) that the task asks
@@ -223,7 +224,7 @@ async def first_question(handle: WorkflowHandle, req: WatchRequest, progress: Pr
         calls = await turn_call_ids(handle, req.turn, answering(await handle.query(TeamWorkflow.status)))
         progress.asked = [a for a in progress.asked if a.question.tool_call_id in (calls | {None})]
     for asked in progress.asked:
-        found = TurnState("INPUT_REQUIRED", question_text(asked.question))
+        found = TaskState("INPUT_REQUIRED", question_text(asked.question))
         if asked.question.tool_call_id is not None or now == found:
             return with_cursor(found, progress.run, asked.event), found
     return None

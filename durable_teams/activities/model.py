@@ -1,7 +1,7 @@
 """The `call_model` activity: one Chat Completions call for one agent.
 
 Its input is a *reference* to the transcript (`ModelRequest`): the activity reads the agent's
-view from the running workflow (activities/views.py), so the transcript never enters the
+view from the running workflow (activities/view_cache.py), so the transcript never enters the
 workflow history as activity input. Each message is recorded once, and history grows linearly
 with the conversation instead of quadratically.
 """
@@ -44,7 +44,7 @@ from .model_parse import BadModelResponse, decode_body, parse_completion
 from .model_responses import parse_response, read_responses_stream, responses_params
 from .model_stream import read_stream
 from .model_toolless import ToollessModels, tools_refusal
-from .views import ViewCache, ViewReader
+from .view_cache import ViewCache, ViewReader
 from .wire import WireCache, message_dict, stream_chat_completion
 
 MAX_REPLY_BYTES = 1024 * 1024

@@ -32,7 +32,7 @@ from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.model_embeddings import EmbeddingActivities
 from durable_teams.activities.resolve_team import TeamActivities
 from durable_teams.activities.tool_activities import ToolActivities
-from durable_teams.activities.views import ViewReader
+from durable_teams.activities.view_cache import ViewReader
 from durable_teams.client import exit_guard
 from durable_teams.client.connection import TASK_QUEUE, require_namespace
 from durable_teams.live.from_env import hub_from_env
@@ -236,7 +236,7 @@ def build_worker(
         # a regular model call heartbeats to hear of a cancel (activities/heartbeats.py)
         "default_heartbeat_throttle_interval": heartbeats.THROTTLE,
         # Our workflow package is imported once instead of into every conversation's sandbox.
-        # Its one piece of module-level state is live_view's weak map of the conversations this
+        # Its one piece of module-level state is offered_views's weak map of the conversations this
         # process holds, which workflows only write and only the model activity reads (to read a
         # cached conversation's view directly); no workflow reads anything another one wrote.
         # What the sandbox would catch at run time in that code (the wall clock, random, I/O) a

@@ -20,11 +20,12 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 with workflow.unsafe.imports_passed_through():
     from . import roster, usage
     from .agent_spans import SINK, AgentRunRecord, HandoffMade, agent_run_span
+    from .agent_views import ViewBuilder
     from .answering import AgentOutcome, Budget, CallAnswerer
     from .breakpoints import pauses
     from .human import HumanDesk, Interrupted
-    from .live_view import OfferedViews
     from .messages import (
+        AgentSpec,
         Message,
         ModelCalls,
         ModelRequest,
@@ -39,11 +40,11 @@ with workflow.unsafe.imports_passed_through():
         local_activity_options,
         policy_for,
     )
+    from .offered_views import OfferedViews
     from .placement import ModelPlacement, is_not_started
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
     from .tool_support import handoff_only_failure, tools_unavailable_notice
-    from .view_builder import ViewBuilder
 
 
 class TurnFailed(Exception):
@@ -62,7 +63,7 @@ class AgentLoop:
         self.views = views or ViewBuilder()
         """Agents' views, built incrementally (the run's, shared by its turns)."""
         self.offered = offered if offered is not None else OfferedViews()
-        """Each model call's view while it is in flight, for the activity (workflows/live_view.py)."""
+        """Each model call's view while it is in flight, for the activity (workflows/offered_views.py)."""
         self.state = state
         self.desk = desk
         self.tools = ToolRunner(team, state, desk)
@@ -167,36 +168,13 @@ class AgentLoop:
         the flag its `finish_reason` gives ("truncated", "filtered") if any."""
         spec = roster.agent_spec(self.team, agent)
         policy = policy_for(self.team, spec)
-        sup = self.team.supervisor
-        instructions = spec.instructions
-        if sup is not None and agent != sup.name and sup.worker_preamble:
-            instructions = roster.supervisor_block(sup.name) + instructions
-        instructions = roster.render_instructions(
-            instructions, now=workflow.now(), agent=agent,
-            supervisor=sup.name if sup else None, context=self.state.context,
-        )
         calls_so_far = self.state.model_calls_by_agent.get(agent, 0)
         self.state.model_calls_by_agent[agent] = calls_so_far + 1
         self.state.total_model_calls += 1
         budget.model_calls += 1
-        info = workflow.info()
         length = len(self.transcript.log)
-        request = ModelRequest(
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            agent=agent,
-            model=spec.model,
-            agent_run=agent_run,
-            transcript_length=length,
-            instructions=instructions,
-            parallel_tool_calls=sup.parallel_tool_calls if sup and agent == sup.name else None,
-            output_schema=spec.output_schema,
-            temperature=spec.temperature,
-            max_tokens=self.max_tokens,
-            agent_call_index=calls_so_far,
-            api="responses" if (spec.api or self.team.api) == "responses" else None,
-            team=self.team.name,
-        )
+        request = self._model_request(agent, agent_run, spec, calls_so_far, length)
+        instructions = request.instructions
         # What the model receives: the system message and this agent's view (not the log),
         # built once, here, and handed to the activity when it runs in this process.
         view = self.views.view(self.transcript, agent_run, length, len(self.transcript.shared),
@@ -226,6 +204,37 @@ class AgentLoop:
             except ValueError:
                 structured = None
         return message, structured, flagged(response.finish_reason)
+
+    def _model_request(self, agent: str, agent_run: int, spec: AgentSpec, calls_so_far: int,
+                       length: int) -> ModelRequest:
+        """The model activity's request for `agent`'s next call: its instructions rendered now
+        (a supervisor's preamble first for its workers), the view it reads named by (agent
+        run, log length), and the agent's model settings."""
+        sup = self.team.supervisor
+        instructions = spec.instructions
+        if sup is not None and agent != sup.name and sup.worker_preamble:
+            instructions = roster.supervisor_block(sup.name) + instructions
+        instructions = roster.render_instructions(
+            instructions, now=workflow.now(), agent=agent,
+            supervisor=sup.name if sup else None, context=self.state.context,
+        )
+        info = workflow.info()
+        return ModelRequest(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            agent=agent,
+            model=spec.model,
+            agent_run=agent_run,
+            transcript_length=length,
+            instructions=instructions,
+            parallel_tool_calls=sup.parallel_tool_calls if sup and agent == sup.name else None,
+            output_schema=spec.output_schema,
+            temperature=spec.temperature,
+            max_tokens=self.max_tokens,
+            agent_call_index=calls_so_far,
+            api="responses" if (spec.api or self.team.api) == "responses" else None,
+            team=self.team.name,
+        )
 
     def _tools_unavailable(self, agent: str, agent_run: int, model: str, reason: str) -> None:
         """The model refused tools (workflows/tool_support.py): the turn fails for an agent

@@ -14,7 +14,7 @@ with `AwaitingHuman`, so it is listed and answered like any conversation's quest
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from temporalio import workflow
 from temporalio.exceptions import (
@@ -112,13 +112,10 @@ async def run_child(loop: AgentLoop, run: AgentRun, share: int = 1) -> AgentOutc
         set_search_attributes=loop.desk.use_search_attribute,
     )
     kind = "nested team" if team.agents[run.agent].team is not None else "agent"
-    text, failed, structured = "", True, None
-    flag: Flag | None = None
-    stopped: ConversationResult | None = None
     size = len(inp.model_dump_json())
     if size > MAX_INPUT_BYTES:
-        text = (f"{run.agent} could not start: its input is {size:,} bytes, over the "
-                f"{MAX_INPUT_BYTES:,}-byte limit for a child workflow.")
+        answer = ChildAnswer(f"{run.agent} could not start: its input is {size:,} bytes, over the "
+                             f"{MAX_INPUT_BYTES:,}-byte limit for a child workflow.")
     else:
         loop.children[run.id] = cid
         try:
@@ -128,25 +125,42 @@ async def run_child(loop: AgentLoop, run: AgentRun, share: int = 1) -> AgentOutc
                 result_type=ConversationResult, static_summary=f"{kind}: {run.agent}",
                 static_details=f"Run {run.id} of {run.agent} for {info.workflow_id}",
             )
-            loop.state.total_model_calls += result.model_calls
-            if result.usage is not None:  # a delegate's tokens count in the parent's
-                usage.add_child(loop.state.usage, turn, result.usage)
-            loop.state.context.update(result.context)  # what the child's tools learned
-            text, structured = result.answer, result.structured
-            failed = result.status not in ("completed", "truncated", "filtered")
-            flag = result.status if result.status in ("truncated", "filtered") else None
-            stopped = result if result.status == "budget_exceeded" else None
+            answer = _taken_in(loop, turn, result)
         except (ChildWorkflowError, WorkflowAlreadyStartedError) as err:
-            text = f"{run.agent} could not finish: {failure_text(err)}"
+            answer = ChildAnswer(f"{run.agent} could not finish: {failure_text(err)}")
         finally:
             del loop.children[run.id]
-    if stopped is not None:
-        outcome = _stopped_child(loop, run, stopped, turn)
+    if answer.stopped is not None:
+        outcome = _stopped_child(loop, run, answer.stopped, turn)
         if outcome is not None:
             return outcome
-    transcript.append(Message(role="assistant", content=text, name=run.agent, agent_run=run.id,
-                              kind="error" if failed else "message"))
-    return AgentOutcome("answer", run.agent, text, structured=structured, flag=flag)
+    transcript.append(Message(role="assistant", content=answer.text, name=run.agent, agent_run=run.id,
+                              kind="error" if answer.failed else "message"))
+    return AgentOutcome("answer", run.agent, answer.text, structured=answer.structured, flag=answer.flag)
+
+
+@dataclass
+class ChildAnswer:
+    """What a child workflow gave its agent run: its answer, or why there is none (failed)."""
+
+    text: str
+    failed: bool = True
+    structured: dict | None = None
+    flag: Flag | None = None
+    stopped: ConversationResult | None = None
+    """The child's result when a budget stopped it."""
+
+
+def _taken_in(loop: AgentLoop, turn: int, result: ConversationResult) -> ChildAnswer:
+    """A child's result, its model calls, tokens and context taken into the parent's state."""
+    loop.state.total_model_calls += result.model_calls
+    if result.usage is not None:  # a delegate's tokens count in the parent's
+        usage.add_child(loop.state.usage, turn, result.usage)
+    loop.state.context.update(result.context)  # what the child's tools learned
+    return ChildAnswer(result.answer, failed=result.status not in ("completed", "truncated", "filtered"),
+                       structured=result.structured,
+                       flag=result.status if result.status in ("truncated", "filtered") else None,
+                       stopped=result if result.status == "budget_exceeded" else None)
 
 
 def _stopped_child(loop: AgentLoop, run: AgentRun, result: ConversationResult, turn: int) -> AgentOutcome | None:

@@ -21,14 +21,15 @@ with workflow.unsafe.imports_passed_through():
         inputs,
         intent_turns,
         labels,
-        live_view,
+        offered_views,
         roster,
         usage,
     )
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
+    from .agent_views import ViewBuilder
     from .cancelling import TurnCancel
-    from .deletions import ResponseDeletion
+    from .hidden_steps import StepHiding
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
     from .messages import Message, TeamSpec
@@ -49,7 +50,6 @@ with workflow.unsafe.imports_passed_through():
     from .transcript import LogDelta
     from .turn_waits import TurnWaits
     from .turns import TurnRunner
-    from .view_builder import ViewBuilder
 
 KEEP_REPLIES = 200
 """Replies (and client turn ids) kept across continue-as-new, for clients re-sending a turn."""
@@ -59,7 +59,7 @@ KEEP_REPLIES = 200
 # commands a recorded history issued keeps the old path behind `workflow.patched("<id>")`; the
 # histories in tests/histories/ (some parked mid-wait) are 0.1.0's and must keep replaying.
 @workflow.defn(name="TeamWorkflow")
-class TeamWorkflow(Intake, TurnCancel, TurnWaits, ResponseDeletion):
+class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
     """Entry points take `*extra`, which makes the SDK decode their arguments as plain JSON;
     the workflow validates them itself (workflows/inputs.py), so a malformed one is refused
     with a reason instead of failing workflow tasks forever. Clients send the declared types.
@@ -87,11 +87,11 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, ResponseDeletion):
         self.placement = ModelPlacement()
         """Where this run's model calls go (workflows/placement.py); kept across its turns."""
         self.views = ViewBuilder()
-        """Agents' views, built incrementally (workflows/view_builder.py); kept across turns."""
+        """Agents' views, built incrementally (workflows/agent_views.py); kept across turns."""
         info = workflow.info()
-        self.offered = live_view.register(info.workflow_id, info.run_id)
+        self.offered = offered_views.register(info.workflow_id, info.run_id)
         """The views of this run's model calls in flight, for an activity in this process
-        (workflows/live_view.py); never read back here."""
+        (workflows/offered_views.py); never read back here."""
         if inp.forked_from and inp.task is not None and info.continued_run_id is None:
             self._enqueue(UserTurn(text=inp.task))  # a fork's first turn, before any sent to it
 
@@ -290,7 +290,7 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, ResponseDeletion):
             refused_signal_count=self.state.refused_signal_count,
             usage=self.state.usage, last_input_id=self.state.last_input_id,
             previous_input_id=self.state.previous_input_id, forked_from=self.input.forked_from,
-            deleted_responses=list(self.state.deleted_responses),
+            hidden_steps=list(self.state.hidden_steps),
         )
 
     @workflow.query

@@ -264,7 +264,7 @@ class ModelRequest(Wire):
     """Input of the `call_model` activity: a *reference* to the transcript, not the transcript.
 
     The activity reads the agent's view from the workflow (directly when the workflow is cached
-    in its process, see workflows/live_view.py; else with a query), so each message enters
+    in its process, see workflows/offered_views.py; else with a query), so each message enters
     the history once (the model's reply as this activity's result, a tool's output as the tool
     activity's result, a user turn as its update or signal) and history grows linearly.
     """
@@ -301,7 +301,7 @@ class ModelView(Reply):
     messages: list[Message]
     tools: list[ToolSpec]
     in_process: bool = False
-    """Offered by the workflow instance in this process (workflows/live_view.py), not a query."""
+    """Offered by the workflow instance in this process (workflows/offered_views.py), not a query."""
 
 
 class ModelResponse(Reply):

@@ -1,7 +1,7 @@
 """Where a conversation's model calls run: on the worker that holds the workflow, while it lives.
 
 A model call reads its agent's view straight from the workflow instance when it runs in the
-worker process that holds it (workflows/live_view.py); anywhere else it costs a query. With one
+worker process that holds it (workflows/offered_views.py); anywhere else it costs a query. With one
 worker that is always so. With several, two mechanisms keep it so:
 
 1. Eager dispatch (nothing to do here): a call scheduled on the workflow's own task queue is

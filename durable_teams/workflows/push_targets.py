@@ -12,15 +12,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from .turn_view import TurnState
+from .a2a_tasks import TaskState
 
 
-def signature(found: TurnState) -> str:
+def signature(found: TaskState) -> str:
     """The state and a digest of its text: a second question of the same task is news too."""
     return f"{found.state}:{hashlib.sha256(found.text.encode()).hexdigest()[:16]}"
 
 
-def with_cursor(found: TurnState, run: str, event: int) -> str:
+def with_cursor(found: TaskState, run: str, event: int) -> str:
     """A push workflow's cursor (`PushInput.last`): the state told last and where it was in the
     conversation's history, run and event id (durable_teams/activities/a2a_push_log.py)."""
     return f"{signature(found)}@{run}/{event}"
@@ -29,7 +29,7 @@ def with_cursor(found: TurnState, run: str, event: int) -> str:
 def from_the_start() -> str:
     """A cursor before the conversation's history (its run unnamed, event 0): every state of
     the task is told, its first question first (a task, or a run, watched from its start)."""
-    return with_cursor(TurnState("SUBMITTED"), "", 0)
+    return with_cursor(TaskState("SUBMITTED"), "", 0)
 
 
 def cursor_of(last: str) -> tuple[str, int] | None:

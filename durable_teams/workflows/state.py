@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from .messages import (
     Message,
@@ -27,6 +27,9 @@ stopped it: finish_reason "content_filter"), "budget_exceeded" (a `Budgets` limi
 turn), "failed" (the model kept failing; the text says why)."""
 
 Flag = Literal["truncated", "filtered"]
+
+HIDDEN_STEPS = AliasChoices("hidden_steps", "deleted_responses")
+"""`hidden_steps` as read: also under the name runs recorded before it had (replay)."""
 
 
 def flagged(finish_reason: str | None) -> Flag | None:
@@ -204,9 +207,10 @@ class ConversationState(Wire):
     refused_signal_count: int = 0
     usage: UsageLedger = Field(default_factory=UsageLedger)
     """Tokens used: in total, per turn, per agent, per model (workflows/usage.py)."""
-    deleted_responses: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
-    """Responses API responses deleted (`<turn>_<log index>_<step>`, workflows/deletions.py):
-    no longer served by the gateway; the log keeps their messages. Left off the wire while empty."""
+    hidden_steps: list[str] = Field(default_factory=list, exclude_if=lambda value: not value,
+                                    validation_alias=HIDDEN_STEPS)
+    """Steps hidden from readers (`<turn>_<log index>_<step>`, workflows/hidden_steps.py): no
+    longer served by the gateway; the log keeps their messages. Left off the wire while empty."""
 
 
 class ConversationInput(Wire):
@@ -291,8 +295,8 @@ class ConversationStatus(Reply):
     previous_input_id: str | None = None
     forked_from: str | None = None
     """`<thread id>@<checkpoint id>` when this conversation is a fork of another."""
-    deleted_responses: list[str] = Field(default_factory=list)
-    """Responses API responses deleted (workflows/deletions.py)."""
+    hidden_steps: list[str] = Field(default_factory=list, validation_alias=HIDDEN_STEPS)
+    """Steps hidden from readers (workflows/hidden_steps.py)."""
 
 
 class LogPage(Reply):

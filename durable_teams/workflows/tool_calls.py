@@ -123,7 +123,16 @@ class ToolRunner:
             if arguments is None:
                 return reply(ToolResult(content=edited))
             call = call.model_copy(update={"arguments": arguments})
-        request = ToolRequest(
+        result = await self._execute(spec, call, self._request(agent, msg_index, position, call, spec))
+        if self.breaks.on and pauses(self.team, "after", agent, call.name):
+            result = await self._after(agent, call, result)
+        if edited:  # the model learns its call ran with a person's arguments
+            result = result.model_copy(update={"content": edited + result.content})
+        return reply(result)
+
+    def _request(self, agent: str, msg_index: int, position: int, call: ToolCall, spec: ToolSpec) -> ToolRequest:
+        """What the tool's activity is given for `call`."""
+        return ToolRequest(
             tool=call.name,
             arguments=sendable(call.arguments),
             tool_call_id=call.id,
@@ -135,6 +144,10 @@ class ToolRunner:
             team=self.team.name,
             tenant=tenant_of(self.state.context),
         )
+
+    async def _execute(self, spec: ToolSpec, call: ToolCall, request: ToolRequest) -> ToolResult:
+        """Run the tool's activity (local, its own, or an MCP server's) with the tool's retries
+        and timeout; a failure is an error result the model reads."""
         retry = RetryPolicy(initial_interval=timedelta(seconds=spec.retry_interval_seconds),
                             maximum_attempts=run_attempts(spec))
         # a little slack over the worker's own deadline, which reports the timeout first
@@ -154,11 +167,7 @@ class ToolRunner:
             result = ToolResult(is_error=True, content=tool_failure_message(spec, err))
         finally:
             self.in_flight -= 1
-        if self.breaks.on and pauses(self.team, "after", agent, call.name):
-            result = await self._after(agent, call, result)
-        if edited:  # the model learns its call ran with a person's arguments
-            result = result.model_copy(update={"content": edited + result.content})
-        return reply(result)
+        return result
 
     async def _after(self, agent: str, call: ToolCall, result: ToolResult) -> ToolResult:
         """A breakpoint after the call ran: the result the model sees (a person may edit it),

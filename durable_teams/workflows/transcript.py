@@ -91,7 +91,7 @@ class Transcript(Wire):
     **Append-only within a workflow run.** `log` and `shared` only ever grow at their ends
     (`append`, `finish_run`), and runs are only added; nothing outside this class can change
     them, as they are private and read through read-only views. Two readers depend on it: the
-    views built incrementally from prefixes of the lists (workflows/view_builder.py), and the
+    views built incrementally from prefixes of the lists (workflows/agent_views.py), and the
     model activity's query path, which keeps a per-worker copy and asks only for what it lacks
     (`LogDelta`). Both read as of the lengths a call was scheduled with, so a prefix they read
     can never change.
@@ -232,7 +232,7 @@ class LogDelta(Reply):
     holding a prefix has not seen yet, plus the small bookkeeping a view needs.
 
     A reader that already holds `log[:log_start]` and `shared[:shared_start]` rebuilds exactly
-    the view `Transcript.view` gives (`merge_delta`, then workflows/view_builder.py). Correct because of the rule
+    the view `Transcript.view` gives (`merge_delta`, then workflows/agent_views.py). Correct because of the rule
     `Transcript` keeps: within one workflow run `log` and `shared` only grow at their ends; a
     new run (after continue-as-new) has a new run id, so a reader keyed by run id starts from 0.
     """

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
@@ -23,7 +24,12 @@ from durable_teams.gateway.core.thread_log import ThreadLog, background
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus, TurnReply
-from durable_teams.workflows.turn_view import answering, question_text
+from durable_teams.workflows.turn_states import answering, question_text
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from durable_teams.live.hub import LiveHub
 
 T = TypeVar("T")
 
@@ -39,13 +45,18 @@ class Waiter:
         return self.wait()
 
 
-class Exchanges(ThreadLog):
-    """Turns, answers and outcomes: a mixin of `Gateway`, through its client and budgets."""
+@dataclass
+class Exchanges:
+    """Turns, answers and outcomes, through `client`: a turn's start found in `log`, live text
+    from `hub`, `busy_seconds` to wait for a busy thread or server, `poll_seconds` between reads
+    where nothing can be waited on; `raise_unless_running` tells why a write found no thread."""
 
+    client: Client
+    hub: LiveHub
+    log: ThreadLog
+    raise_unless_running: Callable[[str], Awaitable[None]]
     busy_seconds: float
-
-    async def raise_unless_running(self, thread: str) -> None:
-        raise NotImplementedError  # Gateway's: whether the thread runs, from its description
+    poll_seconds: float
 
     async def accept_turn(self, thread: str, text: str, sender: str | None, turn_id: str | None,
                           patience: Patience | None = None, again: int | None = None) -> tuple[int, AcceptedTurn]:
@@ -55,9 +66,9 @@ class Exchanges(ThreadLog):
         patience = patience or Patience(thread, self.busy_seconds)  # one budget for the whole request
         index = None
         if again is not None:
-            index = await self.turn_start(thread, again, answering(await self.status(thread)))
+            index = await self.log.turn_start(thread, again, answering(await self.status(thread)))
         if index is None:
-            index = await self.patiently(lambda: self.log_total(thread), patience)
+            index = await self.patiently(lambda: self.log.log_total(thread), patience)
         accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
                                      patience=patience)
         return index, accepted

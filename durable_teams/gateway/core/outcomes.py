@@ -1,6 +1,6 @@
 """What an exchange with a thread ends with. Pure: no Temporal calls. (How a thread's state
 reads to a client, the turn it works on and a question as the assistant's message:
-durable_teams/workflows/turn_view.py.)"""
+durable_teams/workflows/turn_states.py.)"""
 
 from __future__ import annotations
 

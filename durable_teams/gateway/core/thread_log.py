@@ -1,7 +1,7 @@
 """Reading a thread's log for the gateway: its length, what a person said last, and a turn's
 events as they are appended, with the live text deltas in their place (ABI's event stream).
 
-A mixin of `Gateway` (durable_teams/gateway/core/threads.py): it reads through the gateway's client,
+One part of `Gateway` (durable_teams/gateway/core/threads.py), which makes it from its own client,
 live hub and poll interval."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import Client
@@ -26,8 +27,10 @@ RECHECK_SECONDS = 5.0
 """A turn's stream reads the log again at least this often (a completed step is the rule)."""
 
 
+@dataclass
 class ThreadLog:
-    """The log-reading half of `Gateway`."""
+    """A thread's log, read through `client` (live text from `hub`; `poll_seconds`: how often
+    a stream reads again without a watch of the history)."""
 
     client: Client
     hub: LiveHub

@@ -1,7 +1,8 @@
 """What the gateway asks of Temporal: start a thread, tell whether it runs and whether a
 caller may see it, list the questions waiting. Running a turn, answering a question and
 waiting for an outcome are durable_teams/gateway/core/exchanges.py, reading a thread's log
-durable_teams/gateway/core/thread_log.py: both mixins of `Gateway`.
+durable_teams/gateway/core/thread_log.py: two parts a `Gateway` holds (`exchanges`, `log`) and
+whose methods the doors call through it (`gateway.status(thread)`).
 
 Nothing is kept in the gateway between requests: a thread is its workflow id, a turn in
 flight lives in the workflow, and the events are read from the workflow's log.
@@ -12,9 +13,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from starlette.exceptions import HTTPException
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus
@@ -32,6 +33,7 @@ from durable_teams.client.start import start_conversation
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core.exchanges import Exchanges
 from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.thread_log import ThreadLog
 from durable_teams.live.hub import LIVE, LiveHub
 from durable_teams.workflows.labels import TEAM
 from durable_teams.workflows.messages import Message
@@ -61,11 +63,28 @@ class UnknownTeam(LookupError):
     """A request names a team the workers do not serve."""
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Forward(Generic[P, R]):
+    """A method of one of the gateway's parts, called through the gateway: `gateway.status(t)`
+    is `gateway.exchanges.status(t)`, with the same signature for type checkers."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
+        self.part, self.name, self.method = part, method.__name__, method
+
+    def __get__(self, gateway: Gateway | None, owner: type | None = None) -> Callable[P, R]:
+        if gateway is None:  # read on the class (help(Gateway), a mock's spec): the part's own
+            return self.method  # type: ignore[return-value]
+        method: Callable[P, R] = getattr(getattr(gateway, self.part), self.name)
+        return method
+
+
 @dataclass
-
-
-class Gateway(Exchanges):
-    """The client and where new threads run."""
+class Gateway:
+    """The client and where new threads run; its parts: `log` (reading a thread's log) and
+    `exchanges` (turns, answers and their outcomes)."""
 
     client: Client
     task_queue: str
@@ -86,6 +105,33 @@ class Gateway(Exchanges):
     live_responses: bool = False
     """Responses API streams carry live text deltas (deltas cross processes: a broker is
     configured, durable_teams/gateway/doors/responses/live.py)."""
+    log: ThreadLog = field(init=False, repr=False)
+    exchanges: Exchanges = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.log = ThreadLog(self.client, self.hub, self.poll_seconds)
+        self.exchanges = Exchanges(self.client, self.hub, self.log, self.raise_unless_running,
+                                   self.busy_seconds, self.poll_seconds)
+
+    # what the doors call, held by the parts
+    log_total = Forward("log", ThreadLog.log_total)
+    latest_said = Forward("log", ThreadLog.latest_said)
+    turn_start = Forward("log", ThreadLog.turn_start)
+    turn_messages = Forward("log", ThreadLog.turn_messages)
+    page = Forward("log", ThreadLog._page)
+    turn_events = Forward("log", ThreadLog.turn_events)
+    until_news = Forward("log", ThreadLog.until_news)
+    accept_turn = Forward("exchanges", Exchanges.accept_turn)
+    subscribed = Forward("exchanges", Exchanges.subscribed)
+    patiently = Forward("exchanges", Exchanges.patiently)
+    status = Forward("exchanges", Exchanges.status)
+    reply = Forward("exchanges", Exchanges.reply)
+    approval_in_words = Forward("exchanges", Exchanges.approval_in_words)
+    begin_exchange = Forward("exchanges", Exchanges.begin_exchange)
+    turn_of = Forward("exchanges", Exchanges.turn_of)
+    reply_of = Forward("exchanges", Exchanges.reply_of)
+    converse = Forward("exchanges", Exchanges.converse)
+    outcome_by_update = Forward("exchanges", Exchanges.outcome_by_update)
 
     async def require_worker(self) -> None:
         """`NoWorker` (503) unless a worker polled the task queue lately (a seen worker is

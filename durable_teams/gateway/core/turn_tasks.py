@@ -1,7 +1,7 @@
 """A task as a turn of a thread (the A2A door's tasks, the MCP door's): the task id names the
 thread and the turn (A2A's `contextId` is the thread), and a task's state is read from the
 conversation's status each time (nothing kept in the gateway, so a task outlives any restart;
-the state itself: durable_teams/workflows/turn_view.py). Pure: no Temporal, no HTTP."""
+the state itself: durable_teams/workflows/turn_states.py). Pure: no Temporal, no HTTP."""
 
 from __future__ import annotations
 

@@ -45,7 +45,6 @@ from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import (
-    FINAL,
     PAUSED,
     history_wanted,
     scope_in,
@@ -53,9 +52,10 @@ from durable_teams.gateway.doors.a2a.wire import (
     text_of,
     user_in,
 )
+from durable_teams.workflows.a2a_tasks import FINAL
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
-from durable_teams.workflows.turn_view import answered_by, answering
+from durable_teams.workflows.turn_states import answered_by, answering
 
 
 @dataclass

@@ -27,8 +27,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
+from durable_teams.workflows.a2a_tasks import TaskState
 from durable_teams.workflows.push_targets import newest_kept, public_refusal, with_cursor
-from durable_teams.workflows.turn_view import TurnState
 
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
 """`1` (or `true`, `yes`): deliver to loopback, private and link-local addresses too (a
@@ -118,7 +118,7 @@ class PushConfigs:
         if refused:
             raise InvalidParamsError(f"push notification url refused: {refused}")
 
-    async def set(self, task_id: str, thread: str, turn: int, now: TurnState,
+    async def set(self, task_id: str, thread: str, turn: int, now: TaskState,
                   params: pb.TaskPushNotificationConfig, fresh: bool = False) -> pb.TaskPushNotificationConfig:
         """Keep `params` for the task (its state `now`, and what came before it in the thread's
         history: what the receiver is not told again; `fresh`: the task's message carried the

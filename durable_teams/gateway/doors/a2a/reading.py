@@ -17,7 +17,8 @@ from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.wire import as_task, history_of, history_wanted
-from durable_teams.workflows.turn_view import TurnState, answering, ended_state, turn_state
+from durable_teams.workflows.a2a_tasks import TaskState, a2a_state
+from durable_teams.workflows.turn_states import answering, ended_state, turn_state
 
 MAX_LISTED = 100
 MAX_SCANNED = 1000
@@ -65,7 +66,7 @@ class TaskReader:
         except Exception:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
             if running:
                 raise
-            return as_task(thread, number, TurnState("CANCELED" if cancelled else "FAILED",
+            return as_task(thread, number, TaskState("CANCELED" if cancelled else "FAILED",
                                                      "the conversation has ended"))
         if number > max(status.turns, 1):
             raise TaskNotFoundError(f"no task {task_id(thread, number)}")
@@ -73,7 +74,7 @@ class TaskReader:
         reply = None
         if last is not None and last.turn >= number:
             reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
-        task = as_task(thread, number, ended_state(turn_state(status, number, reply, running), running, cancelled))
+        task = as_task(thread, number, a2a_state(ended_state(turn_state(status, number, reply, running), running, cancelled)))
         if history != 0:
             log = await self.gateway.turn_messages(thread, number, answering(status), MAX_HISTORY)
             said = history_of(thread, number, log)

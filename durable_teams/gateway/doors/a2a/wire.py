@@ -13,10 +13,9 @@ from a2a.utils.errors import InvalidParamsError
 
 from durable_teams.gateway.core.requests import MAX_TURN_BYTES
 from durable_teams.gateway.core.turn_tasks import task_id
+from durable_teams.workflows.a2a_tasks import TaskState
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.turn_view import TurnState
 
-FINAL = {"COMPLETED", "FAILED", "CANCELED", "REJECTED"}
 PAUSED = {"INPUT_REQUIRED", "AUTH_REQUIRED"}
 
 
@@ -80,7 +79,7 @@ def history_wanted(params: Any) -> int | None:
     return int(params.history_length)
 
 
-def as_task(thread: str, number: int, found: TurnState) -> pb.Task:
+def as_task(thread: str, number: int, found: TaskState) -> pb.Task:
     status = pb.TaskStatus(state=getattr(pb, f"TASK_STATE_{found.state}"))
     if found.text:
         status.message.CopyFrom(agent_message(thread, number, found.text))
@@ -90,10 +89,10 @@ def as_task(thread: str, number: int, found: TurnState) -> pb.Task:
     return task
 
 
-def state_of(task: pb.Task) -> TurnState:
-    """A task's state and status text, as durable_teams/workflows/turn_view.py names them."""
+def state_of(task: pb.Task) -> TaskState:
+    """A task's state and status text (durable_teams/workflows/a2a_tasks.py)."""
     text = task.status.message.parts[0].text if task.status.message.parts else ""
-    return TurnState(pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_"), text)
+    return TaskState(pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_"), text)
 
 
 def scope_in(context: ServerCallContext) -> str | None:

@@ -15,7 +15,7 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
-from durable_teams.workflows.turn_view import answering
+from durable_teams.workflows.turn_states import answering
 
 STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 

@@ -44,7 +44,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
 )
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
-from durable_teams.workflows.turn_view import answering
+from durable_teams.workflows.turn_states import answering
 
 
 async def begin(request: Request) -> tuple[RunStream, RunRequest]:

@@ -25,7 +25,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, TurnReply
-from durable_teams.workflows.turn_view import answering
+from durable_teams.workflows.turn_states import answering
 
 
 @dataclass

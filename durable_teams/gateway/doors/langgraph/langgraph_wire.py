@@ -18,13 +18,13 @@ from starlette.exceptions import HTTPException
 
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus, Question, TurnReply
-from durable_teams.workflows.turn_view import turn_state
+from durable_teams.workflows.turn_states import turn_state
 
 RUN_ID = re.compile(r"t([1-9][0-9]{0,8})(?:\.(q[0-9]{1,9}))?")
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events")
-RUN_STATUS = {"COMPLETED": "success", "FAILED": "error", "CANCELED": "interrupted",
-              "INPUT_REQUIRED": "interrupted", "WORKING": "running", "SUBMITTED": "pending"}
-"""A turn's state (durable_teams/workflows/turn_view.py) as a LangGraph run status."""
+RUN_STATUS = {"completed": "success", "failed": "error", "cancelled": "interrupted",
+              "waiting": "interrupted", "working": "running", "queued": "pending"}
+"""A turn's state (durable_teams/workflows/turn_states.py) as a LangGraph run status."""
 
 
 class Unsupported(HTTPException):

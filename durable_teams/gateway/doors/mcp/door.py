@@ -41,9 +41,10 @@ from durable_teams.gateway.doors.mcp.methods import (
     caller_user,
 )
 from durable_teams.gateway.doors.mcp.rpc import McpHttp
-from durable_teams.gateway.doors.mcp.tasks import McpTasks, declares_tasks
+from durable_teams.gateway.doors.mcp.task_wire import declares_tasks
+from durable_teams.gateway.doors.mcp.tasks import McpTasks
 from durable_teams.workflows.state import Question
-from durable_teams.workflows.turn_view import answering, question_text
+from durable_teams.workflows.turn_states import answering, question_text
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -9,7 +9,7 @@ from typing import Any
 import mcp_types as types
 
 from durable_teams.workflows.state import Question
-from durable_teams.workflows.turn_view import question_text
+from durable_teams.workflows.turn_states import question_text
 
 ANSWER_SCHEMA: dict[str, Any] = {"type": "object", "required": ["answer"],
                                  "properties": {"answer": {"type": "string", "title": "Your answer"}}}

@@ -19,9 +19,8 @@ from pydantic import ValidationError
 from durable_teams.gateway.core.scopes import caller_identity
 from durable_teams.gateway.doors.mcp.forms import text_result
 from durable_teams.gateway.doors.mcp.task_pages import BadCursor
-from durable_teams.gateway.doors.mcp.tasks import (
+from durable_teams.gateway.doors.mcp.task_wire import (
     TASKS_EXTENSION,
-    McpTasks,
     TaskResultParams,
     UpdateTaskParams,
     declares_tasks,
@@ -29,6 +28,7 @@ from durable_teams.gateway.doors.mcp.tasks import (
     waiting,
     with_related,
 )
+from durable_teams.gateway.doors.mcp.tasks import McpTasks
 
 LEGACY_TASKS = types.ServerTasksCapability(
     list=types.TasksListCapability(), cancel=types.TasksCancelCapability(),

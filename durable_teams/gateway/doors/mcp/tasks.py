@@ -35,111 +35,23 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationBusy, ConversationNotFound, TurnConflict
 from durable_teams.client.send import submit_turn
-from durable_teams.client.server_state import memo_questions
 from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
-from durable_teams.gateway.doors.mcp.forms import answer_text, elicit_form, text_result
+from durable_teams.gateway.doors.mcp.forms import answer_text
 from durable_teams.gateway.doors.mcp.task_pages import PAGE, Cursor, page_of
+from durable_teams.gateway.doors.mcp.task_wire import (
+    TERMINAL,
+    TaskView,
+    from_memo,
+    no_task,
+    view_of,
+)
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationStatus, Question
-from durable_teams.workflows.turn_view import TurnState, answering, question_text, turn_state
+from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.turn_states import TurnState, answering, turn_state
 
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-RELATED_TASK = "io.modelcontextprotocol/related-task"
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
-STATES = {"WORKING": "working", "SUBMITTED": "working", "INPUT_REQUIRED": "input_required",
-          "COMPLETED": "completed", "FAILED": "completed", "CANCELED": "cancelled"}
-"""A2A's turn states as MCP task states (a failed turn is a tool result with `isError`)."""
 LIST_READ_SECONDS = 2.0
-
-
-class UpdateTaskParams(types.RequestParams):
-    """`tasks/update`: the person's answers, keyed as the task's `inputRequests` were."""
-
-    task_id: str
-    input_responses: dict[str, Any] = {}
-
-
-class TaskResultParams(types.GetTaskPayloadRequestParams):
-    """`tasks/result`, optionally carrying the answers to the `input_required` it returned."""
-
-    input_responses: dict[str, Any] | None = None
-
-
-def no_task(value: str) -> MCPError:
-    """Unknown, malformed and another scope's task ids get this one error."""
-    return MCPError(types.INVALID_PARAMS, f"no task {value[:80]!r}")
-
-
-def declares_tasks(params: Mapping[str, Any] | None) -> bool:
-    """Whether a request declares the tasks extension in its capabilities (2026-07-28: in
-    `_meta`, per request)."""
-    meta = (params or {}).get("_meta")
-    caps = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
-    extensions = caps.get("extensions") if isinstance(caps, Mapping) else None
-    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
-
-
-def missing_capability() -> MCPError:
-    return MCPError(types.MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability",
-                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
-
-
-@dataclass(frozen=True)
-class TaskView:
-    """A task as read now: its MCP status and what goes with it (pure: shaped for either form)."""
-
-    task_id: str
-    thread: str
-    status: str
-    message: str
-    created: datetime
-    updated: datetime
-    question: Question | None = None
-    poll_ms: int = 1000
-    failed_turn: bool = False
-    """The turn ended failed (a completed task whose result has `isError`)."""
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
-
-    def _base(self) -> dict[str, Any]:
-        return {"taskId": self.task_id, "status": self.status, "statusMessage": self.message,
-                "createdAt": self.created.isoformat(), "lastUpdatedAt": self.updated.isoformat()}
-
-    def result(self) -> dict[str, Any]:
-        """The tool's result once the task has ended (what the call would have returned)."""
-        status = "failed" if self.failed_turn else self.status
-        dumped = text_result(self.message, self.thread, status, self.status != "completed" or self.failed_turn)
-        return dumped.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-    def modern(self, detailed: bool = True) -> dict[str, Any]:
-        """The 2026-07-28 `Task` (`detailed`: with its result or its input requests inlined)."""
-        task = self._base() | {"ttlMs": None, "pollIntervalMs": self.poll_ms}
-        if detailed and self.question is not None:
-            task["inputRequests"] = {self.question.question_id: elicit_form(self.question).model_dump(
-                by_alias=True, mode="json", exclude_none=True)}
-        if detailed and self.status == "completed":
-            task["result"] = self.result()
-        if detailed and self.status == "failed":
-            task["error"] = {"code": types.INTERNAL_ERROR, "message": self.message}
-        return task
-
-    def legacy(self) -> dict[str, Any]:
-        """The 2025-11-25 `Task` (a failed turn is a failed task there)."""
-        status = "failed" if self.failed_turn else self.status
-        return self._base() | {"status": status, "ttl": None, "pollInterval": self.poll_ms}
-
-
-def view_of(task: str, thread: str, found: TurnState, question: Question | None,
-            created: datetime, updated: datetime, poll_ms: int) -> TaskView:
-    status = STATES.get(found.state, "failed")
-    if status == "input_required" and question is None:
-        status = "working"  # answered meanwhile
-    return TaskView(task, thread, status, found.text, created, updated,
-                    question if status == "input_required" else None, poll_ms, found.state == "FAILED")
 
 
 @dataclass
@@ -193,7 +105,7 @@ class McpTasks:
         described, memo = await self.described(thread, scope, task)
         running = described.status == WorkflowExecutionStatus.RUNNING
         cancelled = described.status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
-        ended = TurnState("CANCELED" if cancelled else "FAILED", "the conversation has ended")
+        ended = TurnState("cancelled" if cancelled else "failed", "the conversation has ended")
         status: ConversationStatus | None = None
         try:
             status = await asyncio.wait_for(self.gateway.status(thread), self.read_seconds)
@@ -210,9 +122,9 @@ class McpTasks:
             if last is not None and last.turn >= number:
                 reply = last if last.turn == number else await self.gateway.reply_of(thread, number, last)
             found = turn_state(status, number, reply, running)
-            if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
+            if not running and found.state not in ("completed", "failed") or cancelled and found.state == "failed":
                 found = ended
-            question = status.pending[0] if found.state == "INPUT_REQUIRED" and status.pending else None
+            question = status.pending[0] if found.state == "waiting" and status.pending else None
         created = described.start_time or datetime.now(UTC)
         updated = described.close_time or datetime.now(UTC)
         return view_of(task, thread, found, question, created, updated, self.poll_ms)
@@ -290,28 +202,3 @@ class McpTasks:
         found = await asyncio.gather(*(asyncio.wait_for(latest(t), LIST_READ_SECONDS) for t in threads),
                                      return_exceptions=True)
         return [view for view in found if isinstance(view, TaskView)], after.encode() if after else None
-
-
-def from_memo(memo: Mapping[str, Any]) -> tuple[TurnState, Question | None]:
-    """A running thread's latest task as its memo tells it, while no worker answers: waiting
-    for its open question, else working."""
-    questions = memo_questions(memo) or []
-    if questions:
-        return TurnState("INPUT_REQUIRED", question_text(questions[0])), questions[0]
-    return TurnState("WORKING", "no worker has answered for this conversation lately"), None
-
-
-def with_related(result: dict[str, Any], task: str) -> dict[str, Any]:
-    """A result marked as the outcome of `task` (2025-11-25's related-task `_meta`)."""
-    return result | {"_meta": {RELATED_TASK: {"taskId": task}}}
-
-
-def waiting(view: TaskView) -> dict[str, Any]:
-    """`tasks/result` of a task waiting for a person: an `input_required` result whose
-    `requestState` is the task (a repeated `tasks/result` with `inputResponses` answers it)."""
-    assert view.question is not None
-    form = elicit_form(view.question)
-    return types.InputRequiredResult(input_requests={view.question.question_id: form},
-                                     request_state=view.task_id).model_dump(by_alias=True, mode="json",
-                                                                            exclude_none=True)
-

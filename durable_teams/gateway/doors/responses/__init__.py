@@ -1,4 +1,4 @@
-"""OpenAI Responses: `/v1/responses` (door.py; docs/responses.md)."""
+"""OpenAI Responses: `/v1/responses` (creating one: door.py; one by its id: by_id.py; docs/responses.md)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ async def on_unknown_response(request: Request, exc: Exception) -> Response:
 
 
 def mount(serving: Serving) -> Mount:
-    from durable_teams.gateway.doors.responses import door
-    from durable_teams.gateway.doors.responses.view import UnknownResponse
+    from durable_teams.gateway.doors.responses import by_id, door
+    from durable_teams.gateway.doors.responses.from_log import UnknownResponse
 
     return Mount([
         Route("/v1/responses", door.create, methods=["POST"]),
-        Route("/v1/responses/{response}", door.retrieve, methods=["GET"]),
-        Route("/v1/responses/{response}", door.delete, methods=["DELETE"]),
-        Route("/v1/responses/{response}/input_items", door.input_items),
-        Route("/v1/responses/{response}/cancel", door.cancel, methods=["POST"]),
+        Route("/v1/responses/{response}", by_id.retrieve, methods=["GET"]),
+        Route("/v1/responses/{response}", by_id.delete, methods=["DELETE"]),
+        Route("/v1/responses/{response}/input_items", by_id.input_items),
+        Route("/v1/responses/{response}/cancel", by_id.cancel, methods=["POST"]),
     ], errors={UnknownResponse: on_unknown_response})

@@ -10,7 +10,7 @@ Pure: the caller reads the log (`responses_state.read`)."""
 
 from __future__ import annotations
 
-from durable_teams.gateway.doors.responses.view import (
+from durable_teams.gateway.doors.responses.from_log import (
     ResponseRef,
     UnknownResponse,
     is_turn_start,

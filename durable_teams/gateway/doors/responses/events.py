@@ -1,5 +1,5 @@
 """A response's object and its stream of events, as OpenAI's Responses API shapes them, from a
-`View` (durable_teams/gateway/doors/responses/view.py). Pure: the same view gives the same events,
+`View` (durable_teams/gateway/doors/responses/from_log.py). Pure: the same view gives the same events,
 numbered by their place in the list, so `starting_after=N` resumes a stream in any process.
 
 The events of a response, in order (`sequence_number` is the index in this list):
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
+from durable_teams.gateway.doors.responses.from_log import ResponseRef, UnknownResponse, View
 from durable_teams.workflows.usage import Tally
 
 FINAL_EVENT = {"completed": "response.completed", "incomplete": "response.incomplete",

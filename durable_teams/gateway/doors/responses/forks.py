@@ -25,8 +25,8 @@ from durable_teams.client.time_travel import CheckpointError, fork, list_checkpo
 from durable_teams.gateway.core.named_inputs import input_id
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses import fields as fields
+from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.gateway.doors.responses.turns import NotLatest, Refused, following, refusal
-from durable_teams.gateway.doors.responses.view import ResponseRef
 
 log = logging.getLogger("durable_teams.gateway")
 

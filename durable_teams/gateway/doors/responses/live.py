@@ -33,7 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.gateway.core.live_text import ContentStream
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses.events import message_id
-from durable_teams.gateway.doors.responses.view import ResponseRef, View
+from durable_teams.gateway.doors.responses.from_log import ResponseRef, View
 from durable_teams.live.hub import Delta
 
 OPENED = 3

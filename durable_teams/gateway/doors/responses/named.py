@@ -17,7 +17,7 @@ from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses import state as state
 from durable_teams.gateway.doors.responses.events import response_of_item
-from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
+from durable_teams.gateway.doors.responses.from_log import ResponseRef, UnknownResponse, View
 
 
 async def visible_response(gw: Gateway, ref: ResponseRef, scope: str | None) -> None:

@@ -1,4 +1,4 @@
-"""Reading a response from its thread (durable_teams/gateway/doors/responses/view.py says what one
+"""Reading a response from its thread (durable_teams/gateway/doors/responses/from_log.py says what one
 is): its view, the thread's latest response, and waiting for one to end. Nothing is kept in
 the gateway: every answer is read from the workflow (queries), so any gateway process, started
 at any time, gives the same one."""
@@ -16,7 +16,7 @@ from durable_teams.client.reply_watch import history_growth
 from durable_teams.gateway.core.thread_log import background
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses import anchors as anchors
-from durable_teams.gateway.doors.responses.view import (
+from durable_teams.gateway.doors.responses.from_log import (
     ResponseRef,
     UnknownResponse,
     View,
@@ -69,7 +69,7 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
     status = await gw.status(ref.thread)  # before the log: a reply read here has its log complete
     if not 1 <= ref.turn <= status.turns:  # an id no request of this thread was given
         raise UnknownResponse(f"no response {ref.id!r}")
-    if not deleted_too and ref.key in status.deleted_responses:
+    if not deleted_too and ref.key in status.hidden_steps:
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
     last = status.last_reply
     replies = [last] if last is not None and last.turn == ref.turn else await handle.query(
@@ -77,7 +77,7 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
     messages: list[Message] = []
     index = ref.start
     while True:
-        page = await gw._page(ref.thread, index)
+        page = await gw.page(ref.thread, index)
         if ref.start > page.total:
             raise UnknownResponse(f"no response {ref.id!r}")
         messages.extend(page.messages)
@@ -108,7 +108,7 @@ async def check_anchor(gw: Gateway, ref: ResponseRef, messages: list[Message], p
     end = ref.start
     while end > 0 and not (stretch and is_turn_start(stretch[0])):
         start = max(0, end - page_size)
-        page = await gw._page(ref.thread, start, end - start)
+        page = await gw.page(ref.thread, start, end - start)
         stretch = page.messages + stretch
         end = start
         turn_at = next((i for i in range(len(stretch) - 1, -1, -1) if is_turn_start(stretch[i])), None)
@@ -210,7 +210,7 @@ async def latest_of_thread(gw: Gateway, thread: str, page_size: int = 50) -> Res
     end = await gw.log_total(thread)
     while end > 0:
         start = max(0, end - page_size)
-        page = await gw._page(thread, start, end - start)
+        page = await gw.page(thread, start, end - start)
         for offset in range(len(page.messages) - 1, -1, -1):
             if is_turn_start(page.messages[offset]):
                 view, _, _ = await latest(gw, ResponseRef(thread, status.turns, start + offset, 0), True)

@@ -28,7 +28,7 @@ from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses import state as state
 from durable_teams.gateway.doors.responses.events import approval_id
-from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, View
+from durable_teams.gateway.doors.responses.from_log import ResponseRef, UnknownResponse, View
 from durable_teams.workflows.conversation import TeamWorkflow
 
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 import pytest
 from temporalio.client import Client
 
-from durable_teams.activities.views import ViewCache
+from durable_teams.activities.view_cache import ViewCache
 from durable_teams.client.send import send_turn
 from durable_teams.examples import acme, faang, faang_teams, support
 from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.worker.scripted import ScriptedModel, call, say
-from durable_teams.workflows import live_view
+from durable_teams.workflows import offered_views
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import (
     Message,
@@ -45,20 +45,20 @@ def request(wid: str, agent_run: int, length: int, agent: str = "supervisor") ->
 
 def test_a_call_reads_the_view_its_workflow_offers_while_it_is_in_flight() -> None:
     wid = f"fake-{uuid.uuid4().hex[:6]}"
-    offered = live_view.register(wid, "r1")
+    offered = offered_views.register(wid, "r1")
     view, tools = [Message(role="user", content="q")], [ToolSpec(name="add")]
     offered.offer(0, 1, view, tools)
-    read = live_view.read(request(wid, 0, 1))
+    read = offered_views.read(request(wid, 0, 1))
     assert read is not None and read.messages is view and read.tools == tools and read.in_process
-    assert live_view.read(request(wid, 0, 2)) is None  # another call (scheduled later)
-    assert live_view.read(request(wid, 3, 1)) is None  # another agent run's
-    assert live_view.read(request("elsewhere", 0, 1)) is None  # not in this process
+    assert offered_views.read(request(wid, 0, 2)) is None  # another call (scheduled later)
+    assert offered_views.read(request(wid, 3, 1)) is None  # another agent run's
+    assert offered_views.read(request("elsewhere", 0, 1)) is None  # not in this process
     offered.withdraw(0, 1)
-    assert live_view.read(request(wid, 0, 1)) is None and len(offered) == 0  # the call returned
+    assert offered_views.read(request(wid, 0, 1)) is None and len(offered) == 0  # the call returned
     offered.offer(0, 1, view, tools)
     del offered
     gc.collect()
-    assert live_view.read(request(wid, 0, 1)) is None  # registered weakly: gone with the instance
+    assert offered_views.read(request(wid, 0, 1)) is None  # registered weakly: gone with the instance
 
 
 def faang_with(**options: object) -> CompiledTeam:
@@ -85,7 +85,7 @@ class Comparing:
     queries: ViewCache = field(default_factory=lambda: ViewCache(live=False))
 
     async def read(self, req: ModelRequest) -> ModelView:
-        live = live_view.read(req)
+        live = offered_views.read(req)
         queried = await self.queries.read(req)
         self.compared += 1
         if live is None or live.model_copy(update={"in_process": False}) != queried:

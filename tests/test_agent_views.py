@@ -1,4 +1,4 @@
-"""Views built incrementally (workflows/view_builder.py) equal `Transcript.view` rebuilt from
+"""Views built incrementally (workflows/agent_views.py) equal `Transcript.view` rebuilt from
 scratch: after every append and fold, for every agent run and handoff view, for reads retried
 at an older length, and for a new run after continue-as-new."""
 
@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from durable_teams.workflows.agent_views import ViewBuilder
 from durable_teams.workflows.handoff import HandoffView, handoff_back_messages, handoff_message
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.transcript import Transcript
-from durable_teams.workflows.view_builder import ViewBuilder
 
 pytestmark = pytest.mark.pure
 

@@ -45,7 +45,7 @@ class ResponseRef:
 
     @property
     def key(self) -> str:
-        """The response within its thread (what `delete_response` marks)."""
+        """The response within its thread (the step `DELETE` hides: workflows/hidden_steps.py)."""
         return f"{self.turn}_{self.start}_{self.step}"
 
     @classmethod

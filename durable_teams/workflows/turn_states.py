@@ -1,11 +1,12 @@
 """A turn of a conversation as the outside sees it from the `status` query: which turn the
-thread works on, the question it waits on in words, and its state in A2A's terms. Pure: read
-by the gateway (durable_teams/gateway/core/turn_tasks.py) and by the A2A push activity
-(durable_teams/activities/a2a_push_delivery.py), never by a workflow."""
+thread works on, the question it waits on in words, and how far the turn has come, in the
+team's words (`Progress`). Pure: read by the gateway's core and doors, each door saying it in
+its protocol's words (A2A's task states: workflows/a2a_tasks.py), never by a workflow."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .state import ConversationStatus, Question, TurnReply
 
@@ -26,41 +27,47 @@ def question_text(q: Question) -> str:
     return f"[{q.agent}] {q.text}{hint}"
 
 
+Progress = Literal["queued", "working", "waiting", "completed", "failed", "cancelled"]
+"""How far a turn has come: queued behind another turn, working, waiting for a person (its
+question), or ended: completed (a reply), failed, cancelled."""
+
+
 @dataclass(frozen=True)
 class TurnState:
-    """A turn as an A2A task state (the names of A2A's `TaskState`, without the prefix) and the
-    text that goes with it: the question asked, the reply, or why it failed."""
+    """A turn's progress and the text that goes with it: the question asked, the reply, or why
+    it failed."""
 
-    state: str
+    state: Progress
     text: str = ""
 
 
 FAILED_REPLIES = {"failed"}
-FINAL = {"COMPLETED", "FAILED", "CANCELED", "REJECTED"}
-ENDED = TurnState("FAILED", "the conversation has ended")
+DONE: frozenset[Progress] = frozenset({"completed", "failed", "cancelled"})
+"""The states a turn ends in (it changes no more)."""
+ENDED = TurnState("failed", "the conversation has ended")
 
 
 def turn_state(status: ConversationStatus, turn: int, reply: TurnReply | None, running: bool) -> TurnState:
-    """Turn `turn`'s state: input-required while its question waits, completed (or failed)
-    once it has a reply (`reply`: that turn's), working while it runs, submitted while queued
-    behind another; failed when the conversation ended without answering it."""
+    """Turn `turn`'s state: waiting while its question waits, completed (or failed, or
+    cancelled) once it has a reply (`reply`: that turn's), working while it runs, queued behind
+    another; failed when the conversation ended without answering it."""
     if reply is not None and reply.turn == turn:
         if reply.status == "cancelled":
-            return TurnState("CANCELED", reply.text)
-        return TurnState("FAILED" if reply.status in FAILED_REPLIES else "COMPLETED", reply.text)
+            return TurnState("cancelled", reply.text)
+        return TurnState("failed" if reply.status in FAILED_REPLIES else "completed", reply.text)
     current = answering(status)
     if status.pending and current == turn:
-        return TurnState("INPUT_REQUIRED", question_text(status.pending[0]))
+        return TurnState("waiting", question_text(status.pending[0]))
     if not running:
-        return TurnState("FAILED", "the conversation ended before answering this message")
-    return TurnState("WORKING" if current >= turn else "SUBMITTED")
+        return TurnState("failed", "the conversation ended before answering this message")
+    return TurnState("working" if current >= turn else "queued")
 
 
 def ended_state(found: TurnState, running: bool, cancelled: bool) -> TurnState:
     """`found` once the thread's workflow has ended (`running` False): a turn it left open ended
     with it, cancelled when the workflow was cancelled or terminated."""
-    if not running and found.state not in ("COMPLETED", "FAILED") or cancelled and found.state == "FAILED":
-        return TurnState("CANCELED" if cancelled else "FAILED", ENDED.text)
+    if not running and found.state not in ("completed", "failed") or cancelled and found.state == "failed":
+        return TurnState("cancelled" if cancelled else "failed", ENDED.text)
     return found
 
 

@@ -1,4 +1,4 @@
-"""A response as a function of its thread's log (durable_teams/gateway/doors/responses/view.py): ids
+"""A response as a function of its thread's log (durable_teams/gateway/doors/responses/from_log.py): ids
 round-trip, and the events of a running response are a prefix of its final ones."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from durable_teams.gateway.doors.responses.events import events, numbered
-from durable_teams.gateway.doors.responses.view import ResponseRef, UnknownResponse, view_of
+from durable_teams.gateway.doors.responses.from_log import ResponseRef, UnknownResponse, view_of
 from durable_teams.workflows.messages import Message, ToolCall
 from durable_teams.workflows.state import TurnReply
 

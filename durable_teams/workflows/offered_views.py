@@ -6,7 +6,7 @@ enters history as activity input. The workflow builds that view when it schedule
 long as the call is in flight. An activity running in the worker process that holds the workflow
 (always so for a local activity; for a regular one see workflows/placement.py) takes the view as
 built: no second build, no query. Anywhere else, or after the workflow left this worker's cache,
-it reads the view by query (activities/views.py).
+it reads the view by query (activities/view_cache.py).
 
 Offering never changes what the workflow does: its code never reads anything back from here, so
 replay and determinism are untouched (a replayed instance offers again the views of the calls it

@@ -14,7 +14,7 @@ is a prefix-stable function of those prefixes, and the view at a later (L', S') 
   run k in `log[scanned:L']`.
 
 A read older than what a cursor holds (a retried call's view, scheduled before the last one) is
-built from scratch and leaves the cursor alone. `tests/test_view_builder.py` checks every view
+built from scratch and leaves the cursor alone. `tests/test_agent_views.py` checks every view
 against `Transcript.view` after every append, fold, retry and continue-as-new.
 """
 

@@ -1,7 +1,7 @@
 """How the `call_model` activity reads its agent's view of the transcript.
 
 The view the workflow built when it scheduled the call, when the workflow instance is in this
-worker process (workflows/live_view.py: no query, no second build); else by query, from this
+worker process (workflows/offered_views.py: no query, no second build); else by query, from this
 worker's copy of the conversation's log plus the messages it lacks (`model_view_delta`), so a
 query costs O(new messages) and stays under the server's 2 MB cap on a query result however
 long the conversation. Queries add nothing to history. The copy is only an optimisation: a
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 from temporalio import activity
 
-from durable_teams.workflows import live_view
+from durable_teams.workflows import offered_views
+from durable_teams.workflows.agent_views import ViewBuilder
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message, ModelRequest, ModelView, ToolSpec
 from durable_teams.workflows.transcript import LogDelta, Transcript, merge_delta
-from durable_teams.workflows.view_builder import ViewBuilder
 
 ViewReader = Callable[[ModelRequest], Awaitable[ModelView]]
 """How `call_model` reads a view (`ViewCache.read` by default; tests pass their own)."""
@@ -54,7 +54,7 @@ class _Entry:
     tools: dict[str, list[ToolSpec]] = field(default_factory=dict)
     size: int = 0
     views: ViewBuilder = field(default_factory=ViewBuilder)
-    """Each agent run's view, extended call after call (workflows/view_builder.py)."""
+    """Each agent run's view, extended call after call (workflows/agent_views.py)."""
 
 
 class ViewCache:
@@ -86,13 +86,13 @@ class ViewCache:
         self.misses = 0
         self.use_live_view = live
         self.live = 0
-        """Views read from a workflow instance in this process (workflows/live_view.py)."""
+        """Views read from a workflow instance in this process (workflows/offered_views.py)."""
 
     def __len__(self) -> int:
         return len(self._entries)
 
     async def read(self, req: ModelRequest) -> ModelView:
-        live = live_view.read(req) if self.use_live_view else None  # cached here: no query
+        live = offered_views.read(req) if self.use_live_view else None  # cached here: no query
         if live is not None:
             self.live += 1
             return live
