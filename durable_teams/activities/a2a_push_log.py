@@ -127,7 +127,7 @@ class AskedAt(Wire):
     question: Question
 
 
-class Progress(Wire):
+class HistoryPlace(Wire):
     """How far a watch has read a run's history: what its heartbeats carry, so a retried watch
     goes on from there. `token`: the long poll's next page token (base64; "" for the start);
     `seen`: the ids of the questions listed so far; `asked`: those listed after the cursor
@@ -141,8 +141,8 @@ class Progress(Wire):
     asked: list[AskedAt] = Field(default_factory=list)
 
     @classmethod
-    def resumed(cls, details: Iterable[object]) -> Progress | None:
-        """The progress a failed attempt of this watch heartbeat last (None: none, or unreadable)."""
+    def resumed(cls, details: Iterable[object]) -> HistoryPlace | None:
+        """The place a failed attempt of this watch heartbeat last (None: none, or unreadable)."""
         for detail in details:
             try:
                 return cls.model_validate(detail)
@@ -152,48 +152,48 @@ class Progress(Wire):
 
 
 class RunLog:
-    """A run's history read forward by long polls, from where `progress` left it."""
+    """A run's history read forward by long polls, from where `place` left it."""
 
-    def __init__(self, client: Client, thread: str, progress: Progress) -> None:
-        self.client, self.thread, self.progress = client, thread, progress
-        self.seen = set(progress.seen)
+    def __init__(self, client: Client, thread: str, place: HistoryPlace) -> None:
+        self.client, self.thread, self.place = client, thread, place
+        self.seen = set(place.seen)
 
     async def page(self) -> list[HistoryEvent]:
         """The events after the last one read: at once when there are some, else the next ones
         when they come (or none after the server's long-poll time)."""
-        progress = self.progress
+        place = self.place
         request = GetWorkflowExecutionHistoryRequest(
-            namespace=self.client.namespace, execution=WorkflowExecution(workflow_id=self.thread, run_id=progress.run),
-            next_page_token=base64.b64decode(progress.token), wait_new_event=True)
+            namespace=self.client.namespace, execution=WorkflowExecution(workflow_id=self.thread, run_id=place.run),
+            next_page_token=base64.b64decode(place.token), wait_new_event=True)
         try:
             answer = await self.client.workflow_service.get_workflow_execution_history(
                 request, retry=True, timeout=LONG_POLL)
         except RPCError as err:
             if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
                 return []  # a long poll cut short: ask again
-            if err.status != RPCStatusCode.INVALID_ARGUMENT or not progress.token:
+            if err.status != RPCStatusCode.INVALID_ARGUMENT or not place.token:
                 raise
-            for name, value in Progress(run=progress.run):  # a place the server no longer takes: from the start
-                setattr(progress, name, value)
+            for name, value in HistoryPlace(run=place.run):  # a place the server no longer takes: from the start
+                setattr(place, name, value)
             self.seen = set()
             return []
         events = list(answer.history.events)
         for at, question in await asked_in(self.client, events, self.seen):
-            progress.asked.append(AskedAt(event=at, question=question))
-        progress.seen = sorted(self.seen)
-        progress.last = max([progress.last, *(e.event_id for e in events)])
-        progress.token = base64.b64encode(answer.next_page_token).decode()
-        progress.closed = not answer.next_page_token or any(e.event_type in CLOSING for e in events)
-        activity.heartbeat(progress.model_dump(mode="json"))
+            place.asked.append(AskedAt(event=at, question=question))
+        place.seen = sorted(self.seen)
+        place.last = max([place.last, *(e.event_id for e in events)])
+        place.token = base64.b64encode(answer.next_page_token).decode()
+        place.closed = not answer.next_page_token or any(e.event_type in CLOSING for e in events)
+        activity.heartbeat(place.model_dump(mode="json"))
         return events
 
     async def changes(self) -> AsyncIterator[None]:
         """Once for what a failed attempt read already (a retried watch looks at it before it
         waits), once for the history as it is, then each time the task's state may have changed."""
-        if self.progress.last:
+        if self.place.last:
             yield
-        first = not self.progress.last
-        while not self.progress.closed:
+        first = not self.place.last
+        while not self.place.closed:
             events = await self.page()
             if first or any(e.event_type in CHANGES for e in events):
                 yield
@@ -201,7 +201,7 @@ class RunLog:
 
     async def up_to(self, event_id: int) -> None:
         """Read on until event `event_id` (one the history holds) or the run's end."""
-        while self.progress.last < event_id and not self.progress.closed:
+        while self.place.last < event_id and not self.place.closed:
             await self.page()
 
     async def newest(self) -> int:
@@ -209,24 +209,24 @@ class RunLog:
         newest = await self.client.workflow_service.get_workflow_execution_history_reverse(
             GetWorkflowExecutionHistoryReverseRequest(
                 namespace=self.client.namespace, maximum_page_size=4,
-                execution=WorkflowExecution(workflow_id=self.thread, run_id=self.progress.run)), retry=True)
+                execution=WorkflowExecution(workflow_id=self.thread, run_id=self.place.run)), retry=True)
         return newest_kept(newest.history.events)
 
 
-async def first_question(handle: WorkflowHandle, req: WatchRequest, progress: Progress, after: int,
+async def first_question(handle: WorkflowHandle, req: WatchRequest, place: HistoryPlace, after: int,
                          now: TaskState | None = None) -> Told | None:
     """The turn's first question listed after event `after`, as read so far: one whose tool
     call is in the turn's stretch of the log (the others are dropped: a question's turn never
     changes), or one of no tool call (a breakpoint around an agent's run) that the task asks
     `now`."""
-    progress.asked = [a for a in progress.asked if a.event > after]
-    if any(a.question.tool_call_id is not None for a in progress.asked):
+    place.asked = [a for a in place.asked if a.event > after]
+    if any(a.question.tool_call_id is not None for a in place.asked):
         calls = await turn_call_ids(handle, req.turn, answering(await handle.query(TeamWorkflow.status)))
-        progress.asked = [a for a in progress.asked if a.question.tool_call_id in (calls | {None})]
-    for asked in progress.asked:
+        place.asked = [a for a in place.asked if a.question.tool_call_id in (calls | {None})]
+    for asked in place.asked:
         found = TaskState("INPUT_REQUIRED", question_text(asked.question))
         if asked.question.tool_call_id is not None or now == found:
-            return with_cursor(found, progress.run, asked.event), found
+            return with_cursor(found, place.run, asked.event), found
     return None
 
 
@@ -234,19 +234,19 @@ async def next_told(log: RunLog, req: WatchRequest, after: int, read_state: Stat
     """The turn's first notified state after event `after` in what `log` has read: a question
     of its own, else its end, read before the rest of the history up to now (so every question
     before the end is told first); None when neither, or when the run closed into another."""
-    progress = log.progress
-    handle = log.client.get_workflow_handle(req.thread, run_id=progress.run)
-    told = await first_question(handle, req, progress, after)
+    place = log.place
+    handle = log.client.get_workflow_handle(req.thread, run_id=place.run)
+    told = await first_question(handle, req, place, after)
     if told is not None:
         return told
-    if progress.closed and (await log.client.get_workflow_handle(req.thread).describe()).run_id != progress.run:
+    if place.closed and (await log.client.get_workflow_handle(req.thread).describe()).run_id != place.run:
         return None  # continued as new (or reset): the next watch follows the next run
     state = await read_state(req.thread, req.turn)
     if state.state not in FINAL:
-        return await first_question(handle, req, progress, after, state) if state.state == "INPUT_REQUIRED" else None
+        return await first_question(handle, req, place, after, state) if state.state == "INPUT_REQUIRED" else None
     await log.up_to(await log.newest())
-    told = await first_question(handle, req, progress, after)
-    return told or (with_cursor(state, progress.run, max(after, progress.last)), state)
+    told = await first_question(handle, req, place, after)
+    return told or (with_cursor(state, place.run, max(after, place.last)), state)
 
 
 async def follow(req: WatchRequest, read_state: StateReader) -> Told | None:
@@ -257,17 +257,17 @@ async def follow(req: WatchRequest, read_state: StateReader) -> Told | None:
     client = activity.client()
     cursor = cursor_of(req.last)
     assert cursor is not None
-    progress = Progress.resumed(activity.info().heartbeat_details)
-    if progress is None:
-        progress = Progress(run=(await client.get_workflow_handle(req.thread).describe()).run_id)
-    after = cursor[1] if cursor[0] == progress.run else 0  # another run (continue-as-new): all of it is new
-    log = RunLog(client, req.thread, progress)
-    beating = asyncio.ensure_future(heartbeats(max(1.0, min(10.0, req.poll_seconds * 5)), progress))
+    place = HistoryPlace.resumed(activity.info().heartbeat_details)
+    if place is None:
+        place = HistoryPlace(run=(await client.get_workflow_handle(req.thread).describe()).run_id)
+    after = cursor[1] if cursor[0] == place.run else 0  # another run (continue-as-new): all of it is new
+    log = RunLog(client, req.thread, place)
+    beating = asyncio.ensure_future(heartbeats(max(1.0, min(10.0, req.poll_seconds * 5)), place))
     try:
         async with asyncio.timeout(req.watch_seconds):
             async for _ in log.changes():
                 told = await next_told(log, req, after, read_state)
-                if told is not None or progress.closed:
+                if told is not None or place.closed:
                     return told
     except TimeoutError:
         pass
@@ -276,8 +276,8 @@ async def follow(req: WatchRequest, read_state: StateReader) -> Told | None:
     return None
 
 
-async def heartbeats(every: float, progress: Progress) -> None:
+async def heartbeats(every: float, place: HistoryPlace) -> None:
     """Heartbeat (with how far the history is read) while a long poll waits."""
     while True:
-        activity.heartbeat(progress.model_dump(mode="json"))
+        activity.heartbeat(place.model_dump(mode="json"))
         await asyncio.sleep(every)
