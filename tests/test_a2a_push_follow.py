@@ -33,10 +33,10 @@ from durable_teams.workflows.push_targets import newest_kept, with_cursor
 from durable_teams.workflows.state import ConversationInput, Question
 from durable_teams.workflows.turn_states import question_text
 
+from .a2a_rpc import CARDS, Rpc, push_activities, said
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 from .push_receiver import receiving
-from .test_a2a_exact import CARDS, Rpc, push_activities, said
 from .waiting import NotYet, pending_question, questions, until
 
 pytestmark = pytest.mark.workflow
