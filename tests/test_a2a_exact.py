@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from typing import Any
 
 import httpx
 import pytest
 from temporalio.client import Client
 
 from durable_teams.examples import support
-from durable_teams.gateway.core.team_cards import card_of
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id
-from durable_teams.gateway.doors.a2a.push_configs import PushOptions, push_id
+from durable_teams.gateway.doors.a2a.push_configs import PushOptions
 from durable_teams.worker.scripted import ScriptedModel
 
+from .a2a_rpc import CARDS, Rpc, push_activities, said
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
 from .push_receiver import receiving
@@ -29,7 +27,6 @@ from .waiting import NotYet, until
 
 pytestmark = pytest.mark.workflow
 
-CARDS = [card_of(support.build().compile().spec)]
 INVALID_PARAMS, TASK_NOT_FOUND, PARSE_ERROR = -32602, -32001, -32700
 
 
@@ -39,36 +36,6 @@ def test_a_task_answers_to_one_id_only(alias: str) -> None:
     assert parse_task_id("t::1") == ("t", 1)
     with pytest.raises(NotATask):
         parse_task_id(alias)
-
-
-def said(text: str, **more: Any) -> dict[str, Any]:
-    return {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}], **more}
-
-
-class Rpc:
-    def __init__(self, http: httpx.AsyncClient) -> None:
-        self.http = http
-
-    async def raw(self, body: bytes) -> dict[str, Any]:
-        answer = await self.http.post("/a2a/support", content=body)
-        assert answer.status_code == 200, answer.text
-        return answer.json()
-
-    async def call(self, method: str, params: Any) -> dict[str, Any]:
-        answer = await self.http.post("/a2a/support", json={"jsonrpc": "2.0", "id": 1, "method": method,
-                                                            "params": params})
-        assert answer.status_code == 200, answer.text
-        return answer.json()
-
-    async def task(self, message: dict[str, Any]) -> dict[str, Any]:
-        answer = await self.call("SendMessage", {"message": message})
-        assert "result" in answer, answer
-        return answer["result"]["task"]
-
-    async def refused(self, method: str, params: Any, code: int) -> str:
-        answer = await self.call(method, params)
-        assert answer.get("error", {}).get("code") == code, (params if len(str(params)) < 300 else method, answer)
-        return str(answer["error"]["message"])
 
 
 @pytest.mark.slow
@@ -128,8 +95,9 @@ async def test_the_protocol_s_rules_hold_and_no_refusal_leaves_a_traceback(
 
 @pytest.mark.slow
 async def test_a_state_shorter_than_any_poll_is_still_pushed(client: Client, task_queue: str) -> None:
-    """An approval answered at once lasts less than the push's poll (a minute here): the
-    notifications follow the conversation's history, so it is told, then the completion."""
+    """An approval answered at once lasts less than any read of the task's state could catch
+    (the heartbeats, which older releases polled at, a minute apart here): the notifications
+    follow the conversation's history, so it is told, then the completion."""
     support.REFUNDS.clear()
     slow_poll = PushOptions(allow_private=True, retry_seconds=0.01, poll_seconds=60)
     async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)), \
@@ -157,15 +125,3 @@ async def test_a_state_shorter_than_any_poll_is_still_pushed(client: Client, tas
     assert states == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]
     told = receiver.received[0][1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
     assert "Approve execute_refund(" in told and len(support.REFUNDS) == 1
-
-
-async def push_activities(client: Client, task: str) -> list[tuple[str, int, str]]:
-    """What the task's push workflow scheduled and its activities returned or failed with."""
-    history = await client.get_workflow_handle(push_id(task)).fetch_history()
-    seen = []
-    for event in history.events:
-        for kind in ("scheduled", "completed", "failed", "timed_out"):
-            field = f"activity_task_{kind}_event_attributes"
-            if event.HasField(field):  # type: ignore[arg-type]
-                seen.append((kind, event.event_id, str(getattr(event, field))[:300]))
-    return seen

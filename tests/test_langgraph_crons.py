@@ -2,11 +2,14 @@
 `langgraph-sdk` client: a thread's cron fires (triggered: a schedule's firing is Temporal's to
 make) and its message is the thread's next turn; an assistant's cron starts a thread of its own; search and delete keep
 to the caller's scope; a run's webhook is delivered to a local receiver once the run ends,
-retried after a failure, and refused before the run begins for an address that is not public;
+retried after a failure, and refused before the run begins for an address that is not public
+(`interrupted` when the run stopped at a question, however soon it was resumed); a cron's
+webhook told of each run the cron fires;
 the store's items over the memory store, kept to each tenant."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -14,8 +17,11 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 from temporalio.client import Client
 
+from durable_teams.activities import a2a_push_delivery
+from durable_teams.examples import support
 from durable_teams.gateway.core.scopes import Token
 from durable_teams.worker.scripted import ScriptedModel
+from durable_teams.workflows.a2a_tasks import TaskState
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
@@ -42,8 +48,6 @@ async def test_a_threads_cron_fires_as_its_next_turn(client: Client, task_queue:
             thread = (await lg.threads.create())["thread_id"]
             cron = await lg.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("daily report"))
             stateless = await lg.crons.create("echo", schedule=YEARLY, input=human("weekly digest"))
-            with pytest.raises(UnprocessableEntityError, match="webhook"):
-                await lg.crons.create("echo", schedule=YEARLY, input=human("x"), webhook="https://example.com/hook")
             with pytest.raises(NotFoundError):
                 await other.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("x"))
             with pytest.raises(NotFoundError):
@@ -105,6 +109,79 @@ async def test_a_runs_webhook_is_delivered_once_it_ends_retried_after_a_failure(
     assert receiver.statuses == [503, 200]
     assert bodies == [{"run_id": run["run_id"], "thread_id": thread, "assistant_id": "echo", "status": "success",
                        "metadata": {}, "multitask_strategy": "reject"}]
+
+
+async def test_a_crons_webhook_is_delivered_after_each_run_it_fires(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`webhook=` on a cron (a thread's and an assistant's): each firing's run is told to the
+    URL once it ends, retried after a failure; a URL that is not public is refused when the
+    cron is made, as for a run."""
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS", "0.01")
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_POLL_SECONDS", "0.05")
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
+        async with running_gateway(client, task_queue, teams=["echo"]) as url, receiving() as receiver:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create())["thread_id"]
+            with pytest.raises(UnprocessableEntityError, match="webhook .*loopback"):
+                await lg.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("x"), webhook=receiver.url)
+            assert await lg.crons.search() == []  # refused: no cron made
+            monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ALLOW_PRIVATE", "1")  # the operator's choice
+            cron = await lg.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("daily report"),
+                                                    webhook=receiver.url)
+            receiver.answers = [503]  # the first delivery fails: it is sent again
+            await client.get_schedule_handle(cron["cron_id"]).trigger()
+
+            async def delivered(count: int) -> list[Any]:
+                return receiver.accepted() if len(receiver.accepted()) >= count else []
+            first = await until(lambda: delivered(1), "the thread's cron's webhook delivered")
+            joined = await lg.runs.join(thread, first[0]["run_id"])
+            stateless = await lg.crons.create("echo", schedule=YEARLY, input=human("weekly digest"),
+                                              webhook=receiver.url)
+            await client.get_schedule_handle(stateless["cron_id"]).trigger()
+            both = await until(lambda: delivered(2), "the assistant's cron's webhook delivered")
+            fired = await lg.threads.get(both[1]["thread_id"])
+            await lg.crons.delete(cron["cron_id"])
+            await lg.crons.delete(stateless["cron_id"])
+
+    assert cron["payload"]["webhook"] == receiver.url and stateless["payload"]["webhook"] == receiver.url
+    assert receiver.statuses == [503, 200, 200]
+    assert both[0] == {"run_id": "t1", "thread_id": thread, "assistant_id": "echo", "status": "success",
+                       "metadata": {}, "multitask_strategy": "reject"}
+    assert [m["content"] for m in joined["messages"]] == ["daily report", "heard: daily report"]
+    assert both[1] == {**both[0], "thread_id": fired["thread_id"]} and fired["thread_id"] != thread
+    assert [m["content"] for m in fired["values"]["messages"]] == ["weekly digest", "heard: weekly digest"]
+
+
+async def test_a_runs_webhook_tells_an_interrupt_however_soon_it_was_resumed(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that stopped at a question is `interrupted` to its webhook, though it was resumed
+    at once and the task's state is read only after everything ended (a loaded machine): the
+    webhook's watch follows the thread's history, where the question is."""
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ALLOW_PRIVATE", "1")
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS", "0.01")
+    support.REFUNDS.clear()
+    ended, real_state = asyncio.Event(), a2a_push_delivery.task_state
+
+    async def late_state(thread: str, turn: int) -> TaskState:
+        await ended.wait()
+        return await real_state(thread, turn)
+
+    monkeypatch.setattr(a2a_push_delivery, "task_state", late_state)
+    async with running_worker(client, task_queue, [support.build().compile()], ScriptedModel(support.SCRIPT)):
+        async with running_gateway(client, task_queue, teams=["support"]) as url, receiving() as receiver:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create(graph_id="support"))["thread_id"]
+            asked = await lg.runs.wait(thread, "support", input=human(support.QUESTION), webhook=receiver.url)
+            await lg.runs.wait(thread, "support", command={"resume": "Order 4711"})
+            done = await lg.runs.wait(thread, "support", command={"resume": True})
+            ended.set()
+
+            async def delivered() -> list[Any]:
+                return receiver.accepted()
+            bodies = await until(delivered, "the webhook delivered")
+
+    assert "__interrupt__" in asked and "__interrupt__" not in done and len(support.REFUNDS) == 1
+    assert [(b["run_id"], b["status"]) for b in bodies] == [("t1", "interrupted")]
 
 
 async def test_the_store_over_the_memory_store_kept_to_each_tenant(

@@ -1,5 +1,5 @@
 """An A2A task's notified states read from its conversation's own event log, in order, so a
-state shorter than any poll (an approval answered at once) is still told, at least once.
+state shorter than any read (an approval answered at once) is still told, at least once.
 
 The states of turn N worth a notification are each question the turn asked (input-required:
 every upsert of the conversation's memo that lists a question new to it, whose tool call is in
@@ -7,24 +7,40 @@ turn N's stretch of the log) and then its end (completed, failed, canceled). A p
 cursor (`PushInput.last`, durable_teams/workflows/a2a_push.py) is the signature of the state
 told last and where it was in the conversation's history: `STATE:digest@<run id>/<event id>`;
 the next state is the first one after it. (A cursor without `@`, from a push workflow started
-by an earlier release, is followed by polling the task's state, as those were.)"""
+by an earlier release, is followed by polling the task's state, as those were.)
+
+The watch follows the run's history forward by long polls (`RunLog`): it reads the history
+once, then waits on the server for its next events, and reads the task's state only when a
+workflow task completed (the only time its state can change). Its place in the history (the
+long poll's token, the questions seen) goes in its heartbeats, so a retried watch goes on from
+there. An end is told only after every question before it: the state is read first, then the
+history up to its newest event (`RunLog.up_to`), whose questions come first."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+import base64
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from datetime import timedelta
 
+from pydantic import Field, ValidationError
 from temporalio import activity
+from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.workflowservice.v1 import (
+    GetWorkflowExecutionHistoryRequest,
+    GetWorkflowExecutionHistoryReverseRequest,
+)
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.workflows.a2a_push import WatchRequest
 from durable_teams.workflows.a2a_tasks import FINAL, TaskState
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import PENDING_MEMO
-from durable_teams.workflows.messages import Message
-from durable_teams.workflows.push_targets import cursor_of, with_cursor
+from durable_teams.workflows.messages import Message, Wire
+from durable_teams.workflows.push_targets import cursor_of, newest_kept, with_cursor
 from durable_teams.workflows.state import LogPage, Question
 from durable_teams.workflows.turn_states import answering, question_text
 
@@ -95,83 +111,173 @@ Told = tuple[str, TaskState]
 StateReader = Callable[[str, int], Awaitable[TaskState]]
 """The task (thread, turn)'s state now (`a2a_push_delivery.task_state`)."""
 
-
-async def next_state(handle: WorkflowHandle, req: WatchRequest, run: str, after: int, asked: list[Asked],
-                     last_event: int, read_state: StateReader) -> Told | None:
-    """The turn's first notified state after event `after`: a question of its own, else its end."""
-    status = await handle.query(TeamWorkflow.status)
-    later = [(event, q) for event, q in asked if event > after]
-    if later:
-        calls = await turn_call_ids(handle, req.turn, answering(status))
-        for event, q in later:
-            if q.tool_call_id is not None and q.tool_call_id in calls:
-                found = TaskState("INPUT_REQUIRED", question_text(q))
-                return with_cursor(found, run, event), found
-    found = await read_state(req.thread, req.turn)
-    if found.state in FINAL:
-        return with_cursor(found, run, max(after, last_event)), found
-    return None
-
-
-async def follow(req: WatchRequest, read_state: StateReader) -> Told | None:
-    """The task's next notified state after the cursor `req.last`, read from the conversation's
-    history (read again every `READ_SECONDS`); None after `req.watch_seconds`, or when the run
-    closed without one (the next watch follows the next run).
-    `read_state(thread, turn)`: the task's state now (`a2a_push_delivery.task_state`)."""
-    client = activity.client()
-    cursor = cursor_of(req.last)
-    assert cursor is not None
-    described = await client.get_workflow_handle(req.thread).describe()
-    run = described.run_id
-    after = cursor[1] if cursor[0] == run else 0  # another run (continue-as-new): all of it is new
-    handle = client.get_workflow_handle(req.thread, run_id=run)
-    history = History(client, handle)
-    beating = asyncio.ensure_future(heartbeats(max(1.0, min(10.0, req.poll_seconds * 5))))
-    try:
-        async with asyncio.timeout(req.watch_seconds):
-            while True:
-                await history.read()
-                change = await next_state(handle, req, run, after, history.asked, history.last, read_state)
-                if change is not None or history.closed:
-                    return change  # (the run closed: the next watch follows the next run)
-                await asyncio.sleep(READ_SECONDS)
-    except TimeoutError:
-        return None
-    finally:
-        beating.cancel()
-
-
-READ_SECONDS = 0.5
-"""How often the history is read again while the task waits: what it tells comes from the
-history, so a state shorter than this is told all the same (this is how soon, not whether)."""
+LONG_POLL = timedelta(seconds=70)
+"""The longest one long poll of the history may take (the server answers within about 20 s,
+with nothing when nothing happened)."""
 CLOSING = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW}
 """Events that close a run."""
+CHANGES = {EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED, *CLOSING}
+"""Events after which the task's state may be another (the workflow's code ran, or the run closed)."""
 
 
-class History:
-    """A run's history as read so far: the questions its memo listed, its last event, whether
-    it closed."""
-
-    def __init__(self, client: Client, handle: WorkflowHandle) -> None:
-        self.client, self.handle = client, handle
-        self.seen: set[str] = set()
-        self.asked: list[Asked] = []
-        self.last = 0
-        self.closed = False
-
-    async def read(self) -> None:
-        """The history as it is now, read whole (a workflow task in flight shows events whose
-        ids its completion may give to others: questions are known by their ids, not events')."""
-        async for event in self.handle.fetch_history_events():
-            self.closed = self.closed or event.event_type in CLOSING
-            self.asked += await asked_in(self.client, [event], self.seen)
-            self.last = max(self.last, event.event_id)
+class AskedAt(Wire):
+    event: int
+    question: Question
 
 
-async def heartbeats(every: float) -> None:
-    """Heartbeat while the task waits."""
+class HistoryPlace(Wire):
+    """How far a watch has read a run's history: what its heartbeats carry, so a retried watch
+    goes on from there. `token`: the long poll's next page token (base64; "" for the start);
+    `seen`: the ids of the questions listed so far; `asked`: those listed after the cursor
+    that may be the turn's."""
+
+    run: str
+    token: str = ""
+    last: int = 0
+    closed: bool = False
+    seen: list[str] = Field(default_factory=list)
+    asked: list[AskedAt] = Field(default_factory=list)
+
+    @classmethod
+    def resumed(cls, details: Iterable[object]) -> HistoryPlace | None:
+        """The place a failed attempt of this watch heartbeat last (None: none, or unreadable)."""
+        for detail in details:
+            try:
+                return cls.model_validate(detail)
+            except ValidationError:
+                return None
+        return None
+
+
+class RunLog:
+    """A run's history read forward by long polls, from where `place` left it."""
+
+    def __init__(self, client: Client, thread: str, place: HistoryPlace) -> None:
+        self.client, self.thread, self.place = client, thread, place
+        self.seen = set(place.seen)
+
+    async def page(self) -> list[HistoryEvent]:
+        """The events after the last one read: at once when there are some, else the next ones
+        when they come (or none after the server's long-poll time)."""
+        place = self.place
+        request = GetWorkflowExecutionHistoryRequest(
+            namespace=self.client.namespace, execution=WorkflowExecution(workflow_id=self.thread, run_id=place.run),
+            next_page_token=base64.b64decode(place.token), wait_new_event=True)
+        try:
+            answer = await self.client.workflow_service.get_workflow_execution_history(
+                request, retry=True, timeout=LONG_POLL)
+        except RPCError as err:
+            if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+                return []  # a long poll cut short: ask again
+            if err.status != RPCStatusCode.INVALID_ARGUMENT or not place.token:
+                raise
+            for name, value in HistoryPlace(run=place.run):  # a place the server no longer takes: from the start
+                setattr(place, name, value)
+            self.seen = set()
+            return []
+        events = list(answer.history.events)
+        for at, question in await asked_in(self.client, events, self.seen):
+            place.asked.append(AskedAt(event=at, question=question))
+        place.seen = sorted(self.seen)
+        place.last = max([place.last, *(e.event_id for e in events)])
+        place.token = base64.b64encode(answer.next_page_token).decode()
+        place.closed = not answer.next_page_token or any(e.event_type in CLOSING for e in events)
+        activity.heartbeat(place.model_dump(mode="json"))
+        return events
+
+    async def changes(self) -> AsyncIterator[None]:
+        """Once for what a failed attempt read already (a retried watch looks at it before it
+        waits), once for the history as it is, then each time the task's state may have changed."""
+        if self.place.last:
+            yield
+        first = not self.place.last
+        while not self.place.closed:
+            events = await self.page()
+            if first or any(e.event_type in CHANGES for e in events):
+                yield
+            first = False
+
+    async def up_to(self, event_id: int) -> None:
+        """Read on until event `event_id` (one the history holds) or the run's end."""
+        while self.place.last < event_id and not self.place.closed:
+            await self.page()
+
+    async def newest(self) -> int:
+        """The id of the newest event the history holds now (not a workflow task's in flight)."""
+        newest = await self.client.workflow_service.get_workflow_execution_history_reverse(
+            GetWorkflowExecutionHistoryReverseRequest(
+                namespace=self.client.namespace, maximum_page_size=4,
+                execution=WorkflowExecution(workflow_id=self.thread, run_id=self.place.run)), retry=True)
+        return newest_kept(newest.history.events)
+
+
+async def first_question(handle: WorkflowHandle, req: WatchRequest, place: HistoryPlace, after: int,
+                         now: TaskState | None = None) -> Told | None:
+    """The turn's first question listed after event `after`, as read so far: one whose tool
+    call is in the turn's stretch of the log (the others are dropped: a question's turn never
+    changes), or one of no tool call (a breakpoint around an agent's run) that the task asks
+    `now`."""
+    place.asked = [a for a in place.asked if a.event > after]
+    if any(a.question.tool_call_id is not None for a in place.asked):
+        calls = await turn_call_ids(handle, req.turn, answering(await handle.query(TeamWorkflow.status)))
+        place.asked = [a for a in place.asked if a.question.tool_call_id in (calls | {None})]
+    for asked in place.asked:
+        found = TaskState("INPUT_REQUIRED", question_text(asked.question))
+        if asked.question.tool_call_id is not None or now == found:
+            return with_cursor(found, place.run, asked.event), found
+    return None
+
+
+async def next_told(log: RunLog, req: WatchRequest, after: int, read_state: StateReader) -> Told | None:
+    """The turn's first notified state after event `after` in what `log` has read: a question
+    of its own, else its end, read before the rest of the history up to now (so every question
+    before the end is told first); None when neither, or when the run closed into another."""
+    place = log.place
+    handle = log.client.get_workflow_handle(req.thread, run_id=place.run)
+    told = await first_question(handle, req, place, after)
+    if told is not None:
+        return told
+    if place.closed and (await log.client.get_workflow_handle(req.thread).describe()).run_id != place.run:
+        return None  # continued as new (or reset): the next watch follows the next run
+    state = await read_state(req.thread, req.turn)
+    if state.state not in FINAL:
+        return await first_question(handle, req, place, after, state) if state.state == "INPUT_REQUIRED" else None
+    await log.up_to(await log.newest())
+    told = await first_question(handle, req, place, after)
+    return told or (with_cursor(state, place.run, max(after, place.last)), state)
+
+
+async def follow(req: WatchRequest, read_state: StateReader) -> Told | None:
+    """The task's next notified state after the cursor `req.last`, read from the conversation's
+    history as it grows; None after `req.watch_seconds`, or when the run closed without one
+    (the next watch follows the next run).
+    `read_state(thread, turn)`: the task's state now (`a2a_push_delivery.task_state`)."""
+    client = activity.client()
+    cursor = cursor_of(req.last)
+    assert cursor is not None
+    place = HistoryPlace.resumed(activity.info().heartbeat_details)
+    if place is None:
+        place = HistoryPlace(run=(await client.get_workflow_handle(req.thread).describe()).run_id)
+    after = cursor[1] if cursor[0] == place.run else 0  # another run (continue-as-new): all of it is new
+    log = RunLog(client, req.thread, place)
+    beating = asyncio.ensure_future(heartbeats(max(1.0, min(10.0, req.poll_seconds * 5)), place))
+    try:
+        async with asyncio.timeout(req.watch_seconds):
+            async for _ in log.changes():
+                told = await next_told(log, req, after, read_state)
+                if told is not None or place.closed:
+                    return told
+    except TimeoutError:
+        pass
+    finally:
+        beating.cancel()
+    return None
+
+
+async def heartbeats(every: float, place: HistoryPlace) -> None:
+    """Heartbeat (with how far the history is read) while a long poll waits."""
     while True:
-        activity.heartbeat()
+        activity.heartbeat(place.model_dump(mode="json"))
         await asyncio.sleep(every)

@@ -26,7 +26,7 @@ from temporalio.worker import (
 )
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from durable_teams.activities import a2a_push_delivery, heartbeats
+from durable_teams.activities import a2a_push_delivery, cron_firings, heartbeats
 from durable_teams.activities.mcp_calls import MCPActivities
 from durable_teams.activities.model import ModelActivities, ModelBackend
 from durable_teams.activities.model_embeddings import EmbeddingActivities
@@ -258,7 +258,8 @@ def build_worker(
         task_queue=task_queue,
         activities=[models.call_model, tools.run_tool, tools.run_local_tool, resolver.resolve_team,
                     mcp.list_mcp_tools, mcp.call_mcp_tool, locate_activity(own_queue),
-                    labels.available_labels, embeddings.embed_texts, *a2a_push_delivery.ACTIVITIES],
+                    labels.available_labels, embeddings.embed_texts, *a2a_push_delivery.ACTIVITIES,
+                    *cron_firings.ACTIVITIES],
         **options,
     )
     own = Worker(worker_client, task_queue=own_queue, activities=[models.call_model],

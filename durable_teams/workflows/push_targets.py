@@ -7,7 +7,10 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 
 from .a2a_tasks import TaskState
 
@@ -23,6 +26,12 @@ def with_cursor(found: TaskState, run: str, event: int) -> str:
     return f"{signature(found)}@{run}/{event}"
 
 
+def from_the_start() -> str:
+    """A cursor before the conversation's history (its run unnamed, event 0): every state of
+    the task is told, its first question first (a task, or a run, watched from its start)."""
+    return with_cursor(TaskState("SUBMITTED"), "", 0)
+
+
 def cursor_of(last: str) -> tuple[str, int] | None:
     """(run id, event id) a cursor names; None for one of an earlier release (no place)."""
     _, at, place = last.rpartition("@")
@@ -30,6 +39,16 @@ def cursor_of(last: str) -> tuple[str, int] | None:
     if not at or not slash or not event.isdigit():
         return None
     return run, int(event)
+
+
+IN_FLIGHT = {EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED}
+"""A workflow task's own events, which may be dropped with it (their ids given to others)."""
+
+
+def newest_kept(newest_first: Iterable[HistoryEvent]) -> int:
+    """The id of the newest event of a history's newest events (a reverse read of its end) that
+    is not a workflow task's in flight; 0 when there is none: where a cursor may point."""
+    return next((e.event_id for e in newest_first if e.event_type not in IN_FLIGHT), 0)
 
 
 def address_refusal(address: str) -> str | None:

@@ -14,7 +14,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from .a2a_push import Delivery, PushConfig, TaskChange, WatchRequest
-from .messages import Wire
+from .messages import Wire, left_out_when_unset
 
 RUN_ENDS = {"COMPLETED": "success", "FAILED": "error", "CANCELED": "interrupted", "REJECTED": "error",
             "INPUT_REQUIRED": "interrupted"}
@@ -32,6 +32,10 @@ class WebhookInput(Wire):
     attempts: int = 8
     poll_seconds: float = 1.0
     watch_seconds: float = 300.0
+    last: str | None = left_out_when_unset()
+    """Where the watch starts: a cursor (`push_targets.from_the_start`) follows the
+    conversation's history from there, so an interrupt answered at once still ends the run;
+    None reads the turn's state now and then (a run resumed, and workflows of earlier releases)."""
 
 
 @workflow.defn
@@ -41,7 +45,7 @@ class RunWebhookWorkflow:
         """The run's status delivered, or why the delivery was given up."""
         while True:
             change: TaskChange = await workflow.execute_activity(
-                "watch_a2a_task", WatchRequest(thread=inp.thread, turn=inp.turn, last="",
+                "watch_a2a_task", WatchRequest(thread=inp.thread, turn=inp.turn, last=inp.last or "",
                                                poll_seconds=inp.poll_seconds, watch_seconds=inp.watch_seconds),
                 result_type=TaskChange, start_to_close_timeout=timedelta(seconds=inp.watch_seconds + 60),
                 heartbeat_timeout=timedelta(seconds=max(30.0, inp.poll_seconds * 10)),

@@ -16,7 +16,6 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import (
     WithStartWorkflowOperation,
@@ -29,7 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
 from durable_teams.workflows.a2a_tasks import TaskState
-from durable_teams.workflows.push_targets import public_refusal, with_cursor
+from durable_teams.workflows.push_targets import newest_kept, public_refusal, with_cursor
 
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
 """`1` (or `true`, `yes`): deliver to loopback, private and link-local addresses too (a
@@ -39,7 +38,8 @@ RETRY_ENV = "DURABLE_TEAMS_A2A_PUSH_RETRY_SECONDS"
 ATTEMPTS_ENV = "DURABLE_TEAMS_A2A_PUSH_ATTEMPTS"
 """Delivery attempts of one notification before it is given up."""
 POLL_SECONDS_ENV = "DURABLE_TEAMS_A2A_PUSH_POLL_SECONDS"
-"""How often the watching activity reads the task's state, seconds."""
+"""How often the watching activity heartbeats, seconds (and how often a push workflow of an
+earlier release reads its task's state: the watch follows the conversation's history)."""
 MAX_FIELD = 2048
 
 
@@ -100,10 +100,6 @@ def as_config(task_id: str, config: PushConfig) -> pb.TaskPushNotificationConfig
     return out
 
 
-IN_FLIGHT = {EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED}
-"""A workflow task's own events, which may be dropped with it (their ids given to others)."""
-
-
 @dataclass
 class PushConfigs:
     """The push configs of one gateway's tasks (`options`: the operator's choices)."""
@@ -155,8 +151,7 @@ class PushConfigs:
         newest = await client.workflow_service.get_workflow_execution_history_reverse(
             GetWorkflowExecutionHistoryReverseRequest(namespace=client.namespace, maximum_page_size=4,
                                                       execution=WorkflowExecution(workflow_id=thread, run_id=run)))
-        kept = [e.event_id for e in newest.history.events if e.event_type not in IN_FLIGHT]
-        return run, kept[0] if kept else 0
+        return run, newest_kept(newest.history.events)
 
     async def listed(self, task_id: str) -> list[pb.TaskPushNotificationConfig]:
         """The task's configs (none once its push workflow has ended)."""

@@ -3,7 +3,10 @@ gateway needs to run for a cron to fire). A cron of a thread (`crons.create_for_
 a `ScheduledTurnWorkflow` at each firing, which posts the cron's message to the thread as a
 turn (queued behind its other turns: multitask_strategy "enqueue"); a cron of an assistant
 (`crons.create`) starts a new thread of the team at each firing, its message as the task.
-The cron's id is the schedule's; its scope and team are in the schedule's memo."""
+A cron's `webhook=` is told of each run it fires once the run ends (the rule of a run's
+webhook, langgraph_webhooks.py): its firings start a `ScheduledTurnWorkflow` that begins the
+run and then its `RunWebhookWorkflow`. The cron's id is the schedule's; its scope and team
+are in the schedule's memo (its webhook's URL only in the schedule's action)."""
 
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_checks import (
 )
 from durable_teams.gateway.doors.langgraph.langgraph_requests import stream_modes, turn_text
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of
+from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, cron_webhook
 from durable_teams.gateway.doors.langgraph.langgraph_wire import NotFound, Unsupported
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.scheduled_turns import ScheduledTurn, ScheduledTurnWorkflow
@@ -49,7 +53,7 @@ CRONTAB = re.compile(r"(?:[0-9A-Za-z*/,?#-]+[ \t]+){4}[0-9A-Za-z*/,?#-]+|" + "|"
 minute (Temporal would also take seconds and `@every 1s`: a thread a second)."""
 ACCEPTED = {"schedule", "input", "assistant_id", "metadata", "enabled", "timezone", "end_time",
             "multitask_strategy", "on_run_completed", "stream_mode", "stream_subgraphs", "stream_resumable",
-            "durability", "checkpoint_during"}
+            "durability", "checkpoint_during", "webhook"}
 
 
 def cron_spec(body: dict[str, Any]) -> ScheduleSpec:
@@ -96,6 +100,7 @@ async def create(request: Request) -> Response:
     gw.check_team(team)
     cron_id = PREFIX + uuid.uuid4().hex
     memo: dict[str, Any] = {"team": team, "queue": gw.task_queue} | ({SCOPE_MEMO: scope} if scope else {})
+    hook = cron_webhook(team, await check_webhook(body["webhook"])) if body.get("webhook") is not None else None
     if thread is not None:
         try:
             known = await gw.running(checks.thread_id(thread), team, scope)  # another scope's: 404 too; ended: 409
@@ -104,13 +109,18 @@ async def create(request: Request) -> Response:
         if not known:
             raise NotFound(f"no thread {thread}")
         memo["thread"] = thread
-        action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(thread=thread, text=text),
+        action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(thread=thread, text=text, webhook=hook),
                                              id=f"{cron_id}-turn", task_queue=gw.task_queue)
     else:
         thread_memo = {"team": team} | ({SCOPE_MEMO: scope} if scope else {})
         inp = ConversationInput(team_name=team, task=text, single_turn=True, history=[], answer_history=False)
-        action = ScheduleActionStartWorkflow(TeamWorkflow.run, inp, id=f"{cron_id}-run", task_queue=gw.task_queue,
-                                             memo=thread_memo, task_timeout=TASK_TIMEOUT)
+        if hook is None:
+            action = ScheduleActionStartWorkflow(TeamWorkflow.run, inp, id=f"{cron_id}-run", task_queue=gw.task_queue,
+                                                 memo=thread_memo, task_timeout=TASK_TIMEOUT)
+        else:  # each firing starts the thread and then the webhook's watch of its run
+            action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(
+                text=text, webhook=hook, start=inp, memo=thread_memo,
+                task_timeout_seconds=TASK_TIMEOUT.total_seconds()), id=f"{cron_id}-run", task_queue=gw.task_queue)
     metadata = optional_object(body, "metadata")
     memo |= {"metadata": metadata, "input": body.get("input"), "created_at": datetime.now(UTC).isoformat(),
              "schedule": body["schedule"], "timezone": body.get("timezone")}  # the server keeps calendars
@@ -122,7 +132,9 @@ async def create(request: Request) -> Response:
         described: ScheduleDescription | None = await handle.describe()
     except RPCError:  # made: it is answered (without its next run), so a client does not make another
         described = None
-    return JSONResponse(cron_object(cron_id, memo, described))
+    made = cron_object(cron_id, memo, described)
+    made["payload"]["webhook"] = hook.url if hook else None  # (kept in the schedule's action, not its memo)
+    return JSONResponse(made)
 
 
 @asynccontextmanager

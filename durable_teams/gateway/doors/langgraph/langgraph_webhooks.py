@@ -1,7 +1,8 @@
-"""`webhook=` on a LangGraph run: the URL is checked before the run begins (a public http(s)
+"""`webhook=` on a LangGraph run or cron: the URL is checked before the run begins (a public http(s)
 address unless the operator allows others: the rule of A2A push notifications), then a
 `RunWebhookWorkflow` (durable_teams/workflows/run_webhooks.py) watches the run and delivers it
-once it ends, at least once, retried. The operator's choices, from the gateway's environment:
+once it ends, at least once, retried (a cron's: each run it fires, durable_teams/workflows/
+scheduled_turns.py). The operator's choices, from the gateway's environment:
 
 - `DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ALLOW_PRIVATE=1`: deliver to loopback and private addresses too;
 - `DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS` (default 1, doubling up to 5 minutes) and
@@ -14,15 +15,19 @@ import asyncio
 import os
 import socket
 import uuid
+from typing import Any
 
 from temporalio.common import WorkflowIDReusePolicy
 
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_wire import RunRef, Unsupported
-from durable_teams.workflows.push_targets import public_refusal
+from durable_teams.workflows.push_targets import from_the_start, public_refusal
 from durable_teams.workflows.run_webhooks import RunWebhookWorkflow, WebhookInput
+from durable_teams.workflows.scheduled_turns import CronWebhook
 
 ENV = "DURABLE_TEAMS_LANGGRAPH_WEBHOOK_"
+RUN_ID = RunRef(turn=0).id.removesuffix("0") + "{turn}"
+"""A turn's run's id (`RunRef.id`) as a format of its number, for a cron's runs."""
 MAX_URL = 2048
 
 
@@ -54,11 +59,22 @@ async def check_webhook(url: object) -> str:
     return url
 
 
+def cron_webhook(team: str, url: str) -> CronWebhook:
+    """A cron's webhook (`check_webhook`ed), with the operator's choices of now: each run the
+    cron fires is told to `url` once it ends, as a run's webhook is."""
+    return CronWebhook(url=url, assistant_id=team, run_id=RUN_ID, **choices())
+
+
+def choices() -> dict[str, Any]:
+    """The operator's choices for deliveries, from the gateway's environment."""
+    return {"allow_private": allow_private(), "retry_seconds": number("RETRY_SECONDS", 1.0, 0.001, 3600.0),
+            "attempts": int(number("ATTEMPTS", 8, 1, 100)), "poll_seconds": number("POLL_SECONDS", 1.0, 0.01, 60.0)}
+
+
 async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str) -> None:
     """Start the workflow that delivers the run's webhook once it ends."""
-    inp = WebhookInput(thread=thread, turn=run.turn, run_id=run.id, assistant_id=team, url=url,
-                       allow_private=allow_private(), retry_seconds=number("RETRY_SECONDS", 1.0, 0.001, 3600.0),
-                       attempts=int(number("ATTEMPTS", 8, 1, 100)),
-                       poll_seconds=number("POLL_SECONDS", 1.0, 0.01, 60.0))
+    last = from_the_start() if run.resumed is None else None  # a resumed run: from the turn's state now
+    inp = WebhookInput(thread=thread, turn=run.turn, run_id=run.id, assistant_id=team, url=url, last=last,
+                       **choices())
     await gw.client.start_workflow(RunWebhookWorkflow.run, inp, id=f"langgraph-webhook-{uuid.uuid4().hex}",
                                    task_queue=gw.task_queue, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
