@@ -22,6 +22,7 @@ from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.core.threads import Gateway, NoWorker, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
+from durable_teams.gateway.doors.langgraph.langgraph_edits import take_staged
 from durable_teams.gateway.doors.langgraph.langgraph_multitask import (
     Busy,
     cancel_update,
@@ -79,6 +80,10 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
     else:
         await thread_for(gw, checks.thread_id(thread), asked, scope)
     seen = await snapshot(gw, thread, scope)
+    taken = await take_staged(gw, seen, asked.continuing, scope)  # threads.update_state's (langgraph_edits.py)
+    if taken is not None:
+        asked.text, seen = taken[0], taken[1]
+        asked.resuming = asked.continuing = False
     if asked.resuming:
         return await resume(gw, thread, asked, seen.status, len(seen.messages))
     if seen.state() in ("busy", "interrupted"):

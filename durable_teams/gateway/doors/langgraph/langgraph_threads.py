@@ -29,9 +29,17 @@ from durable_teams.gateway.doors.langgraph.langgraph_checks import (
     page,
     whole,
 )
+from durable_teams.gateway.doors.langgraph.langgraph_edits import (
+    Staged,
+    staged_of,
+    staged_values,
+    with_turn,
+)
+from durable_teams.gateway.doors.langgraph.langgraph_edits import update_state as update_state
 from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     METADATA_CLIENT,
     METADATA_MEMO,
+    Snapshot,
     snapshot,
     turn_metadata,
 )
@@ -136,12 +144,6 @@ async def update(request: Request) -> Response:
     return JSONResponse((await snapshot(gw, thread, scope_of(request))).as_thread())
 
 
-async def update_state(request: Request) -> Response:
-    raise Unsupported("threads.update_state (a thread's state is its conversation, changed by its runs: to edit a "
-                      "message and run again, fork with the edited message (the gateway's own POST /threads/{id}/fork); "
-                      "threads.copy forks it as it is)")
-
-
 async def delete(request: Request) -> Response:
     gw, thread = gateway_of(request), thread_in(request)
     await gw.visible(thread, scope_of(request))
@@ -210,6 +212,9 @@ async def state(request: Request) -> Response:
     seen = await snapshot(gw, thread_in(request), scope_of(request))
     pending = seen.status.pending
     interrupts, tasks = interrupts_of(pending), tasks_of(pending)
+    staged = staged_of(seen)  # an update_state waiting for a run: the state as it left it
+    if staged is not None:
+        return JSONResponse(await staged_state(gw, seen, staged))
     return JSONResponse({"values": seen.values(), "next": next_of(pending),
                          "checkpoint": {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": None,
                                         "checkpoint_map": None},
@@ -245,12 +250,30 @@ async def history(request: Request) -> Response:
     except ReplayFailed as err:
         return error(409, f"this thread's history does not replay here: {err}", "replay_failed")
     states: list[dict[str, Any]] = []
+    seen = await snapshot(gw, thread, scope_of(request)) if before is None else None
+    staged = staged_of(seen) if seen is not None else None
+    if seen is not None and staged is not None:  # an update_state waiting for a run: the newest
+        states.append(await staged_state(gw, seen, staged))
+        limit -= 1
     for n, point in enumerate(points[:limit]):
         parent = points[n + 1].id if n + 1 < len(points) else None
-        values = values_of(transcripts[point.id]) if point.id in transcripts else {}
-        states.append({"values": values, "next": [], "tasks": [], "interrupts": [], "created_at": None,
+        values = values_of(with_turn(point, transcripts[point.id])) if point.id in transcripts else {}
+        after = [point.agent] if point.kind == "turn" and point.agent else []  # the turn's agent answers it
+        states.append({"values": values, "next": after, "tasks": [], "interrupts": [], "created_at": None,
                        "checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": point.id},
                        "parent_checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": parent}
                        if parent else None,
                        "metadata": {"source": point.kind, **dataclasses.asdict(point)}})
     return JSONResponse(states)
+
+
+async def staged_state(gw: Gateway, seen: Snapshot, staged: Staged) -> dict[str, Any]:
+    """The state an update left (langgraph_edits.py): a checkpoint, child of the one it names,
+    whose next is the agent that answers the message."""
+    parent = staged.parent and {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": staged.parent}
+    return {"values": await staged_values(gw, seen, staged), "next": [staged.agent] if staged.agent else [],
+            "tasks": [], "interrupts": [], "created_at": None,
+            "checkpoint": {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": staged.checkpoint_id,
+                           "checkpoint_map": None},
+            "parent_checkpoint": parent or None,
+            "metadata": {"source": "update", "graph_id": seen.team, "assistant_id": seen.team, "writes": None}}
