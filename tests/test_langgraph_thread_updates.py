@@ -1,5 +1,5 @@
 """A LangGraph thread's metadata updated and searched by, its history with each checkpoint's
-values, the `debug` stream mode, and what this door refuses by name (`update_state`, the
+values, the `debug` stream mode, and what this door refuses by name (`update_state` as an agent, the
 `custom` stream mode, run context), a run's metadata kept and shown: driven by the real `langgraph-sdk`."""
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ async def test_metadata_history_values_and_what_is_refused_by_name(client: Clien
                 await lg.threads.update(other, metadata={"graph_id": "support"})
             done = await lg.runs.wait(thread, "faang", input=human(faang.QUESTION))
             history = await lg.threads.get_history(thread, limit=40)
-            with pytest.raises(UnprocessableEntityError, match="threads.update_state"):
-                await lg.threads.update_state(thread, {"messages": [{"role": "user", "content": "hi"}]})
+            with pytest.raises(UnprocessableEntityError, match="threads.update_state as_node='supervisor'"):
+                await lg.threads.update_state(thread, {"messages": [{"role": "user", "content": "hi"}]},
+                                              as_node="supervisor")
             with pytest.raises(UnprocessableEntityError, match="stream_mode 'custom' .a team's tools write no custom"):
                 await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="custom").__anext__()
             debug = [p.data for p in [p async for p in lg.runs.join_stream(thread, "t1", stream_mode="debug")]
@@ -64,7 +65,9 @@ async def test_metadata_history_values_and_what_is_refused_by_name(client: Clien
     assert tagged_state["metadata"] == {"source": "test", "graph_id": "faang", "assistant_id": "faang"}
     newest, oldest = history[0], history[-1]
     assert newest["metadata"]["kind"] == "turn_end" and newest["values"]["messages"] == done["messages"]
-    assert oldest["metadata"]["kind"] == "turn" and oldest["values"]["messages"] == []  # as LangGraph's input
+    # a turn's start as LangGraph's first step after the input: the user's message last, its agent next
+    assert oldest["metadata"]["kind"] == "turn" and oldest["next"] == ["supervisor"]
+    assert [m["content"] for m in oldest["values"]["messages"]] == [faang.QUESTION]
     assert [m["content"] for m in history[-2]["values"]["messages"]][0] == faang.QUESTION
     assert [e["type"] for e in debug[:4]] == ["checkpoint", "task", "task_result", "checkpoint"]
     assert debug[0]["payload"]["metadata"] == {"source": "input", "step": 0}

@@ -130,7 +130,8 @@ async def update_state(request: Request) -> Response:
         if point is not None and point is not points[-1]:
             raise Unsupported("threads.update_state adding a message at a past checkpoint (add it at the "
                               "latest one, or edit the message of that checkpoint's turn by its id)")
-        staged = Staged(text, None, seen.status.turns, point.id if point else None, point.agent if point else None)
+        staged = Staged(text, None, seen.status.turns, point.id if point else None,
+                        turn_agent(points, point) if point else None)
     await gw.require_worker()
     await gw.client.get_workflow_handle(thread).execute_update(TeamWorkflow.set_client_metadata, ClientMetadata(
         client=STAGED_CLIENT, metadata={"text": staged.text, "at": staged.at, "turns": staged.turns,
@@ -145,6 +146,13 @@ def with_turn(point: Checkpoint, transcript: list[Message]) -> list[Message]:
     if point.kind != "turn" or point.text is None:
         return transcript
     return [*transcript, Message(role="user", content=point.text)]
+
+
+def turn_agent(points: list[Checkpoint], point: Checkpoint) -> str | None:
+    """The agent that answers the turn begun at `point` (`points` oldest first): the one
+    active then, or (a thread's first turn) the first that made a step of it."""
+    later = points[points.index(point):] if point in points else [point]
+    return next((p.agent for p in later if p.agent and p.turn == point.turn), None)
 
 
 def edit_at(thread: str, points: list[Checkpoint], point: Checkpoint | None, messages: list[Message],
@@ -165,7 +173,7 @@ def edit_at(thread: str, points: list[Checkpoint], point: Checkpoint | None, mes
         raise Unsupported(f"threads.update_state of thread {thread}'s first message (nothing before it to rewind "
                           f"to: fork it with the edit, POST /threads/{thread}/fork {{\"at\": \"{point.id}\", "
                           "\"message\": ...}})")
-    return Staged(text, point.id, turns, point.id, point.agent)
+    return Staged(text, point.id, turns, point.id, turn_agent(points, point))
 
 
 async def staged_values(gw: Gateway, seen: Snapshot, staged: Staged) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_edits import (
     Staged,
     staged_of,
     staged_values,
+    turn_agent,
     with_turn,
 )
 from durable_teams.gateway.doors.langgraph.langgraph_edits import update_state as update_state
@@ -239,7 +240,8 @@ async def history(request: Request) -> Response:
         raise checks.BadRequest("'before' is a checkpoint ({'checkpoint_id': ...}) or its id")
     await gw.visible(thread, scope_of(request))
     try:
-        points = list(reversed(await list_checkpoints(gw.client, thread)))
+        chronological = await list_checkpoints(gw.client, thread)
+        points = list(reversed(chronological))
     except ReplayFailed as err:
         return error(409, f"this thread's history does not replay here: {err}", "replay_failed")
     if before is not None:
@@ -258,7 +260,8 @@ async def history(request: Request) -> Response:
     for n, point in enumerate(points[:limit]):
         parent = points[n + 1].id if n + 1 < len(points) else None
         values = values_of(with_turn(point, transcripts[point.id])) if point.id in transcripts else {}
-        after = [point.agent] if point.kind == "turn" and point.agent else []  # the turn's agent answers it
+        agent = turn_agent(chronological, point) if point.kind == "turn" else None
+        after = [agent] if agent else []  # at a turn's start its agent answers it next
         states.append({"values": values, "next": after, "tasks": [], "interrupts": [], "created_at": None,
                        "checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": point.id},
                        "parent_checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": parent}
