@@ -57,12 +57,6 @@ async def test_an_edited_question_is_answered_on_the_same_thread(client: Client,
                 await lg.threads.update_state(thread, {"messages": [{**question, "content": "x"}]}, as_node="echo")
             with pytest.raises(UnprocessableEntityError, match="with replies after it at this checkpoint"):
                 await lg.threads.update_state(thread, {"messages": [{**question, "content": "x"}]})
-            first = next(s for s in history if s["values"]["messages"]
-                         and s["values"]["messages"][-1]["content"] == "one")
-            with pytest.raises(UnprocessableEntityError, match="first message .nothing before it to rewind"):
-                await lg.threads.update_state(thread, {"messages": [{**first["values"]["messages"][-1],
-                                                                     "content": "x"}]},
-                                              checkpoint=first["checkpoint"])
             updated = await lg.threads.update_state(thread, {"messages": [{**question, "content": "TWO?"}]},
                                                     checkpoint=start["checkpoint"])
             staged = await lg.threads.get_state(thread)
@@ -90,3 +84,30 @@ async def test_an_edited_question_is_answered_on_the_same_thread(client: Client,
     assert said(after) == [("human", "one"), ("ai", "heard: one"), ("human", "TWO?"), ("ai", "heard: TWO?")]
     assert added["checkpoint"]["checkpoint_id"].endswith("+input")
     assert [m["content"] for m in then["messages"][-2:]] == ["three", "heard: three"]
+
+
+async def test_the_first_question_is_edited_on_the_same_thread_not_on_a_copy(client: Client, task_queue: str) -> None:
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
+        async with running_gateway(client, task_queue, teams=["echo"]) as url:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create(graph_id="echo"))["thread_id"]
+            await lg.runs.wait(thread, "echo", input=human("one"))
+            copy = (await lg.threads.copy(thread))["thread_id"]
+            start = (await lg.threads.get_history(thread, limit=10))[-1]
+            question = start["values"]["messages"][-1]
+            copied_start = (await lg.threads.get_history(copy, limit=10))[-1]
+            with pytest.raises(UnprocessableEntityError, match="first message .thread .* did not begin empty"):
+                await lg.threads.update_state(copy, {"messages": [{**question, "content": "x"}]},
+                                              checkpoint=copied_start["checkpoint"])
+            await lg.threads.update_state(thread, {"messages": [{**question, "content": "ONE?"}]},
+                                          checkpoint=start["checkpoint"])
+            staged = await lg.threads.get_state(thread)
+            answered = await lg.runs.wait(thread, "echo", input=None)
+            after = await lg.threads.get_state(thread)
+            runs = await lg.runs.list(thread)
+
+    assert start["metadata"]["kind"] == "turn" and said(start) == [("human", "one")] and start["next"] == ["echo"]
+    assert said(staged) == [("human", "ONE?")] and staged["next"] == ["echo"]
+    assert answered["messages"][-1]["content"] == "heard: ONE?"
+    assert said(after) == [("human", "ONE?"), ("ai", "heard: ONE?")]
+    assert [(r["run_id"], r["status"]) for r in runs] == [("t1", "success")]  # the edited turn is turn 1 again

@@ -10,8 +10,10 @@ message sent as the next turn; an added message is sent as the next turn.
 Everything else is refused by name (422): editing an assistant's, a tool's or a system message
 (a team's replies are its runs' own), `as_node` (a team's agents write its messages), values
 other than `messages`, several messages at once, editing a message that has replies after it
-at the checkpoint named, and editing the thread's first message (nothing before it to rewind
-to: fork it, the gateway's `POST /threads/{id}/fork`)."""
+at the checkpoint named, and editing the first message of a thread that did not begin empty
+(a fork's, or one started with a message: fork it, the gateway's `POST /threads/{id}/fork`).
+The first message of a thread made by `threads.create` is edited by a rewind to its start
+(client/rewind_start.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from durable_teams.client.replay_state import ReplayFailed
+from durable_teams.client.rewind_start import first_step, rewind_to_start
 from durable_teams.client.time_travel import (
     Checkpoint,
     CheckpointError,
@@ -57,6 +60,8 @@ class Staged:
     turns: int
     parent: str | None
     agent: str | None
+    first: bool = False
+    """An edit of the thread's first message: taken by a rewind to the thread's start."""
 
     @property
     def checkpoint_id(self) -> str:
@@ -68,7 +73,8 @@ def staged_of(seen: Snapshot) -> Staged | None:
     kept = seen.memo.get(STAGED_MEMO)
     if not isinstance(kept, dict) or not isinstance(kept.get("text"), str):
         return None
-    staged = Staged(kept["text"], kept.get("at"), kept.get("turns", -1), kept.get("parent"), kept.get("agent"))
+    staged = Staged(kept["text"], kept.get("at"), kept.get("turns", -1), kept.get("parent"), kept.get("agent"),
+                    kept.get("first") is True)
     return staged if staged.turns == seen.status.turns and seen.state() == "idle" else None
 
 
@@ -132,10 +138,17 @@ async def update_state(request: Request) -> Response:
                               "latest one, or edit the message of that checkpoint's turn by its id)")
         staged = Staged(text, None, seen.status.turns, point.id if point else None,
                         turn_agent(points, point) if point else None)
+    if staged.first:  # before the first turn: the thread's start, if it began empty
+        try:
+            await first_step(gw.client, thread)
+        except CheckpointError as err:
+            raise Unsupported(f"threads.update_state of thread {thread}'s first message ({err}: fork it with "
+                              f"the edit, POST /threads/{thread}/fork {{\"at\": \"{staged.at}\", "
+                              "\"message\": ...}})") from None
     await gw.require_worker()
     await gw.client.get_workflow_handle(thread).execute_update(TeamWorkflow.set_client_metadata, ClientMetadata(
         client=STAGED_CLIENT, metadata={"text": staged.text, "at": staged.at, "turns": staged.turns,
-                                        "parent": staged.parent, "agent": staged.agent}))
+                                        "parent": staged.parent, "agent": staged.agent, "first": staged.first}))
     return JSONResponse({"checkpoint": {"thread_id": thread, "checkpoint_ns": "",
                                         "checkpoint_id": staged.checkpoint_id, "checkpoint_map": None}})
 
@@ -169,11 +182,8 @@ def edit_at(thread: str, points: list[Checkpoint], point: Checkpoint | None, mes
         raise Unsupported("threads.update_state of a message with replies after it at this checkpoint (edit it "
                           "at its turn's start, where it is the last message" + (f": checkpoint {start})" if start
                                                                                  else ")"))
-    if not any(p.kind == "turn_end" and p.turn == (point.turn or 0) - 1 for p in points):
-        raise Unsupported(f"threads.update_state of thread {thread}'s first message (nothing before it to rewind "
-                          f"to: fork it with the edit, POST /threads/{thread}/fork {{\"at\": \"{point.id}\", "
-                          "\"message\": ...}})")
-    return Staged(text, point.id, turns, point.id, turn_agent(points, point))
+    first = not any(p.kind == "turn_end" and p.turn == (point.turn or 0) - 1 for p in points)
+    return Staged(text, point.id, turns, point.id, turn_agent(points, point), first)
 
 
 async def staged_values(gw: Gateway, seen: Snapshot, staged: Staged) -> dict[str, Any]:
@@ -198,7 +208,10 @@ async def take_staged(gw: Gateway, seen: Snapshot, continuing: bool, scope: str 
                                 f"{staged.checkpoint_id}): run it with input=None first", 409)
     if staged.at is not None:
         try:
-            await rewind(gw.client, seen.thread, to=staged.at, reason="LangGraph threads.update_state")
+            if staged.first:
+                await rewind_to_start(gw.client, seen.thread, reason="LangGraph threads.update_state")
+            else:
+                await rewind(gw.client, seen.thread, to=staged.at, reason="LangGraph threads.update_state")
         except CheckpointError as err:
             raise checks.BadRequest(f"the update cannot be taken: {err}", 409) from None
     seen = await snapshot(gw, seen.thread, scope)
