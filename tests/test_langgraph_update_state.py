@@ -6,6 +6,7 @@ tenant's thread not found."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -63,7 +64,10 @@ async def test_an_edited_question_is_answered_on_the_same_thread(client: Client,
             staged_history = await lg.threads.get_history(thread, limit=3)
             with pytest.raises(httpx.HTTPStatusError) as waiting:  # `wait` raises httpx's own
                 await lg.runs.wait(thread, "echo", input=human("three"))
-            answered = await lg.runs.wait(thread, "echo", input=None)
+            both = await asyncio.gather(*(lg.runs.create(thread, "echo", input=None) for _ in range(2)),
+                                        return_exceptions=True)  # two runs at once: one takes the edit
+            made = [r for r in both if isinstance(r, dict)]
+            answered = await lg.runs.join(thread, made[0]["run_id"])
             after = await lg.threads.get_state(thread)
             added = await lg.threads.update_state(thread, human("three"))
             then = await lg.runs.wait(thread, "echo", input=None)
@@ -83,7 +87,8 @@ async def test_an_edited_question_is_answered_on_the_same_thread(client: Client,
     assert answered["messages"][-1]["content"] == "heard: TWO?"
     assert said(after) == [("human", "one"), ("ai", "heard: one"), ("human", "TWO?"), ("ai", "heard: TWO?")]
     assert added["checkpoint"]["checkpoint_id"].endswith("+input")
-    assert [m["content"] for m in then["messages"][-2:]] == ["three", "heard: three"]
+    assert len(made) == 1 and [type(r).__name__ for r in both if not isinstance(r, dict)] == ["ConflictError"]
+    assert [m["content"] for m in then["messages"][2:]] == ["TWO?", "heard: TWO?", "three", "heard: three"]
 
 
 async def test_the_first_question_is_edited_on_the_same_thread_not_on_a_copy(client: Client, task_queue: str) -> None:
@@ -102,12 +107,13 @@ async def test_the_first_question_is_edited_on_the_same_thread_not_on_a_copy(cli
             await lg.threads.update_state(thread, {"messages": [{**question, "content": "ONE?"}]},
                                           checkpoint=start["checkpoint"])
             staged = await lg.threads.get_state(thread)
-            answered = await lg.runs.wait(thread, "echo", input=None)
+            streamed = [p.data async for p in lg.runs.stream(thread, "echo", input=None, stream_mode="values")
+                        if p.event == "values"]
             after = await lg.threads.get_state(thread)
             runs = await lg.runs.list(thread)
 
     assert start["metadata"]["kind"] == "turn" and said(start) == [("human", "one")] and start["next"] == ["echo"]
     assert said(staged) == [("human", "ONE?")] and staged["next"] == ["echo"]
-    assert answered["messages"][-1]["content"] == "heard: ONE?"
+    assert streamed[-1]["messages"][-1]["content"] == "heard: ONE?"
     assert said(after) == [("human", "ONE?"), ("ai", "heard: ONE?")]
     assert [(r["run_id"], r["status"]) for r in runs] == [("t1", "success")]  # the edited turn is turn 1 again

@@ -17,6 +17,7 @@ The first message of a thread made by `threads.create` is edited by a rewind to 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,8 @@ from durable_teams.workflows.state import ClientMetadata
 STAGED_CLIENT = "langgraphedit"
 STAGED_MEMO = f"{STAGED_CLIENT}_metadata"
 """The memo key of the update a run with `input=None` takes next (`TeamWorkflow.set_client_metadata`)."""
+TAKING: dict[str, asyncio.Lock] = {}
+"""Threads whose update a run of this gateway is taking: one at a time."""
 START_NODES = (None, "__start__", "__input__")
 """The `as_node` values that mean the user's input (LangGraph's own names for it)."""
 
@@ -199,13 +202,27 @@ async def staged_values(gw: Gateway, seen: Snapshot, staged: Staged) -> dict[str
 async def take_staged(gw: Gateway, seen: Snapshot, continuing: bool, scope: str | None) -> tuple[str, Snapshot] | None:
     """For a run on the thread: the update it takes (its text, and the thread as the run starts
     from it: rewound for an edit), or None when none waits. A run with input while an update
-    waits is refused (LangGraph would answer both at once; a team answers one message a turn)."""
+    waits is refused (LangGraph would answer both at once; a team answers one message a turn).
+    Two runs at once take it once: the second, seeing it taken, goes on as a run with no input."""
     staged = staged_of(seen)
     if staged is None:
         return None
     if not continuing:
         raise checks.BadRequest(f"thread {seen.thread} holds an update (threads.update_state, checkpoint "
                                 f"{staged.checkpoint_id}): run it with input=None first", 409)
+    lock = TAKING.setdefault(seen.thread, asyncio.Lock())
+    try:
+        async with lock:
+            return await _take(gw, await snapshot(gw, seen.thread, scope), scope)
+    finally:
+        if not lock.locked():
+            TAKING.pop(seen.thread, None)
+
+
+async def _take(gw: Gateway, seen: Snapshot, scope: str | None) -> tuple[str, Snapshot] | None:
+    staged = staged_of(seen)  # as it is now: another run may have taken it
+    if staged is None:
+        return None
     if staged.at is not None:
         try:
             if staged.first:
@@ -215,7 +232,8 @@ async def take_staged(gw: Gateway, seen: Snapshot, continuing: bool, scope: str 
         except CheckpointError as err:
             raise checks.BadRequest(f"the update cannot be taken: {err}", 409) from None
     seen = await snapshot(gw, seen.thread, scope)
-    if STAGED_MEMO in seen.memo and isinstance(seen.memo[STAGED_MEMO], dict) and seen.memo[STAGED_MEMO].get("text"):
+    kept = seen.memo.get(STAGED_MEMO)
+    if isinstance(kept, dict) and kept.get("text"):  # not undone by the rewind: taken once
         await gw.client.get_workflow_handle(seen.thread).execute_update(
             TeamWorkflow.set_client_metadata, ClientMetadata(client=STAGED_CLIENT, metadata={"text": None}))
     return staged.text, seen
