@@ -58,6 +58,9 @@ async def test_an_edited_question_is_answered_on_the_same_thread(client: Client,
                 await lg.threads.update_state(thread, {"messages": [{**question, "content": "x"}]}, as_node="echo")
             with pytest.raises(UnprocessableEntityError, match="with replies after it at this checkpoint"):
                 await lg.threads.update_state(thread, {"messages": [{**question, "content": "x"}]})
+            with pytest.raises(httpx.HTTPStatusError) as too_long:
+                await lg.threads.update_state(thread, {"messages": [{**question, "content": "x" * 13_000}]},
+                                              checkpoint=start["checkpoint"])
             updated = await lg.threads.update_state(thread, {"messages": [{**question, "content": "TWO?"}]},
                                                     checkpoint=start["checkpoint"])
             staged = await lg.threads.get_state(thread)
@@ -74,6 +77,8 @@ async def test_an_edited_question_is_answered_on_the_same_thread(client: Client,
             with pytest.raises(httpx.HTTPStatusError) as taken:  # each update is taken once
                 await lg.runs.wait(thread, "echo", input=None)
 
+    assert too_long.value.response.status_code == 413
+    assert "the message is over 12 KiB" in too_long.value.response.json()["error"]["message"]
     assert waiting.value.response.status_code == 409
     assert "holds an update (threads.update_state" in waiting.value.response.json()["error"]["message"]
     assert taken.value.response.status_code == 409 and "nothing to resume" in taken.value.response.text

@@ -18,6 +18,7 @@ The first message of a thread made by `threads.create` is edited by a rewind to 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,8 @@ from durable_teams.workflows.state import ClientMetadata
 STAGED_CLIENT = "langgraphedit"
 STAGED_MEMO = f"{STAGED_CLIENT}_metadata"
 """The memo key of the update a run with `input=None` takes next (`TeamWorkflow.set_client_metadata`)."""
+MAX_EDIT_BYTES = 12 * 1024
+"""The longest message an update keeps (as JSON), within the memo's 16 KiB for a client's notes."""
 TAKING: dict[str, asyncio.Lock] = {}
 """Threads whose update a run of this gateway is taking: one at a time."""
 START_NODES = (None, "__start__", "__input__")
@@ -106,6 +109,10 @@ def edit_of(body: dict[str, Any]) -> tuple[str, str | None, str | None]:
     text = message.get("content")
     if not isinstance(text, str) or not text.strip():
         raise checks.BadRequest("the message's 'content' is its text (not empty)")
+    if len(json.dumps(text).encode()) > MAX_EDIT_BYTES:
+        raise checks.BadRequest(f"the message is over {MAX_EDIT_BYTES // 1024} KiB: an update is kept with the "
+                                "thread until its run, in the thread's memo (a run's input takes up to "
+                                f"{checks.MAX_TURN_BYTES // 1024} KiB)", 413)
     given = message.get("id")
     checkpoint = body.get("checkpoint")
     at = checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else body.get("checkpoint_id")
