@@ -18,6 +18,7 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker._worker import load_default_build_id
 
 from durable_teams.activities.model import OpenAIBackend
 from durable_teams.teams.builders import CompiledTeam
@@ -26,6 +27,12 @@ from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
 
 pytest_plugins = ["tests.progress"]  # with -q: a line per test file as it finishes
+
+# A worker's default build id hashes the code of every module loaded at its first `Worker`:
+# in a test process that is every test module's libraries too (3,000 modules, and each module
+# without bytecode on disk compiled again), a second or more on the first test to start a
+# worker. Taken now, over the package and its dependencies, once per process.
+load_default_build_id()
 
 BIN_DIR = os.path.dirname(sys.executable)
 

@@ -1,7 +1,9 @@
 """Progress a person can read while the suite runs: with `-q`, one line per test file as it
 finishes (its counts, its time, how far the run is, and the names of its failures) in place of
 rows of dots. pytest's own summary still closes the run, after a line naming the tests outside
-`slow` that took over `QUICK_SECONDS` (they belong under `slow`, or the quick loop is not quick)."""
+`slow` that took over `QUICK_SECONDS` (they belong under `slow`, or the quick loop is not quick).
+A test's time there leaves out the session-scoped fixtures it happened to set up first: the
+session's Temporal dev server starts once, for every test of the process."""
 
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ class FileProgress:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if "slow" not in report.keywords:
-            self.unmarked_seconds[report.nodeid] += report.duration
+            self.unmarked_seconds[report.nodeid] += report.duration - shared_setup_seconds(report)
         outcome = ("xfailed" if hasattr(report, "wasxfail") and report.skipped
                    else "xpassed" if hasattr(report, "wasxfail") and report.passed
                    else "error" if report.failed and report.when != "call" else report.outcome)
@@ -84,6 +86,42 @@ class FileProgress:
             terminalreporter.write_line(
                 f"{len(long)} test(s) outside `slow` took over {QUICK_SECONDS:g} s (mark them slow): "
                 + ", ".join(f"{nodeid} {seconds:.1f} s" for nodeid, seconds in long[:5]), yellow=True)
+
+
+SHARED_SETUP = "session fixtures set up (s)"
+"""The `user_properties` entry of a setup report: the seconds its session-scoped fixtures took
+to set up (the session's Temporal dev server), whichever test happened to need them first."""
+_session_setup = {"depth": 0, "seconds": 0.0}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest) -> Generator[None, object, object]:
+    """Time the session-scoped fixtures' setup (the outermost one, when one asks for another)."""
+    if fixturedef.scope != "session":
+        return (yield)
+    _session_setup["depth"] += 1
+    started = time.monotonic()
+    try:
+        return (yield)
+    finally:
+        _session_setup["depth"] -= 1
+        if not _session_setup["depth"]:
+            _session_setup["seconds"] += time.monotonic() - started
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A setup report carries the seconds of the session's own setup it included (in an xdist
+    worker too: `user_properties` travel to the controller), so that is not the test's time."""
+    report = yield
+    if call.when == "setup" and _session_setup["seconds"]:
+        report.user_properties.append((SHARED_SETUP, _session_setup["seconds"]))
+        _session_setup["seconds"] = 0.0
+    return report
+
+
+def shared_setup_seconds(report: pytest.TestReport) -> float:
+    return sum(float(seconds) for name, seconds in report.user_properties if name == SHARED_SETUP)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -84,6 +84,7 @@ async def model_calls(handle: WorkflowHandle) -> list[tuple[str, str, str, str]]
     return [(q, by, started, end) for q, by, started, end in out.values()]
 
 
+@pytest.mark.slow  # two workers, four conversations of ten activities each: over a second idle, 3 s in CI
 async def test_model_calls_run_on_the_worker_holding_the_workflow(client: Client, task_queue: str) -> None:
     """Two workers on one queue. Both report every view as read elsewhere (as two processes
     would when a call lands on the other one), so every call after the first asks where the
