@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
 
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
@@ -69,6 +69,17 @@ async def snapshot(gw: Gateway, thread: str, scope: str | None) -> Snapshot:
     return Snapshot(thread, team if isinstance(team, str) else None, memo, described.start_time,
                     described.status == WorkflowExecutionStatus.RUNNING, described.status in ENDED_BADLY,
                     status, messages)
+
+
+async def conversation_after(gw: Gateway, thread: str, known: list[Message]) -> list[Message]:
+    """The shared conversation: `known` (what was read of it before) and what came after it,
+    in one query that reads only that (a worker of an earlier release: the whole of it)."""
+    handle = gw.client.get_workflow_handle(thread)
+    try:
+        after: list[Message] = await handle.query(TeamWorkflow.transcript, args=[False, len(known)])
+    except WorkflowQueryFailedError:  # its query takes no `start`
+        return await handle.query(TeamWorkflow.transcript, False)
+    return known + after
 
 
 async def reply_of(gw: Gateway, thread: str, turn: int) -> TurnReply | None:

@@ -43,6 +43,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     run_status,
 )
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ConversationStatus
 from durable_teams.workflows.turn_view import answering
 
@@ -78,17 +79,19 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
             await new_thread(gw, asked.team, scope, thread, {})
     seen = await snapshot(gw, thread, scope)
     if asked.resuming:
-        return await resume(gw, thread, asked, seen.status, len(seen.messages))
+        return await resume(gw, thread, asked, seen.status, seen.messages)
     if seen.state() in ("busy", "interrupted"):
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
     floor, ahead = len(seen.messages), answering(seen.status)
     accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds)
     # the turns numbered before it and not yet begun come first: their messages are skipped
-    return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
+    return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1,
+                     messages=seen.messages)
 
 
-async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, floor: int) -> RunStream:
+async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus,
+                 messages: list[Message]) -> RunStream:
     if not status.pending:
         raise checks.BadRequest(f"no interrupt waits on thread {thread}: nothing to resume", 409)
     question = status.pending[0]
@@ -97,8 +100,8 @@ async def resume(gw: Gateway, thread: str, asked: RunRequest, status: Conversati
         question = next((q for q in status.pending if q.question_id == named), question)
     await gw.reply(thread, question.question_id, **answer_of(asked.resume, question))
     seen = {q.question_id for q in status.pending}
-    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, floor,
-                     start=floor, seen=seen)
+    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, len(messages),
+                     start=len(messages), seen=seen, messages=messages)
 
 
 def located(run: RunStream) -> dict[str, str]:
@@ -115,8 +118,7 @@ async def create(request: Request) -> Response:
 
 async def wait(request: Request) -> Response:
     run, _ = await begin(request)
-    async for _ in run.follow():
-        pass
+    await run.settle()
     return JSONResponse(run.final_values(), headers=located(run))
 
 
@@ -142,8 +144,9 @@ async def existing(request: Request) -> RunStream:
     team, ahead = str(found["assistant_id"]), answering(seen.status)
     if run.turn <= ahead:  # begun: from its message
         start = turn_start(seen.messages, run.turn, ahead)
-        return RunStream(gw, seen.thread, run, team, start, start=start)
-    return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1)
+        return RunStream(gw, seen.thread, run, team, start, start=start, messages=seen.messages)
+    return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1,
+                     messages=seen.messages)
 
 
 async def get(request: Request) -> Response:
@@ -154,8 +157,7 @@ async def get(request: Request) -> Response:
 
 async def join(request: Request) -> Response:
     run = await existing(request)
-    async for _ in run.follow():
-        pass
+    await run.settle()
     return JSONResponse(run.final_values())
 
 
@@ -202,7 +204,6 @@ async def cancel(request: Request) -> Response:
         return error(409, f"run {run.run.id} cannot be cancelled: {getattr(err.cause, 'message', err)}",
                      "run_ended")
     if request.query_params.get("wait") in ("1", "true"):
-        async for _ in run.follow():
-            pass
+        await run.settle()
     seen = await snapshot(gw, run.thread, scope_of(request))
     return JSONResponse(await run_of(gw, seen, run.run))
