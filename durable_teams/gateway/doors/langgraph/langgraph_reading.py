@@ -93,13 +93,18 @@ def turns_known(status: ConversationStatus) -> int:
     return status.turns
 
 
-async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
-    """The run as LangGraph's `Run` (`NotFound` for a turn the thread never took, or a resume
-    of a question still waiting: no answer started it)."""
+def known_run(seen: Snapshot, run: RunRef) -> None:
+    """`NotFound` for a turn the thread never took, or a resume of a question still waiting
+    (no answer started it)."""
     if run.turn > turns_known(seen.status):
         raise NotFound(f"no run {run.id} on thread {seen.thread}")
     if run.resumed is not None and any(q.question_id == run.resumed for q in seen.status.pending):
         raise NotFound(f"no run {run.id} on thread {seen.thread}: interrupt {run.resumed} waits for its answer")
+
+
+async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
+    """The run as LangGraph's `Run` (`NotFound`: `known_run`)."""
+    known_run(seen, run)
     reply = await reply_of(gw, seen.thread, run.turn)
     state = run_status(seen.status, run.turn, reply, seen.running)
     return run_object(seen.thread, run, seen.team, state, seen.created)

@@ -19,6 +19,7 @@ from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_multitask import make_room, roll_back
 from durable_teams.gateway.doors.langgraph.langgraph_reading import (
+    known_run,
     reply_of,
     run_of,
     snapshot,
@@ -40,7 +41,6 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     Unsupported,
     parse_run_id,
     run_object,
-    run_status,
 )
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
@@ -79,7 +79,9 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
             await new_thread(gw, asked.team, scope, thread, {})
     seen = await snapshot(gw, thread, scope)
     if asked.resuming:
-        return await resume(gw, thread, asked, seen.status, seen.messages)
+        run = await resume(gw, thread, asked, seen.status, seen.messages)
+        run.created = seen.created
+        return run
     if seen.state() in ("busy", "interrupted"):
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
@@ -87,7 +89,7 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
     accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds)
     # the turns numbered before it and not yet begun come first: their messages are skipped
     return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1,
-                     messages=seen.messages)
+                     messages=seen.messages, created=seen.created)
 
 
 async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus,
@@ -109,11 +111,11 @@ def located(run: RunStream) -> dict[str, str]:
 
 
 async def create(request: Request) -> Response:
+    """A run begun in the background: `pending` as LangGraph says of a new run (its turn
+    accepted, not read again), `running` for a resume (its answer taken)."""
     run, _ = await begin(request)
-    seen = await snapshot(run.gw, run.thread, scope_of(request))
-    reply = await reply_of(run.gw, run.thread, run.run.turn)
-    state = run_status(seen.status, run.run.turn, reply, seen.running)
-    return JSONResponse(run_object(run.thread, run.run, run.team, state, seen.created), headers=located(run))
+    state = "running" if run.run.resumed is not None else "pending"
+    return JSONResponse(run_object(run.thread, run.run, run.team, state, run.created), headers=located(run))
 
 
 async def wait(request: Request) -> Response:
@@ -140,8 +142,8 @@ async def existing(request: Request) -> RunStream:
     gw, scope = gateway_of(request), scope_of(request)
     seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope)
     run = parse_run_id(request.path_params["run"])
-    found = await run_of(gw, seen, run)  # NotFound for a run the thread never had
-    team, ahead = str(found["assistant_id"]), answering(seen.status)
+    known_run(seen, run)  # NotFound for a run the thread never had
+    team, ahead = seen.team or "", answering(seen.status)
     if run.turn <= ahead:  # begun: from its message
         start = turn_start(seen.messages, run.turn, ahead)
         return RunStream(gw, seen.thread, run, team, start, start=start, messages=seen.messages)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from durable_teams.client.refusals import ConversationEnded
@@ -54,6 +55,8 @@ class RunStream:
     start: int | None = None
     seen: set[str] = field(default_factory=set)
     messages: list[Message] = field(default_factory=list)
+    created: datetime | None = None
+    """When the thread was created, as read when the run was begun."""
     ending: TurnReply | None = None
     interrupts: list[Question] = field(default_factory=list)
 
