@@ -94,14 +94,13 @@ async def test_wait_asks_nothing_while_the_run_goes_on_and_a_stream_reads_once_p
     assert by_stream["transcript"] <= steps + 2 and steps >= 15
 
 
-@pytest.mark.parametrize("update", [True, False], ids=["by-update", "update-unavailable"])
-async def test_readers_of_one_run_at_once_get_every_event_once_in_order(
-        client: Client, task_queue: str, update: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not update:  # as with a worker of an earlier release: every reader reads the status per step
-        monkeypatch.setattr(turn_outcome, "IN_FLIGHT_PER_CONVERSATION", 0)
-    model = HeldModel(faang.SCRIPT)
+async def test_readers_of_one_run_at_once_get_every_event_once_in_order(client: Client, task_queue: str) -> None:
+    """One reader waits by the update, the others (this process's waits on the thread are
+    one at a time) by the thread's status."""
+    model, queries = HeldModel(faang.SCRIPT), Queries()
+    counted = Client(**{**client.config(), "interceptors": [queries]})
     async with running_worker(client, task_queue, [faang.build().compile()], model):
-        async with running_gateway(client, task_queue, teams=["faang"]) as url:
+        async with running_gateway(counted, task_queue, teams=["faang"]) as url:
             lg = get_client(url=f"{url}/langgraph", api_key=None)
             thread = (await lg.threads.create(graph_id="faang"))["thread_id"]
             run = await lg.runs.create(thread, "faang", input=human(faang.QUESTION))
@@ -123,6 +122,7 @@ async def test_readers_of_one_run_at_once_get_every_event_once_in_order(
             resumed = [(p.event, p.data, p.id) async for p in lg.runs.join_stream(
                 thread, run["run_id"], stream_mode=["values", "updates"], last_event_id=one[7][2])]
         transcript = await client.get_workflow_handle(thread).query(TeamWorkflow.transcript)
+        steps = await steps_of(client, thread)
 
     assert one == two
     ids = [tuple(map(int, str(i).split("."))) for _, _, i in one]
@@ -133,6 +133,8 @@ async def test_readers_of_one_run_at_once_get_every_event_once_in_order(
     assert len(values) == len(transcript) and values[-1] == final
     assert final["messages"][-1]["content"] == faang.ANSWER
     assert resumed == one[8:]
+    # a reader that waits by the status reads it once a step (a poll without waiting would not)
+    assert queries.asked["status"] <= 4 * (steps + 2)
 
 
 @pytest.mark.parametrize("update", [True, False], ids=["by-update", "update-unavailable"])

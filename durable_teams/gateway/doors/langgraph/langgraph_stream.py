@@ -112,10 +112,14 @@ class RunStream:
                     continue
                 if stopped and by_status:
                     assert watcher is not None
-                    if not watcher.cancelled() and watcher.exception() is not None:
-                        raise watcher.exception()  # type: ignore[misc]
-                    raise ConversationEnded(f"thread {self.thread} ended before run {self.run.id} did")
-                await until_first(grown, outcome, None if stopped else watcher)
+                    if watcher.cancelled() or watcher.exception() is None:
+                        raise ConversationEnded(f"thread {self.thread} ended before run {self.run.id} did")
+                    # its long poll failed (the server busy or away): look again after a while
+                    await asyncio.sleep(self.gw.poll_seconds)
+                    watcher = None
+                    continue
+                await until_first(grown, outcome, None if stopped else watcher,
+                                  STATUS_RELOOK_SECONDS if by_status else None)
         finally:
             outcome.cancel()
             if watcher is not None:
@@ -226,6 +230,10 @@ class RunStream:
         return values
 
 
+STATUS_RELOOK_SECONDS = 2.0
+"""When the update cannot tell a run's outcome, its reader reads the thread's status at each
+step and at least this often: several long polls of one thread's history from one process
+were seen to wake late (the update's way has no timer)."""
 END = 10**9
 """The index the frames after the run's last message are numbered under."""
 
@@ -239,15 +247,16 @@ def kept(coroutine: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
 
 
 async def until_first(grown: asyncio.Event, outcome: asyncio.Future[Any],
-                      watcher: asyncio.Future[None] | None) -> None:
+                      watcher: asyncio.Future[None] | None, relook: float | None = None) -> None:
     """Wait for the next step of the thread (`grown`, set by the history's long poll, also
-    when it stops), or the run's outcome; without a watch, the outcome alone."""
-    waits: list[asyncio.Future[Any]] = [outcome]
+    when it stops), or the run's outcome (unless told already); without a watch, the outcome
+    alone."""
+    waits: list[asyncio.Future[Any]] = [] if outcome.done() else [outcome]
     step = asyncio.ensure_future(grown.wait()) if watcher is not None else None
     if step is not None:
         waits.append(step)
     try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=relook, return_when=asyncio.FIRST_COMPLETED)
     finally:
         if step is not None:
             step.cancel()
