@@ -13,6 +13,7 @@ their replies (the turns queue in the workflow and are answered one at a time).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +125,7 @@ async def submit_turn(
     interrupt_before: list[str] | None = None,
     interrupt_after: list[str] | None = None,
     metadata: dict[str, Any] | None = None,
+    update_key: str | None = None,
 ) -> AcceptedTurn:
     """Send `text` as a user turn and return as soon as the conversation has accepted it, with
     its number (an HTTP gateway answers its client only then, so an acknowledged turn is never
@@ -136,7 +138,8 @@ async def submit_turn(
     `max_tokens` caps each model call of the turn. With `after_turns=N` the turn is taken only
     while the conversation has started exactly N turns (else `TurnConflict`). `interrupt_before`
     and `interrupt_after` name agents (or "*") the turn pauses before or after, as breakpoints;
-    `metadata` is kept with the turn (query `turn_metadata`)."""
+    `metadata` is kept with the turn (query `turn_metadata`). `update_key`: the update goes in
+    under it instead of the turn's id (`update_id`)."""
     turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens,
                     after_turns=after_turns, interrupt_before=interrupt_before, interrupt_after=interrupt_after,
                     metadata=metadata)
@@ -144,8 +147,9 @@ async def submit_turn(
     patience = patience or Patience(workflow_id, busy_timeout)
     while True:
         try:
-            # the turn's id is the update's: duplicates sent at once are one update to Temporal
-            update = await handle.start_update(TeamWorkflow.submit_turn, turn, id=update_id("turn", turn.turn_id),
+            # the turn's id (or key) is the update's: duplicates sent at once are one update to Temporal
+            update = await handle.start_update(TeamWorkflow.submit_turn, turn,
+                                               id=update_id("turn", update_key or turn.turn_id),
                                                wait_for_stage=WorkflowUpdateStage.COMPLETED)
             number = await update.result()
             return AcceptedTurn(client, workflow_id, turn, number, update.workflow_run_id)
@@ -176,9 +180,12 @@ async def submit_turn(
 
 def update_id(kind: str, input_id: str | None) -> str | None:
     """The update an input goes in by is named after it and its kind (None: a new id), so
-    Temporal takes duplicates sent at once as one update and a retry after it completed gets
-    its result (durable_teams/gateway/core/idempotency.py); an id the workflow refuses as too
-    long is left to it to refuse, with its reason."""
+    Temporal takes duplicates sent at once as one update and a retry after it completed (in the
+    same run) gets its result; an id the workflow refuses as too long is left to it to refuse,
+    with its reason. A caller that names the update by an idempotency key instead of the input
+    (`update_key`) has every input under the key, whatever its content, be one update: the
+    first sent is taken, the others get its result and tell it apart from theirs
+    (durable_teams/gateway/core/idempotency.py)."""
     return f"{kind}:{input_id}" if input_id and len(input_id) <= MAX_ID_CHARS else None
 
 
@@ -208,6 +215,13 @@ async def _raise_unless_running(client: Client, handle: WorkflowHandle, err: Exc
 
 async def send_reply(client: Client, workflow_id: str, question_id: str | None, **reply: object) -> str:
     """Answer through the update, so the caller learns at once whether it was accepted."""
+    return await send_answer(client, workflow_id, question_id, reply)
+
+
+async def send_answer(client: Client, workflow_id: str, question_id: str | None, reply: Mapping[str, object],
+                      update_key: str | None = None) -> str:
+    """`send_reply`, the update named by `update_key` instead of the answer's `input_id` when
+    given (as `submit_turn`'s)."""
     handle = client.get_workflow_handle(workflow_id)
     if question_id is None:
         pending = await handle.query(TeamWorkflow.pending_questions)
@@ -218,7 +232,7 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
     answer = HumanReply(question_id=question_id, **reply)  # type: ignore[arg-type]
     for attempt in range(3):
         try:
-            await handle.execute_update(TeamWorkflow.answer, answer, id=update_id("answer", answer.input_id))
+            await handle.execute_update(TeamWorkflow.answer, answer, id=update_id("answer", update_key or answer.input_id))
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
                 continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one

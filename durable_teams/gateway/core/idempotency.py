@@ -12,10 +12,15 @@ It reaches Temporal one of two ways, each atomic there:
   is the claim: `start_once` starts it, or tells the same request sent again (a retry: the
   first outcome) from another request under the key (`KeyReused`, 409).
 - **An input into a running thread** (a turn, an answer): sent under an input id of the key and
-  the digest (`content_id`), which is the update's id too (durable_teams/client/send.py), so
-  Temporal runs duplicates sent at once once; the workflow keeps the ids it took
-  (`inputs_taken`, across continue-as-new and after it ended), so `input_taken` tells a retry
-  (its turn) from another request under the key however late.
+  the digest (`content_id`), as an update named by the key alone (`KeyedInput.prefix`,
+  durable_teams/client/send.py), so Temporal runs every request under the key sent at once
+  once, whatever its content: the first to reach it is taken, the others are handed its result
+  (Temporal keeps an update's id for its run). The workflow keeps the input ids it took
+  (`inputs_taken`, across continue-as-new and after it ended), so before sending
+  `input_taken` tells a retry (its turn) from another request under the key however late, and
+  after sending `input_kept` tells a request whose twin under the key was taken from the one
+  taken. (Before this, the update's id was the input id; a retry of such a request is found
+  by its input id, which is unchanged.)
 
 Each door renders `KeyReused` as its protocol's error (409 `idempotency_key_reused`; A2A's
 invalid params)."""
@@ -39,7 +44,7 @@ from durable_teams.gateway.core.threads import Gateway
 from durable_teams.workflows.conversation import TeamWorkflow
 
 __all__ = ["Claim", "KeyReused", "KeyedInput", "caller_key", "claim_record", "content_id", "digest_of",
-           "input_id", "input_taken", "recorded", "start_once", "taken", "taken_soon"]
+           "input_id", "input_kept", "input_taken", "recorded", "start_once", "taken", "taken_soon"]
 
 
 class KeyReused(HTTPException):
@@ -80,11 +85,12 @@ def content_id(prefix: str, *content: str) -> str:
 
 
 class KeyedInput(NamedTuple):
-    """The id a keyed request goes in under, and the turn of the thread that took it already
-    (None: a new input)."""
+    """The id a keyed request goes in under, the turn of the thread that took it already (None:
+    a new input), and the key it was sent under (`prefix`: the update's name)."""
 
     id: str
     turn: int | None
+    prefix: str
 
 
 async def input_taken(client: Client, thread: str, prefix: str, *content: str) -> KeyedInput:
@@ -95,13 +101,27 @@ async def input_taken(client: Client, thread: str, prefix: str, *content: str) -
     try:
         taken = await client.get_workflow_handle(thread).query(TeamWorkflow.inputs_taken, f"{prefix}.")
     except WorkflowQueryFailedError:  # "unknown query type": a worker of an earlier release
-        return KeyedInput(wanted, None)
+        return KeyedInput(wanted, None, prefix)
     if not isinstance(taken, dict) or not taken:
-        return KeyedInput(wanted, None)
+        return KeyedInput(wanted, None, prefix)
     if wanted not in taken:
         raise KeyReused(thread)
     turn = taken[wanted]
-    return KeyedInput(wanted, turn if isinstance(turn, int) else None)
+    return KeyedInput(wanted, turn if isinstance(turn, int) else None, prefix)
+
+
+async def input_kept(client: Client, thread: str, keyed: KeyedInput) -> None:
+    """After a keyed input was sent (under the update named by its key alone,
+    `KeyedInput.prefix`): `KeyReused` when the thread took another request's input under the
+    key instead. Two requests under one key sent at once are one update to Temporal, whatever
+    their content: the first to reach it runs, the other is handed its result, and only the
+    record of what the thread took (`inputs_taken`) tells whose it was."""
+    try:
+        taken = await client.get_workflow_handle(thread).query(TeamWorkflow.inputs_taken, f"{keyed.prefix}.")
+    except WorkflowQueryFailedError:  # a worker of an earlier release: no record to tell by
+        return
+    if isinstance(taken, dict) and taken and keyed.id not in taken:
+        raise KeyReused(thread)
 
 
 async def taken(gw: Gateway, thread: str, input_id: str) -> int | None:

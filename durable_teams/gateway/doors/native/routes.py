@@ -42,6 +42,7 @@ from durable_teams.gateway.core.idempotency import (
     KeyReused,
     caller_key,
     digest_of,
+    input_kept,
     input_taken,
     start_once,
 )
@@ -133,10 +134,12 @@ async def send_turn_sse(request: Request) -> Response:
 async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, keyed: KeyedInput | None,
                        patience: Patience) -> tuple[int, AcceptedTurn]:
     """The turn accepted, with the log index its events start from. A keyed turn sent twice at
-    once is one turn (its input id): the twin that came second streams it from its start too."""
+    once is one turn (one update, named by its key): the twin that came second streams it from
+    its start too, unless the turn taken is another request's under the key (`KeyReused`)."""
     index, accepted = await gw.accept_turn(thread, text, sender, keyed.id if keyed else None, patience,
-                                           keyed.turn if keyed else None)
+                                           keyed.turn if keyed else None, keyed.prefix if keyed else None)
     if keyed is not None and keyed.turn is None:
+        await input_kept(gw.client, thread, keyed)
         start = await gw.turn_start(thread, accepted.number, answering(await gw.status(thread)))
         index = min(index, start) if start is not None else index
     return index, accepted
@@ -207,6 +210,7 @@ async def answer(request: Request) -> Response:
     thread = thread_of(request)
     await gw.visible(thread, scope_of(request))
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
+    keyed: KeyedInput | None = None
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
         keyed = await input_taken(gw.client, thread, caller_key(request, key), question, reply["text"],
                                   _edits(approved, reply))
@@ -217,7 +221,9 @@ async def answer(request: Request) -> Response:
         approved = await gw.approval_in_words(thread, question, reply["text"])
     if approved is not None:
         reply["approved"] = approved
-    qid = await gw.reply(thread, question, **reply)
+    qid = await gw.reply(thread, question, keyed.prefix if keyed else None, **reply)
+    if keyed:  # sent with another answer under the key at once: one of them was taken
+        await input_kept(gw.client, thread, keyed)
     return JSONResponse({"question_id": qid, "accepted": True})
 
 
