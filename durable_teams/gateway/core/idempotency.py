@@ -31,7 +31,7 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -40,11 +40,14 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.client.refusals import TurnConflict
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.workflows.conversation import TeamWorkflow
 
 __all__ = ["Claim", "KeyReused", "KeyedInput", "caller_key", "claim_record", "content_id", "digest_of",
-           "input_id", "input_kept", "input_taken", "recorded", "start_once", "taken", "taken_soon"]
+           "input_id", "input_kept", "input_taken", "sent_keyed", "recorded", "start_once", "taken", "taken_soon"]
+
+T = TypeVar("T")
 
 
 class KeyReused(HTTPException):
@@ -108,6 +111,19 @@ async def input_taken(client: Client, thread: str, prefix: str, *content: str) -
         raise KeyReused(thread)
     turn = taken[wanted]
     return KeyedInput(wanted, turn if isinstance(turn, int) else None, prefix)
+
+
+async def sent_keyed(client: Client, thread: str, keyed: KeyedInput, send: Callable[[], Awaitable[T]]) -> T:
+    """`send()` the keyed input (under the update its key names), then `input_kept`; a twin
+    taken under the key as another kind of input (an answer for this turn: `TurnConflict`) is
+    `KeyReused` too."""
+    try:
+        sent = await send()
+    except TurnConflict:
+        await input_kept(client, thread, keyed)
+        raise
+    await input_kept(client, thread, keyed)
+    return sent
 
 
 async def input_kept(client: Client, thread: str, keyed: KeyedInput) -> None:

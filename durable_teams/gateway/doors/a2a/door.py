@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,8 +46,8 @@ from durable_teams.gateway.core.idempotency import (
     KeyedInput,
     KeyReused,
     content_id,
-    input_kept,
     input_taken,
+    sent_keyed,
 )
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
@@ -150,13 +150,14 @@ class A2ADoor(TaskReader, RequestHandler):
         """The message sent (as a turn, or the answer to the thread's question) under its
         `messageId`'s update (`prefix`): a message sent at once with another under the same
         messageId is one update, and the one whose input was not taken an error."""
-        waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen, update_key=prefix)
-        if prefix is not None and turn_id is not None:
-            try:
-                await input_kept(self.gateway.client, thread, KeyedInput(turn_id, None, prefix))
-            except KeyReused:
-                raise InvalidParamsError(MESSAGE_ID_REUSED) from None
-        return waiter
+        def send() -> Awaitable[Waiter]:
+            return self.gateway.begin_exchange(thread, text, turn_id, seen=seen, update_key=prefix)
+        if prefix is None or turn_id is None:
+            return await send()
+        try:
+            return await sent_keyed(self.gateway.client, thread, KeyedInput(turn_id, None, prefix), send)
+        except KeyReused:
+            raise InvalidParamsError(MESSAGE_ID_REUSED) from None
 
     async def sent_before(self, thread: str, prefix: str | None, text: str) -> tuple[str, int, Any] | None:
         """A message whose `messageId` the thread took already: the same text is a retry (its

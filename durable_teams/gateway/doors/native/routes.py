@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -42,8 +42,8 @@ from durable_teams.gateway.core.idempotency import (
     KeyReused,
     caller_key,
     digest_of,
-    input_kept,
     input_taken,
+    sent_keyed,
     start_once,
 )
 from durable_teams.gateway.core.scopes import scope_of
@@ -136,10 +136,12 @@ async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, 
     """The turn accepted, with the log index its events start from. A keyed turn sent twice at
     once is one turn (one update, named by its key): the twin that came second streams it from
     its start too, unless the turn taken is another request's under the key (`KeyReused`)."""
-    index, accepted = await gw.accept_turn(thread, text, sender, keyed.id if keyed else None, patience,
-                                           keyed.turn if keyed else None, keyed.prefix if keyed else None)
+    def send() -> Awaitable[tuple[int, AcceptedTurn]]:
+        return gw.accept_turn(thread, text, sender, keyed.id if keyed else None, patience,
+                              keyed.turn if keyed else None, keyed.prefix if keyed else None)
+    fresh = keyed is not None and keyed.turn is None
+    index, accepted = await (sent_keyed(gw.client, thread, keyed, send) if keyed and fresh else send())
     if keyed is not None and keyed.turn is None:
-        await input_kept(gw.client, thread, keyed)
         start = await gw.turn_start(thread, accepted.number, answering(await gw.status(thread)))
         index = min(index, start) if start is not None else index
     return index, accepted
@@ -221,9 +223,9 @@ async def answer(request: Request) -> Response:
         approved = await gw.approval_in_words(thread, question, reply["text"])
     if approved is not None:
         reply["approved"] = approved
-    qid = await gw.reply(thread, question, keyed.prefix if keyed else None, **reply)
-    if keyed:  # sent with another answer under the key at once: one of them was taken
-        await input_kept(gw.client, thread, keyed)
+    def send() -> Awaitable[str]:
+        return gw.reply(thread, question, keyed.prefix if keyed else None, **reply)
+    qid = await (sent_keyed(gw.client, thread, keyed, send) if keyed else send())
     return JSONResponse({"question_id": qid, "accepted": True})
 
 

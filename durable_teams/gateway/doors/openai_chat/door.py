@@ -30,7 +30,7 @@ from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.end_users import check_end_user, end_user
 from durable_teams.gateway.core.exchanges import Waiter
-from durable_teams.gateway.core.idempotency import KeyedInput, input_id, input_kept, input_taken
+from durable_teams.gateway.core.idempotency import KeyedInput, input_id, input_taken, sent_keyed
 from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import says_retry
@@ -182,9 +182,8 @@ async def keyed_exchange(gw: Gateway, thread: str, text: str, keyed: KeyedInput,
     the two sent at once)."""
     if keyed.turn is not None:
         return await gw.begin_exchange(thread, text, keyed.id, tokens, again=True, turn=keyed.turn)
-    waiter = await gw.begin_exchange(thread, text, keyed.id, tokens, update_key=keyed.prefix)
-    await input_kept(gw.client, thread, keyed)
-    return waiter
+    return await sent_keyed(gw.client, thread, keyed, lambda: gw.begin_exchange(
+        thread, text, keyed.id, tokens, update_key=keyed.prefix))
 
 
 async def chat_completions(request: Request) -> Response:
