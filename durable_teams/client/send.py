@@ -250,7 +250,8 @@ async def send_answer(client: Client, workflow_id: str, question_id: str | None,
                 "answer", answer, wait_for_stage=WorkflowUpdateStage.COMPLETED,
                 id=keyed_update_id(update_key) if update_key else update_id("answer", answer.input_id),
                 result_type=EITHER_INPUT if update_key else AnswerAck)
-            await update.result()  # AnswerAck, or a twin turn's number under the key: the caller tells
+            if isinstance(await update.result(), int):  # the key's update was a turn sent at once: not this answer
+                raise TurnConflict(f"another input under this key was taken by {workflow_id} (a turn)")
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
                 continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one

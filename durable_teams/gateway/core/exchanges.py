@@ -152,6 +152,10 @@ class Exchanges:
         `turn` when known) is awaited. `update_key`: the turn's or answer's update goes in
         under it (`submit_turn`'s)."""
         status = seen or await self.status(thread)
+        if update_key and turn_id and status.pending and not again:
+            # a question asked since the caller looked: by this very input's turn, sent at once under its key?
+            turn = await self.turn_of(thread, turn_id)
+            again = turn is not None
         if again:  # the turn it started, or the turn whose question it answered
             number = turn or (await self.turn_of(thread, turn_id) if turn_id else None)
             target = number or answering(status)
