@@ -246,11 +246,10 @@ async def send_answer(client: Client, workflow_id: str, question_id: str | None,
     answer = HumanReply(question_id=question_id, **reply)  # type: ignore[arg-type]
     for attempt in range(3):
         try:
-            update = await handle.start_update(  # by name, as `submit_turn`'s
-                "answer", answer, wait_for_stage=WorkflowUpdateStage.COMPLETED,
-                id=keyed_update_id(update_key) if update_key else update_id("answer", answer.input_id),
+            result = await handle.execute_update(  # by name, as `submit_turn`'s
+                "answer", answer, id=keyed_update_id(update_key) if update_key else update_id("answer", answer.input_id),
                 result_type=EITHER_INPUT if update_key else AnswerAck)
-            if isinstance(await update.result(), int):  # the key's update was a turn sent at once: not this answer
+            if isinstance(result, int):  # the key's update was a turn sent at once: not this answer
                 raise TurnConflict(f"another input under this key was taken by {workflow_id} (a turn)")
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
