@@ -11,16 +11,16 @@ It reaches Temporal one of two ways, each atomic there:
   the digest in its memo, never a second run under that id (`REJECT_DUPLICATE`). Taking the id
   is the claim: `start_once` starts it, or tells the same request sent again (a retry: the
   first outcome) from another request under the key (`KeyReused`, 409).
-- **An input into a running thread** (a turn, an answer): sent under an input id of the key and
-  the digest (`content_id`), as an update named by the key alone (`KeyedInput.prefix`,
-  durable_teams/client/send.py), so Temporal runs every request under the key sent at once
-  once, whatever its content: the first to reach it is taken, the others are handed its result
-  (Temporal keeps an update's id for its run). The workflow keeps the input ids it took
-  (`inputs_taken`, across continue-as-new and after it ended), so before sending
-  `input_taken` tells a retry (its turn) from another request under the key however late, and
-  after sending `input_kept` tells a request whose twin under the key was taken from the one
-  taken. (Before this, the update's id was the input id; a retry of such a request is found
-  by its input id, which is unchanged.)
+- **An input into a running thread** (a turn, an answer): sent under an input id of the key
+  and the digest (`content_id`), by an update named after the key alone (`KeyedInput.prefix`;
+  `keyed_update_id` in durable_teams/client/send.py, a turn's and an answer's alike), so
+  Temporal runs one of the requests under the key sent at once, whatever its content: the
+  first to reach it is taken, the others are handed its result (Temporal knows an update's id
+  for the run it went to). The workflow keeps the input ids it took (`inputs_taken`, across
+  continue-as-new and after it ended): before sending, `input_taken` tells a retry (its turn)
+  from another request under the key however late; after, `sent_keyed` tells the request
+  whose twin was taken (`KeyReused`). Requests of an earlier release named the update by the
+  input id; their retries are found by the input id, which is unchanged.
 
 Each door renders `KeyReused` as its protocol's error (409 `idempotency_key_reused`; A2A's
 invalid params)."""
