@@ -10,6 +10,7 @@ there is a new call), so they have no row."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ import httpx
 import pytest
 from temporalio.client import Client
 
+from durable_teams.client.send import submit_turn
+from durable_teams.gateway.core.idempotency import content_id
 from durable_teams.gateway.core.team_cards import card_of
 from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
@@ -289,3 +292,25 @@ async def test_a_key_sent_with_other_content_at_once_runs_one(client: Client, ta
             problems[door.name] = (runs, [r.text[:200] for r in sent])
     assert not problems, "\n".join(f"{name}: {runs} runs, {texts}" for name, (runs, texts) in problems.items())
     # one content taken (one outcome, one run), the other's two requests the conflict
+
+
+async def test_a_turn_sent_by_an_earlier_release_is_found_by_a_retry(client: Client, task_queue: str) -> None:
+    """A keyed turn that went in before the upgrade (its update named by its input id, not by
+    the key) is found by a retry after it: the same text streams that turn, other text is a
+    409, and the thread ran one turn."""
+    key = f"k-{uuid.uuid4().hex[:12]}"
+    keyed = hashlib.sha256(f"address:127.0.0.1\0{key}".encode()).hexdigest()[:32]  # caller_key, from 127.0.0.1
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, cards=[card_of(DESK.spec)]) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = (await http.post("/threads", json={"team": "desk"})).json()["thread_id"]
+        before = await submit_turn(client, thread, "hello", turn_id=content_id(keyed, "hello", ""))
+        await before.reply()
+        again = await keyed_turn(http, thread, "hello", key)
+        other = await keyed_turn(http, thread, "hello there", key)
+        runs = await turns_of(client, thread)
+    done = again[1][-1]
+    assert (again[0], done["type"], done["turn"], done["text"]) == (
+        200, "done", 1, "I saw ['system:Help.', 'user:hello']"), again  # that turn, streamed again
+    assert (other[0], other[1][0]["error"]["type"]) == (409, "idempotency_key_reused"), other
+    assert runs == 1
