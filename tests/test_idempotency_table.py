@@ -10,6 +10,7 @@ there is a new call), so they have no row."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ import httpx
 import pytest
 from temporalio.client import Client
 
+from durable_teams.client.send import submit_turn
+from durable_teams.gateway.core.idempotency import content_id
 from durable_teams.gateway.core.team_cards import card_of
 from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
@@ -243,3 +246,71 @@ async def test_every_door_holds_a_key_to_one_run(client: Client, task_queue: str
         assert len({door.outcome(r) for r in at_once}) == 1, (door.name, [r.text for r in at_once])
         assert concurrent_runs == one, door.name  # sent three times at once: one run
     assert len(REFUNDS) == len(set(REFUNDS)) == 2  # the two approvals' refunds, each once; forks approve none
+
+
+# ---- the same key, other content, sent at the same moment ------------------------------------------
+
+INPUT_DOORS = [door for door in DOORS if door.name in {
+    "native turn (POST /threads/{id}/turns)", "native answer (POST /threads/{id}/questions/{qid})",
+    "chat with X-Thread-Id", "A2A messageId"}]
+
+
+async def approve_in_words(http: httpx.AsyncClient, t: Target, key: str, content: str) -> httpx.Response:
+    """An approval whose words are the content: "a" and "b" are two approvals (a denial would
+    have the desk ask again, so "what ran" stays the refund, once)."""
+    return await http.post(f"/threads/{t['thread']}/questions/{t['question']}", headers={"Idempotency-Key": key},
+                           json={"approved": True, "text": f"go ahead ({content})"})
+
+
+RACE_SEND = {"native answer (POST /threads/{id}/questions/{qid})": approve_in_words}
+
+
+async def test_a_key_sent_with_other_content_at_once_runs_one(client: Client, task_queue: str) -> None:
+    """For each door that sends an input into a running thread: the same key with content "a"
+    and with content "b", twice each, all at once. One content is taken (its requests share one
+    outcome), the other's requests get the door's conflict error, and one input ran."""
+    REFUNDS.clear()
+    seen: dict[str, tuple[list[httpx.Response], int]] = {}
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, cards=[card_of(DESK.spec)]) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        for door in INPUT_DOORS:
+            target = await door.prepare(http, client)
+            key = f"k-{uuid.uuid4().hex[:12]}"
+            send = RACE_SEND.get(door.name, door.send)
+            sent = list(await asyncio.gather(*(send(http, target, key, c) for c in ("a", "b", "a", "b"))))
+            seen[door.name] = (sent, await door.runs(client, target, [r for r in sent if door.conflict(r) == "ok"]))
+
+    problems = {}  # every door's, so one run shows them all
+    for door in INPUT_DOORS:
+        sent, runs = seen[door.name]
+        said = [door.conflict(r) for r in sent]
+        taken = {n % 2 for n, r in enumerate(sent) if said[n] == "ok"}
+        refused = [said[n] for n in range(len(sent)) if n % 2 not in taken]
+        outcomes = {door.outcome(r) for n, r in enumerate(sent) if said[n] == "ok"}
+        if len(taken) != 1 or refused != [door.expected_conflict] * 2 or len(outcomes) != 1 or runs != 1:
+            problems[door.name] = (runs, [r.text[:200] for r in sent])
+    assert not problems, "\n".join(f"{name}: {runs} runs, {texts}" for name, (runs, texts) in problems.items())
+    # one content taken (one outcome, one run), the other's two requests the conflict
+
+
+async def test_a_turn_sent_by_an_earlier_release_is_found_by_a_retry(client: Client, task_queue: str) -> None:
+    """A keyed turn that went in before the upgrade (its update named by its input id, not by
+    the key) is found by a retry after it: the same text streams that turn, other text is a
+    409, and the thread ran one turn."""
+    key = f"k-{uuid.uuid4().hex[:12]}"
+    keyed = hashlib.sha256(f"address:127.0.0.1\0{key}".encode()).hexdigest()[:32]  # caller_key, from 127.0.0.1
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, cards=[card_of(DESK.spec)]) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        thread = (await http.post("/threads", json={"team": "desk"})).json()["thread_id"]
+        before = await submit_turn(client, thread, "hello", turn_id=content_id(keyed, "hello", ""))
+        await before.reply()
+        again = await keyed_turn(http, thread, "hello", key)
+        other = await keyed_turn(http, thread, "hello there", key)
+        runs = await turns_of(client, thread)
+    done = again[1][-1]
+    assert (again[0], done["type"], done["turn"], done["text"]) == (
+        200, "done", 1, "I saw ['system:Help.', 'user:hello']"), again  # that turn, streamed again
+    assert (other[0], other[1][0]["error"]["type"]) == (409, "idempotency_key_reused"), other
+    assert runs == 1

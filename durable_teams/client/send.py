@@ -13,8 +13,9 @@ their replies (the turns queue in the workflow and are answered one at a time).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from temporalio.client import (
     Client,
@@ -48,6 +49,7 @@ from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import EDIT_REFUSED, QUESTION_CLOSED
 from durable_teams.workflows.intake import MAX_ID_CHARS
 from durable_teams.workflows.state import (
+    AnswerAck,
     HumanReply,
     TurnReply,
     UserTurn,
@@ -124,6 +126,7 @@ async def submit_turn(
     interrupt_before: list[str] | None = None,
     interrupt_after: list[str] | None = None,
     metadata: dict[str, Any] | None = None,
+    update_key: str | None = None,
 ) -> AcceptedTurn:
     """Send `text` as a user turn and return as soon as the conversation has accepted it, with
     its number (an HTTP gateway answers its client only then, so an acknowledged turn is never
@@ -136,7 +139,9 @@ async def submit_turn(
     `max_tokens` caps each model call of the turn. With `after_turns=N` the turn is taken only
     while the conversation has started exactly N turns (else `TurnConflict`). `interrupt_before`
     and `interrupt_after` name agents (or "*") the turn pauses before or after, as breakpoints;
-    `metadata` is kept with the turn (query `turn_metadata`)."""
+    `metadata` is kept with the turn (query `turn_metadata`). `update_key`: an idempotency key
+    the update is named by instead of the turn's id (`keyed_update_id`): a twin answer taken
+    under it instead is `TurnConflict`."""
     turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens,
                     after_turns=after_turns, interrupt_before=interrupt_before, interrupt_after=interrupt_after,
                     metadata=metadata)
@@ -144,10 +149,14 @@ async def submit_turn(
     patience = patience or Patience(workflow_id, busy_timeout)
     while True:
         try:
-            # the turn's id is the update's: duplicates sent at once are one update to Temporal
-            update = await handle.start_update(TeamWorkflow.submit_turn, turn, id=update_id("turn", turn.turn_id),
-                                               wait_for_stage=WorkflowUpdateStage.COMPLETED)
+            # the turn's id (or key) is the update's: duplicates sent at once are one update to Temporal
+            update = await handle.start_update(  # by name: the result type is the key's (`EITHER_INPUT`)
+                "submit_turn", turn, wait_for_stage=WorkflowUpdateStage.COMPLETED,
+                id=keyed_update_id(update_key) if update_key else update_id("turn", turn.turn_id),
+                result_type=EITHER_INPUT if update_key else int)
             number = await update.result()
+            if not isinstance(number, int):  # the key's update was an answer sent at once: not this turn
+                raise TurnConflict(f"another input under this key was taken by {workflow_id} (an answer)")
             return AcceptedTurn(client, workflow_id, turn, number, update.workflow_run_id)
         except WorkflowUpdateFailedError as err:
             cause = err.cause
@@ -176,10 +185,22 @@ async def submit_turn(
 
 def update_id(kind: str, input_id: str | None) -> str | None:
     """The update an input goes in by is named after it and its kind (None: a new id), so
-    Temporal takes duplicates sent at once as one update and a retry after it completed gets
-    its result (durable_teams/gateway/core/idempotency.py); an id the workflow refuses as too
-    long is left to it to refuse, with its reason."""
+    Temporal takes duplicates sent at once as one update and a retry after it completed (in the
+    same run) gets its result; an id the workflow refuses as too long is left to it to refuse,
+    with its reason. An input under an idempotency key goes by `keyed_update_id` instead."""
     return f"{kind}:{input_id}" if input_id and len(input_id) <= MAX_ID_CHARS else None
+
+
+def keyed_update_id(key: str) -> str:
+    """The update every input under an idempotency key goes in by, a turn's or an answer's
+    (`update_key`), so Temporal runs one of them however many are sent at once: the others get
+    its result (`EITHER_INPUT`), and tell it apart from theirs (durable_teams/gateway/core/
+    idempotency.py)."""
+    return f"keyed:{key}"
+
+
+EITHER_INPUT = cast(type, int | AnswerAck)
+"""The result of a keyed input's update: a turn's number, or an answer's acknowledgement."""
 
 
 async def _running(handle: WorkflowHandle) -> bool:
@@ -208,6 +229,13 @@ async def _raise_unless_running(client: Client, handle: WorkflowHandle, err: Exc
 
 async def send_reply(client: Client, workflow_id: str, question_id: str | None, **reply: object) -> str:
     """Answer through the update, so the caller learns at once whether it was accepted."""
+    return await send_answer(client, workflow_id, question_id, reply)
+
+
+async def send_answer(client: Client, workflow_id: str, question_id: str | None, reply: Mapping[str, object],
+                      update_key: str | None = None) -> str:
+    """`send_reply`, the update named by the idempotency key `update_key` instead of the
+    answer's `input_id` when given (`keyed_update_id`, as `submit_turn`'s)."""
     handle = client.get_workflow_handle(workflow_id)
     if question_id is None:
         pending = await handle.query(TeamWorkflow.pending_questions)
@@ -218,7 +246,11 @@ async def send_reply(client: Client, workflow_id: str, question_id: str | None, 
     answer = HumanReply(question_id=question_id, **reply)  # type: ignore[arg-type]
     for attempt in range(3):
         try:
-            await handle.execute_update(TeamWorkflow.answer, answer, id=update_id("answer", answer.input_id))
+            result = await handle.execute_update(  # by name, as `submit_turn`'s
+                "answer", answer, id=keyed_update_id(update_key) if update_key else update_id("answer", answer.input_id),
+                result_type=EITHER_INPUT if update_key else AnswerAck)
+            if isinstance(result, int):  # the key's update was a turn sent at once: not this answer
+                raise TurnConflict(f"another input under this key was taken by {workflow_id} (a turn)")
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND and attempt < 2 and await _running(handle):
                 continue  # the run it reached had just ended (a rewind, a continue-as-new): the next one

@@ -26,7 +26,7 @@ from durable_teams.client.refusals import (
     TurnConflict,
 )
 from durable_teams.client.reply_watch import history_growth
-from durable_teams.client.send import AcceptedTurn, send_reply, submit_turn
+from durable_teams.client.send import AcceptedTurn, send_answer, submit_turn
 from durable_teams.client.server_state import questions_of
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.outcomes import Outcome, _now
@@ -70,10 +70,12 @@ class Exchanges:
     poll_seconds: float
 
     async def accept_turn(self, thread: str, text: str, sender: str | None, turn_id: str | None,
-                          patience: Patience | None = None, again: int | None = None) -> tuple[int, AcceptedTurn]:
+                          patience: Patience | None = None, again: int | None = None,
+                          update_key: str | None = None) -> tuple[int, AcceptedTurn]:
         """Send a turn and return once the workflow has accepted it, with the log index its
         events start from (a `turn_id` sent again is the same turn: `again`, its number, when
-        known, and its events from its start, the question it waits on included)."""
+        known, and its events from its start, the question it waits on included; `update_key`:
+        `submit_turn`'s)."""
         patience = patience or Patience(thread, self.busy_seconds)  # one budget for the whole request
         index = None
         if again is not None:
@@ -81,7 +83,7 @@ class Exchanges:
         if index is None:
             index = await self.patiently(lambda: self.log.log_total(thread), patience)
         accepted = await submit_turn(self.client, thread, text, sender=sender, turn_id=turn_id,
-                                     patience=patience)
+                                     patience=patience, update_key=update_key)
         return index, accepted
 
     async def subscribed(self, thread: str, send: Callable[[], Awaitable[T]]
@@ -104,11 +106,12 @@ class Exchanges:
 
     async def status(self, thread: str) -> ConversationStatus:
         return await self.client.get_workflow_handle(thread).query(TeamWorkflow.status)
-    async def reply(self, thread: str, question_id: str | None, **reply: Any) -> str:
-        """Answer a question; `ConversationBusy` (429) when no worker takes the answer within
-        `busy_seconds` (the update waits for one: workers being redeployed, say)."""
+    async def reply(self, thread: str, question_id: str | None, update_key: str | None = None, **reply: Any) -> str:
+        """Answer a question (`update_key`: `send_answer`'s); `ConversationBusy` (429) when no
+        worker takes the answer within `busy_seconds` (the update waits for one: workers being
+        redeployed, say)."""
         try:
-            return await asyncio.wait_for(send_reply(self.client, thread, question_id, **reply),
+            return await asyncio.wait_for(send_answer(self.client, thread, question_id, reply, update_key),
                                           self.busy_seconds)
         except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):  # the SDK's word for it
             raise ConversationBusy(
@@ -137,7 +140,7 @@ class Exchanges:
         return approved
     async def begin_exchange(self, thread: str, text: str, turn_id: str | None = None,
                              max_tokens: int | None = None, *, seen: ConversationStatus | None = None,
-                             again: bool = False, turn: int | None = None) -> Waiter:
+                             again: bool = False, turn: int | None = None, update_key: str | None = None) -> Waiter:
         """One OpenAI-style exchange, started: `text` answers the thread's open question, or
         is sent as a turn (accepted by the workflow before this returns, so the caller may
         acknowledge it), under the input id `turn_id`. Returns what waits for the outcome:
@@ -146,8 +149,13 @@ class Exchanges:
         `seen`: the thread as the caller found it; the text then goes in only if the thread is
         still there (its question open, no other turn since), else `TurnConflict`. `again`: the
         thread took this very input already (a retry): nothing is sent, its outcome (that of
-        `turn` when known) is awaited."""
+        `turn` when known) is awaited. `update_key`: the turn's or answer's update goes in
+        under it (`submit_turn`'s)."""
         status = seen or await self.status(thread)
+        if update_key and turn_id and status.pending and not again:
+            # a question asked since the caller looked: by this very input's turn, sent at once under its key?
+            turn = await self.turn_of(thread, turn_id)
+            again = turn is not None
         if again:  # the turn it started, or the turn whose question it answered
             number = turn or (await self.turn_of(thread, turn_id) if turn_id else None)
             target = number or answering(status)
@@ -164,7 +172,7 @@ class Exchanges:
                                                 f"{question_text(q)}")), answering(status))
                 answer["approved"] = approved
             try:
-                await self.reply(thread, q.question_id, **answer)
+                await self.reply(thread, q.question_id, update_key, **answer)
             except QuestionClosed as closed:
                 if seen is not None:  # another request answered it since the caller looked
                     raise TurnConflict(f"{thread}: {closed}") from None
@@ -173,7 +181,8 @@ class Exchanges:
                           answering(status))
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
                                      busy_timeout=self.busy_seconds, max_tokens=max_tokens,
-                                     after_turns=status.turns if seen is not None and ids else None)
+                                     after_turns=status.turns if seen is not None and ids else None,
+                                     update_key=update_key)
 
         async def outcome() -> Outcome:
             waited = await self.outcome_by_update(thread, accepted.number, seen_ids, accepted.run_id)

@@ -11,11 +11,16 @@ It reaches Temporal one of two ways, each atomic there:
   the digest in its memo, never a second run under that id (`REJECT_DUPLICATE`). Taking the id
   is the claim: `start_once` starts it, or tells the same request sent again (a retry: the
   first outcome) from another request under the key (`KeyReused`, 409).
-- **An input into a running thread** (a turn, an answer): sent under an input id of the key and
-  the digest (`content_id`), which is the update's id too (durable_teams/client/send.py), so
-  Temporal runs duplicates sent at once once; the workflow keeps the ids it took
-  (`inputs_taken`, across continue-as-new and after it ended), so `input_taken` tells a retry
-  (its turn) from another request under the key however late.
+- **An input into a running thread** (a turn, an answer): sent under an input id of the key
+  and the digest (`content_id`), by an update named after the key alone (`KeyedInput.prefix`;
+  `keyed_update_id` in durable_teams/client/send.py, a turn's and an answer's alike), so
+  Temporal runs one of the requests under the key sent at once, whatever its content: the
+  first to reach it is taken, the others are handed its result (Temporal knows an update's id
+  for the run it went to). The workflow keeps the input ids it took (`inputs_taken`, across
+  continue-as-new and after it ended): before sending, `input_taken` tells a retry (its turn)
+  from another request under the key however late; after, `sent_keyed` tells the request
+  whose twin was taken (`KeyReused`). Requests of an earlier release named the update by the
+  input id; their retries are found by the input id, which is unchanged.
 
 Each door renders `KeyReused` as its protocol's error (409 `idempotency_key_reused`; A2A's
 invalid params)."""
@@ -26,7 +31,7 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -35,11 +40,14 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_teams.client.refusals import TurnConflict
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.workflows.conversation import TeamWorkflow
 
 __all__ = ["Claim", "KeyReused", "KeyedInput", "caller_key", "claim_record", "content_id", "digest_of",
-           "input_id", "input_taken", "recorded", "start_once", "taken", "taken_soon"]
+           "input_id", "input_kept", "input_taken", "sent_keyed", "recorded", "start_once", "taken", "taken_soon"]
+
+T = TypeVar("T")
 
 
 class KeyReused(HTTPException):
@@ -80,11 +88,12 @@ def content_id(prefix: str, *content: str) -> str:
 
 
 class KeyedInput(NamedTuple):
-    """The id a keyed request goes in under, and the turn of the thread that took it already
-    (None: a new input)."""
+    """The id a keyed request goes in under, the turn of the thread that took it already (None:
+    a new input), and the key it was sent under (`prefix`: the update's name)."""
 
     id: str
     turn: int | None
+    prefix: str
 
 
 async def input_taken(client: Client, thread: str, prefix: str, *content: str) -> KeyedInput:
@@ -95,13 +104,40 @@ async def input_taken(client: Client, thread: str, prefix: str, *content: str) -
     try:
         taken = await client.get_workflow_handle(thread).query(TeamWorkflow.inputs_taken, f"{prefix}.")
     except WorkflowQueryFailedError:  # "unknown query type": a worker of an earlier release
-        return KeyedInput(wanted, None)
+        return KeyedInput(wanted, None, prefix)
     if not isinstance(taken, dict) or not taken:
-        return KeyedInput(wanted, None)
+        return KeyedInput(wanted, None, prefix)
     if wanted not in taken:
         raise KeyReused(thread)
     turn = taken[wanted]
-    return KeyedInput(wanted, turn if isinstance(turn, int) else None)
+    return KeyedInput(wanted, turn if isinstance(turn, int) else None, prefix)
+
+
+async def sent_keyed(client: Client, thread: str, keyed: KeyedInput, send: Callable[[], Awaitable[T]]) -> T:
+    """`send()` the keyed input (under the update its key names), then `input_kept`; a twin
+    taken under the key as another kind of input (an answer for this turn: `TurnConflict`) is
+    `KeyReused` too."""
+    try:
+        sent = await send()
+    except TurnConflict:
+        await input_kept(client, thread, keyed)
+        raise
+    await input_kept(client, thread, keyed)
+    return sent
+
+
+async def input_kept(client: Client, thread: str, keyed: KeyedInput) -> None:
+    """After a keyed input was sent (under the update named by its key alone,
+    `KeyedInput.prefix`): `KeyReused` when the thread took another request's input under the
+    key instead. Two requests under one key sent at once are one update to Temporal, whatever
+    their content: the first to reach it runs, the other is handed its result, and only the
+    record of what the thread took (`inputs_taken`) tells whose it was."""
+    try:
+        taken = await client.get_workflow_handle(thread).query(TeamWorkflow.inputs_taken, f"{keyed.prefix}.")
+    except WorkflowQueryFailedError:  # a worker of an earlier release: no record to tell by
+        return
+    if isinstance(taken, dict) and taken and keyed.id not in taken:
+        raise KeyReused(thread)
 
 
 async def taken(gw: Gateway, thread: str, input_id: str) -> int | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +41,14 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.refusals import QuestionClosed, TurnConflict
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.idempotency import KeyReused, content_id, input_taken
+from durable_teams.gateway.core.exchanges import Waiter
+from durable_teams.gateway.core.idempotency import (
+    KeyedInput,
+    KeyReused,
+    content_id,
+    input_taken,
+    sent_keyed,
+)
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.doors.a2a.reading import TaskReader
@@ -57,6 +64,8 @@ from durable_teams.workflows.a2a_tasks import FINAL
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationStatus
 from durable_teams.workflows.turn_states import answered_by, answering
+
+MESSAGE_ID_REUSED = "this messageId was sent with another message: use a new messageId"
 
 
 @dataclass
@@ -102,7 +111,7 @@ class A2ADoor(TaskReader, RequestHandler):
                     raise UnsupportedOperationError(f"task {message.task_id} has ended ({state.lower()})")
                 raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input ({state.lower()})")
             try:
-                waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=status)
+                waiter = await self.begin_keyed(thread, text, prefix, turn_id, seen=status)
             except (TurnConflict, QuestionClosed):  # another message answered it meanwhile
                 raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input: "
                                                 "another message answered it") from None
@@ -131,10 +140,24 @@ class A2ADoor(TaskReader, RequestHandler):
                 return again
         else:  # a new context: the client's id for it, when it gave one, is the thread's
             thread = await self.new_thread(message.context_id or None, scope, user)
-        waiter = await self.gateway.begin_exchange(thread, text, turn_id, seen=seen)
+        waiter = await self.begin_keyed(thread, text, prefix, turn_id, seen=seen)
         number = waiter.turn or (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
+
+    async def begin_keyed(self, thread: str, text: str, prefix: str | None, turn_id: str | None,
+                          seen: ConversationStatus | None) -> Waiter:
+        """The message sent (as a turn, or the answer to the thread's question) under its
+        `messageId`'s update (`prefix`): a message sent at once with another under the same
+        messageId is one update, and the one whose input was not taken an error."""
+        def send() -> Awaitable[Waiter]:
+            return self.gateway.begin_exchange(thread, text, turn_id, seen=seen, update_key=prefix)
+        if prefix is None or turn_id is None:
+            return await send()
+        try:
+            return await sent_keyed(self.gateway.client, thread, KeyedInput(turn_id, None, prefix), send)
+        except KeyReused:
+            raise InvalidParamsError(MESSAGE_ID_REUSED) from None
 
     async def sent_before(self, thread: str, prefix: str | None, text: str) -> tuple[str, int, Any] | None:
         """A message whose `messageId` the thread took already: the same text is a retry (its
@@ -145,7 +168,7 @@ class A2ADoor(TaskReader, RequestHandler):
         try:
             keyed = await input_taken(self.gateway.client, thread, prefix, text)
         except KeyReused:
-            raise InvalidParamsError("this messageId was sent with another message: use a new messageId") from None
+            raise InvalidParamsError(MESSAGE_ID_REUSED) from None
         if keyed.turn is None:
             return None
         waiter = await self.gateway.begin_exchange(thread, text, keyed.id, again=True, turn=keyed.turn)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -43,6 +43,7 @@ from durable_teams.gateway.core.idempotency import (
     caller_key,
     digest_of,
     input_taken,
+    sent_keyed,
     start_once,
 )
 from durable_teams.gateway.core.scopes import scope_of
@@ -133,9 +134,13 @@ async def send_turn_sse(request: Request) -> Response:
 async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, keyed: KeyedInput | None,
                        patience: Patience) -> tuple[int, AcceptedTurn]:
     """The turn accepted, with the log index its events start from. A keyed turn sent twice at
-    once is one turn (its input id): the twin that came second streams it from its start too."""
-    index, accepted = await gw.accept_turn(thread, text, sender, keyed.id if keyed else None, patience,
-                                           keyed.turn if keyed else None)
+    once is one turn (one update, named by its key): the twin that came second streams it from
+    its start too, unless the turn taken is another request's under the key (`KeyReused`)."""
+    def send() -> Awaitable[tuple[int, AcceptedTurn]]:
+        return gw.accept_turn(thread, text, sender, keyed.id if keyed else None, patience,
+                              keyed.turn if keyed else None, keyed.prefix if keyed else None)
+    fresh = keyed is not None and keyed.turn is None
+    index, accepted = await (sent_keyed(gw.client, thread, keyed, send) if keyed and fresh else send())
     if keyed is not None and keyed.turn is None:
         start = await gw.turn_start(thread, accepted.number, answering(await gw.status(thread)))
         index = min(index, start) if start is not None else index
@@ -207,6 +212,7 @@ async def answer(request: Request) -> Response:
     thread = thread_of(request)
     await gw.visible(thread, scope_of(request))
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
+    keyed: KeyedInput | None = None
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409
         keyed = await input_taken(gw.client, thread, caller_key(request, key), question, reply["text"],
                                   _edits(approved, reply))
@@ -217,7 +223,9 @@ async def answer(request: Request) -> Response:
         approved = await gw.approval_in_words(thread, question, reply["text"])
     if approved is not None:
         reply["approved"] = approved
-    qid = await gw.reply(thread, question, **reply)
+    def send() -> Awaitable[str]:
+        return gw.reply(thread, question, keyed.prefix if keyed else None, **reply)
+    qid = await (sent_keyed(gw.client, thread, keyed, send) if keyed else send())
     return JSONResponse({"question_id": qid, "accepted": True})
 
 

@@ -29,7 +29,8 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.end_users import check_end_user, end_user
-from durable_teams.gateway.core.idempotency import input_id, input_taken
+from durable_teams.gateway.core.exchanges import Waiter
+from durable_teams.gateway.core.idempotency import KeyedInput, input_id, input_taken, sent_keyed
 from durable_teams.gateway.core.outcomes import Outcome
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import says_retry
@@ -165,8 +166,7 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     if key:  # stands for this request alone: a retry reads its first outcome, other text is a 409
         keyed = await input_taken(gw.client, thread, input_id(thread, "idempotency", key), text)
         return await exchange_on(gw, thread, bool(body.get("stream")), partial(
-            gw.begin_exchange, thread, text, keyed.id, max_tokens(body), again=keyed.turn is not None,
-            turn=keyed.turn))
+            keyed_exchange, gw, thread, text, keyed, max_tokens(body)))
     # a plain yes or no is an answer even if the person said it before ("yes" to a question,
     # then "yes" to the approval): only other words can be a client sending its turn again
     resend_possible = approval_waits(status, request) and approval_of(text) is None
@@ -174,6 +174,16 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     key, again = named_input(thread, status, text, request, asked_by)
     return await exchange_on(gw, thread, bool(body.get("stream")), partial(
         gw.begin_exchange, thread, text, key, max_tokens(body), again=again))
+
+
+async def keyed_exchange(gw: Gateway, thread: str, text: str, keyed: KeyedInput, tokens: int | None) -> Waiter:
+    """The exchange of a request under an Idempotency-Key: its first outcome for a retry; else
+    sent under the key (`KeyReused` when another request's input under it was taken instead,
+    the two sent at once)."""
+    if keyed.turn is not None:
+        return await gw.begin_exchange(thread, text, keyed.id, tokens, again=True, turn=keyed.turn)
+    return await sent_keyed(gw.client, thread, keyed, lambda: gw.begin_exchange(
+        thread, text, keyed.id, tokens, update_key=keyed.prefix))
 
 
 async def chat_completions(request: Request) -> Response:
