@@ -135,7 +135,9 @@ async def test_pending_lists_questions_from_several_conversations(client: Client
         first, second = await start(client, task_queue), await start(client, task_queue)
         await until(lambda: asked(first, "q1"))
         await until(lambda: asked(second, "q1"))
-        listed = {wid for wid, _ in await pending_questions(client)}
-        assert {first.id, second.id} <= listed
+
+        async def both_listed() -> bool:  # the visibility store lags the workflows' own state
+            return {first.id, second.id} <= {wid for wid, _ in await pending_questions(client)}
+        await until(both_listed, "both conversations' questions listed")
         for handle in (first, second):
             await handle.terminate("test over")

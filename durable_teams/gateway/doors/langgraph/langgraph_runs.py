@@ -14,7 +14,7 @@ from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedErro
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from durable_teams.client.refusals import TurnConflict
+from durable_teams.client.refusals import ConversationBusy, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
@@ -99,6 +99,12 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
     except TurnConflict:
         raise Busy(f"thread {thread} took another run meanwhile (multitask_strategy 'reject'; or send "
                    "'enqueue', 'interrupt' or 'rollback')") from None
+    except ConversationBusy:
+        if asked.strategy != "reject":
+            raise
+        # Temporal's ten updates in flight were all other runs sent at this moment: one of them is in
+        raise Busy(f"thread {thread} is taking another run sent at the same moment (multitask_strategy "
+                   "'reject'; or send 'enqueue', 'interrupt' or 'rollback')") from None
     # the turns numbered before it and not yet begun come first: their messages are skipped
     return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
 
