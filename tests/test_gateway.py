@@ -227,6 +227,7 @@ def test_the_cli_refuses_an_exposed_gateway_without_tokens(monkeypatch: Any, cap
     assert "refusing to serve on 0.0.0.0 without tokens" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a team inside a team, streamed: 3.2 s in a CI run, out of the quick loop
 async def test_a_nested_teams_text_streams_to_the_threads_readers(client: Client, task_queue: str) -> None:
     """Teams of teams run as child workflows: their experts' words reach the parent thread's
     turn stream live too, marked private (they go back to the team lead, not to the user)."""
