@@ -17,7 +17,7 @@ from durable_teams.activities.cron_firings import fire_cron, thread_of
 from durable_teams.workflows.scheduled_turns import Fired, Firing, ScheduledTurn
 from durable_teams.workflows.state import ConversationInput
 
-pytestmark = pytest.mark.pure
+pytestmark = pytest.mark.workflow  # temporalio.testing.ActivityEnvironment (no server)
 
 
 class Handle:
