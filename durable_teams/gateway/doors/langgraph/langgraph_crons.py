@@ -38,6 +38,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_checks import (
     optional_text,
     page,
 )
+from durable_teams.gateway.doors.langgraph.langgraph_cron_times import never_fires
 from durable_teams.gateway.doors.langgraph.langgraph_requests import stream_modes, turn_text
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of
 from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, cron_webhook
@@ -64,6 +65,9 @@ def cron_spec(body: dict[str, Any]) -> ScheduleSpec:
         raise Unsupported(f"schedule {expression[:80]!r}: a cron here is five fields (minute hour day month "
                           f"weekday) or one of {', '.join(NAMED)}, as LangGraph's; seconds, @every and "
                           "CRON_TZ are not served (the time zone is 'timezone')")
+    if never_fires(expression.strip()):
+        raise checks.BadRequest(f"schedule {expression[:80]!r} never fires: its days of the month fall in none "
+                                "of its months", 422)
     end = body.get("end_time")
     try:
         end_at = datetime.fromisoformat(end) if isinstance(end, str) else None
@@ -132,6 +136,10 @@ async def create(request: Request) -> Response:
         described: ScheduleDescription | None = await handle.describe()
     except RPCError:  # made: it is answered (without its next run), so a client does not make another
         described = None
+    if described is not None and not described.info.next_action_times:  # its end_time before its first firing
+        await handle.delete()
+        raise checks.BadRequest(f"schedule {body['schedule'][:80]!r} never fires before its end_time "
+                                f"{body.get('end_time')!r}", 422)
     made = cron_object(cron_id, memo, described)
     made["payload"]["webhook"] = hook.url if hook else None  # (kept in the schedule's action, not its memo)
     return JSONResponse(made)

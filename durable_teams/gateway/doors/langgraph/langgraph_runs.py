@@ -23,6 +23,7 @@ from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.core.threads import Gateway, NoWorker, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
 from durable_teams.gateway.doors.langgraph.langgraph_edits import take_staged
+from durable_teams.gateway.doors.langgraph.langgraph_interrupts import interrupting_run
 from durable_teams.gateway.doors.langgraph.langgraph_multitask import (
     Busy,
     cancel_update,
@@ -68,7 +69,7 @@ async def begin(request: Request) -> tuple[RunStream, RunRequest]:
         asked.webhook = await check_webhook(asked.webhook)  # refused before anything goes in
     run = await begin_run(request, asked)
     if asked.webhook is not None:
-        await watch_run(gw, run.thread, run.run, run.team, asked.webhook)
+        asked.webhook_error = await watch_run(gw, run.thread, run.run, run.team, asked.webhook)
     return run, asked
 
 
@@ -86,6 +87,8 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
         asked.resuming = asked.continuing = False
     if asked.resuming:
         return await resume(gw, thread, asked, seen.status, len(seen.messages))
+    if asked.strategy == "interrupt":  # every earlier run cancelled first (langgraph_interrupts.py)
+        return await interrupting_run(gw, thread, asked, scope)
     if seen.state() in ("busy", "interrupted"):
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
@@ -157,7 +160,8 @@ async def create(request: Request) -> Response:
         state, created = run_status(seen.status, run.run.turn, reply, seen.running), seen.created
     except (RPCError, WorkflowQueryFailedError, NoWorker):  # the run is in: answered as such all the
         state, created = "pending", None  # same (an error would have its client send it again: twice)
-    return JSONResponse(run_object(run.thread, run.run, run.team, state, created, asked.metadata),
+    return JSONResponse(run_object(run.thread, run.run, run.team, state, created, asked.metadata,
+                                   {"webhook_error": asked.webhook_error} if asked.webhook_error else None),
                         headers=located(run))
 
 
