@@ -23,6 +23,9 @@ from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
+from .push_receiver import receiving
+from .teams import TEAM, GatedModel
+from .waiting import until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
@@ -74,3 +77,95 @@ async def test_a_question_never_asked_names_no_run_and_a_checkpoint_has_one_spel
     assert joined == 404
     assert [error_of(e) for e in edits] == [(404, f"no checkpoint {s!r} on thread {th}: list them with threads.get_history") for s in spellings]
     assert state["checkpoint"]["checkpoint_id"] is None  # no update kept
+
+
+async def test_a_cron_that_would_never_fire_is_refused_naming_its_schedule(client: Client, task_queue: str) -> None:
+    teams, model = faang_and_support()
+    async with running_worker(client, task_queue, teams, model):
+        async with running_gateway(client, task_queue, teams=["faang"]) as url, \
+                httpx.AsyncClient(base_url=f"{url}/langgraph", timeout=60) as http:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            th = (await lg.threads.create(graph_id="faang"))["thread_id"]
+            cron = {"assistant_id": "faang", "input": human("report")}
+            refused = [error_of(await http.post("/runs/crons", json=cron | {"schedule": "0 0 30 2 *"})),
+                       error_of(await http.post(f"/threads/{th}/runs/crons", json=cron | {"schedule": "0 9 31 4,6 1"})),
+                       error_of(await http.post("/runs/crons", json=cron | {
+                           "schedule": "0 0 1 1 *", "end_time": "2020-01-01T00:00:00+00:00"}))]
+            left = await lg.crons.search()
+
+    assert refused == [
+        (422, "schedule '0 0 30 2 *' never fires: its days of the month fall in none of its months"),
+        (422, "schedule '0 9 31 4,6 1' never fires: its days of the month fall in none of its months"),
+        (422, "schedule '0 0 1 1 *' never fires before its end_time '2020-01-01T00:00:00+00:00'")]
+    assert left == []  # nothing made, nothing left behind
+
+
+async def test_a_webhook_watcher_that_fails_to_start_is_retried_then_shown_and_the_run_is_kept(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run went in: the watcher's start is tried again (the webhook then delivered once);
+    failing still, the run is answered as made, with the failure on it and in the log (it was
+    an error: the client's retry ran the run twice)."""
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_ALLOW_PRIVATE", "1")
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_POLL_SECONDS", "0.05")
+    monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_WATCH_RETRY_SECONDS", "0.001")
+    start, failures = Client.start_workflow, Counter[str]()
+
+    async def flaky(self: Client, workflow: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(kwargs.get("id", "")).startswith("langgraph-webhook-") and failures["left"] > 0:
+            failures["left"] -= 1
+            failures["failed"] += 1
+            raise RPCError("the server is unreachable", RPCStatusCode.UNAVAILABLE, b"")
+        return await start(self, workflow, *args, **kwargs)
+    monkeypatch.setattr(Client, "start_workflow", flaky)
+    teams, model = faang_and_support()
+    async with running_worker(client, task_queue, teams, model):
+        async with running_gateway(client, task_queue, teams=["faang"]) as url, receiving() as receiver:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            th = (await lg.threads.create(graph_id="faang"))["thread_id"]
+            failures["left"] = webhooks.WATCH_ATTEMPTS - 1  # the last try starts it
+            retried: Any = await lg.runs.create(th, "faang", input=human(faang.QUESTION), webhook=receiver.url)
+
+            async def delivered() -> list[Any]:
+                return receiver.accepted()
+            bodies = await until(delivered, "the webhook delivered")
+            await lg.runs.join(th, retried["run_id"])
+            failures["left"] = webhooks.WATCH_ATTEMPTS  # every try fails
+            other = (await lg.threads.create(graph_id="faang"))["thread_id"]
+            unwatched: Any = await lg.runs.create(other, "faang", input=human(faang.QUESTION), webhook=receiver.url)
+            joined: Any = await lg.runs.join(other, unwatched["run_id"])
+        transcripts = [await client.get_workflow_handle(t).query(TeamWorkflow.transcript, False) for t in (th, other)]
+
+    assert failures["failed"] == 2 * webhooks.WATCH_ATTEMPTS - 1
+    assert (retried["run_id"], retried["kwargs"]) == ("t1", {})
+    assert [(b["run_id"], b["status"]) for b in bodies] == [("t1", "success")]
+    assert unwatched["run_id"] == "t1"
+    assert unwatched["kwargs"]["webhook_error"].startswith(
+        f"run t1 of thread {other} went in, but its webhook's watcher did not start: the server is unreachable")
+    assert joined["messages"][-1]["content"] == faang.ANSWER
+    assert [[m.content for m in t if m.role == "user"] for t in transcripts] == [[faang.QUESTION]] * 2  # once each
+    assert len(receiver.accepted()) == 1  # the second run's webhook: not watched, and said so
+
+
+async def test_interrupt_runs_sent_at_once_each_interrupt_the_ones_before_them(
+        client: Client, task_queue: str) -> None:
+    """A thread running a turn; five runs with multitask_strategy "interrupt" at once: each is
+    taken (200), the last the thread took runs, the running turn and the four others end
+    cancelled (they queued behind each other: four runs left to run after it)."""
+    model = GatedModel()  # every model call waits for the gate: a turn stays running until it opens
+    async with running_worker(client, task_queue, [TEAM], model):
+        async with running_gateway(client, task_queue, teams=["echo"]) as url, \
+                httpx.AsyncClient(base_url=f"{url}/langgraph", timeout=120) as http:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            th = (await lg.threads.create())["thread_id"]
+            await lg.runs.create(th, "echo", input=human("first"))
+            runs = await asyncio.gather(*[http.post(f"/threads/{th}/runs", json={
+                "assistant_id": "echo", "input": human(f"interrupting {n}"), "multitask_strategy": "interrupt"})
+                for n in range(5)])
+            model.gate.set()
+            last: Any = await lg.runs.join(th, "t6")
+        replies = await client.get_workflow_handle(th).query(TeamWorkflow.turn_replies, list(range(1, 7)))
+
+    assert [r.status_code for r in runs] == [200] * 5, [r.text[:200] for r in runs]
+    assert sorted(r.json()["run_id"] for r in runs) == ["t2", "t3", "t4", "t5", "t6"]
+    assert [(r.turn, r.status) for r in replies] == [(n, "cancelled") for n in range(1, 6)] + [(6, "completed")]
+    assert last["messages"][-1]["content"].startswith("heard: interrupting ")
