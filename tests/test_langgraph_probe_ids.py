@@ -17,6 +17,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.examples import faang, support
+from durable_teams.gateway.core.scopes import Token
 from durable_teams.gateway.doors.langgraph import langgraph_webhooks as webhooks
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -28,6 +29,9 @@ from .teams import TEAM, GatedModel
 from .waiting import until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
+
+TOKENS = [Token("shop-secret", "shop"), Token("crm-secret", "crm")]
+CRM = {"Authorization": "Bearer crm-secret"}
 
 
 def human(text: str) -> dict[str, Any]:
@@ -169,3 +173,42 @@ async def test_interrupt_runs_sent_at_once_each_interrupt_the_ones_before_them(
     assert sorted(r.json()["run_id"] for r in runs) == ["t2", "t3", "t4", "t5", "t6"]
     assert [(r.turn, r.status) for r in replies] == [(n, "cancelled") for n in range(1, 6)] + [(6, "completed")]
     assert last["messages"][-1]["content"].startswith("heard: interrupting ")
+
+
+async def test_a_tenants_thread_ids_are_its_own(client: Client, task_queue: str) -> None:
+    """Two tenants each create, run and find a thread `shared` (and one made by a run with
+    if_not_exists="create"): neither learns of the other's (it was a 409 "already exists" for
+    the second, which told it the id was in use); an operator sees both by their workflow ids."""
+    teams, model = faang_and_support()
+    async with running_worker(client, task_queue, teams, model):
+        async with running_gateway(client, task_queue, teams=["faang"], tokens=TOKENS) as url, \
+                httpx.AsyncClient(base_url=f"{url}/langgraph", timeout=60) as http:
+            shop, crm = (get_client(url=f"{url}/langgraph", api_key=key) for key in ("shop-secret", "crm-secret"))
+            made = [await lg.threads.create(thread_id="shared", graph_id="faang") for lg in (shop, crm)]
+            again = error_of(await http.post("/threads", json={"thread_id": "shared"}, headers=CRM))
+            kept = await crm.threads.create(thread_id="shared", if_exists="do_nothing")
+            done: Any = await shop.runs.wait("shared", "faang", input=human(faang.QUESTION))
+            crm_state: Any = await crm.threads.get_state("shared")
+            created = [await lg.runs.create("made-by-run", "faang", input=human(faang.QUESTION),
+                                            if_not_exists="create") for lg in (shop, crm)]
+            joined = [await lg.runs.join("made-by-run", "t1") for lg in (shop, crm)]
+            found = [sorted(t["thread_id"] for t in await lg.threads.search(limit=100)) for lg in (shop, crm)]
+            streamed = [p async for p in crm.runs.stream("shared", "faang", input=human(faang.QUESTION))]
+            history = await crm.threads.get_history("shared")
+            operator = {t["thread_id"] async for t in _all(client, task_queue)}
+
+    assert [t["thread_id"] for t in made] == ["shared", "shared"]
+    assert again == (409, "thread shared already exists")  # its own, named as it named it
+    assert kept["thread_id"] == "shared" and kept["values"]["messages"] == []
+    assert done["messages"][-1]["content"] == faang.ANSWER and crm_state["values"]["messages"] == []
+    assert [(r["run_id"], r["thread_id"]) for r in created] == [("t1", "made-by-run")] * 2
+    assert [j["messages"][-1]["content"] for j in joined] == [faang.ANSWER] * 2
+    assert found == [["made-by-run", "shared"]] * 2
+    assert streamed[0].data["thread_id"] == "shared"
+    assert {h["checkpoint"]["thread_id"] for h in history} == {"shared"}
+    assert {"shop:shared", "crm:shared", "shop:made-by-run", "crm:made-by-run"} <= operator
+
+
+async def _all(client: Client, task_queue: str) -> Any:
+    async for wf in client.list_workflows(f"TaskQueue = '{task_queue}'"):
+        yield {"thread_id": wf.id}

@@ -39,6 +39,7 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_reading import Snapshot, snapshot
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import thread_in
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     NotFound,
     Unsupported,
@@ -129,7 +130,7 @@ def edit_of(body: dict[str, Any]) -> tuple[str, str | None, str | None]:
 async def update_state(request: Request) -> Response:
     """`threads.update_state`: the update kept for the next run (`Staged`), as a new checkpoint."""
     gw: Gateway = request.app.state.gateway
-    thread = checks.thread_id(request.path_params["thread"])
+    thread = thread_in(request)
     text, replaced, at = edit_of(checks.parse_body(await request.body()))
     seen = await snapshot(gw, thread, scope_of(request))
     if seen.state() != "idle":
@@ -164,7 +165,7 @@ async def update_state(request: Request) -> Response:
     await gw.client.get_workflow_handle(thread).execute_update(TeamWorkflow.set_client_metadata, ClientMetadata(
         client=STAGED_CLIENT, metadata={"text": staged.text, "at": staged.at, "turns": staged.turns,
                                         "parent": staged.parent, "agent": staged.agent, "first": staged.first}))
-    return JSONResponse({"checkpoint": {"thread_id": thread, "checkpoint_ns": "",
+    return JSONResponse({"checkpoint": {"thread_id": seen.shown, "checkpoint_ns": "",
                                         "checkpoint_id": staged.checkpoint_id, "checkpoint_map": None}})
 
 

@@ -22,6 +22,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import workflow_id
 from durable_teams.gateway.doors.langgraph.langgraph_wire import RunRef, Unsupported
 from durable_teams.workflows.push_targets import from_the_start, public_refusal
 from durable_teams.workflows.run_webhooks import RunWebhookWorkflow, WebhookInput
@@ -65,10 +66,12 @@ async def check_webhook(url: object) -> str:
     return url
 
 
-def cron_webhook(team: str, url: str) -> CronWebhook:
+def cron_webhook(team: str, url: str, scope: str | None) -> CronWebhook:
     """A cron's webhook (`check_webhook`ed), with the operator's choices of now: each run the
-    cron fires is told to `url` once it ends, as a run's webhook is."""
-    return CronWebhook(url=url, assistant_id=team, run_id=RUN_ID, **choices())
+    cron fires is told to `url` once it ends, as a run's webhook is (its thread by the id the
+    cron's tenant knows it by)."""
+    return CronWebhook(url=url, assistant_id=team, run_id=RUN_ID, tenant_prefix=workflow_id(scope, "") or None,
+                       **choices())
 
 
 def choices() -> dict[str, Any]:
@@ -77,14 +80,15 @@ def choices() -> dict[str, Any]:
             "attempts": int(number("ATTEMPTS", 8, 1, 100)), "poll_seconds": number("POLL_SECONDS", 1.0, 0.01, 60.0)}
 
 
-async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str) -> str | None:
+async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str, shown: str | None = None
+                    ) -> str | None:
     """Start the workflow that delivers the run's webhook once it ends; tried `WATCH_ATTEMPTS`
     times under one workflow id (a start that went in but whose answer was lost is not a second
     watcher). The run went in already, so a failure is not raised (the client would send the run
     again: twice): it is returned, logged, and shown on the run (`kwargs.webhook_error`)."""
     last = from_the_start() if run.resumed is None else None  # a resumed run: from the turn's state now
     inp = WebhookInput(thread=thread, turn=run.turn, run_id=run.id, assistant_id=team, url=url, last=last,
-                       **choices())
+                       shown_thread=shown if shown != thread else None, **choices())
     watcher, pause = f"langgraph-webhook-{uuid.uuid4().hex}", number("WATCH_RETRY_SECONDS", 0.2, 0.0, 10.0)
     for attempt in range(WATCH_ATTEMPTS):
         try:
