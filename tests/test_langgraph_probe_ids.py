@@ -123,7 +123,8 @@ async def test_a_webhook_watcher_that_fails_to_start_is_retried_then_shown_and_t
     monkeypatch.setattr(Client, "start_workflow", flaky)
     teams, model = faang_and_support()
     async with running_worker(client, task_queue, teams, model):
-        async with running_gateway(client, task_queue, teams=["faang"]) as url, receiving() as receiver:
+        async with running_gateway(client, task_queue, teams=["faang"]) as url, receiving() as receiver, \
+                httpx.AsyncClient(base_url=f"{url}/langgraph", timeout=60) as http:
             lg = get_client(url=f"{url}/langgraph", api_key=None)
             th = (await lg.threads.create(graph_id="faang"))["thread_id"]
             failures["left"] = webhooks.WATCH_ATTEMPTS - 1  # the last try starts it
@@ -133,13 +134,16 @@ async def test_a_webhook_watcher_that_fails_to_start_is_retried_then_shown_and_t
                 return receiver.accepted()
             bodies = await until(delivered, "the webhook delivered")
             await lg.runs.join(th, retried["run_id"])
-            failures["left"] = webhooks.WATCH_ATTEMPTS  # every try fails
+            failures["left"] = 2 * webhooks.WATCH_ATTEMPTS  # every try fails, for two runs
             other = (await lg.threads.create(graph_id="faang"))["thread_id"]
             unwatched: Any = await lg.runs.create(other, "faang", input=human(faang.QUESTION), webhook=receiver.url)
             joined: Any = await lg.runs.join(other, unwatched["run_id"])
+            third = (await lg.threads.create(graph_id="faang"))["thread_id"]
+            waited = await http.post(f"/threads/{third}/runs/wait", json={
+                "assistant_id": "faang", "input": human(faang.QUESTION), "webhook": receiver.url})
         transcripts = [await client.get_workflow_handle(t).query(TeamWorkflow.transcript, False) for t in (th, other)]
 
-    assert failures["failed"] == 2 * webhooks.WATCH_ATTEMPTS - 1
+    assert failures["failed"] == 3 * webhooks.WATCH_ATTEMPTS - 1
     assert (retried["run_id"], retried["kwargs"]) == ("t1", {})
     assert [(b["run_id"], b["status"]) for b in bodies] == [("t1", "success")]
     assert unwatched["run_id"] == "t1"
@@ -147,7 +151,9 @@ async def test_a_webhook_watcher_that_fails_to_start_is_retried_then_shown_and_t
         f"run t1 of thread {other} went in, but its webhook's watcher did not start: the server is unreachable")
     assert joined["messages"][-1]["content"] == faang.ANSWER
     assert [[m.content for m in t if m.role == "user"] for t in transcripts] == [[faang.QUESTION]] * 2  # once each
-    assert len(receiver.accepted()) == 1  # the second run's webhook: not watched, and said so
+    assert len(receiver.accepted()) == 1  # the later runs' webhooks: not watched, and said so
+    assert waited.status_code == 200 and waited.json()["messages"][-1]["content"] == faang.ANSWER
+    assert waited.headers["x-webhook-error"].startswith(f"run t1 of thread {third} went in, but its webhook's")
 
 
 async def test_interrupt_runs_sent_at_once_each_interrupt_the_ones_before_them(

@@ -46,7 +46,11 @@ from durable_teams.gateway.doors.langgraph.langgraph_requests import (
 from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream, stream_error
 from durable_teams.gateway.doors.langgraph.langgraph_tenancy import shown, thread_in
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of, new_thread
-from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, watch_run
+from durable_teams.gateway.doors.langgraph.langgraph_webhooks import (
+    check_webhook,
+    watch_run,
+    webhook_failure,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     RUN_STATES,
     NotFound,
@@ -191,9 +195,9 @@ async def followed(request: Request, run: RunStream) -> None:
 
 
 async def wait(request: Request) -> Response:
-    run, _ = await begin(request)
+    run, asked = await begin(request)
     await followed(request, run)
-    return JSONResponse(run.final_values(), headers=located(run))
+    return JSONResponse(run.final_values(), headers=located(run) | webhook_failure(asked.webhook_error))
 
 
 async def stream(request: Request) -> Response:
@@ -202,7 +206,7 @@ async def stream(request: Request) -> Response:
     if not request.state.open_stream():
         return error(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     run, asked = await begin(request)
-    headers = located(run)
+    headers = located(run) | webhook_failure(asked.webhook_error)
     if asked.resumable:  # the modes in it: a reconnect sends no body
         modes = urlencode([("stream_mode", mode) for mode in asked.modes])
         headers["Location"] = f"/threads/{run.shown or run.thread}/runs/{run.run.id}/stream?{modes}"

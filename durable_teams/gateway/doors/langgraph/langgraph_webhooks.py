@@ -66,6 +66,14 @@ async def check_webhook(url: object) -> str:
     return url
 
 
+def webhook_failure(failure: str | None) -> dict[str, str]:
+    """The `X-Webhook-Error` header of a run whose webhook is not watched (`runs.wait` and
+    `runs.stream` answer the run's values, not the run: the failure goes in a header)."""
+    if not failure:
+        return {}
+    return {"X-Webhook-Error": " ".join(failure.encode("ascii", "replace").decode().split())[:500]}
+
+
 def cron_webhook(team: str, url: str, scope: str | None) -> CronWebhook:
     """A cron's webhook (`check_webhook`ed), with the operator's choices of now: each run the
     cron fires is told to `url` once it ends, as a run's webhook is (its thread by the id the
