@@ -91,8 +91,9 @@ async def test_a_runs_webhook_is_delivered_once_it_ends_retried_after_a_failure(
     monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS", "0.01")
     monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_POLL_SECONDS", "0.05")
     async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
-        async with running_gateway(client, task_queue, teams=["echo"]) as url, receiving() as receiver:
-            lg = get_client(url=f"{url}/langgraph", api_key=None)
+        async with running_gateway(client, task_queue, teams=["echo"], tokens=TOKENS) as url, \
+                receiving() as receiver:
+            lg = get_client(url=f"{url}/langgraph", api_key="crm-secret")  # its thread: its own id in the webhook
             thread = (await lg.threads.create())["thread_id"]
             with pytest.raises(UnprocessableEntityError, match="webhook .*loopback"):
                 await lg.runs.create(thread, "echo", input=human("to a private address"), webhook=receiver.url)
@@ -115,12 +116,14 @@ async def test_a_crons_webhook_is_delivered_after_each_run_it_fires(
         client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """`webhook=` on a cron (a thread's and an assistant's): each firing's run is told to the
     URL once it ends, retried after a failure; a URL that is not public is refused when the
-    cron is made, as for a run."""
+    cron is made, as for a run. A tenant's webhooks name its threads by its own ids (the
+    workflows are `shop:<id>`)."""
     monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_RETRY_SECONDS", "0.01")
     monkeypatch.setenv("DURABLE_TEAMS_LANGGRAPH_WEBHOOK_POLL_SECONDS", "0.05")
     async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)):
-        async with running_gateway(client, task_queue, teams=["echo"]) as url, receiving() as receiver:
-            lg = get_client(url=f"{url}/langgraph", api_key=None)
+        async with running_gateway(client, task_queue, teams=["echo"], tokens=TOKENS) as url, \
+                receiving() as receiver:
+            lg = get_client(url=f"{url}/langgraph", api_key="shop-secret")
             thread = (await lg.threads.create())["thread_id"]
             with pytest.raises(UnprocessableEntityError, match="webhook .*loopback"):
                 await lg.crons.create_for_thread(thread, "echo", schedule=YEARLY, input=human("x"), webhook=receiver.url)

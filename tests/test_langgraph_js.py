@@ -50,7 +50,8 @@ async def test_the_js_sdk_drives_faang_and_support(client: Client, task_queue: s
         async with running_gateway(client, task_queue, teams=["faang", "support"],
                                    tokens=[Token("js-secret", "web")]) as url:
             out = await node_flows(f"{url}/langgraph", "js-secret")  # sent as x-api-key
-        transcript = await client.get_workflow_handle(out["support"]["thread"]).query(TeamWorkflow.transcript, True)
+        # the scope "web"'s thread X is the workflow web:X (a tenant's thread ids are its own)
+        transcript = await client.get_workflow_handle(f"web:{out['support']['thread']}").query(TeamWorkflow.transcript, True)
 
     assert [a["assistant_id"] for a in out["assistants"]] == ["faang", "support"]
     events = out["faang"]["events"]

@@ -141,7 +141,7 @@ REFUSED: list[tuple[dict[str, str], str, str, Any, int, str]] = [
     (CRM, "GET", "/threads/{th}/runs/t1/join", None, 404, "no thread"),
     (CRM, "GET", "/threads/{th}/runs/t1/stream", None, 404, "no thread"),
     (CRM, "POST", "/threads/{th}/runs/t1/cancel?action=rollback", None, 404, "no thread"),
-    (CRM, "POST", "/threads/{th}/runs", run(if_not_exists="create"), 404, "no thread"),
+    (CRM, "POST", "/threads/{th}/runs", run(), 404, "no thread"),  # (with if_not_exists="create": a thread of its own)
     (CRM, "POST", "/threads/{sup}/runs/wait", {"assistant_id": "support", "command": {"resume": "4711"}}, 404,
      "no thread"),
     (CRM, "POST", "/threads/{th}/runs/crons", cron(), 404, "no thread"),
@@ -193,7 +193,7 @@ async def test_malformed_and_foreign_requests_are_4xx_json_without_a_traceback(
                           [r["run_id"] for r in (await sent(http, "GET", f"/threads/{th}/runs", None, SHOP)).json()],
                           [t["thread_id"] for t in (await sent(http, "POST", "/threads/search",
                                                                {"ids": [th, *map(str, range(100_000))]}, SHOP)).json()]]
-        transcript = await client.get_workflow_handle(th).query(TeamWorkflow.transcript, False)
+        transcript = await client.get_workflow_handle(f"shop:{th}").query(TeamWorkflow.transcript, False)
 
     wrong = []
     for (headers, method, path, _, status, words), answer in zip(REFUSED, answers, strict=True):

@@ -49,6 +49,8 @@ class Checkpoint:
     description: str
     text: str | None = None
     """A turn's user message, or the words of an answer."""
+    question: str | None = None
+    """An answer's question id (when this client can read the answer)."""
 
 
 @dataclass
@@ -212,10 +214,12 @@ async def _answer_point(client: Client, run_id: str, event_id: int, payloads: Se
     try:
         [reply, *_] = await client.data_converter.decode(payloads)
         text = reply.get("text") if isinstance(reply, dict) else None
+        question = reply.get("question_id") if isinstance(reply, dict) else None
     except Exception:  # noqa: BLE001 - unreadable (another key, a malformed answer): no words
-        text = None
+        text = question = None
     return Checkpoint(_cid(run_id, event_id), "answer", run_id, event_id, None, None, "a question answered",
-                      text=text if isinstance(text, str) else None)
+                      text=text if isinstance(text, str) else None,
+                      question=question if isinstance(question, str) else None)
 
 
 def _activity_point(run_id: str, event_id: int, name: str, summary: str) -> Checkpoint | None:

@@ -32,6 +32,9 @@ class WebhookInput(Wire):
     attempts: int = 8
     poll_seconds: float = 1.0
     watch_seconds: float = 300.0
+    shown_thread: str | None = left_out_when_unset()
+    """The thread's id as the run's caller knows it (a tenant's: its workflow id without the
+    tenant's prefix, gateway/doors/langgraph/langgraph_tenancy.py); None: `thread`."""
     last: str | None = left_out_when_unset()
     """Where the watch starts: a cursor (`push_targets.from_the_start`) follows the
     conversation's history from there, so an interrupt answered at once still ends the run;
@@ -56,7 +59,7 @@ class RunWebhookWorkflow:
             if workflow.info().is_continue_as_new_suggested():
                 workflow.continue_as_new(inp)
         status = RUN_ENDS[change.state]
-        event: dict[str, object] = {"run_id": inp.run_id, "thread_id": inp.thread, "assistant_id": inp.assistant_id,
+        event: dict[str, object] = {"run_id": inp.run_id, "thread_id": inp.shown_thread or inp.thread, "assistant_id": inp.assistant_id,
                                     "status": status, "metadata": {}, "multitask_strategy": "reject"}
         if status == "error":
             event["error"] = "the run failed"

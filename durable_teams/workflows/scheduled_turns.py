@@ -40,6 +40,8 @@ class CronWebhook(Wire):
     retry_seconds: float = 1.0
     attempts: int = 8
     poll_seconds: float = 1.0
+    tenant_prefix: str | None = left_out_when_unset()
+    """Left out of the thread's id in the webhook (a tenant's thread ids are its own)."""
 
 
 class ScheduledTurn(Wire):
@@ -98,6 +100,7 @@ class ScheduledTurnWorkflow:
         await workflow.start_child_workflow(
             RunWebhookWorkflow.run, WebhookInput(
                 thread=fired.thread, turn=fired.turn, run_id=hook.run_id.format(turn=fired.turn),
+                shown_thread=fired.thread.removeprefix(hook.tenant_prefix) if hook.tenant_prefix else None,
                 assistant_id=hook.assistant_id, url=hook.url, allow_private=hook.allow_private,
                 retry_seconds=hook.retry_seconds, attempts=hook.attempts, poll_seconds=hook.poll_seconds,
                 last=from_the_start()),

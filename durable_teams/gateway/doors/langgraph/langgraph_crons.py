@@ -38,7 +38,9 @@ from durable_teams.gateway.doors.langgraph.langgraph_checks import (
     optional_text,
     page,
 )
+from durable_teams.gateway.doors.langgraph.langgraph_cron_times import never_fires
 from durable_teams.gateway.doors.langgraph.langgraph_requests import stream_modes, turn_text
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import shown, thread_in, workflow_id
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of
 from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, cron_webhook
 from durable_teams.gateway.doors.langgraph.langgraph_wire import NotFound, Unsupported
@@ -64,6 +66,9 @@ def cron_spec(body: dict[str, Any]) -> ScheduleSpec:
         raise Unsupported(f"schedule {expression[:80]!r}: a cron here is five fields (minute hour day month "
                           f"weekday) or one of {', '.join(NAMED)}, as LangGraph's; seconds, @every and "
                           "CRON_TZ are not served (the time zone is 'timezone')")
+    if never_fires(expression.strip()):
+        raise checks.BadRequest(f"schedule {expression[:80]!r} never fires: its days of the month fall in none "
+                                "of its months", 422)
     end = body.get("end_time")
     try:
         end_at = datetime.fromisoformat(end) if isinstance(end, str) else None
@@ -100,14 +105,15 @@ async def create(request: Request) -> Response:
     gw.check_team(team)
     cron_id = PREFIX + uuid.uuid4().hex
     memo: dict[str, Any] = {"team": team, "queue": gw.task_queue} | ({SCOPE_MEMO: scope} if scope else {})
-    hook = cron_webhook(team, await check_webhook(body["webhook"])) if body.get("webhook") is not None else None
+    hook = cron_webhook(team, await check_webhook(body["webhook"]), scope) if body.get("webhook") is not None else None
     if thread is not None:
+        thread = thread_in(request)
         try:
-            known = await gw.running(checks.thread_id(thread), team, scope)  # another scope's: 404 too; ended: 409
+            known = await gw.running(thread, team, scope)  # another scope's: 404 too; ended: 409
         except TeamMismatch as err:
             raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
         if not known:
-            raise NotFound(f"no thread {thread}")
+            raise NotFound(f"no thread {shown(scope, thread)}")
         memo["thread"] = thread
         action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(thread=thread, text=text, webhook=hook),
                                              id=f"{cron_id}-turn", task_queue=gw.task_queue)
@@ -115,12 +121,14 @@ async def create(request: Request) -> Response:
         thread_memo = {"team": team} | ({SCOPE_MEMO: scope} if scope else {})
         inp = ConversationInput(team_name=team, task=text, single_turn=True, history=[], answer_history=False)
         if hook is None:
-            action = ScheduleActionStartWorkflow(TeamWorkflow.run, inp, id=f"{cron_id}-run", task_queue=gw.task_queue,
+            action = ScheduleActionStartWorkflow(TeamWorkflow.run, inp, id=workflow_id(scope, f"{cron_id}-run"),
+                                                 task_queue=gw.task_queue,
                                                  memo=thread_memo, task_timeout=TASK_TIMEOUT)
         else:  # each firing starts the thread and then the webhook's watch of its run
             action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(
                 text=text, webhook=hook, start=inp, memo=thread_memo,
-                task_timeout_seconds=TASK_TIMEOUT.total_seconds()), id=f"{cron_id}-run", task_queue=gw.task_queue)
+                task_timeout_seconds=TASK_TIMEOUT.total_seconds()), id=workflow_id(scope, f"{cron_id}-run"),
+                task_queue=gw.task_queue)
     metadata = optional_object(body, "metadata")
     memo |= {"metadata": metadata, "input": body.get("input"), "created_at": datetime.now(UTC).isoformat(),
              "schedule": body["schedule"], "timezone": body.get("timezone")}  # the server keeps calendars
@@ -132,7 +140,11 @@ async def create(request: Request) -> Response:
         described: ScheduleDescription | None = await handle.describe()
     except RPCError:  # made: it is answered (without its next run), so a client does not make another
         described = None
-    made = cron_object(cron_id, memo, described)
+    if described is not None and not described.info.next_action_times:  # its end_time before its first firing
+        await handle.delete()
+        raise checks.BadRequest(f"schedule {body['schedule'][:80]!r} never fires before its end_time "
+                                f"{body.get('end_time')!r}", 422)
+    made = cron_object(cron_id, memo, described, scope)
     made["payload"]["webhook"] = hook.url if hook else None  # (kept in the schedule's action, not its memo)
     return JSONResponse(made)
 
@@ -151,10 +163,13 @@ async def schedules_served() -> AsyncIterator[None]:
                           "(frontend.enableSchedules)", endpoint=True) from None
 
 
-def cron_object(cron_id: str, memo: dict[str, Any], described: ScheduleDescription | None) -> dict[str, Any]:
+def cron_object(cron_id: str, memo: dict[str, Any], described: ScheduleDescription | None,
+                scope: str | None) -> dict[str, Any]:
     spec = described.schedule.spec if described else None
     upcoming = described.info.next_action_times if described else []
-    return {"cron_id": cron_id, "assistant_id": memo.get("team"), "thread_id": memo.get("thread"),
+    thread = memo.get("thread")
+    return {"cron_id": cron_id, "assistant_id": memo.get("team"),
+            "thread_id": shown(scope, thread) if isinstance(thread, str) else None,
             "schedule": memo.get("schedule"), "timezone": memo.get("timezone"),
             "end_time": spec.end_at.isoformat() if spec and spec.end_at else None,
             "payload": {"input": memo.get("input"), "assistant_id": memo.get("team")},
@@ -170,6 +185,7 @@ async def search(request: Request) -> Response:
     if unknown:
         raise Unsupported(f"cron search parameter(s) {', '.join(unknown)}")
     team, thread, (offset, limit) = optional_text(body, "assistant_id"), optional_text(body, "thread_id"), page(body)
+    thread = thread and workflow_id(scope, thread)
     found = []
     async with schedules_served():
         async for listed in await gw.client.list_schedules():
@@ -180,7 +196,7 @@ async def search(request: Request) -> Response:
                 continue
             if team not in (None, memo.get("team")) or thread not in (None, memo.get("thread")):
                 continue
-            found.append(cron_object(listed.id, dict(memo), None))
+            found.append(cron_object(listed.id, dict(memo), None, scope))
     return JSONResponse(found[offset:offset + limit])
 
 

@@ -39,7 +39,13 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_reading import Snapshot, snapshot
-from durable_teams.gateway.doors.langgraph.langgraph_wire import Unsupported, message_id, values_of
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import thread_in
+from durable_teams.gateway.doors.langgraph.langgraph_wire import (
+    NotFound,
+    Unsupported,
+    message_id,
+    values_of,
+)
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import ClientMetadata
@@ -124,7 +130,7 @@ def edit_of(body: dict[str, Any]) -> tuple[str, str | None, str | None]:
 async def update_state(request: Request) -> Response:
     """`threads.update_state`: the update kept for the next run (`Staged`), as a new checkpoint."""
     gw: Gateway = request.app.state.gateway
-    thread = checks.thread_id(request.path_params["thread"])
+    thread = thread_in(request)
     text, replaced, at = edit_of(checks.parse_body(await request.body()))
     seen = await snapshot(gw, thread, scope_of(request))
     if seen.state() != "idle":
@@ -132,7 +138,7 @@ async def update_state(request: Request) -> Response:
                                 "(wait for its run, or resume its interrupt)", 409)
     try:
         points = await list_checkpoints(gw.client, thread)
-        point = find(points, thread, at) if at is not None else (points[-1] if points else None)
+        point = named(points, thread, at) if at is not None else (points[-1] if points else None)
         messages = seen.messages if point is None or point is points[-1] and point.kind != "turn" else \
             with_turn(point, (await transcripts_at(gw.client, thread, [point])).get(point.id, []))
     except CheckpointError as err:
@@ -159,8 +165,18 @@ async def update_state(request: Request) -> Response:
     await gw.client.get_workflow_handle(thread).execute_update(TeamWorkflow.set_client_metadata, ClientMetadata(
         client=STAGED_CLIENT, metadata={"text": staged.text, "at": staged.at, "turns": staged.turns,
                                         "parent": staged.parent, "agent": staged.agent, "first": staged.first}))
-    return JSONResponse({"checkpoint": {"thread_id": thread, "checkpoint_ns": "",
+    return JSONResponse({"checkpoint": {"thread_id": seen.shown, "checkpoint_ns": "",
                                         "checkpoint_id": staged.checkpoint_id, "checkpoint_map": None}})
+
+
+def named(points: list[Checkpoint], thread: str, checkpoint_id: str) -> Checkpoint:
+    """The checkpoint of the thread with exactly this id (no other spelling of it: with
+    spaces, in capitals, with leading zeros or other digits), else `NotFound` (404)."""
+    try:
+        return find(points, thread, checkpoint_id)
+    except CheckpointError:
+        raise NotFound(f"no checkpoint {checkpoint_id[:120]!r} on thread {thread}: list them with "
+                       "threads.get_history") from None
 
 
 def with_turn(point: Checkpoint, transcript: list[Message]) -> list[Message]:

@@ -11,7 +11,10 @@ from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus
 
+from durable_teams.client.checkpoints import list_checkpoints
+from durable_teams.client.replay_state import ReplayFailed
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import shown
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     NotFound,
     RunRef,
@@ -45,6 +48,12 @@ class Snapshot:
     failed: bool
     status: ConversationStatus
     messages: list[Message]
+    scope: str | None = None
+    """The caller's scope: the thread is shown by its id within it (langgraph_tenancy.py)."""
+
+    @property
+    def shown(self) -> str:
+        return shown(self.scope, self.thread)
 
     def values(self) -> dict[str, Any]:
         return values_of(self.messages)
@@ -54,7 +63,7 @@ class Snapshot:
 
     def as_thread(self) -> dict[str, Any]:
         metadata = self.memo.get(METADATA_MEMO)
-        return thread_object(self.thread, self.team, self.created, metadata if isinstance(metadata, dict) else {},
+        return thread_object(self.shown, self.team, self.created, metadata if isinstance(metadata, dict) else {},
                              self.state(), self.values(), self.status.pending)
 
 
@@ -70,7 +79,7 @@ async def snapshot(gw: Gateway, thread: str, scope: str | None) -> Snapshot:
     team = memo.get("team")
     return Snapshot(thread, team if isinstance(team, str) else None, memo, described.start_time,
                     described.status == WorkflowExecutionStatus.RUNNING, described.status in ENDED_BADLY,
-                    status, messages)
+                    status, messages, scope)
 
 
 async def reply_of(gw: Gateway, thread: str, turn: int) -> TurnReply | None:
@@ -91,9 +100,29 @@ async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
         raise NotFound(f"no run {run.id} on thread {seen.thread}")
     if run.resumed is not None and any(q.question_id == run.resumed for q in seen.status.pending):
         raise NotFound(f"no run {run.id} on thread {seen.thread}: interrupt {run.resumed} waits for its answer")
+    if run.resumed is not None and not await answered_in(gw, seen.thread, run):
+        raise NotFound(f"no run {run.id} on thread {seen.thread}: no answer to an interrupt {run.resumed} "
+                       f"of run t{run.turn} started one")
     reply = await reply_of(gw, seen.thread, run.turn)
     state = run_status(seen.status, run.turn, reply, seen.running)
-    return run_object(seen.thread, run, seen.team, state, seen.created, await turn_metadata(gw, seen.thread, run.turn))
+    return run_object(seen.shown, run, seen.team, state, seen.created, await turn_metadata(gw, seen.thread, run.turn))
+
+
+async def answered_in(gw: Gateway, thread: str, run: RunRef) -> bool:
+    """Whether an answer to question `run.resumed` was taken while turn `run.turn` ran (the
+    thread's history: its checkpoints, durable_teams/client/checkpoints.py); True when the
+    history does not replay here (as before: a run is not denied for it)."""
+    try:
+        points = await list_checkpoints(gw.client, thread)
+    except ReplayFailed:
+        return True
+    turn = 0
+    for point in points:
+        if point.kind == "turn" and point.turn is not None:
+            turn = point.turn
+        elif point.kind == "answer" and point.question == run.resumed and turn == run.turn:
+            return True
+    return False
 
 
 async def turn_metadata(gw: Gateway, thread: str, turn: int) -> dict[str, Any] | None:

@@ -42,6 +42,8 @@ class RunRequest:
     interrupt_after: list[str] | None = None
     metadata: dict[str, Any] | None = None
     """The run's `metadata`: kept with its turn, shown on the run and in the thread's state."""
+    webhook_error: str | None = None
+    """Why the run's webhook is not watched though the run went in (langgraph_webhooks.py)."""
 
 
 def run_request(body: dict[str, Any]) -> RunRequest:

@@ -78,11 +78,18 @@ def unsupported(what: str) -> Any:
     return answer
 
 
-def langgraph_mount() -> BaseRoute:
-    """Every route of the door under `PREFIX`."""
-    thread = "/threads/{thread}"
-    run = thread + "/runs/{run}"
-    routes = [
+THREAD = "/threads/{thread}"
+RUN = THREAD + "/runs/{run}"
+ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+NOT_SERVED = (("/runs/batch", "batch runs"), ("/runs/cancel", "cancelling runs in bulk"),
+              ("/runs/crons/count", "counting crons"), ("/threads/count", "counting threads"),
+              ("/threads/prune", "pruning threads"), (THREAD + "/stream", "thread streams"),
+              (THREAD + "/state/{rest:path}", "a past checkpoint's state"))
+"""Endpoints of the LangGraph Server API this door does not serve: a 501 naming each."""
+
+
+def assistant_routes() -> list[BaseRoute]:
+    return [
         Route("/ok", ok), Route("/info", info),
         Route("/assistants/search", search_assistants, methods=["POST"]),
         Route("/assistants/count", count_assistants, methods=["POST"]),
@@ -90,45 +97,60 @@ def langgraph_mount() -> BaseRoute:
         Route("/assistants/{assistant}", get_assistant, methods=["GET"]),
         Route("/assistants/{assistant}/{part:path}", unsupported("assistant graphs, schemas, subgraphs and versions"),
               methods=["GET", "POST", "PATCH", "DELETE"]),
-        Route("/threads", threads.create, methods=["POST"]),
-        Route("/threads/search", threads.search, methods=["POST"]),
-        Route(thread, threads.get, methods=["GET"]),
-        Route(thread, threads.delete, methods=["DELETE"]),
-        Route(thread, threads.update, methods=["PATCH"]),
-        Route(thread + "/copy", threads.copy, methods=["POST"]),
-        Route(thread + "/state", threads.state, methods=["GET"]),
-        Route(thread + "/state", threads.update_state, methods=["POST"]),
-        Route(thread + "/history", threads.history, methods=["POST"]),
-        Route(thread + "/runs", runs.create, methods=["POST"]),
-        Route(thread + "/runs", runs.listed, methods=["GET"]),
-        Route(thread + "/runs/wait", runs.wait, methods=["POST"]),
-        Route(thread + "/runs/stream", runs.stream, methods=["POST"]),
-        Route(run, runs.get, methods=["GET"]),
-        Route(run, unsupported("deleting a run (a turn stays in its thread's history)"), methods=["DELETE"]),
-        Route(run + "/join", runs.join, methods=["GET"]),
-        Route(run + "/stream", runs.join_stream, methods=["GET"]),
-        Route(run + "/cancel", runs.cancel, methods=["POST"]),
-        Route("/runs", runs.create, methods=["POST"]),
-        Route("/runs/wait", runs.wait, methods=["POST"]),
-        Route("/runs/stream", runs.stream, methods=["POST"]),
     ]
-    for path, what in (("/runs/batch", "batch runs"), ("/runs/cancel", "cancelling runs in bulk"),
-                       ("/runs/crons/count", "counting crons"),
-("/threads/count", "counting threads"),
-                       ("/threads/prune", "pruning threads"), (thread + "/stream", "thread streams"),
-                       (thread + "/state/{rest:path}", "a past checkpoint's state")):
-        routes.insert(2, Route(path, unsupported(what), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
-    routes[2:2] = [
+
+
+def cron_and_store_routes() -> list[BaseRoute]:
+    return [
         Route("/runs/crons", crons.create, methods=["POST"]),
-        Route(thread + "/runs/crons", crons.create, methods=["POST"]),
+        Route(THREAD + "/runs/crons", crons.create, methods=["POST"]),
         Route("/runs/crons/search", crons.search, methods=["POST"]),
         Route("/runs/crons/{cron}", crons.delete, methods=["DELETE"]),
-        Route("/runs/crons/{cron}", unsupported("updating a cron (delete it and create another)"),
-              methods=["PATCH"]),
+        Route("/runs/crons/{cron}", unsupported("updating a cron (delete it and create another)"), methods=["PATCH"]),
         Route("/store/items", store.put, methods=["PUT"]),
         Route("/store/items", store.get, methods=["GET"]),
         Route("/store/items", store.delete, methods=["DELETE"]),
         Route("/store/items/search", store.search, methods=["POST"]),
         Route("/store/namespaces", store.namespaces, methods=["POST"]),
     ]
-    return Mount(PREFIX, routes=routes)
+
+
+def thread_routes() -> list[BaseRoute]:
+    return [
+        Route("/threads", threads.create, methods=["POST"]),
+        Route("/threads/search", threads.search, methods=["POST"]),
+        Route(THREAD, threads.get, methods=["GET"]),
+        Route(THREAD, threads.delete, methods=["DELETE"]),
+        Route(THREAD, threads.update, methods=["PATCH"]),
+        Route(THREAD + "/copy", threads.copy, methods=["POST"]),
+        Route(THREAD + "/state", threads.state, methods=["GET"]),
+        Route(THREAD + "/state", threads.update_state, methods=["POST"]),
+        Route(THREAD + "/history", threads.history, methods=["POST"]),
+    ]
+
+
+def run_routes() -> list[BaseRoute]:
+    return [
+        Route(THREAD + "/runs", runs.create, methods=["POST"]),
+        Route(THREAD + "/runs", runs.listed, methods=["GET"]),
+        Route(THREAD + "/runs/wait", runs.wait, methods=["POST"]),
+        Route(THREAD + "/runs/stream", runs.stream, methods=["POST"]),
+        Route(RUN, runs.get, methods=["GET"]),
+        Route(RUN, unsupported("deleting a run (a turn stays in its thread's history)"), methods=["DELETE"]),
+        Route(RUN + "/join", runs.join, methods=["GET"]),
+        Route(RUN + "/stream", runs.join_stream, methods=["GET"]),
+        Route(RUN + "/cancel", runs.cancel, methods=["POST"]),
+        Route("/runs", runs.create, methods=["POST"]),
+        Route("/runs/wait", runs.wait, methods=["POST"]),
+        Route("/runs/stream", runs.stream, methods=["POST"]),
+    ]
+
+
+def langgraph_mount() -> BaseRoute:
+    """Every route of the door under `PREFIX`: crons and the store, then the endpoints not
+    served (before the served paths that would take them: `/threads/count` a thread's id),
+    assistants, threads and runs."""
+    refused: list[BaseRoute] = [Route(path, unsupported(what), methods=ANY_METHOD) for path, what in NOT_SERVED]
+    routes = assistant_routes()
+    return Mount(PREFIX, routes=[*routes[:2], *cron_and_store_routes(), *refused, *routes[2:], *thread_routes(),
+                                 *run_routes()])

@@ -23,6 +23,7 @@ from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.core.threads import Gateway, NoWorker, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
 from durable_teams.gateway.doors.langgraph.langgraph_edits import take_staged
+from durable_teams.gateway.doors.langgraph.langgraph_interrupts import interrupting_run
 from durable_teams.gateway.doors.langgraph.langgraph_multitask import (
     Busy,
     cancel_update,
@@ -43,8 +44,13 @@ from durable_teams.gateway.doors.langgraph.langgraph_requests import (
     stream_modes,
 )
 from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream, stream_error
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import shown, thread_in
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of, new_thread
-from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, watch_run
+from durable_teams.gateway.doors.langgraph.langgraph_webhooks import (
+    check_webhook,
+    watch_run,
+    webhook_failure,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     RUN_STATES,
     NotFound,
@@ -67,8 +73,9 @@ async def begin(request: Request) -> tuple[RunStream, RunRequest]:
     if asked.webhook is not None:
         asked.webhook = await check_webhook(asked.webhook)  # refused before anything goes in
     run = await begin_run(request, asked)
+    run.shown = shown(scope_of(request), run.thread)
     if asked.webhook is not None:
-        await watch_run(gw, run.thread, run.run, run.team, asked.webhook)
+        asked.webhook_error = await watch_run(gw, run.thread, run.run, run.team, asked.webhook, run.shown)
     return run, asked
 
 
@@ -78,7 +85,8 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
     if thread is None:  # a stateless run: a thread of its own (kept, as every thread)
         thread = await new_thread(gw, asked.team, scope, None, {})
     else:
-        await thread_for(gw, checks.thread_id(thread), asked, scope)
+        thread = thread_in(request)
+        await thread_for(gw, thread, asked, scope)
     seen = await snapshot(gw, thread, scope)
     taken = await take_staged(gw, seen, asked.continuing, scope)  # threads.update_state's (langgraph_edits.py)
     if taken is not None:
@@ -86,6 +94,8 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
         asked.resuming = asked.continuing = False
     if asked.resuming:
         return await resume(gw, thread, asked, seen.status, len(seen.messages))
+    if asked.strategy == "interrupt":  # every earlier run cancelled first (langgraph_interrupts.py)
+        return await interrupting_run(gw, thread, asked, scope)
     if seen.state() in ("busy", "interrupted"):
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
@@ -117,7 +127,7 @@ async def thread_for(gw: Gateway, thread: str, asked: RunRequest, scope: str | N
     except TeamMismatch as err:
         raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
     if not known and not asked.create_thread:
-        raise NotFound(f"no thread {thread} (or send if_not_exists='create')")
+        raise NotFound(f"no thread {shown(scope, thread)} (or send if_not_exists='create')")
     if not known:
         try:
             await new_thread(gw, asked.team, scope, thread, {})
@@ -146,7 +156,7 @@ async def resume(gw: Gateway, thread: str, asked: RunRequest, status: Conversati
 
 
 def located(run: RunStream) -> dict[str, str]:
-    return {"Content-Location": f"/threads/{run.thread}/runs/{run.run.id}"}
+    return {"Content-Location": f"/threads/{run.shown or run.thread}/runs/{run.run.id}"}
 
 
 async def create(request: Request) -> Response:
@@ -157,7 +167,8 @@ async def create(request: Request) -> Response:
         state, created = run_status(seen.status, run.run.turn, reply, seen.running), seen.created
     except (RPCError, WorkflowQueryFailedError, NoWorker):  # the run is in: answered as such all the
         state, created = "pending", None  # same (an error would have its client send it again: twice)
-    return JSONResponse(run_object(run.thread, run.run, run.team, state, created, asked.metadata),
+    return JSONResponse(run_object(run.shown or run.thread, run.run, run.team, state, created, asked.metadata,
+                                   {"webhook_error": asked.webhook_error} if asked.webhook_error else None),
                         headers=located(run))
 
 
@@ -184,9 +195,9 @@ async def followed(request: Request, run: RunStream) -> None:
 
 
 async def wait(request: Request) -> Response:
-    run, _ = await begin(request)
+    run, asked = await begin(request)
     await followed(request, run)
-    return JSONResponse(run.final_values(), headers=located(run))
+    return JSONResponse(run.final_values(), headers=located(run) | webhook_failure(asked.webhook_error))
 
 
 async def stream(request: Request) -> Response:
@@ -195,29 +206,29 @@ async def stream(request: Request) -> Response:
     if not request.state.open_stream():
         return error(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
     run, asked = await begin(request)
-    headers = located(run)
+    headers = located(run) | webhook_failure(asked.webhook_error)
     if asked.resumable:  # the modes in it: a reconnect sends no body
         modes = urlencode([("stream_mode", mode) for mode in asked.modes])
-        headers["Location"] = f"/threads/{run.thread}/runs/{run.run.id}/stream?{modes}"
+        headers["Location"] = f"/threads/{run.shown or run.thread}/runs/{run.run.id}/stream?{modes}"
     return sse_response(run.frames(asked.modes), headers, error_frame=stream_error)
 
 
 async def existing(request: Request) -> RunStream:
     """The run named in the path, to follow from its turn's start."""
     gw, scope = gateway_of(request), scope_of(request)
-    seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope)
+    seen = await snapshot(gw, thread_in(request), scope)
     run = parse_run_id(request.path_params["run"])
     found = await run_of(gw, seen, run)  # NotFound for a run the thread never had
     team, ahead = str(found["assistant_id"]), answering(seen.status)
     if run.turn <= ahead:  # begun: from its message
         start = turn_start(seen.messages, run.turn, ahead)
-        return RunStream(gw, seen.thread, run, team, start, start=start)
-    return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1)
+        return RunStream(gw, seen.thread, run, team, start, start=start, shown=seen.shown)
+    return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1, shown=seen.shown)
 
 
 async def get(request: Request) -> Response:
     gw = gateway_of(request)
-    seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope_of(request))
+    seen = await snapshot(gw, thread_in(request), scope_of(request))
     return JSONResponse(await run_of(gw, seen, parse_run_id(request.path_params["run"])))
 
 
@@ -241,7 +252,7 @@ async def join_stream(request: Request) -> Response:
 
 async def listed(request: Request) -> Response:
     gw = gateway_of(request)
-    seen = await snapshot(gw, checks.thread_id(request.path_params["thread"]), scope_of(request))
+    seen = await snapshot(gw, thread_in(request), scope_of(request))
     offset, limit = page(request.query_params)
     wanted = request.query_params.get("status")
     if wanted is not None and wanted not in RUN_STATES:
@@ -264,7 +275,7 @@ async def cancel(request: Request) -> Response:
         return error(409, f"run {run.run.id} has ended: nothing to cancel", "run_ended")
     if action == "rollback":
         await roll_back(gw, run.thread, run.run.turn)
-        return JSONResponse(run_object(run.thread, run.run, run.team, "interrupted", seen.created))
+        return JSONResponse(run_object(seen.shown, run.run, run.team, "interrupted", seen.created))
     try:
         await cancel_update(gw, run.thread, run.run.turn)
     except WorkflowUpdateFailedError as err:

@@ -47,6 +47,8 @@ class RunStream:
     ending: TurnReply | None = None
     interrupts: list[Question] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    shown: str | None = None
+    """The thread's id as the caller knows it (langgraph_tenancy.py); None: `thread`."""
 
     def located(self, messages: list[Message]) -> int | None:
         """Where the run's messages start, once its turn has begun (None: still queued)."""
@@ -99,7 +101,7 @@ class RunStream:
                 await asyncio.wait_for(grown.wait(), FALLBACK_SECONDS)
 
     def metadata(self, node: str | None, step: int) -> dict[str, Any]:
-        return {"thread_id": self.thread, "run_id": self.run.id, "assistant_id": self.team,
+        return {"thread_id": self.shown or self.thread, "run_id": self.run.id, "assistant_id": self.team,
                 "graph_id": self.team, "langgraph_node": node, "langgraph_step": step}
 
     async def frames(self, modes: list[str], after: str | None = None) -> AsyncIterator[str]:
@@ -107,7 +109,7 @@ class RunStream:
         the same frames under the same ids however often it is read: `after`, a frame's id
         (`Last-Event-ID`), resumes the stream after that frame."""
         seen = frame_key(after) if after else None
-        head = [sse_frame("metadata", {"run_id": self.run.id, "thread_id": self.thread, "attempt": 1})]
+        head = [sse_frame("metadata", {"run_id": self.run.id, "thread_id": self.shown or self.thread, "attempt": 1})]
         if "events" in modes:
             head.append(sse_frame("events", self.chain_event("on_chain_start", {"input": None})))
         for frame in numbered(-1, head, seen):
@@ -149,7 +151,7 @@ class RunStream:
         if "debug" not in modes:
             return []
         return [sse_frame("debug", event)
-                for event in debug_events(self.thread, index, values_of(messages[:index + 1]), node, wire)]
+                for event in debug_events(self.shown or self.thread, index, values_of(messages[:index + 1]), node, wire)]
 
     def end_frames(self, modes: list[str]) -> list[str]:
         frames = []

@@ -44,6 +44,12 @@ from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     snapshot,
     turn_metadata,
 )
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import (
+    owned,
+    shown,
+    thread_in,
+    workflow_id,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     Unsupported,
     interrupts_of,
@@ -86,7 +92,7 @@ def team_for(gw: Gateway, metadata: dict[str, Any]) -> str:
 async def new_thread(gw: Gateway, team: str, scope: str | None, thread: str | None,
                      metadata: dict[str, Any]) -> str:
     """Start a conversation of `team` (a new id when `thread` is None), kept to `scope`'s callers."""
-    thread = thread or str(uuid.uuid4())
+    thread = thread or workflow_id(scope, str(uuid.uuid4()))
     extra = {k: v for k, v in metadata.items() if k not in ("graph_id", "assistant_id")}
     memo = ({SCOPE_MEMO: scope} if scope else {}) | {"team": team} | ({METADATA_MEMO: extra} if extra else {})
     inp = ConversationInput(team_name=team, task=None, single_turn=False, history=[], answer_history=False)
@@ -107,19 +113,15 @@ async def create(request: Request) -> Response:
     if_exists = body.get("if_exists") or "raise"
     if if_exists not in ("raise", "do_nothing"):
         raise checks.BadRequest("'if_exists' is 'raise' or 'do_nothing'")
-    team = team_for(gw, metadata)
-    try:
-        thread = await new_thread(gw, team, scope_of(request), wanted, metadata)
+    team, scope = team_for(gw, metadata), scope_of(request)
+    try:  # a tenant's ids are its own: another's thread of this id is not this one (langgraph_tenancy.py)
+        thread = await new_thread(gw, team, scope, wanted and workflow_id(scope, wanted), metadata)
     except WorkflowAlreadyStartedError:
         if if_exists == "do_nothing":
-            return JSONResponse((await snapshot(gw, str(wanted), scope_of(request))).as_thread())
+            return JSONResponse((await snapshot(gw, workflow_id(scope, str(wanted)), scope)).as_thread())
         return error(409, f"thread {wanted} already exists", "already_exists")
     extra = {k: v for k, v in metadata.items() if k not in ("graph_id", "assistant_id")}
-    return JSONResponse(thread_object(thread, team, datetime.now(UTC), extra, "idle", {"messages": []}, []))
-
-
-def thread_in(request: Request) -> str:
-    return checks.thread_id(request.path_params["thread"])
+    return JSONResponse(thread_object(shown(scope, thread), team, datetime.now(UTC), extra, "idle", {"messages": []}, []))
 
 
 async def get(request: Request) -> Response:
@@ -163,7 +165,7 @@ async def search(request: Request) -> Response:
     offset, limit = page(body)
     if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
         raise checks.BadRequest("'ids' is a list of thread ids")
-    wanted_ids = None if ids is None else set(ids)  # looked up once per thread listed
+    wanted_ids = None if ids is None else {workflow_id(scope_of(request), i) for i in ids}  # looked up once each
     if wanted is not None and wanted not in THREAD_STATES:
         raise checks.BadRequest(f"'status' is one of {', '.join(THREAD_STATES)}")
     scope = scope_of(request)
@@ -176,7 +178,7 @@ async def search(request: Request) -> Response:
         except Exception:  # noqa: BLE001 - a memo this gateway cannot read is no scope's
             continue
         given = {"graph_id": memo.get("team"), "assistant_id": memo.get("team"), **(memo.get(METADATA_MEMO) or {})}
-        if not sees(scope, memo) or any(given.get(k) != v for k, v in metadata.items()):
+        if not sees(scope, memo) or not owned(scope, wf.id) or any(given.get(k) != v for k, v in metadata.items()):
             continue
         if wanted_ids is None or wf.id in wanted_ids:
             found.append(wf.id)
@@ -199,7 +201,7 @@ async def copy(request: Request) -> Response:
     gw, thread = gateway_of(request), thread_in(request)
     await gw.visible(thread, scope_of(request))
     try:  # the fork keeps the original's memo: its team, its scope
-        forked = await fork(gw.client, thread, fork_id=str(uuid.uuid4()))
+        forked = await fork(gw.client, thread, fork_id=workflow_id(scope_of(request), str(uuid.uuid4())))
     except CheckpointError as err:
         return error(409, str(err), "invalid_checkpoint")
     except ReplayFailed as err:
@@ -217,7 +219,7 @@ async def state(request: Request) -> Response:
     if staged is not None:
         return JSONResponse(await staged_state(gw, seen, staged))
     return JSONResponse({"values": seen.values(), "next": next_of(pending),
-                         "checkpoint": {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": None,
+                         "checkpoint": {"thread_id": seen.shown, "checkpoint_ns": "", "checkpoint_id": None,
                                         "checkpoint_map": None},
                          "metadata": {**(await turn_metadata(gw, seen.thread, seen.status.turns) or {}),
                                       "graph_id": seen.team, "assistant_id": seen.team},
@@ -252,6 +254,7 @@ async def history(request: Request) -> Response:
     except ReplayFailed as err:
         return error(409, f"this thread's history does not replay here: {err}", "replay_failed")
     states: list[dict[str, Any]] = []
+    named = shown(scope_of(request), thread)
     seen = await snapshot(gw, thread, scope_of(request)) if before is None else None
     staged = staged_of(seen) if seen is not None else None
     if seen is not None and staged is not None:  # an update_state waiting for a run: the newest
@@ -263,8 +266,8 @@ async def history(request: Request) -> Response:
         agent = turn_agent(chronological, point) if point.kind == "turn" else None
         after = [agent] if agent else []  # at a turn's start its agent answers it next
         states.append({"values": values, "next": after, "tasks": [], "interrupts": [], "created_at": None,
-                       "checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": point.id},
-                       "parent_checkpoint": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": parent}
+                       "checkpoint": {"thread_id": named, "checkpoint_ns": "", "checkpoint_id": point.id},
+                       "parent_checkpoint": {"thread_id": named, "checkpoint_ns": "", "checkpoint_id": parent}
                        if parent else None,
                        "metadata": {"source": point.kind, **dataclasses.asdict(point)}})
     return JSONResponse(states)
@@ -273,10 +276,10 @@ async def history(request: Request) -> Response:
 async def staged_state(gw: Gateway, seen: Snapshot, staged: Staged) -> dict[str, Any]:
     """The state an update left (langgraph_edits.py): a checkpoint, child of the one it names,
     whose next is the agent that answers the message."""
-    parent = staged.parent and {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": staged.parent}
+    parent = staged.parent and {"thread_id": seen.shown, "checkpoint_ns": "", "checkpoint_id": staged.parent}
     return {"values": await staged_values(gw, seen, staged), "next": [staged.agent] if staged.agent else [],
             "tasks": [], "interrupts": [], "created_at": None,
-            "checkpoint": {"thread_id": seen.thread, "checkpoint_ns": "", "checkpoint_id": staged.checkpoint_id,
+            "checkpoint": {"thread_id": seen.shown, "checkpoint_ns": "", "checkpoint_id": staged.checkpoint_id,
                            "checkpoint_map": None},
             "parent_checkpoint": parent or None,
             "metadata": {"source": "update", "graph_id": seen.team, "assistant_id": seen.team, "writes": None}}

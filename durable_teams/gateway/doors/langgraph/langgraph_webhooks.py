@@ -12,14 +12,17 @@ scheduled_turns.py). The operator's choices, from the gateway's environment:
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import uuid
 from typing import Any
 
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import workflow_id
 from durable_teams.gateway.doors.langgraph.langgraph_wire import RunRef, Unsupported
 from durable_teams.workflows.push_targets import from_the_start, public_refusal
 from durable_teams.workflows.run_webhooks import RunWebhookWorkflow, WebhookInput
@@ -29,6 +32,10 @@ ENV = "DURABLE_TEAMS_LANGGRAPH_WEBHOOK_"
 RUN_ID = RunRef(turn=0).id.removesuffix("0") + "{turn}"
 """A turn's run's id (`RunRef.id`) as a format of its number, for a cron's runs."""
 MAX_URL = 2048
+WATCH_ATTEMPTS = 3
+"""Tries at starting a run's webhook watcher (`DURABLE_TEAMS_LANGGRAPH_WEBHOOK_WATCH_RETRY_SECONDS`
+apart, doubling; default 0.2)."""
+log = logging.getLogger(__name__)
 
 
 def allow_private() -> bool:
@@ -59,10 +66,20 @@ async def check_webhook(url: object) -> str:
     return url
 
 
-def cron_webhook(team: str, url: str) -> CronWebhook:
+def webhook_failure(failure: str | None) -> dict[str, str]:
+    """The `X-Webhook-Error` header of a run whose webhook is not watched (`runs.wait` and
+    `runs.stream` answer the run's values, not the run: the failure goes in a header)."""
+    if not failure:
+        return {}
+    return {"X-Webhook-Error": " ".join(failure.encode("ascii", "replace").decode().split())[:500]}
+
+
+def cron_webhook(team: str, url: str, scope: str | None) -> CronWebhook:
     """A cron's webhook (`check_webhook`ed), with the operator's choices of now: each run the
-    cron fires is told to `url` once it ends, as a run's webhook is."""
-    return CronWebhook(url=url, assistant_id=team, run_id=RUN_ID, **choices())
+    cron fires is told to `url` once it ends, as a run's webhook is (its thread by the id the
+    cron's tenant knows it by)."""
+    return CronWebhook(url=url, assistant_id=team, run_id=RUN_ID, tenant_prefix=workflow_id(scope, "") or None,
+                       **choices())
 
 
 def choices() -> dict[str, Any]:
@@ -71,10 +88,26 @@ def choices() -> dict[str, Any]:
             "attempts": int(number("ATTEMPTS", 8, 1, 100)), "poll_seconds": number("POLL_SECONDS", 1.0, 0.01, 60.0)}
 
 
-async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str) -> None:
-    """Start the workflow that delivers the run's webhook once it ends."""
+async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str, shown: str | None = None
+                    ) -> str | None:
+    """Start the workflow that delivers the run's webhook once it ends; tried `WATCH_ATTEMPTS`
+    times under one workflow id (a start that went in but whose answer was lost is not a second
+    watcher). The run went in already, so a failure is not raised (the client would send the run
+    again: twice): it is returned, logged, and shown on the run (`kwargs.webhook_error`)."""
     last = from_the_start() if run.resumed is None else None  # a resumed run: from the turn's state now
     inp = WebhookInput(thread=thread, turn=run.turn, run_id=run.id, assistant_id=team, url=url, last=last,
-                       **choices())
-    await gw.client.start_workflow(RunWebhookWorkflow.run, inp, id=f"langgraph-webhook-{uuid.uuid4().hex}",
-                                   task_queue=gw.task_queue, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
+                       shown_thread=shown if shown != thread else None, **choices())
+    watcher, pause = f"langgraph-webhook-{uuid.uuid4().hex}", number("WATCH_RETRY_SECONDS", 0.2, 0.0, 10.0)
+    for attempt in range(WATCH_ATTEMPTS):
+        try:
+            await gw.client.start_workflow(RunWebhookWorkflow.run, inp, id=watcher, task_queue=gw.task_queue,
+                                           id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
+            return None
+        except WorkflowAlreadyStartedError:  # an earlier attempt went in: its answer was lost
+            return None
+        except Exception as err:  # noqa: BLE001 - the run is in: told, never raised
+            failure = f"run {run.id} of thread {thread} went in, but its webhook's watcher did not start: {err}"
+            if attempt + 1 < WATCH_ATTEMPTS:
+                await asyncio.sleep(pause * 2**attempt)
+    log.error("%s", failure)
+    return failure

@@ -195,10 +195,10 @@ def thread_object(thread: str, team: str | None, created: datetime | None, metad
 
 
 def run_object(thread: str, run: RunRef, team: str | None, state: str, created: datetime | None,
-               metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+               metadata: dict[str, Any] | None = None, kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     at = (created or datetime.fromtimestamp(0)).isoformat()
     return {"run_id": run.id, "thread_id": thread, "assistant_id": team, "created_at": at, "updated_at": at,
-            "status": state, "metadata": metadata or {}, "multitask_strategy": "reject", "kwargs": {}}
+            "status": state, "metadata": metadata or {}, "multitask_strategy": "reject", "kwargs": kwargs or {}}
 
 
 def assistant_object(team: str) -> dict[str, Any]:
