@@ -124,7 +124,7 @@ async def test_a_late_retry_of_a_keyed_responses_request_is_its_first_response(c
     (was a 409 not_latest_response), nothing sent; the key with another input a 409."""
     REFUNDS.clear()
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
-            running_gateway(client, task_queue) as url:
+            running_gateway(client, task_queue, teams=["desk", "echo"]) as url:  # as `serve` names its teams
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
         first = await ai.responses.create(model="desk", input=FIRST)
         keyed = {"Idempotency-Key": f"r-{uuid.uuid4().hex[:6]}"}
