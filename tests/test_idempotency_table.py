@@ -139,6 +139,12 @@ async def response(http: httpx.AsyncClient, t: Target, key: str, content: str) -
                            json={"model": "desk", "input": f"{t['first']} {content}"})
 
 
+async def resent_conversation(http: httpx.AsyncClient, t: Target, key: str, content: str) -> httpx.Response:
+    """A whole conversation resent (a client that keeps no response ids), its first message new."""
+    return await http.post("/v1/responses", headers={"Idempotency-Key": key}, json={
+        "model": "desk", "input": chat_messages(t["first"], "How can I help?", f"{FIRST} {content}")})
+
+
 async def next_response(http: httpx.AsyncClient, t: Target, key: str, content: str) -> httpx.Response:
     return await http.post("/v1/responses", headers={"Idempotency-Key": key}, json={
         "model": "desk", "input": f"and then {content}", "previous_response_id": t["response"]})
@@ -198,6 +204,9 @@ DOORS = [
          "409 idempotency_key_reused",
          lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: r.headers["x-thread-id"])),
     Door("Responses, a first request", nothing, response, lambda r: r.json()["id"], error_type,
+         "409 idempotency_key_reused",
+         lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: ResponseRef.parse(r.json()["id"]).thread)),
+    Door("Responses, a resent conversation", nothing, resent_conversation, lambda r: r.json()["id"], error_type,
          "409 idempotency_key_reused",
          lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: ResponseRef.parse(r.json()["id"]).thread)),
     Door("Responses, previous_response_id", a_response, next_response, lambda r: r.json()["id"], error_type,

@@ -24,9 +24,9 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.end_users import check_end_user, end_user
 from durable_teams.gateway.core.idempotency import (
+    Claim,
     KeyReused,
     caller_key,
-    claim_record,
     input_id,
     input_taken,
 )
@@ -50,6 +50,7 @@ from durable_teams.gateway.doors.responses.named import (
     resumed_response,
     visible_response,
 )
+from durable_teams.gateway.doors.responses.resent import resent
 from durable_teams.gateway.doors.responses.turns import (
     AskedAgain,
     NotLatest,
@@ -58,7 +59,6 @@ from durable_teams.gateway.doors.responses.turns import (
     first_turn,
     following,
     refusal,
-    resent,
 )
 
 
@@ -89,8 +89,8 @@ async def create(request: Request) -> Response:
     feed = await live.open_feed(gw, thread) if stream and thread else None
     try:
         if previous is None and given.conversation is not None:
-            await claim(gw, request, key, previous, body.get("input"), team)
-            ref = await resent(gw, team, given.conversation, request, max_tokens, end_user(body))
+            ref = await resent(gw, team, given.conversation, request, max_tokens, end_user(body),
+                               resent_claim(request, key, body.get("input"), team))
         elif previous is None:
             assert thread is not None and given.text is not None
             ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request,
@@ -167,16 +167,13 @@ async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields
         return await forked(gw, team, not_latest, given, caller_scope(request), request_id, max_tokens)
 
 
-async def claim(gw: Gateway, request: Request, key: str | None, *content: Any) -> None:
-    """A keyed request that does not start its own thread: the key recorded as standing for
-    its content (durable_teams/gateway/core/idempotency.py, `claim_record`), `KeyReused` (409) for other content."""
-    if key:
-        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
-        try:
-            await claim_record(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
-                               str(content[0] or ""))
-        except KeyReused as reused:  # OpenAI's error shape, as a new response's reused key has it
-            raise Refused(refusal(409, reused.detail, "idempotency_key_reused")) from None
+def resent_claim(request: Request, key: str | None, sent: Any, team: str) -> Claim | None:
+    """What a keyed resent conversation's key stands for: the caller's key and the request's
+    content (as an earlier release recorded it: its records still answer)."""
+    if not key:
+        return None
+    digest = hashlib.sha256(json.dumps([None, sent, team], sort_keys=True).encode()).hexdigest()[:32]
+    return Claim(caller_key(request, key), digest)
 
 
 async def created_at(gw: Gateway, thread: str) -> int:

@@ -15,12 +15,9 @@ from starlette.responses import JSONResponse
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.approvals import approval_of, ask_again
-from durable_teams.client.refusals import ConversationEnded, QuestionClosed, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core import resent_history as chats
-from durable_teams.gateway.core import resent_threads as chat_threads
 from durable_teams.gateway.core.idempotency import (
     Claim,
     KeyedInput,
@@ -31,8 +28,7 @@ from durable_teams.gateway.core.idempotency import (
     taken,
 )
 from durable_teams.gateway.core.requests import FieldError
-from durable_teams.gateway.core.resent_threads import MATCH_ATTEMPTS, says_retry
-from durable_teams.gateway.core.scopes import caller_scope, scope_of
+from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses import state as state
@@ -189,33 +185,3 @@ async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, inpu
             raise FieldError("'input': the question waiting is not an approval: answer it with a message", "input")
         reply["text"] = given.text
     await gw.reply(view.ref.thread, question.question_id, update_key, **reply)
-
-
-async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], request: Request,
-                 max_tokens: int | None, user: str | None = None) -> ResponseRef:
-    """The response to a conversation resent whole: on the thread it continues (the chat
-    path's matching; one end user's, as on the chat door), or on a new thread that opens with
-    its earlier messages, speaking for `user`."""
-    history = chats.without_asked_again(chats.chat_history(conversation))  # the thread never took those
-    key = chats.chat_key(caller_scope(request), team, history, user=user, tenant=scope_of(request))
-    keys = chats.request_keys(key, history)
-    for _ in range(MATCH_ATTEMPTS):
-        match = await chat_threads.find_thread(gw, key, history, retry=says_retry(request), keys=keys,
-                                        wait_seconds=gw.chat_lookup_seconds)
-        if match is None:
-            break
-        latest = await state.latest_of_thread(gw, match.thread)
-        if latest is None:
-            break
-        if match.again:  # this very request, sent again: the response it made
-            return latest
-        try:
-            return await following(gw, team, latest, fields.Input(text=history.text), keys.this, max_tokens,
-                                   deleted_too=True)  # matched by its messages, not by a response id
-        except (TurnConflict, ConversationEnded, QuestionClosed, Refused):  # another request got in first
-            continue
-    thread = await gw.start_thread(team, chats.new_thread_id(key, history), history=history.earlier,
-                                   idle_close_seconds=gw.chat_idle_seconds, scope=scope_of(request), user=user)
-    accepted = await submit_turn(gw.client, thread, history.text, turn_id=keys.this,
-                                 busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
-    return ResponseRef(thread, accepted.number, len(history.earlier), 0)
