@@ -139,6 +139,13 @@ async def response(http: httpx.AsyncClient, t: Target, key: str, content: str) -
                            json={"model": "desk", "input": f"{t['first']} {content}"})
 
 
+async def an_earlier_response(http: httpx.AsyncClient, client: Client) -> Target:
+    """A response the thread has moved on from: continuing it forks the thread there."""
+    made = (await http.post("/v1/responses", json={"model": "desk", "input": "hello"})).json()["id"]
+    await http.post("/v1/responses", json={"model": "desk", "input": "and on", "previous_response_id": made})
+    return {"response": made}
+
+
 async def resent_conversation(http: httpx.AsyncClient, t: Target, key: str, content: str) -> httpx.Response:
     """A whole conversation resent (a client that keeps no response ids), its first message new."""
     return await http.post("/v1/responses", headers={"Idempotency-Key": key}, json={
@@ -212,12 +219,16 @@ DOORS = [
     Door("Responses, previous_response_id", a_response, next_response, lambda r: r.json()["id"], error_type,
          "409 idempotency_key_reused",
          lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: ResponseRef.parse(r.json()["id"]).thread)),
+    Door("Responses, previous_response_id of an earlier response (a fork)", an_earlier_response, next_response,
+         lambda r: r.json()["id"], error_type, "409 idempotency_key_reused",
+         lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: ResponseRef.parse(r.json()["id"]).thread)),
     Door("A2A messageId", nothing, a2a_message, a2a_task, a2a_error,
          "-32602 this messageId was sent with another message: use a new messageId",
          lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: r.json()["result"]["task"]["contextId"])),
 ]
 RUNS_FOR_ONE = {"fork (POST /threads/{id}/fork)": 2,  # the turn it inherits, and its own
-                "Responses, previous_response_id": 2}  # the response it continues, and its own
+                "Responses, previous_response_id": 2,  # the response it continues, and its own
+                "Responses, previous_response_id of an earlier response (a fork)": 2}  # as a fork's
 
 
 async def refunds_once_replied(client: Client, t: Target) -> int:

@@ -164,7 +164,8 @@ async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields
         return await following(gw, team, previous, given, keyed.id if keyed else named, max_tokens,
                                keyed=keyed, earlier_id=named if keyed else None)
     except NotLatest as not_latest:  # an earlier response: continued on a fork of its thread
-        return await forked(gw, team, not_latest, given, caller_scope(request), request_id, max_tokens)
+        claim = Claim(caller_key(request, key), request_id[:32]) if key else None
+        return await forked(gw, team, not_latest, given, caller_scope(request), request_id, max_tokens, claim)
 
 
 def resent_claim(request: Request, key: str | None, sent: Any, team: str) -> Claim | None:
