@@ -124,7 +124,7 @@ async def test_a_late_retry_of_a_keyed_responses_request_is_its_first_response(c
     (was a 409 not_latest_response), nothing sent; the key with another input a 409."""
     REFUNDS.clear()
     async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
-            running_gateway(client, task_queue) as url:
+            running_gateway(client, task_queue, teams=["desk", "echo"]) as url:  # as `serve` names its teams
         ai = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
         first = await ai.responses.create(model="desk", input=FIRST)
         keyed = {"Idempotency-Key": f"r-{uuid.uuid4().hex[:6]}"}
@@ -205,3 +205,28 @@ async def test_a_late_retry_of_a_marked_chat_request_is_its_first_outcome(client
     # the turn "Order 7" was part of, as it ended
     assert without_marks(late.parse().choices[0].message.content or "") == without_marks(answer(resent)) == DONE
     assert status.turns == 1 and REFUNDS == ["7"]
+
+
+async def test_a_late_retry_of_a_keyed_resent_conversation_is_its_first_response(
+        client: Client, task_queue: str) -> None:
+    """A Responses request resending its whole conversation (no response ids, no marks) under a
+    key, retried after its thread moved on: the response it made (its thread no longer fits the
+    history it resends, so only the key's record tells where it went), nothing run again."""
+    opening = f"hello ({uuid.uuid4().hex[:6]})"
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        async def resend(*texts: str, key: str | None = None) -> httpx.Response:
+            return await http.post("/v1/responses", headers={"Idempotency-Key": key} if key else {},
+                                   json={"model": "desk", "input": chat(*texts)})
+        first = (await resend(opening, "How can I help?", "one")).json()
+        said = without_marks(first["output"][-1]["content"][0]["text"])
+        key = f"r-{uuid.uuid4().hex[:6]}"
+        keyed = (await resend(opening, "How can I help?", "one", said, "two", key=key)).json()
+        said_two = without_marks(keyed["output"][-1]["content"][0]["text"])
+        moved_on = await resend(opening, "How can I help?", "one", said, "two", said_two, "three")
+        late = await resend(opening, "How can I help?", "one", said, "two", key=key)
+        thread = ResponseRef.parse(first["id"]).thread
+        turns = (await client.get_workflow_handle(thread).query(TeamWorkflow.status)).turns
+    assert ResponseRef.parse(keyed["id"]).thread == ResponseRef.parse(moved_on.json()["id"]).thread == thread
+    assert late.status_code == 200 and late.json()["id"] == keyed["id"], late.text
+    assert turns == 3  # one, two and three: the late retry ran nothing

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_teams.client.send import submit_turn
-from durable_teams.gateway.core.idempotency import content_id
+from durable_teams.gateway.core.idempotency import content_id, input_id
 from durable_teams.gateway.core.team_cards import card_of
 from durable_teams.gateway.doors.responses.from_log import ResponseRef
 from durable_teams.worker.scripted import ScriptedModel
@@ -138,6 +139,19 @@ async def response(http: httpx.AsyncClient, t: Target, key: str, content: str) -
                            json={"model": "desk", "input": f"{t['first']} {content}"})
 
 
+async def an_earlier_response(http: httpx.AsyncClient, client: Client) -> Target:
+    """A response the thread has moved on from: continuing it forks the thread there."""
+    made = (await http.post("/v1/responses", json={"model": "desk", "input": "hello"})).json()["id"]
+    await http.post("/v1/responses", json={"model": "desk", "input": "and on", "previous_response_id": made})
+    return {"response": made}
+
+
+async def resent_conversation(http: httpx.AsyncClient, t: Target, key: str, content: str) -> httpx.Response:
+    """A whole conversation resent (a client that keeps no response ids), its first message new."""
+    return await http.post("/v1/responses", headers={"Idempotency-Key": key}, json={
+        "model": "desk", "input": chat_messages(t["first"], "How can I help?", f"{FIRST} {content}")})
+
+
 async def next_response(http: httpx.AsyncClient, t: Target, key: str, content: str) -> httpx.Response:
     return await http.post("/v1/responses", headers={"Idempotency-Key": key}, json={
         "model": "desk", "input": f"and then {content}", "previous_response_id": t["response"]})
@@ -199,15 +213,22 @@ DOORS = [
     Door("Responses, a first request", nothing, response, lambda r: r.json()["id"], error_type,
          "409 idempotency_key_reused",
          lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: ResponseRef.parse(r.json()["id"]).thread)),
+    Door("Responses, a resent conversation", nothing, resent_conversation, lambda r: r.json()["id"], error_type,
+         "409 idempotency_key_reused",
+         lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: ResponseRef.parse(r.json()["id"]).thread)),
     Door("Responses, previous_response_id", a_response, next_response, lambda r: r.json()["id"], error_type,
          "409 idempotency_key_reused",
+         lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: ResponseRef.parse(r.json()["id"]).thread)),
+    Door("Responses, previous_response_id of an earlier response (a fork)", an_earlier_response, next_response,
+         lambda r: r.json()["id"], error_type, "409 idempotency_key_reused",
          lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: ResponseRef.parse(r.json()["id"]).thread)),
     Door("A2A messageId", nothing, a2a_message, a2a_task, a2a_error,
          "-32602 this messageId was sent with another message: use a new messageId",
          lambda c, t, rs: turns_in_answers(c, t, rs, lambda r: r.json()["result"]["task"]["contextId"])),
 ]
 RUNS_FOR_ONE = {"fork (POST /threads/{id}/fork)": 2,  # the turn it inherits, and its own
-                "Responses, previous_response_id": 2}  # the response it continues, and its own
+                "Responses, previous_response_id": 2,  # the response it continues, and its own
+                "Responses, previous_response_id of an earlier response (a fork)": 2}  # as a fork's
 
 
 async def refunds_once_replied(client: Client, t: Target) -> int:
@@ -252,7 +273,7 @@ async def test_every_door_holds_a_key_to_one_run(client: Client, task_queue: str
 
 INPUT_DOORS = [door for door in DOORS if door.name in {
     "native turn (POST /threads/{id}/turns)", "native answer (POST /threads/{id}/questions/{qid})",
-    "chat with X-Thread-Id", "A2A messageId"}]
+    "chat with X-Thread-Id", "A2A messageId", "Responses, previous_response_id"}]
 
 
 async def approve_in_words(http: httpx.AsyncClient, t: Target, key: str, content: str) -> httpx.Response:
@@ -288,7 +309,7 @@ async def test_a_key_sent_with_other_content_at_once_runs_one(client: Client, ta
         taken = {n % 2 for n, r in enumerate(sent) if said[n] == "ok"}
         refused = [said[n] for n in range(len(sent)) if n % 2 not in taken]
         outcomes = {door.outcome(r) for n, r in enumerate(sent) if said[n] == "ok"}
-        if len(taken) != 1 or refused != [door.expected_conflict] * 2 or len(outcomes) != 1 or runs != 1:
+        if len(taken) != 1 or refused != [door.expected_conflict] * 2 or len(outcomes) != 1 or runs != RUNS_FOR_ONE.get(door.name, 1):
             problems[door.name] = (runs, [r.text[:200] for r in sent])
     assert not problems, "\n".join(f"{name}: {runs} runs, {texts}" for name, (runs, texts) in problems.items())
     # one content taken (one outcome, one run), the other's two requests the conflict
@@ -314,3 +335,24 @@ async def test_a_turn_sent_by_an_earlier_release_is_found_by_a_retry(client: Cli
         200, "done", 1, "I saw ['system:Help.', 'user:hello']"), again  # that turn, streamed again
     assert (other[0], other[1][0]["error"]["type"]) == (409, "idempotency_key_reused"), other
     assert runs == 1
+
+
+async def test_a_response_continued_by_an_earlier_release_is_found_by_a_retry(client: Client, task_queue: str) -> None:
+    """A keyed request continuing a response that went in before the upgrade (under the id named
+    by the request, not by the key) is found by its retry after it: the same response, and the
+    thread ran no turn again (else the retry would be a new turn, or a fork)."""
+    key = f"k-{uuid.uuid4().hex[:12]}"
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, cards=[card_of(DESK.spec)]) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        previous = (await http.post("/v1/responses", json={"model": "desk", "input": "hello"})).json()["id"]
+        thread = ResponseRef.parse(previous).thread
+        request_id = hashlib.sha256(json.dumps(["", key, previous, "and then a"], sort_keys=True).encode()).hexdigest()
+        before = await submit_turn(client, thread, "and then a", turn_id=input_id(thread, "responses", request_id),
+                                   after_turns=1)  # as the earlier release sent it
+        await before.reply()
+        again = await next_response(http, {"response": previous}, key, "a")
+        runs = await turns_of(client, thread)
+    assert again.status_code == 200, again.text
+    made = ResponseRef.parse(again.json()["id"])  # that turn's response: on the thread, not a fork's
+    assert (made.thread, made.turn, again.json()["status"], runs) == (thread, 2, "completed", 2)

@@ -47,7 +47,7 @@ from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.client.updates_off import answer_by_signal, submit_by_signal, updates_disabled
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.human import EDIT_REFUSED, QUESTION_CLOSED
-from durable_teams.workflows.intake import MAX_ID_CHARS
+from durable_teams.workflows.intake import KEYED_UPDATE, MAX_ID_CHARS
 from durable_teams.workflows.state import (
     AnswerAck,
     HumanReply,
@@ -196,7 +196,7 @@ def keyed_update_id(key: str) -> str:
     (`update_key`), so Temporal runs one of them however many are sent at once: the others get
     its result (`EITHER_INPUT`), and tell it apart from theirs (durable_teams/gateway/core/
     idempotency.py)."""
-    return f"keyed:{key}"
+    return f"{KEYED_UPDATE}{key}"
 
 
 EITHER_INPUT = cast(type, int | AnswerAck)
@@ -261,6 +261,8 @@ async def send_answer(client: Client, workflow_id: str, question_id: str | None,
             await answer_by_signal(handle, answer)
         except WorkflowUpdateFailedError as err:
             cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type == CONFLICT:  # its key took another input
+                raise TurnConflict(cause.message) from None
             details = cause.details if isinstance(cause, ApplicationError) else ()
             rejected = QuestionClosed if QUESTION_CLOSED in details else (
                 EditRefused if EDIT_REFUSED in details else ReplyRejected)

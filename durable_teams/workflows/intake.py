@@ -50,6 +50,9 @@ MAX_METADATA_BYTES = 16 * 1024
 """A client's metadata on a conversation (its memo), as JSON, at most."""
 KEEP_OUTCOMES = 50
 """Answers-by-signal whose outcome is kept for the `answer_outcome` query."""
+KEYED_UPDATE = "keyed:"
+"""How the update of an input sent under an idempotency key is named: `keyed:<key>`, its
+input id `<key>.<digest of its content>` (durable_teams/gateway/core/idempotency.py)."""
 
 
 class Intake:
@@ -103,6 +106,24 @@ class Intake:
                 return f"{field} is over {MAX_ID_CHARS} characters"
         return None
 
+    def _key_used(self, input_id: str | None) -> str | None:
+        """Why an input sent under an idempotency key (its update named `keyed:<key>`) is not
+        taken: the conversation took another input under that key. Temporal runs one update
+        of an id per run only; this keeps one input per key across continue-as-new too (a
+        request's twin sent at once, reaching the next run). A validator: never run on replay."""
+        update = workflow.current_update_info()
+        if update is None or not update.id.startswith(KEYED_UPDATE) or not input_id:
+            return None
+        taken = self._inputs_taken(f"{update.id.removeprefix(KEYED_UPDATE)}.")
+        if not taken or input_id in taken:
+            return None
+        return "another input under this idempotency key was taken by this conversation"
+
+    def _inputs_taken(self, prefix: str) -> dict[str, int]:
+        taken = {i: n for i, n in self.state.turn_ids.items() if prefix and i.startswith(prefix)}
+        return taken | {i: o.turn for i, o in self.state.answer_outcomes.items()
+                        if prefix and i.startswith(prefix) and o.taken and o.turn is not None}
+
     def _refuse(self, signal: str, reason: str) -> None:
         workflow.logger.warning("Refused signal %s: %s", signal, reason)
         inputs.refuse(self.state, signal, reason, workflow.now())
@@ -118,6 +139,9 @@ class Intake:
     @submit_turn.validator
     def _validate_submit_turn(self, turn: UserTurn | None = None, *extra: object) -> None:
         decoded = _decoded(UserTurn, [turn, *extra], "submit_turn")
+        key_used = self._key_used(decoded.turn_id)
+        if key_used:
+            raise ApplicationError(key_used, type="TurnConflict")
         problem = self._turn_problem(decoded)
         if problem:
             kind = "ConversationClosed" if self.closing else "TurnRejected"
@@ -215,9 +239,7 @@ class Intake:
         """The input ids starting with `prefix` this conversation took (the turns it keeps and
         the latest answers), each with its turn: an Idempotency-Key's request is found again
         however late, and another request under the same key is told apart (the gateway)."""
-        taken = {i: n for i, n in self.state.turn_ids.items() if prefix and i.startswith(prefix)}
-        return taken | {i: o.turn for i, o in self.state.answer_outcomes.items()
-                        if prefix and i.startswith(prefix) and o.taken and o.turn is not None}
+        return self._inputs_taken(prefix)
 
     @workflow.update
     def answer(self, reply: HumanReply | None = None, *extra: object) -> AnswerAck:
@@ -231,6 +253,9 @@ class Intake:
     @answer.validator
     def _validate_answer(self, reply: HumanReply | None = None, *extra: object) -> None:
         decoded = _decoded(HumanReply, [reply, *extra], "answer")
+        conflict = self._key_used(decoded.input_id)
+        if conflict:  # before the question's state: it may be answered by the key's input
+            raise ApplicationError(conflict, type="TurnConflict")
         problem = reply_problem(self.state, decoded)
         if problem:
             closed = question_closed(self.state, decoded.question_id)

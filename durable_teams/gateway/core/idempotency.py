@@ -10,16 +10,23 @@ It reaches Temporal one of two ways, each atomic there:
   its content, the key's record): started under an id derived from the key, with the key and
   the digest in its memo, never a second run under that id (`REJECT_DUPLICATE`). Taking the id
   is the claim: `start_once` starts it, or tells the same request sent again (a retry: the
-  first outcome) from another request under the key (`KeyReused`, 409).
+  first outcome) from another request under the key (`KeyReused`, 409). The key's record is
+  for the chat door's resent history and the Responses API's resent conversation alone: their
+  threads' ids begin with the conversation's family (how the next request finds its thread),
+  so none can be named after the key, and a late retry of a request that continued a thread
+  found by its history has nothing else to find that thread by.
 - **An input into a running thread** (a turn, an answer): sent under an input id of the key
   and the digest (`content_id`), by an update named after the key alone (`KeyedInput.prefix`;
   `keyed_update_id` in durable_teams/client/send.py, a turn's and an answer's alike), so
   Temporal runs one of the requests under the key sent at once, whatever its content: the
   first to reach it is taken, the others are handed its result (Temporal knows an update's id
   for the run it went to). The workflow keeps the input ids it took (`inputs_taken`, across
-  continue-as-new and after it ended): before sending, `input_taken` tells a retry (its turn)
-  from another request under the key however late; after, `sent_keyed` tells the request
-  whose twin was taken (`KeyReused`). Requests of an earlier release named the update by the
+  continue-as-new and after it ended; a turn's for its latest 200 turns, an answer's for its
+  latest 50): before sending, `input_taken` tells a retry (its turn) from another request
+  under the key however late; after, `sent_keyed` tells the request whose twin was taken
+  (`KeyReused`). Temporal knows an update id within one run: a twin that reaches the next
+  run after a continue-as-new is refused by the workflow itself (its validators refuse an
+  input under a key it took another input under: workflows/intake.py, `_key_used`). Requests of an earlier release named the update by the
   input id; their retries are found by the input id, which is unchanged.
 
 Each door renders `KeyReused` as its protocol's error (409 `idempotency_key_reused`; A2A's

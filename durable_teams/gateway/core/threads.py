@@ -175,21 +175,22 @@ class Gateway:
                                  id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
         return thread
 
-    async def keyed_by_another_team(self, team: str, keyed: str) -> str | None:
+    async def keyed_by_another_team(self, team: str, keyed: str, kind: str = "") -> str | None:
         """The thread an Idempotency-Key (`keyed`: the caller's, hashed) started for another of
-        the served teams, if any (a keyed thread's id is the team and the key: another team's
-        would get a thread of its own)."""
+        the served teams, if any (a keyed thread's id is the team, `kind` and the key: another
+        team's would get a thread of its own)."""
         for other in self.teams or []:
             if other == team:
                 continue
+            thread = f"{team_part(other)}-{kind}{keyed[:16]}"
             try:
-                memo = await self.memo(f"{team_part(other)}-{keyed[:16]}")
+                memo = await self.memo(thread)
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     continue
                 raise
             if memo.get("idempotency") == keyed:
-                return f"{team_part(other)}-{keyed[:16]}"
+                return thread
         return None
 
     async def memo(self, thread: str) -> Mapping[str, Any]:

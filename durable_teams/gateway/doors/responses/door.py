@@ -23,7 +23,13 @@ from starlette.responses import JSONResponse, Response
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.end_users import check_end_user, end_user
-from durable_teams.gateway.core.idempotency import KeyReused, caller_key, claim_record, input_id
+from durable_teams.gateway.core.idempotency import (
+    Claim,
+    KeyReused,
+    caller_key,
+    input_id,
+    input_taken,
+)
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.scopes import caller_scope, scope_of
 from durable_teams.gateway.core.sse import openai_error, sse_frame, sse_response
@@ -44,6 +50,7 @@ from durable_teams.gateway.doors.responses.named import (
     resumed_response,
     visible_response,
 )
+from durable_teams.gateway.doors.responses.resent import resent
 from durable_teams.gateway.doors.responses.turns import (
     AskedAgain,
     NotLatest,
@@ -52,7 +59,6 @@ from durable_teams.gateway.doors.responses.turns import (
     first_turn,
     following,
     refusal,
-    resent,
 )
 
 
@@ -83,11 +89,10 @@ async def create(request: Request) -> Response:
     feed = await live.open_feed(gw, thread) if stream and thread else None
     try:
         if previous is None and given.conversation is not None:
-            await claim(gw, request, key, previous, body.get("input"), team)
-            ref = await resent(gw, team, given.conversation, request, max_tokens, end_user(body))
+            ref = await resent(gw, team, given.conversation, request, max_tokens, end_user(body),
+                               resent_claim(request, key, body.get("input"), team))
         elif previous is None:
             assert thread is not None and given.text is not None
-            await claim(gw, request, key, None, body.get("input"), team)  # another team's thread is another
             ref = await first_turn(gw, team, thread, given.text, key, request_id, max_tokens, request,
                                    end_user(body))
         else:
@@ -142,26 +147,34 @@ def input_thread(team: str, previous: str | None, given: fields.Input, key: str 
 async def continued(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input, request: Request,
                     request_id: str, max_tokens: int | None, key: str | None = None,
                     raw_input: Any = None) -> ResponseRef:
-    """The response to a request naming `previous`: on its thread, or on a fork of it."""
-    await visible_response(gw, previous, scope_of(request))
-    await claim(gw, request, key, previous.id, raw_input, team)  # after the 404: a refused request claims nothing
-    try:
-        return await following(gw, team, previous, given, input_id(previous.thread, "responses", request_id),
-                               max_tokens)
-    except NotLatest as not_latest:  # an earlier response: continued on a fork of its thread
-        return await forked(gw, team, not_latest, given, caller_scope(request), request_id, max_tokens)
-
-
-async def claim(gw: Gateway, request: Request, key: str | None, *content: Any) -> None:
-    """A keyed request that does not start its own thread: the key recorded as standing for
-    its content (durable_teams/gateway/core/idempotency.py, `claim_record`), `KeyReused` (409) for other content."""
+    """The response to a request naming `previous`: on its thread, or on a fork of it. Under an
+    Idempotency-Key, its input goes in as the key's (durable_teams/gateway/core/idempotency.py):
+    the same request again is the response it made, another request under the key on this
+    thread a 409."""
+    await visible_response(gw, previous, scope_of(request))  # a refused request takes nothing
+    named = input_id(previous.thread, "responses", request_id)  # what a request without a key goes in as
+    keyed = None
     if key:
-        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:32]
         try:
-            await claim_record(gw.client, gw.task_queue, "responses", caller_key(request, key), digest,
-                               str(content[0] or ""))
-        except KeyReused as reused:  # OpenAI's error shape, as a new response's reused key has it
+            keyed = await input_taken(gw.client, previous.thread, caller_key(request, key), previous.id,
+                                      json.dumps([team, raw_input], sort_keys=True))
+        except KeyReused as reused:
             raise Refused(refusal(409, reused.detail, "idempotency_key_reused")) from None
+    try:
+        return await following(gw, team, previous, given, keyed.id if keyed else named, max_tokens,
+                               keyed=keyed, earlier_id=named if keyed else None)
+    except NotLatest as not_latest:  # an earlier response: continued on a fork of its thread
+        claim = Claim(caller_key(request, key), request_id[:32]) if key else None
+        return await forked(gw, team, not_latest, given, caller_scope(request), request_id, max_tokens, claim)
+
+
+def resent_claim(request: Request, key: str | None, sent: Any, team: str) -> Claim | None:
+    """What a keyed resent conversation's key stands for: the caller's key and the request's
+    content (as an earlier release recorded it: its records still answer)."""
+    if not key:
+        return None
+    digest = hashlib.sha256(json.dumps([None, sent, team], sort_keys=True).encode()).hexdigest()[:32]
+    return Claim(caller_key(request, key), digest)
 
 
 async def created_at(gw: Gateway, thread: str) -> int:

@@ -7,29 +7,36 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.approvals import approval_of, ask_again
-from durable_teams.client.refusals import ConversationEnded, QuestionClosed, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core import resent_history as chats
-from durable_teams.gateway.core import resent_threads as chat_threads
-from durable_teams.gateway.core.idempotency import Claim, KeyReused, input_id, start_once, taken
+from durable_teams.gateway.core.idempotency import (
+    Claim,
+    KeyedInput,
+    KeyReused,
+    input_id,
+    sent_keyed,
+    start_once,
+    taken,
+)
 from durable_teams.gateway.core.requests import FieldError
-from durable_teams.gateway.core.resent_threads import MATCH_ATTEMPTS, says_retry
-from durable_teams.gateway.core.scopes import caller_scope, scope_of
+from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.responses import fields as fields
 from durable_teams.gateway.doors.responses import state as state
 from durable_teams.gateway.doors.responses.events import approval_id
 from durable_teams.gateway.doors.responses.from_log import ResponseRef, UnknownResponse, View
 from durable_teams.workflows.conversation import TeamWorkflow
+
+T = TypeVar("T")
 
 
 def refusal(status: int, message: str, kind: str, param: str | None = None, **more: str) -> JSONResponse:
@@ -80,6 +87,9 @@ async def first_turn(gw: Gateway, team: str, thread: str, text: str, key: str | 
     """`thread` (`first_thread`) started for `user` and its first turn (the same again for the
     same Idempotency-Key)."""
     keyed = idempotency_digest(key, request)
+    if keyed is not None and await gw.keyed_by_another_team(team, keyed, "resp-") is not None:
+        raise Refused(refusal(409, "this Idempotency-Key was sent with another request (for another team): "
+                                   "use a new key", "idempotency_key_reused"))
 
     async def start(memo: dict[str, str] | None = None) -> None:
         await gw.start_thread(team, thread, memo=memo, scope=scope_of(request), user=user)
@@ -94,10 +104,14 @@ async def first_turn(gw: Gateway, team: str, thread: str, text: str, key: str | 
 
 
 async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields.Input,
-                    turn_id: str, max_tokens: int | None, deleted_too: bool = False) -> ResponseRef:
+                    turn_id: str, max_tokens: int | None, deleted_too: bool = False,
+                    keyed: KeyedInput | None = None, earlier_id: str | None = None) -> ResponseRef:
     """The response to a request continuing `previous`: an answer to its question, or the
     thread's next turn. Only the thread's latest response may be continued (409 naming it); the
-    same request sent again gets the response it made the first time."""
+    same request sent again gets the response it made the first time. `keyed`: the input goes
+    in under its Idempotency-Key's update (`turn_id` is its id; durable_teams/gateway/core/
+    idempotency.py); `earlier_id`: the id the same request went in under before (an earlier
+    release's), by which its retry is found too."""
     thread = previous.thread
     try:
         if not await gw.running(thread, team):
@@ -106,8 +120,9 @@ async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields
         raise checks.BadRequest(str(mismatch)) from None
     view, status, after = await state.latest(gw, previous, deleted_too)
     if after is not None:  # continued already: by this very request (a retry), or another
-        if await taken(gw, thread, turn_id) == after.turn:  # however late (the ids the thread took)
-            return after
+        for sent in (turn_id, earlier_id) if earlier_id else (turn_id,):
+            if await taken(gw, thread, sent) == after.turn:  # however late (the ids the thread took)
+                return after
         if after.step == 0 and await gw.client.get_workflow_handle(thread).query(
                 TeamWorkflow.turn_number, turn_id) == after.turn:
             return after
@@ -119,17 +134,31 @@ async def following(gw: Gateway, team: str, previous: ResponseRef, given: fields
                                    f"/v1/responses/{previous.id}) or cancel it", "response_in_progress",
                               "previous_response_id"))
     assert view.end is not None
+    update_key = keyed.prefix if keyed else None
     if view.stop is not None:  # the question it asked waits: this request answers it
-        await answer(gw, view, status, given, turn_id)
+        await sent_once(gw, thread, keyed, answer(gw, view, status, given, turn_id, update_key))
         return ResponseRef(thread, previous.turn, view.end, previous.step + 1)
     if given.text is None:
         raise FieldError(f"'input': {previous.id} asked for no approval", "input")
-    accepted = await submit_turn(gw.client, thread, given.text, turn_id=turn_id, busy_timeout=gw.busy_seconds,
-                                 max_tokens=max_tokens, after_turns=status.turns)
+    accepted = await sent_once(gw, thread, keyed, submit_turn(
+        gw.client, thread, given.text, turn_id=turn_id, busy_timeout=gw.busy_seconds, max_tokens=max_tokens,
+        after_turns=status.turns, update_key=update_key))
     return ResponseRef(thread, accepted.number, view.end, 0)
 
 
-async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, input_id_: str) -> None:
+async def sent_once(gw: Gateway, thread: str, keyed: KeyedInput | None, sending: Awaitable[T]) -> T:
+    """`sending` awaited; under a key (`sent_keyed`), a twin request's input taken instead is
+    the 409 a reused key is."""
+    if keyed is None:
+        return await sending
+    try:
+        return await sent_keyed(gw.client, thread, keyed, lambda: sending)
+    except KeyReused as reused:
+        raise Refused(refusal(409, reused.detail, "idempotency_key_reused")) from None
+
+
+async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, input_id_: str,
+                 update_key: str | None = None) -> None:
     """Answer the question `view` ended with. An approval takes an `mcp_approval_response`
     naming it, or a message that is a clear yes or no (client/approvals.py); anything else is
     a 400, and nothing is sent."""
@@ -155,34 +184,4 @@ async def answer(gw: Gateway, view: View, status: Any, given: fields.Input, inpu
         if given.text is None:
             raise FieldError("'input': the question waiting is not an approval: answer it with a message", "input")
         reply["text"] = given.text
-    await gw.reply(view.ref.thread, question.question_id, **reply)
-
-
-async def resent(gw: Gateway, team: str, conversation: list[dict[str, str]], request: Request,
-                 max_tokens: int | None, user: str | None = None) -> ResponseRef:
-    """The response to a conversation resent whole: on the thread it continues (the chat
-    path's matching; one end user's, as on the chat door), or on a new thread that opens with
-    its earlier messages, speaking for `user`."""
-    history = chats.without_asked_again(chats.chat_history(conversation))  # the thread never took those
-    key = chats.chat_key(caller_scope(request), team, history, user=user, tenant=scope_of(request))
-    keys = chats.request_keys(key, history)
-    for _ in range(MATCH_ATTEMPTS):
-        match = await chat_threads.find_thread(gw, key, history, retry=says_retry(request), keys=keys,
-                                        wait_seconds=gw.chat_lookup_seconds)
-        if match is None:
-            break
-        latest = await state.latest_of_thread(gw, match.thread)
-        if latest is None:
-            break
-        if match.again:  # this very request, sent again: the response it made
-            return latest
-        try:
-            return await following(gw, team, latest, fields.Input(text=history.text), keys.this, max_tokens,
-                                   deleted_too=True)  # matched by its messages, not by a response id
-        except (TurnConflict, ConversationEnded, QuestionClosed, Refused):  # another request got in first
-            continue
-    thread = await gw.start_thread(team, chats.new_thread_id(key, history), history=history.earlier,
-                                   idle_close_seconds=gw.chat_idle_seconds, scope=scope_of(request), user=user)
-    accepted = await submit_turn(gw.client, thread, history.text, turn_id=keys.this,
-                                 busy_timeout=gw.busy_seconds, max_tokens=max_tokens)
-    return ResponseRef(thread, accepted.number, len(history.earlier), 0)
+    await gw.reply(view.ref.thread, question.question_id, update_key, **reply)
