@@ -87,7 +87,7 @@ async def stream(monkeypatch: pytest.MonkeyPatch, outcome: asyncio.Future[TurnOu
 
     monkeypatch.setattr(state, "StepWatch", watch)
     monkeypatch.setattr(state, "wait_outcome", wait_outcome)
-    views = state.views(thread, ResponseRef("t", 1, 0))  # type: ignore[arg-type]
+    views: Any = state.views(thread, ResponseRef("t", 1, 0))  # type: ignore[arg-type]
     shown = [await next_view(views)]
     for step in range(STEPS):
         thread.log.append(Message(role="assistant", content=f"step {step}", name="a", agent_run=1))
@@ -134,7 +134,7 @@ async def test_a_question_asked_meanwhile_is_read_once_its_outcome_comes(monkeyp
     monkeypatch.setattr(state, "wait_outcome", wait_outcome)
     asked = Question(question_id="q1", text="which?", agent="a", asked_at=datetime(2026, 1, 1, tzinfo=UTC),
                      timeout_seconds=60, tool="ask_human", tool_call_id="c1")
-    views = state.views(thread, ResponseRef("t", 1, 0))  # type: ignore[arg-type]
+    views: Any = state.views(thread, ResponseRef("t", 1, 0))  # type: ignore[arg-type]
     assert not (await next_view(views)).ended
     thread.log.append(Message(role="assistant", name="a", tool_calls=[
         ToolCall(id="c1", name="ask_human", arguments='{"question": "which?"}')]))
