@@ -17,8 +17,8 @@ from bench.door_calls import SlowScript
 from durable_teams.examples import faang
 
 from .conftest import running_worker
+from .counting import counted
 from .gateway_helpers import running_gateway
-from .test_door_waits import counted
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]  # a gateway of its own, a 15-step turn
 
