@@ -83,22 +83,30 @@ async def stream(monkeypatch: pytest.MonkeyPatch, outcome: asyncio.Future[TurnOu
         return watches[-1]
 
     async def wait_outcome(client: Any, workflow_id: str, number: int, **_: Any) -> TurnOutcome:
-        return await outcome
+        return await asyncio.shield(outcome)  # a stream that stops cancels its own wait only
 
     monkeypatch.setattr(state, "StepWatch", watch)
     monkeypatch.setattr(state, "wait_outcome", wait_outcome)
     views: Any = state.views(thread, ResponseRef("t", 1, 0))  # type: ignore[arg-type]
     shown = [await next_view(views)]
+    pulled = asyncio.ensure_future(anext(views))  # a reader pulls at once: nothing is read until a step
+    for _ in range(100):
+        await asyncio.sleep(0)  # the event loop runs whatever is ready, as often as it likes
+    assert not pulled.done() and thread.reads["page"] == 1, thread.reads
+    pulled.cancel()
+    views = state.views(thread, ResponseRef("t", 1, 0))  # type: ignore[arg-type]
+    thread.reads.clear()
+    shown = [await next_view(views)]
     for step in range(STEPS):
         thread.log.append(Message(role="assistant", content=f"step {step}", name="a", agent_run=1))
-        watches[0].ready.set()
+        watches[-1].ready.set()
         shown.append(await next_view(views))
     thread.reply = TurnReply(turn=1, text="answer", agent="a")
     thread.log.append(Message(role="assistant", content="answer", name="a"))
     if not outcome.done():
         outcome.set_result(TurnOutcome(turn=1, reply=thread.reply))  # the wait returns: no step watched
     else:
-        watches[0].ready.set()
+        watches[-1].ready.set()
     shown.append(await next_view(views))
     assert [v.ended for v in shown] == [False] * (STEPS + 1) + [True]
     assert shown[-1].text == "answer"
@@ -128,7 +136,7 @@ async def test_a_question_asked_meanwhile_is_read_once_its_outcome_comes(monkeyp
 
     async def wait_outcome(client: Any, workflow_id: str, number: int, *, seen: set[str]) -> TurnOutcome:
         named.append(set(seen))
-        return await outcome
+        return await asyncio.shield(outcome)  # a stream that stops cancels its own wait only
     monkeypatch.setitem(state._approval_tools, ("t", "a"), (frozenset(), frozenset()))  # the team's, known
     monkeypatch.setattr(state, "StepWatch", Watch)
     monkeypatch.setattr(state, "wait_outcome", wait_outcome)

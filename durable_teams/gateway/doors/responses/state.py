@@ -187,23 +187,27 @@ async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
     questions waiting) has not changed (one query a step instead of two)."""
     watch = StepWatch(gw.client, ref.thread)
     watcher = background(watch.run())
-    outcome: asyncio.Future[Any] | None = None
+    outcome: asyncio.Future[bool] | None = None
     status: ConversationStatus | None = None
     try:
         while True:
             watch.ready.clear()
-            if status is None or outcome is None or outcome.done():
+            fresh = status is None or outcome is None or outcome.done()
+            if fresh:
                 status = await gw.status(ref.thread)
+            assert status is not None
             view, status, history_length = await read_as_of(gw, ref, status, anchored=outcome is not None)
-            watch.read(history_length)
+            # What the read reflects: a status read with it is older than its log
+            watch.read(status.history_length if fresh else history_length)
             if outcome is None:  # the first read: the turn's outcome awaited from there
-                outcome = background(_outcome(gw, ref, status))
+                outcome = asyncio.ensure_future(_outcome(gw, ref, status))  # it never raises
             yield view
             if view.ended:
                 return
             if watcher.done():  # the run closed, or the long poll failed: poll instead
                 await asyncio.sleep(gw.poll_seconds)
                 continue
+            assert outcome is not None
             await _either(watch.ready, outcome)
     finally:
         watcher.cancel()
@@ -211,22 +215,25 @@ async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
             outcome.cancel()
 
 
-async def _outcome(gw: Gateway, ref: ResponseRef, status: ConversationStatus) -> None:
-    """Return once the turn of `ref` has its reply or a question not pending in `status` (at
-    once when that way cannot tell)."""
+async def _outcome(gw: Gateway, ref: ResponseRef, status: ConversationStatus) -> bool:
+    """Once the turn of `ref` has its reply or a question not pending in `status`: True;
+    False at once when that way cannot tell."""
     try:
         await wait_outcome(gw.client, ref.thread, ref.turn, seen={q.question_id for q in status.pending})
     except OutcomeUnavailable:
-        return
+        return False
+    return True
 
 
-async def _either(ready: asyncio.Event, outcome: asyncio.Future[Any]) -> None:
-    """Wait until `ready` is set or `outcome` is done."""
+async def _either(ready: asyncio.Event, outcome: asyncio.Future[bool]) -> None:
+    """Wait until `ready` is set, or `outcome` is done (once it is: `ready` alone)."""
     if outcome.done():
+        await ready.wait()
         return
     waiting = asyncio.ensure_future(ready.wait())
+    both: list[asyncio.Future[Any]] = [waiting, outcome]
     try:
-        await asyncio.wait([waiting, outcome], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
 
