@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +39,7 @@ class Thread:
         self.reply: TurnReply | None = None
         self.pending: list[Question] = []
         self.reads: Counter[str] = Counter()
+        self.meanwhile: list[Callable[[], None]] = []
         self.client = self  # a handle is made, never asked (the turn has no earlier reply)
         self.poll_seconds = 0.01
 
@@ -51,6 +53,8 @@ class Thread:
 
     async def page(self, thread: str, start: int, limit: int = 200) -> LogPage:
         self.reads["page"] += 1
+        if self.meanwhile:  # what happens in the thread while the page is read
+            self.meanwhile.pop()()
         return LogPage(start=start, messages=self.log[start:start + limit], total=len(self.log),
                        history_length=len(self.log))
 
@@ -152,4 +156,33 @@ async def test_a_question_asked_meanwhile_is_read_once_its_outcome_comes(monkeyp
     assert view.ended and view.stop is not None and view.stop.call.id == "c1"
     assert named == [set()]  # no question pending at the first read
     assert thread.reads == {"page": 2, "status": 2}
+    await views.aclose()
+
+
+async def test_a_reply_that_comes_during_a_read_of_the_log_alone_is_read_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The turn's last step and its reply land while a step's log is read (with the status of
+    the start): no step follows to wake a read, so the stream reads with the status at once."""
+    thread = Thread()
+    outcome: asyncio.Future[TurnOutcome] = asyncio.get_running_loop().create_future()
+
+    async def wait_outcome(client: Any, workflow_id: str, number: int, **_: Any) -> TurnOutcome:
+        return await asyncio.shield(outcome)
+    watches: list[Watch] = []
+    monkeypatch.setattr(state, "StepWatch", lambda *given: watches.append(Watch(*given)) or watches[-1])
+    monkeypatch.setattr(state, "wait_outcome", wait_outcome)
+    views: Any = state.views(thread, ResponseRef("t", 1, 0))  # type: ignore[arg-type]
+    assert not (await next_view(views)).ended
+
+    def replied() -> None:
+        thread.log.append(Message(role="assistant", content="answer", name="a"))
+        thread.reply = TurnReply(turn=1, text="answer", agent="a")
+        outcome.set_result(TurnOutcome(turn=1, reply=thread.reply))
+    thread.meanwhile.append(replied)
+    thread.log.append(Message(role="assistant", content="step", name="a", agent_run=1))
+    watches[-1].ready.set()  # the step: its read finds the reply's step too, with no reply in its status
+    assert not (await next_view(views)).ended
+    last = await next_view(views)  # no step is watched after it
+    assert last.ended and last.text == "answer"
+    assert thread.reads == {"page": 3, "status": 2}
     await views.aclose()

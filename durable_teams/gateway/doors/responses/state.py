@@ -192,7 +192,8 @@ async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
     try:
         while True:
             watch.ready.clear()
-            fresh = status is None or outcome is None or outcome.done()
+            after_outcome = outcome is not None and outcome.done()
+            fresh = status is None or after_outcome
             if fresh:
                 status = await gw.status(ref.thread)
             assert status is not None
@@ -208,6 +209,8 @@ async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
                 await asyncio.sleep(gw.poll_seconds)
                 continue
             assert outcome is not None
+            if outcome.done() and not fresh:  # it came (or failed) during a read of the log alone:
+                continue  # read with the status now (no step of the thread may follow to wake a read)
             await _either(watch.ready, outcome)
     finally:
         watcher.cancel()
