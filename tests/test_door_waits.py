@@ -8,45 +8,22 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections import Counter
 from typing import Any
 
 import httpx
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWorkflowInput
+from temporalio.client import Client
 
 from durable_teams.gateway.core.team_cards import card_of
 
 from .conftest import running_worker
+from .counting import counted
 from .gateway_helpers import running_gateway
 from .teams import TEAM, GatedModel
 from .waiting import until
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]  # a gateway of its own
-
-
-class CountingQueries(Interceptor):
-    """Counts the queries a client asks, by name."""
-
-    def __init__(self) -> None:
-        self.asked: Counter[str] = Counter()
-
-    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
-        counter = self
-
-        class Counting(OutboundInterceptor):
-            async def query_workflow(self, input: QueryWorkflowInput) -> Any:
-                counter.asked[input.query] += 1
-                return await super().query_workflow(input)
-        return Counting(next)
-
-
-def counted(client: Client) -> tuple[Client, CountingQueries]:
-    queries = CountingQueries()
-    config = client.config()
-    config["interceptors"] = [*config["interceptors"], queries]
-    return Client(**config), queries
 
 
 async def outcome_waited(client: Client, thread: str) -> bool:

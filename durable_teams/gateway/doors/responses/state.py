@@ -63,8 +63,16 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
     (`DELETE /v1/responses/{id}`) is unknown, unless `deleted_too` (walking the thread); so is
     an id the thread never gave (durable_teams/gateway/responses_anchors.py), unless
     `anchored` (a ref read before, or made from one)."""
+    view, status, _ = await read_as_of(gw, ref, await gw.status(ref.thread), deleted_too, anchored)
+    return view, status
+
+
+async def read_as_of(gw: Gateway, ref: ResponseRef, status: ConversationStatus, deleted_too: bool = False,
+                     anchored: bool = False) -> tuple[View, ConversationStatus, int | None]:
+    """`read`, given the thread's `status` (read before the log: a reply it has has its log
+    complete; an earlier one while the turn has neither its reply nor a question, `views`),
+    and the history length the log read reflects at least (None: not said)."""
     handle = gw.client.get_workflow_handle(ref.thread)
-    status = await gw.status(ref.thread)  # before the log: a reply read here has its log complete
     if not 1 <= ref.turn <= status.turns:  # an id no request of this thread was given
         raise UnknownResponse(f"no response {ref.id!r}")
     if not deleted_too and ref.key in status.hidden_steps:
@@ -76,29 +84,37 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
         replies = []  # no turn this high is answered: not this one either (a running turn's every read)
     else:
         replies = await handle.query(TeamWorkflow.turn_replies, [ref.turn])
-    messages = await stretch(gw, ref)
+    messages, history_length = await stretch_read(gw, ref)
     tools, breaks = await approval_tools(gw, ref.thread, agents_asking(messages))
     if not anchored:
         await check_anchor(gw, ref, messages)
     reply = replies[0] if replies else None
     if reply is None and status.last_reply is not None and status.last_reply.turn > ref.turn:
         reply = forgotten_reply(ref, messages)  # turns end in order: this one ended long ago
-    return view_of(ref, messages, reply, status.pending, tools, breaks), status
+    return view_of(ref, messages, reply, status.pending, tools, breaks), status, history_length
 
 
 async def stretch(gw: Gateway, ref: ResponseRef) -> list[Message]:
     """The log from `ref.start`, as far as the next turn's message (or the log's end)."""
+    return (await stretch_read(gw, ref))[0]
+
+
+async def stretch_read(gw: Gateway, ref: ResponseRef) -> tuple[list[Message], int | None]:
+    """`stretch`, and the history length its reading reflects at least (its first page's)."""
     messages: list[Message] = []
     index = ref.start
+    history_length: int | None = None
     while True:
         page = await gw.page(ref.thread, index)
+        if history_length is None:
+            history_length = page.history_length
         if ref.start > page.total:
             raise UnknownResponse(f"no response {ref.id!r}")
         messages.extend(page.messages)
         index += len(page.messages)
         turns = sum(map(is_turn_start, messages))
         if index >= page.total or not page.messages or turns > (0 if ref.step else 1):
-            return messages  # the whole log, or as far as the next turn: this response ended before it
+            return messages, history_length  # the whole log, or as far as the next turn: this response ended before it
 
 
 def agents_asking(messages: list[Message]) -> set[str]:
@@ -165,25 +181,64 @@ async def latest(gw: Gateway, ref: ResponseRef,
 async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
     """The response each time it may have changed, until it has ended: read again when a step
     of the thread is scheduled or completes unread (a `StepWatch`, one long poll of its
-    history; its state changes only then, so no timer)."""
+    history; its state changes only then, so no timer). The thread's status is read first and
+    again only once its turn's outcome (`turn_outcome`: its reply, or a question) has come: until
+    then a step reads the log alone, as what a response shows of the status (the reply, the
+    questions waiting) has not changed (one query a step instead of two)."""
     watch = StepWatch(gw.client, ref.thread)
     watcher = background(watch.run())
-    anchored = False
+    outcome: asyncio.Future[bool] | None = None
+    status: ConversationStatus | None = None
     try:
         while True:
             watch.ready.clear()
-            view, status = await read(gw, ref, anchored=anchored)
-            watch.read(status.history_length)  # its first read: what the log read after it reflects at least
-            anchored = True
+            after_outcome = outcome is not None and outcome.done()
+            fresh = status is None or after_outcome
+            if fresh:
+                status = await gw.status(ref.thread)
+            assert status is not None
+            view, status, history_length = await read_as_of(gw, ref, status, anchored=outcome is not None)
+            # What the read reflects: a status read with it is older than its log
+            watch.read(status.history_length if fresh else history_length)
+            if outcome is None:  # the first read: the turn's outcome awaited from there
+                outcome = asyncio.ensure_future(_outcome(gw, ref, status))  # it never raises
             yield view
             if view.ended:
                 return
             if watcher.done():  # the run closed, or the long poll failed: poll instead
                 await asyncio.sleep(gw.poll_seconds)
                 continue
-            await watch.ready.wait()
+            assert outcome is not None
+            if outcome.done() and not fresh:  # it came (or failed) during a read of the log alone:
+                continue  # read with the status now (no step of the thread may follow to wake a read)
+            await _either(watch.ready, outcome)
     finally:
         watcher.cancel()
+        if outcome is not None:
+            outcome.cancel()
+
+
+async def _outcome(gw: Gateway, ref: ResponseRef, status: ConversationStatus) -> bool:
+    """Once the turn of `ref` has its reply or a question not pending in `status`: True;
+    False at once when that way cannot tell."""
+    try:
+        await wait_outcome(gw.client, ref.thread, ref.turn, seen={q.question_id for q in status.pending})
+    except OutcomeUnavailable:
+        return False
+    return True
+
+
+async def _either(ready: asyncio.Event, outcome: asyncio.Future[bool]) -> None:
+    """Wait until `ready` is set, or `outcome` is done (once it is: `ready` alone)."""
+    if outcome.done():
+        await ready.wait()
+        return
+    waiting = asyncio.ensure_future(ready.wait())
+    both: list[asyncio.Future[Any]] = [waiting, outcome]
+    try:
+        await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
 
 
 async def ended(gw: Gateway, ref: ResponseRef) -> View:
