@@ -377,7 +377,6 @@ OVERSIZE: dict[str, str] = {
     "gateway/doors/a2a/door.py:accept": "not split yet",
     "gateway/doors/langgraph/langgraph_routes.py:langgraph_mount": "the LangGraph door is another branch's work (doors/langgraph/*): split it there",
     "gateway/doors/openai_chat/resent.py:chat_thread": "not split yet",
-    "teams/tools.py:tool": "not split yet",
     "worker/build.py:build_worker": "not split yet",
     "worker/devserver.py": "not split yet",
     "worker/devserver.py:start": "not split yet",
