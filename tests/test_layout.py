@@ -373,8 +373,6 @@ OVERSIZE: dict[str, str] = {
     "cli/main.py:parser": "not split yet",
     "client/send.py:submit_turn": "not split yet",
     "gateway/core/exchanges.py:begin_exchange": "not split yet",
-    "gateway/doors/a2a/door.py": "not split yet",
-    "gateway/doors/a2a/door.py:accept": "not split yet",
     "gateway/doors/langgraph/langgraph_routes.py:langgraph_mount": "the LangGraph door is another branch's work (doors/langgraph/*): split it there",
     "gateway/doors/openai_chat/resent.py:chat_thread": "not split yet",
     "worker/build.py:build_worker": "not split yet",
