@@ -372,8 +372,6 @@ OVERSIZE: dict[str, str] = {
     "gateway/core/exchanges.py:begin_exchange": "not split yet",
     "gateway/doors/langgraph/langgraph_routes.py:langgraph_mount": "the LangGraph door is another branch's work (doors/langgraph/*): split it there",
     "gateway/doors/openai_chat/resent.py:chat_thread": "not split yet",
-    "worker/devserver.py": "not split yet",
-    "worker/devserver.py:start": "not split yet",
     "workflows/agent_loop.py": "not split yet",
     "workflows/conversation.py": "not split yet",
     "workflows/conversation.py:_run_turn": "not split yet",
