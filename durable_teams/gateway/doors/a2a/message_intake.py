@@ -18,7 +18,6 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from durable_teams.client.refusals import QuestionClosed, TurnConflict
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.exchanges import Waiter
 from durable_teams.gateway.core.idempotency import (
     KeyedInput,
     KeyReused,
@@ -26,6 +25,7 @@ from durable_teams.gateway.core.idempotency import (
     input_taken,
     sent_keyed,
 )
+from durable_teams.gateway.core.outcomes import Waiter
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import text_of
