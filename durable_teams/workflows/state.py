@@ -7,18 +7,10 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
 
-from .messages import (
-    Message,
-    Reply,
-    RoutingDecision,
-    TeamSpec,
-    Wire,
-    agent_run_field,
-    left_out_when_unset,
-    optional_cap,
-)
+from .messages import Message, RoutingDecision, TeamSpec
 from .transcript import Transcript
 from .usage import Tally, UsageLedger
+from .wire_base import Reply, Wire, agent_run_field, left_out_when_unset, optional_cap
 
 TurnStatus = Literal["completed", "truncated", "filtered", "budget_exceeded", "failed", "cancelled"]
 """How a turn ended: "completed" (an answer), "truncated" (the answer the model gave was cut
