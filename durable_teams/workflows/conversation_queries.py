@@ -11,15 +11,9 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from . import breakpoints, roster
+    from .conversation_reads import ConversationStatus, LogPage, WaitingTools
     from .messages import Message, TeamSpec
-    from .state import (
-        ConversationInput,
-        ConversationState,
-        ConversationStatus,
-        LogPage,
-        Question,
-        WaitingTools,
-    )
+    from .state import ConversationInput, ConversationState, Question
     from .transcript import LogDelta
 
 if TYPE_CHECKING:

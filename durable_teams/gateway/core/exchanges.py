@@ -34,7 +34,8 @@ from durable_teams.gateway.core.requests import BadRequest
 from durable_teams.gateway.core.thread_log import ThreadLog, background
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationStatus, TurnReply
+from durable_teams.workflows.conversation_reads import ConversationStatus
+from durable_teams.workflows.state import TurnReply
 from durable_teams.workflows.turn_states import answering, question_text
 
 if TYPE_CHECKING:

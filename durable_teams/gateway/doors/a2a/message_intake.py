@@ -30,7 +30,7 @@ from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_
 from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import text_of
 from durable_teams.workflows.a2a_tasks import FINAL
-from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.turn_states import answered_by, answering
 
 MESSAGE_ID_REUSED = "this messageId was sent with another message: use a new messageId"

@@ -43,7 +43,7 @@ from durable_teams.gateway.doors.openai_chat.fields import (
 )
 from durable_teams.gateway.doors.openai_chat.resent import chat_thread
 from durable_teams.gateway.doors.openai_chat.stream import chunk_stream, usage_of
-from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
 
 log = logging.getLogger("durable_teams.gateway")
 
