@@ -19,7 +19,7 @@ import psutil
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_teams.worker.devserver import find_temporal_binary
+from durable_teams.worker.temporal_cli import find_temporal_binary
 from durable_teams.workflows import labels
 from durable_teams.workflows.human import AWAITING_HUMAN
 

@@ -30,8 +30,8 @@ from durable_teams.replay.records import Record
 from durable_teams.replay.replay_runner import ConversationDriver, ReplaySettings, replay
 from durable_teams.replay.replay_sources import record_of_workflow
 from durable_teams.worker.build import build_worker
-from durable_teams.worker.devserver import find_temporal_binary
 from durable_teams.worker.scripted import ScriptedModel
+from durable_teams.worker.temporal_cli import find_temporal_binary
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.state import ConversationInput
 

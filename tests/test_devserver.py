@@ -18,13 +18,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from durable_teams.client.server_address import port_open
 from durable_teams.worker import devserver
-from durable_teams.worker.devserver import (
-    SEARCH_ATTRIBUTES,
-    DevServer,
-    find_temporal_binary,
-    find_test_server_binary,
-    free_port,
-)
+from durable_teams.worker.devserver import SEARCH_ATTRIBUTES, DevServer, free_port
+from durable_teams.worker.temporal_cli import find_temporal_binary, find_test_server_binary
 
 from .cli_process import cli_env, one_line_failure, run_cli
 from .waiting import until_sync

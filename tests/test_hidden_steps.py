@@ -15,7 +15,8 @@ from temporalio.worker import Worker
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses.by_id import hide
 from durable_teams.gateway.doors.responses.from_log import ResponseRef
-from durable_teams.workflows.state import ConversationState, ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
+from durable_teams.workflows.state import ConversationState
 
 pytestmark = pytest.mark.workflow
 

@@ -18,15 +18,11 @@ from durable_teams.teams.builders import Agent, CompiledTeam, Supervisor
 from durable_teams.worker.scripted import ScriptedModel, call, calls, say
 from durable_teams.workflows.children import bounded_history, child_id, child_team
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.definition_checks import TeamError, validate_team
 from durable_teams.workflows.labels import TASK, TEAM
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import (
-    ConversationInput,
-    ConversationResult,
-    ConversationStatus,
-    Question,
-)
+from durable_teams.workflows.state import ConversationInput, ConversationResult, Question
 
 from .conftest import running_worker
 from .waiting import until

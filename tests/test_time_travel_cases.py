@@ -26,7 +26,8 @@ from durable_teams.examples import support as support_example
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationInput, ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
+from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .time_travel_team import REFUNDS, support, support_model

@@ -16,7 +16,8 @@ from durable_teams.client.time_travel import CheckpointError, fork, list_checkpo
 from durable_teams.teams.builders import Agent, CompiledTeam, Swarm
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationInput, ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
+from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .time_travel_team import REFUNDS, execute_refund, support, support_model

@@ -20,7 +20,8 @@ from durable_teams.client.start import start_conversation
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationInput, TurnOutcome
+from durable_teams.workflows.conversation_reads import TurnOutcome
+from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .teams import ASKED, DESK, FIRST, TEAM, GatedModel, desk_script, echo, team_with_threshold

@@ -27,8 +27,9 @@ from durable_teams.client.start import start_conversation
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.scripted import ScriptedModel, call, say
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.messages import Message, ModelRequest
-from durable_teams.workflows.state import ConversationInput, ConversationStatus, UserTurn
+from durable_teams.workflows.state import ConversationInput, UserTurn
 
 from .cli_process import cli_env, run_cli
 from .conftest import running_worker

@@ -8,11 +8,11 @@ import pydantic
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.messages import ModelResponse, TeamSpec, ToolResult
 from durable_teams.workflows.state import (
     ConversationInput,
     ConversationResult,
-    ConversationStatus,
     HumanReply,
     TurnReply,
     UserTurn,

@@ -38,11 +38,13 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.workflows.a2a_push import WatchRequest
 from durable_teams.workflows.a2a_tasks import FINAL, TaskState
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import LogPage
 from durable_teams.workflows.human import PENDING_MEMO
-from durable_teams.workflows.messages import Message, Wire
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.push_targets import cursor_of, newest_kept, with_cursor
-from durable_teams.workflows.state import LogPage, Question
+from durable_teams.workflows.state import Question
 from durable_teams.workflows.turn_states import answering, question_text
+from durable_teams.workflows.wire_base import Wire
 
 Asked = tuple[int, Question]
 """A question and the id of the history event whose memo first listed it."""

@@ -53,12 +53,10 @@ from durable_teams.client.thread_ids import team_part
 from durable_teams.live.from_env import hub_from_env
 from durable_teams.live.hub import LIVE_URL_ENV
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.intake import MAX_ID_CHARS
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import (
-    ConversationInput,
-    ConversationStatus,
-)
+from durable_teams.workflows.state import ConversationInput
 from durable_teams.workflows.tenancy import check_tenant
 
 

@@ -25,8 +25,8 @@ from durable_teams.client.step_watch import StepWatch
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.builtins import ASK_HUMAN
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import LogPage
 from durable_teams.workflows.messages import Message, Usage
-from durable_teams.workflows.state import LogPage
 from durable_teams.workflows.transcript import Transcript
 
 EventType = Literal[

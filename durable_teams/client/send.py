@@ -145,8 +145,16 @@ async def submit_turn(
     turn = UserTurn(text=text, sender=sender, turn_id=turn_id or uuid.uuid4().hex, max_tokens=max_tokens,
                     after_turns=after_turns, interrupt_before=interrupt_before, interrupt_after=interrupt_after,
                     metadata=metadata)
+    return await _accepted(client, workflow_id, turn, update_key, patience or Patience(workflow_id, busy_timeout))
+
+
+async def _accepted(client: Client, workflow_id: str, turn: UserTurn, update_key: str | None,
+                    patience: Patience) -> AcceptedTurn:
+    """`turn` sent as the `submit_turn` update until the conversation accepts it: a busy
+    conversation or a transient failure waited out on `patience`, a run that ended meanwhile
+    (a continue-as-new, a rewind's reset) left for the run that goes on, a namespace with
+    updates off sent a signal instead; what the refusal means raised otherwise."""
     handle = client.get_workflow_handle(workflow_id)
-    patience = patience or Patience(workflow_id, busy_timeout)
     while True:
         try:
             # the turn's id (or key) is the update's: duplicates sent at once are one update to Temporal

@@ -34,7 +34,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-from durable_teams.workflows.state import OutcomeWait, TurnOutcome
+from durable_teams.workflows.conversation_reads import OutcomeWait, TurnOutcome
 
 IN_FLIGHT_PER_CONVERSATION = 1
 """`turn_outcome` updates one process keeps in flight on one conversation at most."""

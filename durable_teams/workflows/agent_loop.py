@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from datetime import timedelta
 from typing import Literal
 
 from temporalio import workflow
@@ -27,21 +26,18 @@ with workflow.unsafe.imports_passed_through():
     from .messages import (
         AgentSpec,
         Message,
-        ModelCalls,
         ModelRequest,
-        ModelResponse,
         TeamSpec,
         ToolCall,
         Usage,
     )
     from .model_calls import (
-        activity_options,
         failure_text,
-        local_activity_options,
         policy_for,
     )
+    from .model_dispatch import execute_model
     from .offered_views import OfferedViews
-    from .placement import ModelPlacement, is_not_started
+    from .placement import ModelPlacement
     from .state import ConversationState, Flag, flagged
     from .tool_calls import ToolRunner
     from .tool_support import handoff_only_failure, tools_unavailable_notice
@@ -183,8 +179,9 @@ class AgentLoop:
         self.offered.offer(agent_run, length, view, roster.agent_tools(self.team, agent))
         scheduled = workflow.now()
         try:
-            response = await self._execute_model(
-                request, f"model: {agent} ({received} message{'' if received == 1 else 's'})", policy)
+            response = await execute_model(
+                request, f"model: {agent} ({received} message{'' if received == 1 else 's'})", policy,
+                self.placement)
         except (ActivityError, ApplicationError, TemporalTimeout) as err:  # a local activity's may come unwrapped
             why = failure_text(err, policy, (workflow.now() - scheduled).total_seconds())
             raise TurnFailed(f"The model call for {agent} failed: {why}") from err
@@ -249,39 +246,6 @@ class AgentLoop:
             if m.kind == "notice" and m.content == notice.content and m.agent_run == agent_run:
                 return
         self.transcript.append(notice)
-
-    async def _execute_model(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
-        """Run `call_model`: a local activity (this worker, the view read in process) when the
-        policy asks for one, else a regular one."""
-        if policy.local:
-            return await workflow.execute_local_activity(
-                "call_model", request, result_type=ModelResponse, summary=summary,
-                **local_activity_options(policy))
-        return await self._execute_model_activity(request, summary, policy)
-
-    async def _execute_model_activity(self, request: ModelRequest, summary: str, policy: ModelCalls) -> ModelResponse:
-        """Run `call_model` as a regular activity, on the worker holding this workflow when
-        there is one to ask for (workflows/placement.py); on the shared queue if that worker
-        never takes it."""
-        queue = await self.placement.next_queue()
-        options = activity_options(policy)
-        response: ModelResponse
-        if queue is not None:
-            try:
-                response = await workflow.execute_activity(
-                    "call_model", request, result_type=ModelResponse, task_queue=queue,
-                    schedule_to_start_timeout=timedelta(seconds=policy.worker_queue_seconds),
-                    summary=summary, **options)
-                self.placement.observe(queue, response.read_in_process)
-                return response
-            except ActivityError as err:
-                if not is_not_started(err):
-                    raise
-                self.placement.lost(queue)  # never started there: nothing is repeated here
-        response = await workflow.execute_activity(
-            "call_model", request, result_type=ModelResponse, summary=summary, **options)
-        self.placement.observe(None, response.read_in_process)
-        return response
 
     async def answer_calls(
         self, agent: str, agent_run: int, msg_index: int, calls: list[ToolCall], budget: Budget

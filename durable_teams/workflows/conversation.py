@@ -28,7 +28,9 @@ with workflow.unsafe.imports_passed_through():
     from . import mcp_tools as mcp
     from .agent_loop import AgentLoop, Budget, TurnFailed
     from .agent_views import ViewBuilder
+    from .answering import AgentOutcome
     from .cancelling import TurnCancel
+    from .conversation_queries import ConversationQueries
     from .hidden_steps import StepHiding
     from .human import HumanDesk, Interrupted
     from .intake import MAX_TURN_BYTES, Intake
@@ -38,16 +40,11 @@ with workflow.unsafe.imports_passed_through():
         ConversationInput,
         ConversationResult,
         ConversationState,
-        ConversationStatus,
-        LogPage,
-        Question,
         TurnProgress,
         TurnReply,
         UserTurn,
-        WaitingTools,
     )
     from .tool_calls import activity_failure_text
-    from .transcript import LogDelta
     from .turn_waits import TurnWaits
     from .turns import TurnRunner
 
@@ -59,11 +56,11 @@ KEEP_REPLIES = 200
 # commands a recorded history issued keeps the old path behind `workflow.patched("<id>")`; the
 # histories in tests/histories/ (some parked mid-wait) are 0.1.0's and must keep replaying.
 @workflow.defn(name="TeamWorkflow")
-class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
+class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding, ConversationQueries):
     """Entry points take `*extra`, which makes the SDK decode their arguments as plain JSON;
     the workflow validates them itself (workflows/inputs.py), so a malformed one is refused
     with a reason instead of failing workflow tasks forever. Clients send the declared types.
-    Update and signal handlers: workflows/intake.py."""
+    Update and signal handlers: workflows/intake.py; queries: workflows/conversation_queries.py."""
 
     @workflow.init
     def __init__(self, inp: ConversationInput | None = None, *extra: object) -> None:
@@ -207,6 +204,12 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
                 turn=number, agent=agent, agent_run=agent_run, direct=agent in (target, turns.intent_agent) and agent_run != 0,
                 model_calls=spent.model_calls, handoffs=spent.handoffs, tool_calls=spent.tool_calls)
             raise
+        return self._reply(number, turn, resume, start, outcome)
+
+    def _reply(self, number: int, turn: UserTurn, resume: TurnProgress | None, start: int,
+               outcome: AgentOutcome) -> TurnReply:
+        """The reply a turn's outcome gives: its answer; a budget's stop, quoting what was
+        answered before it (the turn's answers begin at `start`); a person's stop."""
         if outcome.kind == "budget":  # with what was answered before the stop
             log = self.state.transcript.log
             if resume is not None:  # continued as new in the middle of the turn
@@ -255,74 +258,3 @@ class TeamWorkflow(Intake, TurnCancel, TurnWaits, StepHiding):
             structured=reply.structured, runs=self.state.runs, context=dict(self.state.context),
             usage=self.state.usage, before_stop=reply.before_stop,
         )
-
-    # ---- queries ----------------------------------------------------------------------------
-
-    @workflow.query
-    def pending_questions(self) -> list[Question]:
-        return list(self.state.pending.values())
-
-    @workflow.query
-    def transcript(self, full: bool = False) -> list[Message]:
-        """The shared conversation, with notes for people (kind "notice": refused signals);
-        `full=True` adds every agent's private working messages."""
-        if full:
-            return list(self.state.transcript.log)
-        return self.state.transcript.view(
-            0, handoffs=roster.handoff_view(self.team) if self.team else "own", notices=True)
-
-    @workflow.query
-    def log_page(self, start: int, limit: int = 200) -> LogPage:
-        """The whole log (every agent's steps) from `start`, at most `limit` messages: how a
-        follower reads a conversation as it happens (`durable_teams.client.events.follow`). Indices
-        hold across continue-as-new; paged because the server caps a query result at 2 MB."""
-        log = self.state.transcript.log
-        end = start + max(limit, 0)
-        shared = sorted(i for i in self.state.transcript.shared if start <= i < end)
-        return LogPage(start=start, messages=log[start:end], total=len(log), shared=shared,
-                       history_length=workflow.info().get_current_history_length())
-
-    @workflow.query
-    def status(self) -> ConversationStatus:
-        last = self.state.replies.get(max(self.state.replies, default=0))
-        return ConversationStatus(
-            active_agent=self.state.active_agent, turns=self.state.turns_started,
-            model_calls=self.state.total_model_calls, pending=list(self.state.pending.values()),
-            queued_turns=len(self.state.queue), last_reply=last, closed=self.closing,
-            ignored_replies=list(self.state.ignored_replies), last_decision=self.state.last_decision,
-            children=list(self.loop.children.values()) if self.loop else [],
-            refused_signals=list(self.state.refused_signals),
-            refused_signal_count=self.state.refused_signal_count,
-            usage=self.state.usage, last_input_id=self.state.last_input_id,
-            previous_input_id=self.state.previous_input_id, forked_from=self.input.forked_from,
-            hidden_steps=list(self.state.hidden_steps),
-            history_length=workflow.info().get_current_history_length(),
-        )
-
-    @workflow.query
-    def waiting_tools(self, agent: str) -> WaitingTools:
-        """`agent`'s tools that wait for a person as the team defines them: those that need
-        approval, and those (activities, not handoffs or built-ins) that pause at a breakpoint
-        before or after they run. Fixed by the team: what any client shows as a step that
-        waits for a person."""
-        team = self.team
-        if team is None or agent not in team.agents:
-            return WaitingTools()
-        approval = [t.name for t in roster.agent_tools(team, agent) if t.needs_approval]
-        if not breakpoints.declared(team):
-            return WaitingTools(approval=approval)
-        return WaitingTools(approval=approval, breakpoint=[
-            t for t in team.agents[agent].tools if t in team.tools
-            and any(breakpoints.pauses(team, when, agent, t) for when in ("before", "after"))])
-
-    @workflow.query
-    def model_view_delta(self, agent: str, agent_run: int, upto: int, log_start: int,
-                         shared_start: int, with_tools: bool) -> LogDelta:
-        """`model_view` for a reader already holding `log[:log_start]` and
-        `shared[:shared_start]` (the model activity's per-worker cache): returns a
-        `transcript.LogDelta` with only what it lacks, so a model call costs O(new messages)
-        here instead of O(transcript)."""
-        assert self.team is not None
-        return self.state.transcript.delta(
-            log_start, shared_start, upto, handoffs=roster.handoff_view(self.team),
-            tools=roster.agent_tools(self.team, agent) if with_tools else None)

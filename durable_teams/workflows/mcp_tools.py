@@ -22,8 +22,9 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from .builtins import BUILTINS
-    from .messages import AgentSpec, MCPServerSpec, TeamSpec, ToolRequest, ToolSpec, Wire
+    from .messages import AgentSpec, MCPServerSpec, TeamSpec, ToolRequest, ToolSpec
     from .roster import handoff_targets
+    from .wire_base import Wire
 
 LIST_ACTIVITY = "list_mcp_tools"
 CALL_ACTIVITY = "call_mcp_tool"

@@ -14,7 +14,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from .a2a_push import Delivery, PushConfig, TaskChange, WatchRequest
-from .messages import Wire, left_out_when_unset
+from .wire_base import Wire, left_out_when_unset
 
 RUN_ENDS = {"COMPLETED": "success", "FAILED": "error", "CANCELED": "interrupted", "REJECTED": "error",
             "INPUT_REQUIRED": "interrupted"}

@@ -23,10 +23,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
-from .messages import Wire, left_out_when_unset
 from .push_targets import from_the_start
 from .run_webhooks import RunWebhookWorkflow, WebhookInput
 from .state import ConversationInput, UserTurn
+from .wire_base import Wire, left_out_when_unset
 
 
 class CronWebhook(Wire):

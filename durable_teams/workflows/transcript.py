@@ -29,7 +29,8 @@ from pydantic import (
 )
 
 from .handoff import HandoffView, strip_foreign_handoffs, strip_siblings
-from .messages import Message, OutputMode, Reply, ToolSpec, Wire
+from .messages import Message, OutputMode, ToolSpec
+from .wire_base import Reply, Wire
 
 T = TypeVar("T")
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .state import ConversationStatus, Question, TurnReply
+from .conversation_reads import ConversationStatus
+from .state import Question, TurnReply
 
 
 def answering(status: ConversationStatus) -> int:

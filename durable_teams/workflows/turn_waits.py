@@ -21,7 +21,8 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from . import inputs
-    from .state import ConversationState, OutcomeWait, TurnOutcome
+    from .conversation_reads import OutcomeWait, TurnOutcome
+    from .state import ConversationState
 
 
 class TurnWaits:

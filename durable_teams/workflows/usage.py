@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from .messages import Budgets, Message, Reply, Usage, Wire
+from .messages import Budgets, Message, Usage
+from .wire_base import Reply, Wire
 
 
 class Tally(Reply):

@@ -29,12 +29,13 @@ from durable_teams.client.reply_watch import history_growth
 from durable_teams.client.send import AcceptedTurn, send_answer, submit_turn
 from durable_teams.client.server_state import questions_of
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
-from durable_teams.gateway.core.outcomes import Outcome, _now
+from durable_teams.gateway.core.outcomes import Outcome, Waiter, _now
 from durable_teams.gateway.core.requests import BadRequest
 from durable_teams.gateway.core.thread_log import ThreadLog, background
 from durable_teams.live.hub import Delta
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationStatus, TurnReply
+from durable_teams.workflows.conversation_reads import ConversationStatus
+from durable_teams.workflows.state import TurnReply
 from durable_teams.workflows.turn_states import answering, question_text
 
 if TYPE_CHECKING:
@@ -43,17 +44,6 @@ if TYPE_CHECKING:
     from durable_teams.live.hub import LiveHub
 
 T = TypeVar("T")
-
-
-class Waiter:
-    """What waits for an exchange's outcome (call it), and the turn the exchange concerns
-    (None when not known)."""
-
-    def __init__(self, wait: Callable[[], Awaitable[Outcome]], turn: int | None) -> None:
-        self.wait, self.turn = wait, turn
-
-    def __call__(self) -> Awaitable[Outcome]:
-        return self.wait()
 
 
 @dataclass
@@ -161,24 +151,9 @@ class Exchanges:
             target = number or answering(status)
             return Waiter(lambda: self._outcome(thread, set(), target_turn=target, turn=None), target)
         ids = "last_input_id" in status.model_fields_set  # a worker that records input ids
-        seen_ids = {q.question_id for q in status.pending}
         if status.pending:
-            q = status.pending[0]
-            answer: dict[str, Any] = {"text": text} | ({"input_id": turn_id} if ids and turn_id else {})
-            if q.kind == "approval":
-                approved = approval_of(text)
-                if approved is None:  # unclear: ask again, never take it as a denial
-                    return Waiter(lambda: _now(Outcome("question", f"{ask_again(q.tool or q.agent)} "
-                                                f"{question_text(q)}")), answering(status))
-                answer["approved"] = approved
-            try:
-                await self.reply(thread, q.question_id, update_key, **answer)
-            except QuestionClosed as closed:
-                if seen is not None:  # another request answered it since the caller looked
-                    raise TurnConflict(f"{thread}: {closed}") from None
-                raise
-            return Waiter(lambda: self._outcome(thread, seen_ids, target_turn=answering(status), turn=None),
-                          answering(status))
+            return await self._answer_exchange(thread, text, turn_id, status, seen, update_key, ids)
+        seen_ids: set[str] = set()  # no question open
         accepted = await submit_turn(self.client, thread, text, turn_id=turn_id,
                                      busy_timeout=self.busy_seconds, max_tokens=max_tokens,
                                      after_turns=status.turns if seen is not None and ids else None,
@@ -194,6 +169,28 @@ class Exchanges:
             finally:
                 turn.cancel()  # a question came back: the turn goes on in the workflow
         return Waiter(outcome, accepted.number)
+
+    async def _answer_exchange(self, thread: str, text: str, turn_id: str | None, status: ConversationStatus,
+                               seen: ConversationStatus | None, update_key: str | None, ids: bool) -> Waiter:
+        """`begin_exchange` on a thread with an open question: the text is its answer (an
+        approval read strictly, asked again when unclear)."""
+        seen_ids = {q.question_id for q in status.pending}
+        q = status.pending[0]
+        answer: dict[str, Any] = {"text": text} | ({"input_id": turn_id} if ids and turn_id else {})
+        if q.kind == "approval":
+            approved = approval_of(text)
+            if approved is None:  # unclear: ask again, never take it as a denial
+                return Waiter(lambda: _now(Outcome("question", f"{ask_again(q.tool or q.agent)} "
+                                            f"{question_text(q)}")), answering(status))
+            answer["approved"] = approved
+        try:
+            await self.reply(thread, q.question_id, update_key, **answer)
+        except QuestionClosed as closed:
+            if seen is not None:  # another request answered it since the caller looked
+                raise TurnConflict(f"{thread}: {closed}") from None
+            raise
+        return Waiter(lambda: self._outcome(thread, seen_ids, target_turn=answering(status), turn=None),
+                      answering(status))
 
     async def turn_of(self, thread: str, turn_id: str) -> int | None:
         """The turn the thread started for the input `turn_id`, or answered with it (None: unknown)."""

@@ -39,8 +39,8 @@ from durable_teams.gateway.core.resent_history import (
 from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.thread_marks import latest_mark
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import ConversationStatus
 from durable_teams.workflows.turn_states import question_text
 
 log = logging.getLogger("durable_teams.gateway")

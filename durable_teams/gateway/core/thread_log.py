@@ -20,8 +20,9 @@ from durable_teams.client.send import AcceptedTurn
 from durable_teams.client.step_watch import StepWatch
 from durable_teams.live.hub import Delta, LiveHub, LiveOrder
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import LogPage
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import LogPage, TurnReply
+from durable_teams.workflows.state import TurnReply
 
 LOG_ENDS_KEPT = 10_000
 _LOG_ENDS: dict[str, int] = {}

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,48 +28,20 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.types import a2a_pb2 as pb
-from a2a.utils.errors import (
-    InvalidParamsError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    UnsupportedOperationError,
-)
-from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from a2a.utils.errors import TaskNotCancelableError, UnsupportedOperationError
+from temporalio.client import WorkflowUpdateFailedError
 
-from durable_teams.client.refusals import QuestionClosed, TurnConflict
-from durable_teams.client.thread_ids import team_part
-from durable_teams.gateway.core import requests as checks
-from durable_teams.gateway.core.exchanges import Waiter
-from durable_teams.gateway.core.idempotency import (
-    KeyedInput,
-    KeyReused,
-    content_id,
-    input_taken,
-    sent_keyed,
-)
-from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
+from durable_teams.gateway.doors.a2a.message_intake import MessageIntake
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
-from durable_teams.gateway.doors.a2a.reading import TaskReader
-from durable_teams.gateway.doors.a2a.wire import (
-    PAUSED,
-    history_wanted,
-    scope_in,
-    state_of,
-    text_of,
-    user_in,
-)
+from durable_teams.gateway.doors.a2a.wire import PAUSED, history_wanted, scope_in, state_of, user_in
 from durable_teams.workflows.a2a_tasks import FINAL
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationStatus
-from durable_teams.workflows.turn_states import answered_by, answering
-
-MESSAGE_ID_REUSED = "this messageId was sent with another message: use a new messageId"
 
 
 @dataclass
-class A2ADoor(TaskReader, RequestHandler):
-    """One team's A2A requests, answered from its threads (reading them: `TaskReader`)."""
+class A2ADoor(MessageIntake, RequestHandler):
+    """One team's A2A requests, answered from its threads (taking messages into them:
+    `MessageIntake`; reading them: `TaskReader`)."""
 
     wait_seconds: float = 300.0
     """How long SendMessage waits for the turn to end or ask before it returns the task working."""
@@ -79,111 +50,6 @@ class A2ADoor(TaskReader, RequestHandler):
 
     def __post_init__(self) -> None:
         self.pushes = PushConfigs(self.gateway, self.push)
-
-    async def accept(self, params: pb.SendMessageRequest, scope: str | None,
-                     user: str | None = None) -> tuple[str, int, Any]:
-        """The message taken by its thread: (thread, turn, what waits for the turn's outcome).
-        A new thread keeps the caller's `scope` (its tenant) and speaks for `user`."""
-        message = params.message
-        text = text_of(message)
-        # the scope in the digest too: another scope's same messageId is another message
-        digest = hashlib.sha256(f"{scope or ''}\n{message.message_id}".encode()).hexdigest()[:24]
-        prefix = "a2a-" + digest if message.message_id else None
-        turn_id = content_id(prefix, text) if prefix else None
-        if message.task_id:  # an answer to the task's question
-            try:
-                thread, number = parse_task_id(message.task_id)
-            except NotATask as err:
-                raise TaskNotFoundError(str(err)) from None
-            if message.context_id and message.context_id != thread:  # as the SDK's handler refuses it
-                raise InvalidParamsError(f"context {message.context_id} does not match context {thread} "
-                                         f"of task {message.task_id}")
-            if not await self.thread_of(thread, scope):
-                raise UnsupportedOperationError(f"task {message.task_id} has ended")
-            again = await self.sent_before(thread, prefix, text)
-            if again is not None:
-                return again
-            status = await self.gateway.status(thread)
-            if not answered_by(status, number):
-                task = await self.task(thread, number, scope)
-                state = pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_")
-                if state in FINAL:
-                    raise UnsupportedOperationError(f"task {message.task_id} has ended ({state.lower()})")
-                raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input ({state.lower()})")
-            try:
-                waiter = await self.begin_keyed(thread, text, prefix, turn_id, seen=status)
-            except (TurnConflict, QuestionClosed):  # another message answered it meanwhile
-                raise UnsupportedOperationError(f"task {message.task_id} is not waiting for input: "
-                                                "another message answered it") from None
-            return thread, number, waiter
-        seen: ConversationStatus | None = None
-        known = await self.known_status(message.context_id, scope) if message.context_id else None
-        if known is not None:
-            thread = message.context_id
-            if known != WorkflowExecutionStatus.RUNNING:
-                raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
-            again = await self.sent_before(thread, prefix, text)
-            if again is not None:
-                return again
-            seen = await self.gateway.status(thread)
-            if seen.pending:
-                raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
-                                         "send the answer with its taskId")
-        elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
-            thread = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
-            with contextlib.suppress(WorkflowAlreadyStartedError):  # by this message before, or its twin at once
-                await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
-            if not await self.thread_of(thread, scope):  # another scope's (a digest's clash): as none
-                raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
-            again = await self.sent_before(thread, prefix, text)
-            if again is not None:
-                return again
-        else:  # a new context: the client's id for it, when it gave one, is the thread's
-            thread = await self.new_thread(message.context_id or None, scope, user)
-        waiter = await self.begin_keyed(thread, text, prefix, turn_id, seen=seen)
-        number = waiter.turn or (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
-            await self.gateway.status(thread)).turns
-        return thread, number, waiter
-
-    async def begin_keyed(self, thread: str, text: str, prefix: str | None, turn_id: str | None,
-                          seen: ConversationStatus | None) -> Waiter:
-        """The message sent (as a turn, or the answer to the thread's question) under its
-        `messageId`'s update (`prefix`): a message sent at once with another under the same
-        messageId is one update, and the one whose input was not taken an error."""
-        def send() -> Awaitable[Waiter]:
-            return self.gateway.begin_exchange(thread, text, turn_id, seen=seen, update_key=prefix)
-        if prefix is None or turn_id is None:
-            return await send()
-        try:
-            return await sent_keyed(self.gateway.client, thread, KeyedInput(turn_id, None, prefix), send)
-        except KeyReused:
-            raise InvalidParamsError(MESSAGE_ID_REUSED) from None
-
-    async def sent_before(self, thread: str, prefix: str | None, text: str) -> tuple[str, int, Any] | None:
-        """A message whose `messageId` the thread took already: the same text is a retry (its
-        turn and outcome, nothing sent again, however late), other text an error (a messageId
-        stands for one message, as an Idempotency-Key for one request); None for a new one."""
-        if prefix is None:
-            return None
-        try:
-            keyed = await input_taken(self.gateway.client, thread, prefix, text)
-        except KeyReused:
-            raise InvalidParamsError(MESSAGE_ID_REUSED) from None
-        if keyed.turn is None:
-            return None
-        waiter = await self.gateway.begin_exchange(thread, text, keyed.id, again=True, turn=keyed.turn)
-        return thread, keyed.turn, waiter
-
-    async def new_thread(self, wanted: str | None, scope: str | None, user: str | None = None) -> str:
-        if wanted is not None:
-            try:
-                checks.thread_id(wanted, "contextId")
-            except checks.BadRequest as err:
-                raise InvalidParamsError(str(err.detail)) from None
-        try:
-            return await self.gateway.start_thread(self.team, wanted, scope=scope, user=user)
-        except WorkflowAlreadyStartedError:  # taken between the look and the start, or ended long ago
-            raise InvalidParamsError(f"contextId {wanted} is taken: use another") from None
 
     async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task:
         scope = scope_in(context)

@@ -17,7 +17,7 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_wire import Unsupported
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.turn_states import answering
 
 STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")

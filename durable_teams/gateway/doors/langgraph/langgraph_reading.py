@@ -25,8 +25,9 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     values_of,
 )
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import ConversationStatus, TurnReply
+from durable_teams.workflows.state import TurnReply
 
 METADATA_CLIENT = "langgraph"
 METADATA_MEMO = f"{METADATA_CLIENT}_metadata"

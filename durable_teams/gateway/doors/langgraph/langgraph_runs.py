@@ -60,7 +60,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     run_object,
     run_status,
 )
-from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.turn_states import answering
 
 

@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 from starlette.exceptions import HTTPException
 
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import ConversationStatus, Question, TurnReply
+from durable_teams.workflows.state import Question, TurnReply
 from durable_teams.workflows.turn_states import turn_state
 
 RUN_ID = re.compile(r"t([1-9][0-9]{0,8})(?:\.(q[1-9][0-9]{0,8}))?")

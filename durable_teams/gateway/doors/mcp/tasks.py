@@ -50,7 +50,7 @@ from durable_teams.gateway.doors.mcp.task_wire import (
     view_of,
 )
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.turn_states import TurnState, answering, turn_state
 
 LIST_READ_SECONDS = 2.0

@@ -29,9 +29,8 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core.auth import may_stream
 from durable_teams.gateway.core.end_users import check_end_user, end_user
-from durable_teams.gateway.core.exchanges import Waiter
 from durable_teams.gateway.core.idempotency import KeyedInput, input_id, input_taken, sent_keyed
-from durable_teams.gateway.core.outcomes import Outcome
+from durable_teams.gateway.core.outcomes import Outcome, Waiter
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import says_retry
 from durable_teams.gateway.core.scopes import scope_of
@@ -44,7 +43,7 @@ from durable_teams.gateway.doors.openai_chat.fields import (
 )
 from durable_teams.gateway.doors.openai_chat.resent import chat_thread
 from durable_teams.gateway.doors.openai_chat.stream import chunk_stream, usage_of
-from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
 
 log = logging.getLogger("durable_teams.gateway")
 

@@ -34,6 +34,13 @@ from durable_teams.gateway.doors.openai_chat.fields import (
 
 log = logging.getLogger("durable_teams.gateway")
 
+Begin = Callable[[], Awaitable[Callable[[], Awaitable[Outcome]]]]
+"""What sends a request's input into its thread, and gives what waits for its outcome."""
+Claim = Callable[[str], Awaitable[None]]
+"""A keyed request's key recorded as this request's, just before its input goes into a thread."""
+OnThread = Callable[[str, Begin], Awaitable[Exchange]]
+"""The exchange on a thread, its input sent by a `Begin`."""
+
 
 async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: dict[str, Any],
                       request: Request) -> Exchange:
@@ -77,15 +84,35 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
                                                   max_tokens(body), seen=match.status, again=match.again))
         except (TurnConflict, ConversationEnded):  # taken by another request, or ended since
             continue
-    edit = await chat_edits.edited_turn(gw, key, history)
-    if edit is not None:  # an earlier message edited: its thread forked there (edits.py)
-        fork_id = chat_edits.fork_id(key, history, edit, keys)
-        try:
-            await claim(fork_id)
-            return await on(fork_id, partial(chat_edits.begin_fork, gw, key, history, edit, keys, max_tokens(body)))
-        except CheckpointError as err:  # a turn that cannot be forked: a new thread, as before
-            log.info("chat edit of %s not forked (%s); a new thread opens", edit.thread, err)
+    forked = await _on_edit(gw, key, history, keys, max_tokens(body), claim, on)
+    if forked is not None:
+        return forked
     seed = f"{keyed or ''}\0{carried or ''}\0{keys.this}" if keyed or carried else None
+    return await _on_new_thread(gw, team, history, body, key, keys, seed, tenant, claim, on)
+
+
+async def _on_edit(gw: Gateway, key: chats.ChatKey, history: chats.ChatHistory, keys: chats.RequestKeys,
+                   tokens: int | None, claim: Claim, on: OnThread) -> Exchange | None:
+    """An earlier message edited: the exchange on its thread forked there (edits.py); None when
+    none was, or its turn cannot be forked (a new thread, as before)."""
+    edit = await chat_edits.edited_turn(gw, key, history)
+    if edit is None:
+        return None
+    fork_id = chat_edits.fork_id(key, history, edit, keys)
+    try:
+        await claim(fork_id)
+        return await on(fork_id, partial(chat_edits.begin_fork, gw, key, history, edit, keys, tokens))
+    except CheckpointError as err:  # a turn that cannot be forked: a new thread, as before
+        log.info("chat edit of %s not forked (%s); a new thread opens", edit.thread, err)
+    return None
+
+
+async def _on_new_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: dict[str, Any],
+                         key: chats.ChatKey, keys: chats.RequestKeys, seed: str | None, tenant: str | None,
+                         claim: Claim, on: OnThread) -> Exchange:
+    """The exchange on a new thread that opens with the earlier messages (its id derived from
+    `seed`, so the same request sent again finds it); one this very request started before (sent
+    again, or its twin at once) is taken, or a new one opens when that one is over."""
     thread = chats.new_thread_id(key, history, seed)
     await claim(thread)
     try:
@@ -106,7 +133,7 @@ async def chat_thread(gw: Gateway, team: str, history: chats.ChatHistory, body: 
 
 
 async def _on_thread(gw: Gateway, stream: bool, carried: str | None, thread: str,
-                     begin: Callable[[], Awaitable[Callable[[], Awaitable[Outcome]]]]) -> Exchange:
+                     begin: Begin) -> Exchange:
     return await exchange_on(gw, thread, stream, begin, mark_for(gw, thread, carried))
 
 

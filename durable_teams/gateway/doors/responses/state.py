@@ -24,8 +24,9 @@ from durable_teams.gateway.doors.responses.from_log import (
     view_of,
 )
 from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import ConversationStatus, WaitingTools
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.state import ConversationStatus, TurnReply, WaitingTools
+from durable_teams.workflows.state import TurnReply
 
 MAX_APPROVAL_CACHE = 4096
 _approval_tools: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
