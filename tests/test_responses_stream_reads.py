@@ -17,14 +17,9 @@ import pytest
 from durable_teams.client.turn_outcome import OutcomeUnavailable
 from durable_teams.gateway.doors.responses import state
 from durable_teams.gateway.doors.responses.from_log import ResponseRef
+from durable_teams.workflows.conversation_reads import ConversationStatus, LogPage, TurnOutcome
 from durable_teams.workflows.messages import Message, ToolCall
-from durable_teams.workflows.state import (
-    ConversationStatus,
-    LogPage,
-    Question,
-    TurnOutcome,
-    TurnReply,
-)
+from durable_teams.workflows.state import Question, TurnReply
 
 pytestmark = pytest.mark.pure
 
