@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
 
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
@@ -73,6 +73,17 @@ async def snapshot(gw: Gateway, thread: str, scope: str | None) -> Snapshot:
                     status, messages)
 
 
+async def conversation_after(gw: Gateway, thread: str, known: list[Message]) -> list[Message]:
+    """The shared conversation: `known` (what was read of it before) and what came after it,
+    in one query that reads only that (a worker of an earlier release: the whole of it)."""
+    handle = gw.client.get_workflow_handle(thread)
+    try:
+        after: list[Message] = await handle.query(TeamWorkflow.transcript, args=[False, len(known)])
+    except WorkflowQueryFailedError:  # its query takes no `start`
+        return await handle.query(TeamWorkflow.transcript, False)
+    return known + after
+
+
 async def reply_of(gw: Gateway, thread: str, turn: int) -> TurnReply | None:
     replies = await gw.client.get_workflow_handle(thread).query(
         TeamWorkflow.turn_replies, [turn])
@@ -84,13 +95,18 @@ def turns_known(status: ConversationStatus) -> int:
     return status.turns
 
 
-async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
-    """The run as LangGraph's `Run` (`NotFound` for a turn the thread never took, or a resume
-    of a question still waiting: no answer started it)."""
+def known_run(seen: Snapshot, run: RunRef) -> None:
+    """`NotFound` for a turn the thread never took, or a resume of a question still waiting
+    (no answer started it)."""
     if run.turn > turns_known(seen.status):
         raise NotFound(f"no run {run.id} on thread {seen.thread}")
     if run.resumed is not None and any(q.question_id == run.resumed for q in seen.status.pending):
         raise NotFound(f"no run {run.id} on thread {seen.thread}: interrupt {run.resumed} waits for its answer")
+
+
+async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
+    """The run as LangGraph's `Run` (`NotFound`: `known_run`)."""
+    known_run(seen, run)
     reply = await reply_of(gw, seen.thread, run.turn)
     state = run_status(seen.status, run.turn, reply, seen.running)
     return run_object(seen.thread, run, seen.team, state, seen.created, await turn_metadata(gw, seen.thread, run.turn))
