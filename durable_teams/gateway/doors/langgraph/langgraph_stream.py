@@ -94,11 +94,12 @@ class RunStream:
         watcher: asyncio.Future[None] | None = None
         try:
             while True:
-                settled = outcome.done()  # before the reads: what it tells of is in them
-                by_status = settled and outcome.result() is None  # the update could not tell
-                if (show or by_status) and watcher is None:
+                if watcher is None and (show or told_nothing(outcome)):
                     watcher = kept(watch_growth(self.gw.client, self.thread, grown))
                     await grown.wait()  # its first look at the history: the reads come after it
+                # no await from here to `grown.clear()`: a step after this is seen by the wait below
+                settled = outcome.done()  # before the reads: what it tells of is in them
+                by_status = settled and outcome.result() is None  # the update could not tell
                 stopped = watcher is not None and watcher.done()  # the thread stopped running
                 grown.clear()  # before the reads: a step after them wakes the wait below
                 # the status before the messages: none appended before it is missed
@@ -122,7 +123,8 @@ class RunStream:
                     await asyncio.sleep(self.gw.poll_seconds)
                     watcher = None
                     continue
-                await until_first(grown, outcome, None if stopped else watcher,
+                # an outcome that came during the reads was not judged: it ends the wait at once
+                await until_first(grown, None if settled else outcome, None if stopped else watcher,
                                   STATUS_RELOOK_SECONDS if by_status else None)
         finally:
             outcome.cancel()
@@ -257,12 +259,23 @@ def kept(coroutine: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
     return task
 
 
-async def until_first(grown: asyncio.Event, outcome: asyncio.Future[Any],
+def told_nothing(outcome: asyncio.Future[TurnOutcome | None]) -> bool:
+    """Whether the update ended without telling the run's outcome (it could not)."""
+    return outcome.done() and outcome.result() is None
+
+
+async def until_first(grown: asyncio.Event, outcome: asyncio.Future[Any] | None,
                       watcher: asyncio.Future[None] | None, relook: float | None = None) -> None:
     """Wait for the next step of the thread (`grown`, set by the history's long poll, also
-    when it stops), or the run's outcome (unless told already); without a watch, the outcome
-    alone."""
-    waits: list[asyncio.Future[Any]] = [] if outcome.done() else [outcome]
+    when it stops), or the run's `outcome` (None: judged already; one that ended and is not
+    judged yet ends the wait at once); without a watch, the outcome alone.
+
+    The outcome is waited on until it is judged, never left out because it has ended: it
+    may end after the loop looked (during its reads, or while it yielded a frame), and the
+    step that brought it may have been seen before `grown` was cleared. Left out, the loop
+    would wait for a step that never comes (a stream that gave its last frame and never
+    ended, under load)."""
+    waits: list[asyncio.Future[Any]] = [] if outcome is None else [outcome]
     step = asyncio.ensure_future(grown.wait()) if watcher is not None else None
     if step is not None:
         waits.append(step)
