@@ -334,7 +334,7 @@ async def test_a_stream_left_after_its_first_byte_runs_on_joinable_and_leaves_no
 
 async def test_a_wait_or_join_the_client_left_holds_nothing_in_the_gateway(client: Client, task_queue: str) -> None:
     """Runs queued behind a question may wait days: a client that leaves its `join` or `wait`
-    leaves no task in the gateway (they were held, each with a history watch, until the run
+    leaves no task in the gateway (they were held, each with its wait, until the run
     ended, and held the gateway's shutdown); the runs go on and run once."""
     teams, model = faang_and_support()
     async with running_worker(client, task_queue, teams, model):
@@ -348,8 +348,8 @@ async def test_a_wait_or_join_the_client_left_holds_nothing_in_the_gateway(clien
             left.append(asyncio.ensure_future(http.post(f"/threads/{sup}/runs/wait", json=run(
                 assistant_id="support", input=human("later still"), multitask_strategy="enqueue"))))
 
-            async def all_following() -> bool:
-                return sum("watch" in t for t in serving_tasks()) == 4
+            async def all_following() -> bool:  # each request follows its run (`followed`)
+                return sum("to_its_end" in t for t in serving_tasks()) == 4
             await until(all_following, "the gateway follows the four runs")
             for request in left:
                 request.cancel()  # the client leaves: its connection closes

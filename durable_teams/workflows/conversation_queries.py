@@ -34,13 +34,14 @@ class ConversationQueries:
         return list(self.state.pending.values())
 
     @workflow.query
-    def transcript(self, full: bool = False) -> list[Message]:
+    def transcript(self, full: bool = False, start: int = 0) -> list[Message]:
         """The shared conversation, with notes for people (kind "notice": refused signals);
-        `full=True` adds every agent's private working messages."""
+        `full=True` adds every agent's private working messages. `start`: from that index on
+        (a reader that holds the messages before it reads only what came after)."""
         if full:
-            return list(self.state.transcript.log)
+            return self.state.transcript.log[max(start, 0):]
         return self.state.transcript.view(
-            0, handoffs=roster.handoff_view(self.team) if self.team else "own", notices=True)
+            0, handoffs=roster.handoff_view(self.team) if self.team else "own", notices=True)[max(start, 0):]
 
     @workflow.query
     def log_page(self, start: int, limit: int = 200) -> LogPage:

@@ -56,6 +56,7 @@ async def interrupting_run(gw: Gateway, thread: str, asked: RunRequest, scope: s
                                          interrupt_after=asked.interrupt_after, metadata=asked.metadata)
         except TurnConflict:  # another run got in since: interrupted in turn
             continue
-        return RunStream(gw, thread, RunRef(accepted.number), asked.team, len(seen.messages))
+        return RunStream(gw, thread, RunRef(accepted.number), asked.team, len(seen.messages),
+                         messages=seen.messages, created=seen.created)
     raise Busy(f"thread {thread} took another run each of {MAX_TRIES} times this run interrupted the ones "
                "before it: send it again")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
 
 from durable_teams.client.checkpoints import list_checkpoints
 from durable_teams.client.replay_state import ReplayFailed
@@ -83,6 +83,17 @@ async def snapshot(gw: Gateway, thread: str, scope: str | None) -> Snapshot:
                     status, messages, scope)
 
 
+async def conversation_after(gw: Gateway, thread: str, known: list[Message]) -> list[Message]:
+    """The shared conversation: `known` (what was read of it before) and what came after it,
+    in one query that reads only that (a worker of an earlier release: the whole of it)."""
+    handle = gw.client.get_workflow_handle(thread)
+    try:
+        after: list[Message] = await handle.query(TeamWorkflow.transcript, args=[False, len(known)])
+    except WorkflowQueryFailedError:  # its query takes no `start`
+        return await handle.query(TeamWorkflow.transcript, False)
+    return known + after
+
+
 async def reply_of(gw: Gateway, thread: str, turn: int) -> TurnReply | None:
     replies = await gw.client.get_workflow_handle(thread).query(
         TeamWorkflow.turn_replies, [turn])
@@ -94,9 +105,9 @@ def turns_known(status: ConversationStatus) -> int:
     return status.turns
 
 
-async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
-    """The run as LangGraph's `Run` (`NotFound` for a turn the thread never took, or a resume
-    of a question still waiting: no answer started it)."""
+async def known_run(gw: Gateway, seen: Snapshot, run: RunRef) -> None:
+    """`NotFound` for a turn the thread never took, or a resume of a question still waiting
+    or never answered while that turn ran (no answer started it)."""
     if run.turn > turns_known(seen.status):
         raise NotFound(f"no run {run.id} on thread {seen.thread}")
     if run.resumed is not None and any(q.question_id == run.resumed for q in seen.status.pending):
@@ -104,6 +115,11 @@ async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
     if run.resumed is not None and not await answered_in(gw, seen.thread, run):
         raise NotFound(f"no run {run.id} on thread {seen.thread}: no answer to an interrupt {run.resumed} "
                        f"of run t{run.turn} started one")
+
+
+async def run_of(gw: Gateway, seen: Snapshot, run: RunRef) -> dict[str, Any]:
+    """The run as LangGraph's `Run` (`NotFound`: `known_run`)."""
+    await known_run(gw, seen, run)
     reply = await reply_of(gw, seen.thread, run.turn)
     state = run_status(seen.status, run.turn, reply, seen.running)
     return run_object(seen.shown, run, seen.team, state, seen.created, await turn_metadata(gw, seen.thread, run.turn))

@@ -10,9 +10,8 @@ from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
 
 from durable_teams.client.refusals import ConversationBusy, TurnConflict
 from durable_teams.client.send import submit_turn
@@ -20,7 +19,7 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_response
-from durable_teams.gateway.core.threads import Gateway, NoWorker, TeamMismatch
+from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
 from durable_teams.gateway.doors.langgraph.langgraph_edits import take_staged
 from durable_teams.gateway.doors.langgraph.langgraph_interrupts import interrupting_run
@@ -31,6 +30,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_multitask import (
     roll_back,
 )
 from durable_teams.gateway.doors.langgraph.langgraph_reading import (
+    known_run,
     reply_of,
     run_of,
     snapshot,
@@ -58,9 +58,9 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     Unsupported,
     parse_run_id,
     run_object,
-    run_status,
 )
 from durable_teams.workflows.conversation_reads import ConversationStatus
+from durable_teams.workflows.messages import Message
 from durable_teams.workflows.turn_states import answering
 
 
@@ -93,7 +93,9 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
         asked.text, seen = taken[0], taken[1]
         asked.resuming = asked.continuing = False
     if asked.resuming:
-        return await resume(gw, thread, asked, seen.status, len(seen.messages))
+        run = await resume(gw, thread, asked, seen.status, seen.messages)
+        run.created = seen.created
+        return run
     if asked.strategy == "interrupt":  # every earlier run cancelled first (langgraph_interrupts.py)
         return await interrupting_run(gw, thread, asked, scope)
     if seen.state() in ("busy", "interrupted"):
@@ -116,7 +118,8 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
         raise Busy(f"thread {thread} is taking another run sent at the same moment (multitask_strategy "
                    "'reject'; or send 'enqueue', 'interrupt' or 'rollback')") from None
     # the turns numbered before it and not yet begun come first: their messages are skipped
-    return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1)
+    return RunStream(gw, thread, RunRef(accepted.number), asked.team, floor, skip=accepted.number - ahead - 1,
+                     messages=seen.messages, created=seen.created)
 
 
 async def thread_for(gw: Gateway, thread: str, asked: RunRequest, scope: str | None, again: bool = True) -> None:
@@ -137,7 +140,8 @@ async def thread_for(gw: Gateway, thread: str, asked: RunRequest, scope: str | N
             await thread_for(gw, thread, asked, scope, again=False)  # whose, of which team
 
 
-async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus, floor: int) -> RunStream:
+async def resume(gw: Gateway, thread: str, asked: RunRequest, status: ConversationStatus,
+                 messages: list[Message]) -> RunStream:
     if not status.pending:
         what = "no input, and no breakpoint" if asked.continuing else "no interrupt"
         raise checks.BadRequest(f"{what} waits on thread {thread}: nothing to resume", 409)
@@ -151,8 +155,8 @@ async def resume(gw: Gateway, thread: str, asked: RunRequest, status: Conversati
         question = next((q for q in status.pending if q.question_id == named), question)
     await gw.reply(thread, question.question_id, **answer_of(asked.resume, question))
     seen = {q.question_id for q in status.pending}
-    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, floor,
-                     start=floor, seen=seen)
+    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, len(messages),
+                     start=len(messages), seen=seen, messages=messages)
 
 
 def located(run: RunStream) -> dict[str, str]:
@@ -160,14 +164,11 @@ def located(run: RunStream) -> dict[str, str]:
 
 
 async def create(request: Request) -> Response:
+    """A run begun in the background: `pending` as LangGraph says of a new run (its turn
+    accepted, not read again), `running` for a resume (its answer taken)."""
     run, asked = await begin(request)
-    try:
-        seen = await snapshot(run.gw, run.thread, scope_of(request))
-        reply = await reply_of(run.gw, run.thread, run.run.turn)
-        state, created = run_status(seen.status, run.run.turn, reply, seen.running), seen.created
-    except (RPCError, WorkflowQueryFailedError, NoWorker):  # the run is in: answered as such all the
-        state, created = "pending", None  # same (an error would have its client send it again: twice)
-    return JSONResponse(run_object(run.shown or run.thread, run.run, run.team, state, created, asked.metadata,
+    state = "running" if run.run.resumed is not None else "pending"
+    return JSONResponse(run_object(run.shown or run.thread, run.run, run.team, state, run.created, asked.metadata,
                                    {"webhook_error": asked.webhook_error} if asked.webhook_error else None),
                         headers=located(run))
 
@@ -176,8 +177,7 @@ async def followed(request: Request, run: RunStream) -> None:
     """Follow the run until it ends or asks, or until the client leaves (the run goes on; the
     gateway holds nothing for it: a run may wait days for a person)."""
     async def to_its_end() -> None:
-        async for _ in run.follow():
-            pass
+        await run.settle()
 
     async def client_left() -> None:
         while (await request.receive())["type"] != "http.disconnect":
@@ -218,12 +218,13 @@ async def existing(request: Request) -> RunStream:
     gw, scope = gateway_of(request), scope_of(request)
     seen = await snapshot(gw, thread_in(request), scope)
     run = parse_run_id(request.path_params["run"])
-    found = await run_of(gw, seen, run)  # NotFound for a run the thread never had
-    team, ahead = str(found["assistant_id"]), answering(seen.status)
+    await known_run(gw, seen, run)  # NotFound for a run the thread never had
+    team, ahead = seen.team or "", answering(seen.status)
     if run.turn <= ahead:  # begun: from its message
         start = turn_start(seen.messages, run.turn, ahead)
-        return RunStream(gw, seen.thread, run, team, start, start=start, shown=seen.shown)
-    return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1, shown=seen.shown)
+        return RunStream(gw, seen.thread, run, team, start, start=start, messages=seen.messages, shown=seen.shown)
+    return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1,
+                     messages=seen.messages, shown=seen.shown)
 
 
 async def get(request: Request) -> Response:

@@ -1,21 +1,33 @@
 """A run's stream, in LangGraph's stream modes, read from the thread as the turn goes: the
 shared conversation's new messages as `values`, `updates` (by the agent that wrote them),
 `messages` / `messages-tuple` and `events`; `__interrupt__` when the turn waits for a person.
-The stream ends when the run does: the turn answered, failed, cancelled, or interrupted."""
+The stream ends when the run does: the turn answered, failed, cancelled, or interrupted.
+
+A run waits the core's way (durable_teams/client/turn_outcome.py): its outcome (the turn's
+reply, or a question the run had not seen) comes from the `turn_outcome` update, one call the
+server holds; a stream's steps come from one long poll of the thread's history
+(`watch_growth`, over durable_teams/client/reply_watch.py), the conversation read once per step
+from where it was read last. `wait` and `join` read it once, at the outcome. When the update
+cannot tell (a worker of an earlier release, a run continued as new, another waiter of this
+process on the thread), the thread's status is read with each step instead, and at least
+every `STATUS_RELOOK_SECONDS`: the update's way has no timer."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
+
+from temporalio.client import Client
 
 from durable_teams.client.refusals import ConversationEnded
 from durable_teams.client.reply_watch import history_growth
+from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.sse import sse_frame
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.doors.langgraph.langgraph_reading import reply_of
+from durable_teams.gateway.doors.langgraph.langgraph_reading import conversation_after, reply_of
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     RunRef,
     debug_events,
@@ -23,10 +35,12 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     lc_message,
     values_of,
 )
-from durable_teams.workflows.conversation import TeamWorkflow
+from durable_teams.workflows.conversation_reads import ConversationStatus, TurnOutcome
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, TurnReply
 from durable_teams.workflows.turn_states import answering
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -34,7 +48,8 @@ class RunStream:
     """One run followed in the shared conversation from index `floor`: a resume's from there
     (`start` set), a turn's from its message, the `skip`+1-th turn message after `floor` (the
     turns queued before it come first). `seen`: the questions that waited before it began
-    (a new question of its turn is this run's interrupt)."""
+    (a new question of its turn is this run's interrupt). `messages`: the shared conversation
+    as read when the run was begun (at least up to `floor`), read on from there."""
 
     gw: Gateway
     thread: str
@@ -44,9 +59,11 @@ class RunStream:
     skip: int = 0
     start: int | None = None
     seen: set[str] = field(default_factory=set)
+    messages: list[Message] = field(default_factory=list)
+    created: datetime | None = None
+    """When the thread was created, as read when the run was begun."""
     ending: TurnReply | None = None
     interrupts: list[Question] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
     shown: str | None = None
     """The thread's id as the caller knows it (langgraph_tenancy.py); None: `thread`."""
 
@@ -65,40 +82,87 @@ class RunStream:
     async def follow(self) -> AsyncIterator[tuple[list[Message], int]]:
         """(the conversation, how many of it were seen before) each time it grows, until the
         run ends (`ending`) or asks (`interrupts`)."""
-        grown = asyncio.Event()
-        watcher = asyncio.ensure_future(watch(self.gw, self.thread, grown))
-        watcher.add_done_callback(lambda t: t.cancelled() or t.exception())  # its end is read below
-        try:
-            async for found in self._follow(grown, watcher):
-                yield found
-        finally:
-            watcher.cancel()
+        async for found in self._follow(show=True):
+            yield found
 
-    async def _follow(self, grown: asyncio.Event, watcher: asyncio.Future[None]
-                      ) -> AsyncIterator[tuple[list[Message], int]]:
-        sent, handle = -1, self.gw.client.get_workflow_handle(self.thread)
-        while True:
-            grown.clear()  # before the reads: a step after them wakes the wait below
-            status = await self.gw.status(self.thread)  # before the messages: none appended before it is missed
-            self.messages = await handle.query(TeamWorkflow.transcript, False)
-            start = self.located(self.messages)
-            if start is not None and len(self.messages) > sent:
-                yield self.messages, max(sent, start)
-                sent = len(self.messages)
-            if status.last_reply is not None and status.last_reply.turn >= self.run.turn:
-                self.ending = await reply_of(self.gw, self.thread, self.run.turn) or status.last_reply
-                return
-            fresh = [q for q in status.pending if q.question_id not in self.seen]
-            if fresh and answering(status) == self.run.turn and start is not None:
-                self.interrupts = fresh
-                return
-            if status.closed and not await self.gw.running(self.thread):
-                raise ConversationEnded(f"thread {self.thread} ended before run {self.run.id} did")
-            if watcher.done():  # the watch stopped (the server could not be reached): poll
-                await asyncio.sleep(self.gw.poll_seconds)
-                continue
-            with contextlib.suppress(TimeoutError):  # a workflow task completed, or look again anyway
-                await asyncio.wait_for(grown.wait(), FALLBACK_SECONDS)
+    async def settle(self) -> None:
+        """Wait for the run's end (`ending`) or its question (`interrupts`), the conversation
+        read once then (what `wait` and `join` return)."""
+        async for _ in self._follow(show=False):
+            pass
+
+    async def _follow(self, show: bool) -> AsyncIterator[tuple[list[Message], int]]:
+        grown, sent = asyncio.Event(), -1
+        outcome = kept(self._outcome())
+        watcher: asyncio.Future[None] | None = None
+        try:
+            while True:
+                if watcher is None and (show or told_nothing(outcome)):
+                    watcher = kept(watch_growth(self.gw.client, self.thread, grown))
+                    await grown.wait()  # its first look at the history: the reads come after it
+                # no await from here to `grown.clear()`: a step after this is seen by the wait below
+                settled = outcome.done()  # before the reads: what it tells of is in them
+                by_status = settled and outcome.result() is None  # the update could not tell
+                stopped = watcher is not None and watcher.done()  # the thread stopped running
+                grown.clear()  # before the reads: a step after them wakes the wait below
+                # the status before the messages: none appended before it is missed
+                status = await self.gw.status(self.thread) if by_status else None
+                if show or settled:
+                    self.messages = await conversation_after(self.gw, self.thread, self.messages)
+                    start = self.located(self.messages)
+                    if start is not None and len(self.messages) > sent:
+                        yield self.messages, max(sent, start)
+                        sent = len(self.messages)
+                if settled and await self._judged(outcome.result(), status):
+                    return
+                if settled and not by_status:  # an earlier turn's question: wait for the next
+                    outcome = kept(self._outcome())
+                    continue
+                if stopped and by_status:
+                    assert watcher is not None
+                    if watcher.cancelled() or watcher.exception() is None:
+                        raise ConversationEnded(f"thread {self.thread} ended before run {self.run.id} did")
+                    # its long poll failed (the server busy or away): look again after a while
+                    await asyncio.sleep(self.gw.poll_seconds)
+                    watcher = None
+                    continue
+                # an outcome that came during the reads was not judged: it ends the wait at once
+                await until_first(grown, None if settled else outcome, None if stopped else watcher,
+                                  STATUS_RELOOK_SECONDS if by_status else None)
+        finally:
+            outcome.cancel()
+            if watcher is not None:
+                watcher.cancel()
+
+    async def _outcome(self) -> TurnOutcome | None:
+        """The run's turn's outcome, its reply or a question not in `seen` (None: the update
+        cannot tell)."""
+        try:
+            return await wait_outcome(self.gw.client, self.thread, self.run.turn, seen=self.seen)
+        except OutcomeUnavailable:
+            return None
+
+    async def _judged(self, told: TurnOutcome | None, status: ConversationStatus | None) -> bool:
+        """Whether the run has ended (`ending`) or asks (`interrupts`), by what the update told
+        or, when it could not, the thread's `status`. A question the update tells of is the
+        run's when its turn is the one the thread works on (else an earlier turn's: seen)."""
+        if told is not None and told.reply is not None:
+            self.ending = told.reply
+            return True
+        if status is None:  # a question: all those asked now, and whose turn asks
+            status = await self.gw.status(self.thread)
+        last = status.last_reply
+        if last is not None and last.turn >= self.run.turn:
+            self.ending = last if last.turn == self.run.turn else (
+                await reply_of(self.gw, self.thread, self.run.turn) or last)
+            return True
+        fresh = [q for q in status.pending if q.question_id not in self.seen]
+        if fresh and answering(status) == self.run.turn and self.start is not None:
+            self.interrupts = fresh
+            return True
+        if told is not None:
+            self.seen |= {q.question_id for q in fresh}
+        return False
 
     def metadata(self, node: str | None, step: int) -> dict[str, Any]:
         return {"thread_id": self.shown or self.thread, "run_id": self.run.id, "assistant_id": self.team,
@@ -182,20 +246,47 @@ class RunStream:
         return values
 
 
-FALLBACK_SECONDS = 2.0
-"""How long a run's reader waits for the thread's history to grow before it reads it anyway."""
+STATUS_RELOOK_SECONDS = 2.0
+"""When the update cannot tell a run's outcome, its reader reads the thread's status at each
+step and at least this often: several long polls of one thread's history from one process
+were seen to wake late (the update's way has no timer)."""
 END = 10**9
 """The index the frames after the run's last message are numbered under."""
 
 
-async def watch(gw: Gateway, thread: str, grown: asyncio.Event) -> None:
-    """Set `grown` each time a workflow task of the thread completes (its state may have
-    changed): a long poll of its history, not a query per poll interval."""
+def kept(coroutine: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+    """A task whose outcome may go unread (the client left): reading it when it ends keeps
+    asyncio from logging 'Task exception was never retrieved'."""
+    task = asyncio.ensure_future(coroutine)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return task
+
+
+def told_nothing(outcome: asyncio.Future[TurnOutcome | None]) -> bool:
+    """Whether the update ended without telling the run's outcome (it could not)."""
+    return outcome.done() and outcome.result() is None
+
+
+async def until_first(grown: asyncio.Event, outcome: asyncio.Future[Any] | None,
+                      watcher: asyncio.Future[None] | None, relook: float | None = None) -> None:
+    """Wait for the next step of the thread (`grown`, set by the history's long poll, also
+    when it stops), or the run's `outcome` (None: judged already; one that ended and is not
+    judged yet ends the wait at once); without a watch, the outcome alone.
+
+    The outcome is waited on until it is judged, never left out because it has ended: it
+    may end after the loop looked (during its reads, or while it yielded a frame), and the
+    step that brought it may have been seen before `grown` was cleared. Left out, the loop
+    would wait for a step that never comes (a stream that gave its last frame and never
+    ended, under load)."""
+    waits: list[asyncio.Future[Any]] = [] if outcome is None else [outcome]
+    step = asyncio.ensure_future(grown.wait()) if watcher is not None else None
+    if step is not None:
+        waits.append(step)
     try:
-        async for _ in history_growth(gw.client, thread):
-            grown.set()
+        await asyncio.wait(waits, timeout=relook, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        grown.set()
+        if step is not None:
+            step.cancel()
 
 
 def frame_key(frame_id: str) -> tuple[int, int]:
@@ -227,3 +318,13 @@ def node_of(messages: list[Message], index: int) -> str:
 
 def stream_error(message: str) -> str:
     return sse_frame("error", {"error": "StreamError", "message": message})
+
+
+async def watch_growth(client: Client, thread: str, grown: asyncio.Event) -> None:
+    """Set `grown` each time a step of the conversation completes (a long poll of its history,
+    durable_teams/client/reply_watch.py), and once more when the watch ends."""
+    try:
+        async for _ in history_growth(client, thread):
+            grown.set()
+    finally:
+        grown.set()
