@@ -15,19 +15,23 @@ every `STATUS_RELOOK_SECONDS`: the update's way has no timer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
-
-from temporalio.client import Client
+from typing import Any
 
 from durable_teams.client.refusals import ConversationEnded
-from durable_teams.client.reply_watch import history_growth
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.sse import sse_frame
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_reading import conversation_after, reply_of
+from durable_teams.gateway.doors.langgraph.langgraph_waiting import (
+    STATUS_RELOOK_SECONDS,
+    kept,
+    told_nothing,
+    until_first,
+    watch_growth,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     RunRef,
     debug_events,
@@ -39,8 +43,6 @@ from durable_teams.workflows.conversation_reads import ConversationStatus, TurnO
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, TurnReply
 from durable_teams.workflows.turn_states import answering
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -246,47 +248,8 @@ class RunStream:
         return values
 
 
-STATUS_RELOOK_SECONDS = 2.0
-"""When the update cannot tell a run's outcome, its reader reads the thread's status at each
-step and at least this often: several long polls of one thread's history from one process
-were seen to wake late (the update's way has no timer)."""
 END = 10**9
 """The index the frames after the run's last message are numbered under."""
-
-
-def kept(coroutine: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
-    """A task whose outcome may go unread (the client left): reading it when it ends keeps
-    asyncio from logging 'Task exception was never retrieved'."""
-    task = asyncio.ensure_future(coroutine)
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
-    return task
-
-
-def told_nothing(outcome: asyncio.Future[TurnOutcome | None]) -> bool:
-    """Whether the update ended without telling the run's outcome (it could not)."""
-    return outcome.done() and outcome.result() is None
-
-
-async def until_first(grown: asyncio.Event, outcome: asyncio.Future[Any] | None,
-                      watcher: asyncio.Future[None] | None, relook: float | None = None) -> None:
-    """Wait for the next step of the thread (`grown`, set by the history's long poll, also
-    when it stops), or the run's `outcome` (None: judged already; one that ended and is not
-    judged yet ends the wait at once); without a watch, the outcome alone.
-
-    The outcome is waited on until it is judged, never left out because it has ended: it
-    may end after the loop looked (during its reads, or while it yielded a frame), and the
-    step that brought it may have been seen before `grown` was cleared. Left out, the loop
-    would wait for a step that never comes (a stream that gave its last frame and never
-    ended, under load)."""
-    waits: list[asyncio.Future[Any]] = [] if outcome is None else [outcome]
-    step = asyncio.ensure_future(grown.wait()) if watcher is not None else None
-    if step is not None:
-        waits.append(step)
-    try:
-        await asyncio.wait(waits, timeout=relook, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if step is not None:
-            step.cancel()
 
 
 def frame_key(frame_id: str) -> tuple[int, int]:
@@ -318,13 +281,3 @@ def node_of(messages: list[Message], index: int) -> str:
 
 def stream_error(message: str) -> str:
     return sse_frame("error", {"error": "StreamError", "message": message})
-
-
-async def watch_growth(client: Client, thread: str, grown: asyncio.Event) -> None:
-    """Set `grown` each time a step of the conversation completes (a long poll of its history,
-    durable_teams/client/reply_watch.py), and once more when the watch ends."""
-    try:
-        async for _ in history_growth(client, thread):
-            grown.set()
-    finally:
-        grown.set()
