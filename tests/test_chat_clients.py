@@ -245,7 +245,7 @@ async def test_a_visibility_store_without_prefix_search_opens_a_new_thread(caplo
     def refuse(query: str, limit: int) -> Any:
         raise RPCError("operator STARTS_WITH not allowed", RPCStatusCode.INVALID_ARGUMENT, b"")
 
-    gw = SimpleNamespace(client=SimpleNamespace(list_workflows=refuse))
+    gw = SimpleNamespace(client=SimpleNamespace(list_workflows=refuse), busy_seconds=1.0)
     history = chat_history.chat_history([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
                                          {"role": "user", "content": "again"}])
     assert await chat_threads.find_thread(gw, chat_history.ChatKey("", "desk"), history) is None  # type: ignore[arg-type]
