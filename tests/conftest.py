@@ -21,6 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker._worker import load_default_build_id
 
 from durable_teams.activities.model import OpenAIBackend
+from durable_teams.client.resending import resending
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.worker.build import TeamWorker, build_worker
 from durable_teams.workflows.human import AWAITING_HUMAN
@@ -139,9 +140,16 @@ async def old_cluster() -> AsyncIterator[Client]:
 UPDATES_OFF = ["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=false"]
 
 
+@pytest.fixture(scope="session")
+def session_client(env: WorkflowEnvironment) -> Client:
+    """The dev server's client as `connect()` makes it: a call the connection dropped unsent
+    when the server rotated it (every ~5 minutes) is sent again (durable_teams/client/resending.py)."""
+    return resending(env.client)
+
+
 @pytest.fixture
-def client(env: WorkflowEnvironment) -> Client:
-    return env.client
+def client(session_client: Client) -> Client:
+    return session_client
 
 
 @pytest.fixture

@@ -84,3 +84,12 @@ async def say_on(http: httpx.AsyncClient, thread: str, text: str, stream: bool =
         "model": "desk", "messages": [{"role": "user", "content": text}], "stream": stream})
     assert response.status_code == 200, response.text
     return streamed_content(response) if stream else str(response.json()["choices"][0]["message"]["content"])
+
+
+async def inbox_questions(http: httpx.AsyncClient, thread: str, **request: Any) -> list[dict[str, Any]]:
+    """`thread`'s questions in GET /questions, once it lists them: the inbox reads the
+    visibility store, which lags a conversation's own state (a question the workflow answers
+    a query with may not be listed yet). Other tests' threads on the shared server are left out."""
+    async def listed() -> list[dict[str, Any]]:
+        return [q for q in (await http.get("/questions", **request)).json() if q["thread_id"] == thread]
+    return await until(listed, f"a question of {thread} listed in the inbox")

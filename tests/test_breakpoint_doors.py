@@ -18,7 +18,7 @@ from durable_teams.workflows.state import ConversationInput
 
 from .cli_process import cli_env, run_cli
 from .conftest import running_worker
-from .gateway_helpers import running_gateway
+from .gateway_helpers import inbox_questions, running_gateway
 from .time_travel_team import REFUNDS, execute_refund, support_model
 from .waiting import pending_question
 
@@ -62,14 +62,13 @@ async def test_an_edited_result_over_http(client: Client, task_queue: str) -> No
         thread = (await http.post("/threads", json={"team": team.spec.name})).json()["thread_id"]
         turn = asyncio.ensure_future(send_turn(client, thread, "refund A1"))
         question = await pending_question(client.get_workflow_handle(thread))
-        listed = (await http.get("/questions")).json()
+        mine = await inbox_questions(http, thread)  # other tests' threads may wait too
         path = f"/threads/{thread}/questions/{question.question_id}"
         not_text = await http.post(path, json={"approved": True, "result": {"x": 1}})
         denied = await http.post(path, json={"approved": False, "result": "x"})
         arguments = await http.post(path, json={"approved": True, "arguments": {"order": "B"}})
         resumed = await http.post(path, json={"approved": True, "result": "refund of A1 queued"})
         reply = await turn
-    mine = [q for q in listed if q["thread_id"] == thread]  # other tests' threads may wait too
     assert [(q["tool"], q["breakpoint"], q["after"], q["result"]) for q in mine] == [
         ("execute_refund", True, True, "refunded A1")]
     assert not_text.status_code == 400 and denied.status_code == 400

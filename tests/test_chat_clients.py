@@ -27,7 +27,7 @@ from durable_teams.workflows.state import ConversationResult
 
 from .cli_process import cli_env, run_cli
 from .conftest import running_worker
-from .gateway_helpers import running_gateway
+from .gateway_helpers import inbox_questions, running_gateway
 from .teams import APPROVAL, ASKED, DESK, DONE, FIRST, REFUNDS, desk_script
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
@@ -146,7 +146,8 @@ async def test_a_quiet_chat_closes_and_its_question_stays_out_of_the_inbox(clien
                 "model": "desk", "messages": [{"role": "user", "content": FIRST}]})
             named = await http.post("/v1/chat/completions", headers={"X-Thread-Id": "desk-named-1"}, json={
                 "model": "desk", "messages": [{"role": "user", "content": FIRST}]})
-            inbox = {q["thread_id"] for q in (await http.get("/questions")).json()}  # both asked now
+            await inbox_questions(http, "desk-named-1")  # both asked now: once the inbox lists it
+            inbox = {q["thread_id"] for q in (await http.get("/questions")).json()}
         listed = await run_cli("pending", env=cli_env(client), timeout=60)
         handle = client.get_workflow_handle(asked.headers["x-thread-id"])
         result = await asyncio.wait_for(handle.result(), 60)  # the question lapses, then the thread closes
@@ -245,7 +246,7 @@ async def test_a_visibility_store_without_prefix_search_opens_a_new_thread(caplo
     def refuse(query: str, limit: int) -> Any:
         raise RPCError("operator STARTS_WITH not allowed", RPCStatusCode.INVALID_ARGUMENT, b"")
 
-    gw = SimpleNamespace(client=SimpleNamespace(list_workflows=refuse))
+    gw = SimpleNamespace(client=SimpleNamespace(list_workflows=refuse), busy_seconds=1.0)
     history = chat_history.chat_history([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
                                          {"role": "user", "content": "again"}])
     assert await chat_threads.find_thread(gw, chat_history.ChatKey("", "desk"), history) is None  # type: ignore[arg-type]

@@ -22,8 +22,8 @@ from durable_teams.workflows.messages import ModelRequest
 from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
-from .gateway_helpers import read_sse, running_gateway, sse_events
-from .waiting import pending_question, until
+from .gateway_helpers import inbox_questions, read_sse, running_gateway, sse_events
+from .waiting import pending_question
 
 pytestmark = pytest.mark.workflow
 
@@ -121,9 +121,7 @@ async def test_the_inbox_lists_a_question_while_no_worker_runs(client: Client, t
 
 async def wait_for_question(http: httpx.AsyncClient, thread: str) -> dict[str, Any]:
     """The thread's question in GET /questions (the search attribute is set with it)."""
-    async def mine() -> list[dict[str, Any]]:
-        return [q for q in (await http.get("/questions")).json() if q["thread_id"] == thread]
-    return (await until(mine, f"a question listed for {thread}"))[0]
+    return (await inbox_questions(http, thread))[0]
 
 
 async def test_tokens_are_required_and_big_bodies_refused(client: Client, task_queue: str) -> None:

@@ -182,7 +182,7 @@ async def state_of_a(http: httpx.AsyncClient, url: str, doors: Doors) -> dict[st
 
     async def asked() -> list[dict[str, Any]] | None:
         return [q for q in (await http.get("/questions", headers=a)).json() if q["thread_id"] == asking] or None
-    questions = await until(asked, "the question waiting", within=30)
+    questions = await until(asked, "the question waiting")
     _, response = await doors.responses("A/u1", "hello")
     _, chat = await doors.chat("A/u1", "hello there")
     _, a2a_task = await doors.a2a("A/u1", "hello")

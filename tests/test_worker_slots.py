@@ -13,6 +13,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import WorkerTuner
 
+from durable_teams.client.start import TASK_TIMEOUT
 from durable_teams.teams.builders import Agent, Swarm
 from durable_teams.worker.build import MAX_ACTIVITIES, build_worker, cpu_tuner
 from durable_teams.worker.scripted import ScriptedModel, say
@@ -84,9 +85,13 @@ async def run_conversations(client: Client, task_queue: str, count: int, slots: 
     team = Swarm([Agent("a", "Answers.", model="scripted")], model_calls=ModelCalls(local=True)).compile()
     model = CountingModel(seconds, until_running)
     async with running_worker(client, task_queue, [team], model, **slots):
+        # the workflow task timeout conversations start with (start_conversation's): a local call
+        # holds the task open, and Temporal's 10 s default had the held calls' heartbeats come
+        # too late under load ("Task not found when completing"), each call run again
         results = await asyncio.wait_for(asyncio.gather(*(client.execute_workflow(
             TeamWorkflow.run, ConversationInput(team=team.spec, task="hi", set_search_attributes=False),
-            id=f"slots-{i}-{uuid.uuid4().hex[:6]}", task_queue=task_queue) for i in range(count))), 60)
+            id=f"slots-{i}-{uuid.uuid4().hex[:6]}", task_queue=task_queue, task_timeout=TASK_TIMEOUT)
+            for i in range(count))), 60)
     assert [r.answer for r in results] == ["done"] * count
     return model.most
 

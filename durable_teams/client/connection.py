@@ -10,6 +10,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client import exit_guard
+from durable_teams.client.resending import resending
 from durable_teams.client.server_config import ServerConfig, load_server_config
 from durable_teams.encryption.codec import KeySetting, codec_for, with_codec
 
@@ -86,7 +87,7 @@ async def connect(address: str | None = None, *, encryption: KeySetting = None,
         config = ServerConfig(namespace=config.namespace)
     address = address or config.address or default_address()
     try:
-        return await Client.connect(
+        client = await Client.connect(
             address,
             data_converter=with_codec(pydantic_data_converter, codec_for(encryption)),
             interceptors=interceptors,
@@ -101,6 +102,7 @@ async def connect(address: str | None = None, *, encryption: KeySetting = None,
         how = config.security()
         hint = "" if how == "plaintext" else f" (this client connects with {how})"
         raise TemporalUnreachable(f"no Temporal server at {address}: {str(err).splitlines()[0]}{hint}") from err
+    return resending(client)  # a call the connection dropped unsent (its rotation) is sent again
 
 
 def encrypted(client: Client) -> bool:

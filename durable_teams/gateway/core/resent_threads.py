@@ -21,12 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from starlette.requests import Request
-from temporalio.client import WorkflowQueryFailedError, WorkflowQueryRejectedError
+from temporalio.client import (
+    WorkflowExecution,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
+)
 from temporalio.service import RPCError
 
+from durable_teams.client.refusals import Patience
 from durable_teams.gateway.core.resent_history import (
     KEY_PREFIX,
     ChatHistory,
@@ -44,6 +51,7 @@ from durable_teams.workflows.messages import Message
 from durable_teams.workflows.turn_states import question_text
 
 log = logging.getLogger("durable_teams.gateway")
+T = TypeVar("T")
 
 CANDIDATES = 20
 """Running threads with the same first message checked at most (the newest first)."""
@@ -88,7 +96,7 @@ async def find_thread(gw: Gateway, key: ChatKey, history: ChatHistory, *, retry:
     deadline = loop.time() + wait_seconds
     while True:
         try:
-            listed = [wf async for wf in gw.client.list_workflows(query, limit=CANDIDATES)]
+            listed = await _patiently(gw, prefix, lambda: _listed(gw, query))
         except RPCError as err:  # a visibility store without prefix search: every chat starts anew
             log.warning("cannot look up chat threads (%s): each such request opens a new thread "
                         "with the history it sends", err.message)
@@ -110,11 +118,11 @@ async def _took(gw: Gateway, thread: str, key: ChatKey, keys: RequestKeys) -> Ma
     late retry: its first outcome, nothing sent). Only for a marked thread: identical chats of
     one caller send identical requests, and only the mark tells whose thread took it."""
     try:
-        if key.tenant is not None and not sees(key.tenant, await gw.memo(thread)):
+        if key.tenant is not None and not sees(key.tenant, await _patiently(gw, thread, lambda: gw.memo(thread))):
             return None
-        if await gw.turn_of(thread, keys.this) is None:
+        if await _patiently(gw, thread, lambda: gw.turn_of(thread, keys.this)) is None:
             return None
-        return Match(thread, await gw.status(thread), again=True)
+        return Match(thread, await _patiently(gw, thread, lambda: gw.status(thread)), again=True)
     except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
         return None
 
@@ -122,9 +130,9 @@ async def _took(gw: Gateway, thread: str, key: ChatKey, keys: RequestKeys) -> Ma
 async def _fits(gw: Gateway, thread: str, key: ChatKey, said: Message | None, keys: RequestKeys,
                 user_messages: int) -> Match | None:
     try:
-        if key.tenant is not None and not sees(key.tenant, await gw.memo(thread)):
+        if key.tenant is not None and not sees(key.tenant, await _patiently(gw, thread, lambda: gw.memo(thread))):
             return None  # not the caller's (its id is in the caller's family: never so, unless forged)
-        status = await gw.status(thread)
+        status = await _patiently(gw, thread, lambda: gw.status(thread))
     except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
         return None  # no such thread, ended since it was listed, or not answering: not this conversation
     if status.closed:
@@ -146,6 +154,18 @@ async def _fits(gw: Gateway, thread: str, key: ChatKey, said: Message | None, ke
     else:
         return None
     return Match(thread, status) if continues(said.content or "", head) else None
+
+
+async def _patiently(gw: Gateway, thread: str, read: Callable[[], Awaitable[T]]) -> T:
+    """`read()`, made again while the server is only busy or briefly away (a query timed out
+    under load, say) until the gateway's `busy_seconds` run out (`ConversationBusy`, 429: the
+    request was not sent). Such an error is never an answer: taken for "not this thread", it
+    had a late retry open a new thread and run its request a second time."""
+    return await Patience(thread, gw.busy_seconds).retry(read)
+
+
+async def _listed(gw: Gateway, query: str) -> list[WorkflowExecution]:
+    return [wf async for wf in gw.client.list_workflows(query, limit=CANDIDATES)]
 
 
 MATCH_ATTEMPTS = 3
