@@ -14,7 +14,7 @@ from durable_teams.client.refusals import ConversationBusy
 from durable_teams.gateway.core import resent_history as chat_history
 from durable_teams.gateway.core import resent_threads as chat_threads
 from durable_teams.gateway.core.thread_marks import mark_line
-from durable_teams.workflows.state import ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus
 
 pytestmark = pytest.mark.pure
 
