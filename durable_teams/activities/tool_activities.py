@@ -22,6 +22,7 @@ from durable_teams.activities.resolve_team import NoteOnUnknown, no_note
 from durable_teams.memory import tool_cache
 from durable_teams.memory.store import Store, StoreError
 from durable_teams.memory.store_config import LazyStore
+from durable_teams.teams.stream_writer import STREAM_WRITES, StreamWrites
 from durable_teams.teams.team_tools import ToolsByTeam
 from durable_teams.teams.tool_schema import (
     ToolArgumentsError,
@@ -29,7 +30,6 @@ from durable_teams.teams.tool_schema import (
     store_params,
     validate_arguments,
 )
-from durable_teams.teams.stream_writer import STREAM_WRITES, StreamWrites
 from durable_teams.teams.tools import IDEMPOTENCY_KEY, RetryableToolError, Tool, ToolRegistry
 from durable_teams.workflows.messages import ToolRequest, ToolResult
 from durable_teams.workflows.tool_calls import TOOL_TIMEOUT

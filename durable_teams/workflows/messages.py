@@ -70,8 +70,7 @@ class Message(Wire):
     Completions."""
     kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error", "notice"] = "message"
     custom: list[Any] | None = left_out_when_unset()
-    """On a tool's message: what it wrote with `get_stream_writer()`, in order (never sent to a
-    model; the LangGraph door streams it as `custom` events: teams/stream_writer.py)."""
+    """On a tool's message: what it wrote with `get_stream_writer()` (never sent to a model)."""
 
 
 class ToolSpec(Wire):
