@@ -11,11 +11,12 @@ import pytest
 from langgraph_sdk import get_client
 from temporalio.client import Client
 
-from durable_teams.worker.scripted import ScriptedModel
+from durable_teams.teams.builders import Agent, Supervisor
+from durable_teams.worker.scripted import ScriptedModel, call, say
 
 from .conftest import running_worker
 from .gateway_helpers import running_gateway
-from .test_stream_writer import PROGRESS, SCRIPT, progress_team
+from .test_stream_writer import PROGRESS, SCRIPT, crunch, progress_team
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
@@ -55,3 +56,26 @@ async def test_custom_events_stream_in_order_once_and_only_when_asked(client: Cl
     assert [(p.event, p.data, p.id) for p in joined] == [(p.event, p.data, p.id) for p in parts]
     assert [(p.event, p.data) for p in resumed] == [(p.event, p.data) for p in parts[at + 1:]]
     assert "custom" not in {p.event for p in without} and len(without) > 1
+
+
+DESK_SCRIPT = {"supervisor": [call("transfer_to_cruncher"), say("The cruncher is done.")],
+               "cruncher": [call("crunch", n=3), say("All crunched.")]}
+
+
+async def test_a_workers_writes_stream_with_its_answer(client: Client, task_queue: str) -> None:
+    team = Supervisor([Agent("cruncher", "Crunch numbers.", tools=[crunch])], name="desk").compile()
+    async with running_worker(client, task_queue, [team], ScriptedModel(DESK_SCRIPT)):
+        async with running_gateway(client, task_queue, teams=["desk"]) as url:
+            lg = get_client(url=f"{url}/langgraph", api_key=None)
+            thread = (await lg.threads.create(graph_id="desk"))["thread_id"]
+            parts = [p async for p in lg.runs.stream(thread, "desk", input=human("crunch three"),
+                                                     stream_mode=["custom", "updates"])]
+            joined = [p async for p in lg.runs.join_stream(thread, "t1", stream_mode=["custom", "updates"])]
+            state = await lg.threads.get_state(thread)
+
+    assert [p.data for p in parts if p.event == "custom"] == PROGRESS
+    at = [p.event for p in parts].index("custom")
+    assert parts[at + 2].event == "updates" and "cruncher" in parts[at + 2].data  # the worker's answer next
+    assert [(p.event, p.data, p.id) for p in joined] == [(p.event, p.data, p.id) for p in parts]
+    assert "crunched 3" not in str(state["values"])  # the worker's tool message stays private
+    assert last_message(state["values"])["content"] == "The cruncher is done."
