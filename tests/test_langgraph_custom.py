@@ -11,12 +11,11 @@ import pytest
 from langgraph_sdk import get_client
 from temporalio.client import Client
 
-from durable_teams.teams.builders import Agent, Supervisor
-from durable_teams.worker.scripted import ScriptedModel, call, say
+from durable_teams.worker.scripted import ScriptedModel
 
 from .conftest import running_worker
+from .crunching import DESK_SCRIPT, PROGRESS, SCRIPT, desk_team, progress_team
 from .gateway_helpers import running_gateway
-from .test_stream_writer import PROGRESS, SCRIPT, crunch, progress_team
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
@@ -58,12 +57,8 @@ async def test_custom_events_stream_in_order_once_and_only_when_asked(client: Cl
     assert "custom" not in {p.event for p in without} and len(without) > 1
 
 
-DESK_SCRIPT = {"supervisor": [call("transfer_to_cruncher"), say("The cruncher is done.")],
-               "cruncher": [call("crunch", n=3), say("All crunched.")]}
-
-
 async def test_a_workers_writes_stream_with_its_answer(client: Client, task_queue: str) -> None:
-    team = Supervisor([Agent("cruncher", "Crunch numbers.", tools=[crunch])], name="desk").compile()
+    team = desk_team()
     async with running_worker(client, task_queue, [team], ScriptedModel(DESK_SCRIPT)):
         async with running_gateway(client, task_queue, teams=["desk"]) as url:
             lg = get_client(url=f"{url}/langgraph", api_key=None)
