@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "Swarm": "durable_teams.teams.builders",
     "handoff": "durable_teams.teams.builders",
     "tool": "durable_teams.teams.tools",
+    "get_stream_writer": "durable_teams.teams.stream_writer",
     "Result": "durable_teams.activities.tool_results",
     "Budgets": "durable_teams.workflows.options",
     # talking to conversations
@@ -67,6 +68,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from durable_teams.client.send import send_turn
     from durable_teams.client.start import start_conversation
     from durable_teams.teams.builders import Agent, Supervisor, Swarm, handoff
+    from durable_teams.teams.stream_writer import get_stream_writer
     from durable_teams.teams.tools import tool
     from durable_teams.worker.build import build_worker
     from durable_teams.workflows.options import Budgets

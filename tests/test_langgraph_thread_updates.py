@@ -1,6 +1,6 @@
 """A LangGraph thread's metadata updated and searched by, its history with each checkpoint's
 values, the `debug` stream mode, and what this door refuses by name (`update_state` as an agent, the
-`custom` stream mode, run context), a run's metadata kept and shown: driven by the real `langgraph-sdk`."""
+`checkpoints` stream mode, run context), a run's metadata kept and shown: driven by the real `langgraph-sdk`."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ async def test_metadata_history_values_and_what_is_refused_by_name(client: Clien
             with pytest.raises(UnprocessableEntityError, match="threads.update_state as_node='supervisor'"):
                 await lg.threads.update_state(thread, {"messages": [{"role": "user", "content": "hi"}]},
                                               as_node="supervisor")
-            with pytest.raises(UnprocessableEntityError, match="stream_mode 'custom' .a team's tools write no custom"):
-                await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="custom").__anext__()
+            with pytest.raises(UnprocessableEntityError, match="stream_mode 'checkpoints'"):
+                await lg.runs.stream(thread, "faang", input=human("again"), stream_mode="checkpoints").__anext__()
             debug = [p.data for p in [p async for p in lg.runs.join_stream(thread, "t1", stream_mode="debug")]
                      if p.event == "debug"]
             tagged = await lg.runs.create(other, "faang", input=human(faang.QUESTION), metadata={"source": "test"})

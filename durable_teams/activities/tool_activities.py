@@ -22,6 +22,7 @@ from durable_teams.activities.resolve_team import NoteOnUnknown, no_note
 from durable_teams.memory import tool_cache
 from durable_teams.memory.store import Store, StoreError
 from durable_teams.memory.store_config import LazyStore
+from durable_teams.teams.stream_writer import STREAM_WRITES, StreamWrites
 from durable_teams.teams.team_tools import ToolsByTeam
 from durable_teams.teams.tool_schema import (
     ToolArgumentsError,
@@ -140,7 +141,17 @@ class ToolActivities:
         return _bounded(result)
 
     async def _invoke(self, t: Tool, req: ToolRequest, kwargs: dict[str, Any]) -> ToolResult:
-        """Call the tool's function with what it declares filled in; its outcome as data."""
+        """Call the tool's function with what it declares filled in; its outcome as data, with
+        what it wrote to its stream writer (teams/stream_writer.py), if anything."""
+        writes = StreamWrites(req.tool)
+        token = STREAM_WRITES.set(writes)
+        try:
+            result = await self._outcome(t, req, kwargs)
+        finally:
+            STREAM_WRITES.reset(token)
+        return result.model_copy(update={"custom": writes.items}) if writes.items else result
+
+    async def _outcome(self, t: Tool, req: ToolRequest, kwargs: dict[str, Any]) -> ToolResult:
         params = t.parameters
         for name in store_params(t.fn):
             store = await self._store()

@@ -1,7 +1,7 @@
 """Defining teams: the builders, their checks, MCP server declarations, the graph.
 
 Beyond what `durable_teams` exports (`Agent`, `Supervisor`, `Swarm`, `handoff`, `tool`,
-`Result`, `Budgets`), a team author finds here the other options of a team and its tools."""
+`Result`, `Budgets`, `get_stream_writer`), a team author finds here the other options of a team and its tools."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "MCPHttp": "durable_teams.teams.mcp_servers",
     "RetryableToolError": "durable_teams.teams.tools",
     "current_idempotency_key": "durable_teams.teams.tools",
+    "StreamWriteError": "durable_teams.teams.stream_writer",
     "team_graph": "durable_teams.teams.graph",
 }
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from durable_teams.teams.builders import CompiledTeam
     from durable_teams.teams.graph import team_graph
     from durable_teams.teams.mcp_servers import MCPHttp, MCPStdio
+    from durable_teams.teams.stream_writer import StreamWriteError
     from durable_teams.teams.tools import RetryableToolError, current_idempotency_key
     from durable_teams.workflows.definition_checks import TeamError
     from durable_teams.workflows.intents import Intent

@@ -14,6 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from .conversation_reads import ConversationStatus, LogPage, WaitingTools
     from .messages import Message, TeamSpec
     from .state import ConversationInput, ConversationState, Question
+    from .stream_writes import shared_with_writes
     from .transcript import LogDelta
 
 if TYPE_CHECKING:
@@ -34,14 +35,17 @@ class ConversationQueries:
         return list(self.state.pending.values())
 
     @workflow.query
-    def transcript(self, full: bool = False, start: int = 0) -> list[Message]:
+    def transcript(self, full: bool = False, start: int = 0, writes: bool = False) -> list[Message]:
         """The shared conversation, with notes for people (kind "notice": refused signals);
         `full=True` adds every agent's private working messages. `start`: from that index on
-        (a reader that holds the messages before it reads only what came after)."""
+        (a reader that holds the messages before it reads only what came after). `writes`:
+        with what workers' tools wrote to their stream writers (the LangGraph door's `custom`)."""
         if full:
             return self.state.transcript.log[max(start, 0):]
-        return self.state.transcript.view(
-            0, handoffs=roster.handoff_view(self.team) if self.team else "own", notices=True)[max(start, 0):]
+        handoffs = roster.handoff_view(self.team) if self.team else "own"
+        if writes:
+            return shared_with_writes(self.state.transcript, handoffs)[max(start, 0):]
+        return self.state.transcript.view(0, handoffs=handoffs, notices=True)[max(start, 0):]
 
     @workflow.query
     def log_page(self, start: int, limit: int = 200) -> LogPage:

@@ -69,6 +69,8 @@ class Message(Wire):
     with the conversation's later calls (activities/model_responses.py); never sent to Chat
     Completions."""
     kind: Literal["message", "handoff", "handoff_back", "routing", "human", "error", "notice"] = "message"
+    custom: list[Any] | None = left_out_when_unset()
+    """On a tool's message: what it wrote with `get_stream_writer()` (never sent to a model)."""
 
 
 class ToolSpec(Wire):
@@ -294,3 +296,5 @@ class ToolResult(Reply):
     context_updates: dict[str, Any] = Field(default_factory=dict)
     handoff_to: str | None = None
     """A tool may return an agent to hand the conversation to (swarm's `return agent`)."""
+    custom: list[Any] | None = left_out_when_unset()
+    """What the tool wrote with `get_stream_writer()` (None: nothing, or recorded before it)."""

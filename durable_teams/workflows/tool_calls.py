@@ -105,8 +105,8 @@ class ToolRunner:
             elif result.handoff_to is not None:  # the model must learn the handoff did not happen
                 kind = "error"
                 content = unknown_agent_note(content, result.handoff_to, list(self.team.agents))
-            return Message(role="tool", content=content, name=call.name,
-                           tool_call_id=call.id, agent_run=agent_run, kind=kind)  # type: ignore[arg-type]
+            return Message(role="tool", content=content, name=call.name, tool_call_id=call.id,
+                           agent_run=agent_run, kind=kind, custom=result.custom)  # type: ignore[arg-type]
 
         size = len(call.arguments.encode())
         if size > MAX_ARGUMENT_BYTES:

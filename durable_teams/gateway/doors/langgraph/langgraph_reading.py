@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 
 from durable_teams.client.checkpoints import list_checkpoints
 from durable_teams.client.replay_state import ReplayFailed
@@ -75,7 +75,7 @@ async def snapshot(gw: Gateway, thread: str, scope: str | None) -> Snapshot:
     await gw.require_worker()
     handle = gw.client.get_workflow_handle(thread)
     status = await gw.status(thread)
-    messages = await handle.query(TeamWorkflow.transcript, False)
+    messages = await shared_of(handle)
     memo = await described.memo()
     team = memo.get("team")
     return Snapshot(thread, team if isinstance(team, str) else None, memo, described.start_time,
@@ -88,10 +88,20 @@ async def conversation_after(gw: Gateway, thread: str, known: list[Message]) -> 
     in one query that reads only that (a worker of an earlier release: the whole of it)."""
     handle = gw.client.get_workflow_handle(thread)
     try:
-        after: list[Message] = await handle.query(TeamWorkflow.transcript, args=[False, len(known)])
-    except WorkflowQueryFailedError:  # its query takes no `start`
-        return await handle.query(TeamWorkflow.transcript, False)
+        after: list[Message] = await handle.query(TeamWorkflow.transcript, args=[False, len(known), True])
+    except WorkflowQueryFailedError:  # a worker of an earlier release: the whole of it
+        return await shared_of(handle)
     return known + after
+
+
+async def shared_of(handle: WorkflowHandle[Any, Any]) -> list[Message]:
+    """The shared conversation, with what workers' tools wrote to their stream writers
+    (`custom`; a worker of an earlier release: without them)."""
+    try:
+        found: list[Message] = await handle.query(TeamWorkflow.transcript, args=[False, 0, True])
+    except WorkflowQueryFailedError:  # its query takes no `writes`
+        found = await handle.query(TeamWorkflow.transcript, False)
+    return found
 
 
 async def reply_of(gw: Gateway, thread: str, turn: int) -> TurnReply | None:

@@ -140,8 +140,7 @@ def stream_modes(raw: Any) -> list[str]:
         raise BadRequest("'stream_mode' is a mode or a list of modes")
     for mode in modes:
         if mode not in STREAM_MODES:
-            why = "a team's tools write no custom events; " if mode == "custom" else ""
-            raise Unsupported(f"stream_mode {mode[:40]!r} ({why}served: {', '.join(STREAM_MODES)})")
+            raise Unsupported(f"stream_mode {mode[:40]!r} (served: {', '.join(STREAM_MODES)})")
     return list(dict.fromkeys(modes)) or ["values"]  # each once: a resumable stream's Location names them
 
 

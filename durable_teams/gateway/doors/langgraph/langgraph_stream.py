@@ -1,6 +1,7 @@
 """A run's stream, in LangGraph's stream modes, read from the thread as the turn goes: the
 shared conversation's new messages as `values`, `updates` (by the agent that wrote them),
-`messages` / `messages-tuple` and `events`; `__interrupt__` when the turn waits for a person.
+`messages` / `messages-tuple` and `events`, what a tool wrote to its stream writer as `custom`;
+`__interrupt__` when the turn waits for a person.
 The stream ends when the run does: the turn answered, failed, cancelled, or interrupted.
 
 A run waits the core's way (durable_teams/client/turn_outcome.py): its outcome (the turn's
@@ -15,6 +16,7 @@ every `STATUS_RELOOK_SECONDS`: the update's way has no timer."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -188,8 +190,11 @@ class RunStream:
             yield frame
 
     def message_frames(self, modes: list[str], messages: list[Message], index: int) -> list[str]:
-        """The frames of message `index`: the values up to it, and each mode's event of it."""
-        frames = []
+        """The frames of message `index`: what its tool wrote to its stream writer (`custom`,
+        as written while it ran: before the message), the values up to it, and each mode's
+        event of it."""
+        custom = messages[index].custom if "custom" in modes else None
+        frames = [sse_frame("custom", json.dumps(data, separators=(",", ":"))) for data in custom or []]
         if "values" in modes:
             frames.append(sse_frame("values", values_of(messages[:index + 1])))
         message = messages[index]

@@ -23,7 +23,7 @@ from durable_teams.workflows.turn_states import turn_state
 
 RUN_ID = re.compile(r"t([1-9][0-9]{0,8})(?:\.(q[1-9][0-9]{0,8}))?")
 """A run id in its one spelling (no leading zeros): an id names one run or none."""
-STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug")
+STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "custom", "debug")
 RUN_STATUS = {"completed": "success", "failed": "error", "cancelled": "interrupted",
               "waiting": "interrupted", "working": "running", "queued": "pending"}
 """A turn's state (durable_teams/workflows/turn_states.py) as a LangGraph run status."""
