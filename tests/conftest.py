@@ -34,6 +34,12 @@ pytest_plugins = ["tests.progress"]  # with -q: a line per test file as it finis
 # without bytecode on disk compiled again), a second or more on the first test to start a
 # worker. Taken now, over the package and its dependencies, once per process.
 load_default_build_id()
+# Everything loaded so far (the package, its libraries, pytest's own: ~200,000 objects) lives as
+# long as the process: out of the garbage collector's sight, so that each full collection (the
+# one closing every module below, and the interpreter's own) walks only what tests made. A full
+# collection at a module's end took 0.09 s of CPU (over a second under load, charged to the
+# module's last test), 0.005 s frozen; a batch of pure test files 16 % less CPU.
+gc.freeze()
 
 BIN_DIR = os.path.dirname(sys.executable)
 
