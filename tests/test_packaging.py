@@ -54,7 +54,7 @@ def test_a_fresh_environment_with_the_wheel_has_only_the_durable_teams_package(t
 def test_what_a_team_author_and_a_client_need_imports_from_durable_teams() -> None:
     assert set(durable_teams.__all__) == {
         "Agent", "Supervisor", "Swarm", "handoff", "tool", "Result", "Budgets",
-        "connect", "start_conversation", "send_turn", "build_worker"}
+        "connect", "start_conversation", "send_turn", "build_worker", "get_stream_writer"}
 
 
 def test_importing_the_package_loads_no_workflow_activity_or_temporal_code() -> None:
