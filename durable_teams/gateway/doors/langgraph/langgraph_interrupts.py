@@ -36,11 +36,12 @@ async def interrupting_run(gw: Gateway, thread: str, asked: RunRequest, scope: s
                 await cancel_update(gw, thread, turn)
             except WorkflowUpdateFailedError:  # ended (or being cancelled) meanwhile
                 pass
+        after = seen.status.turns  # the turns it cancelled: one taken since is cancelled in the next try
         if earlier:
             seen = await snapshot(gw, thread, scope)
         try:
             accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds,
-                                         after_turns=seen.status.turns, interrupt_before=asked.interrupt_before,
+                                         after_turns=after, interrupt_before=asked.interrupt_before,
                                          interrupt_after=asked.interrupt_after, metadata=asked.metadata)
         except TurnConflict:  # another run got in since: interrupted in turn
             continue
