@@ -37,9 +37,12 @@ async def test_runs_after_a_cancelled_queued_run_find_their_messages(client: Cli
             parts = lg.runs.stream(thread, "echo", input=human("third"), multitask_strategy="enqueue",
                                    stream_mode="messages-tuple")
             began = await anext(parts)  # its metadata: the run is queued behind the other two
+            rejoined = lg.runs.join_stream(thread, began.data["run_id"], stream_mode="values")
+            await anext(rejoined)  # its metadata: the join found the run queued
             cancelled = await lg.runs.cancel(thread, dropped["run_id"])
             model.gate.set()
             streamed = [part async for part in parts]
+            rejoined_values = [said(part.data) async for part in rejoined if part.event == "values"]
             joined = await lg.runs.join(thread, began.data["run_id"])
             thread_runs = await lg.runs.list(thread)
 
@@ -58,6 +61,7 @@ async def test_runs_after_a_cancelled_queued_run_find_their_messages(client: Cli
     assert cancelled["status"] == "interrupted"
     messages = [part.data[0]["content"] for part in streamed if part.event == "messages"]
     assert messages == ["heard: third"]  # its own answer, none of the first run's
+    assert rejoined_values == [["first", "heard: first", "third"], ["first", "heard: first", "third", "heard: third"]]
     assert said(joined) == ["first", "heard: first", "third", "heard: third"]
     assert [(r["run_id"], r["status"]) for r in thread_runs] == [
         ("t3", "success"), ("t2", "interrupted"), ("t1", "success")]
