@@ -61,7 +61,6 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
 )
 from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.turn_states import answering
 
 
 async def begin(request: Request) -> tuple[RunStream, RunRequest]:
@@ -155,7 +154,7 @@ async def resume(gw: Gateway, thread: str, asked: RunRequest, status: Conversati
         question = next((q for q in status.pending if q.question_id == named), question)
     await gw.reply(thread, question.question_id, **answer_of(asked.resume, question))
     seen = {q.question_id for q in status.pending}
-    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, len(messages),
+    return RunStream(gw, thread, RunRef(await working_turn(gw, thread, status), question.question_id), asked.team, len(messages),
                      start=len(messages), seen=seen, messages=messages)
 
 
