@@ -14,26 +14,14 @@ from durable_teams.client.refusals import TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_multitask import Busy, cancel_update
-from durable_teams.gateway.doors.langgraph.langgraph_reading import Snapshot, snapshot
+from durable_teams.gateway.doors.langgraph.langgraph_queue import unfinished
+from durable_teams.gateway.doors.langgraph.langgraph_reading import snapshot
 from durable_teams.gateway.doors.langgraph.langgraph_requests import RunRequest
 from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream
 from durable_teams.gateway.doors.langgraph.langgraph_wire import RunRef
-from durable_teams.workflows.conversation import TeamWorkflow
 
 MAX_TRIES = 10
 """How often an "interrupt" run cancels what got in before it and tries again (then 409)."""
-KEPT_REPLIES = 200
-"""The turns back whose replies the workflow keeps: an unfinished turn is among them."""
-
-
-async def unfinished(gw: Gateway, seen: Snapshot) -> list[int]:
-    """The thread's turns that have no reply yet (running, waiting or queued)."""
-    numbers = list(range(max(1, seen.status.turns - KEPT_REPLIES + 1), seen.status.turns + 1))
-    if not numbers:
-        return []
-    replies = await gw.client.get_workflow_handle(seen.thread).query(TeamWorkflow.turn_replies, numbers)
-    ended = {r.turn for r in replies}
-    return [n for n in numbers if n not in ended]
 
 
 async def interrupting_run(gw: Gateway, thread: str, asked: RunRequest, scope: str | None) -> RunStream:
@@ -42,17 +30,18 @@ async def interrupting_run(gw: Gateway, thread: str, asked: RunRequest, scope: s
     writes one; the one that was running wrote its own before)."""
     for _ in range(MAX_TRIES):
         seen = await snapshot(gw, thread, scope)
-        earlier = await unfinished(gw, seen)
+        earlier = await unfinished(gw, thread, seen.status)
         for turn in earlier:
             try:
                 await cancel_update(gw, thread, turn)
             except WorkflowUpdateFailedError:  # ended (or being cancelled) meanwhile
                 pass
+        after = seen.status.turns  # the turns it cancelled: one taken since is cancelled in the next try
         if earlier:
             seen = await snapshot(gw, thread, scope)
         try:
             accepted = await submit_turn(gw.client, thread, asked.text or "", busy_timeout=gw.busy_seconds,
-                                         after_turns=seen.status.turns, interrupt_before=asked.interrupt_before,
+                                         after_turns=after, interrupt_before=asked.interrupt_before,
                                          interrupt_after=asked.interrupt_after, metadata=asked.metadata)
         except TurnConflict:  # another run got in since: interrupted in turn
             continue

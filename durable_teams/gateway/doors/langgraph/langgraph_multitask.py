@@ -15,10 +15,10 @@ from durable_teams.client.time_travel import CheckpointError, rewind
 from durable_teams.client.updates_off import updates_disabled
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_queue import working_turn
 from durable_teams.gateway.doors.langgraph.langgraph_wire import Unsupported
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.conversation_reads import ConversationStatus
-from durable_teams.workflows.turn_states import answering
 
 STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 
@@ -34,7 +34,7 @@ class Busy(checks.BadRequest):
 
 async def make_room(gw: Gateway, thread: str, status: ConversationStatus, strategy: str) -> None:
     """Do what `strategy` does to the busy thread before the new turn goes in."""
-    current = answering(status)
+    current = await working_turn(gw, thread, status)  # the running turn, even behind a cancelled one
     if strategy == "reject":
         if status.pending:
             raise Busy(f"thread {thread} waits for the answer to interrupt {status.pending[0].question_id}: "

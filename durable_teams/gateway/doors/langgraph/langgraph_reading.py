@@ -158,16 +158,3 @@ async def turn_metadata(gw: Gateway, thread: str, turn: int) -> dict[str, Any] |
         return None
     found: dict[str, Any] | None = await gw.client.get_workflow_handle(thread).query(TeamWorkflow.turn_metadata, turn)
     return found
-
-
-def turn_start(messages: list[Message], turn: int, latest: int) -> int:
-    """The index of turn `turn`'s message in the shared conversation (`latest`: the newest
-    turn begun), counted back from its end; 0 when it does not hold it."""
-    back = latest - turn
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role == "user" and message.kind == "message":
-            if back == 0:
-                return index
-            back -= 1
-    return 0

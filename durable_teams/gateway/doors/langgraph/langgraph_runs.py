@@ -29,12 +29,12 @@ from durable_teams.gateway.doors.langgraph.langgraph_multitask import (
     make_room,
     roll_back,
 )
+from durable_teams.gateway.doors.langgraph.langgraph_queue import turn_start, working_turn
 from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     known_run,
     reply_of,
     run_of,
     snapshot,
-    turn_start,
     turns_known,
 )
 from durable_teams.gateway.doors.langgraph.langgraph_requests import (
@@ -61,7 +61,6 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
 )
 from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.messages import Message
-from durable_teams.workflows.turn_states import answering
 
 
 async def begin(request: Request) -> tuple[RunStream, RunRequest]:
@@ -101,7 +100,7 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
     if seen.state() in ("busy", "interrupted"):
         await make_room(gw, thread, seen.status, asked.strategy)
         seen = await snapshot(gw, thread, scope)  # after a rollback: the conversation as rewound
-    floor, ahead = len(seen.messages), answering(seen.status)
+    floor, ahead = len(seen.messages), await working_turn(gw, thread, seen.status)
     # "reject": taken only if no other turn got in since the thread was seen idle (two runs at once: one goes in)
     after = seen.status.turns if asked.strategy == "reject" else None
     try:
@@ -155,7 +154,7 @@ async def resume(gw: Gateway, thread: str, asked: RunRequest, status: Conversati
         question = next((q for q in status.pending if q.question_id == named), question)
     await gw.reply(thread, question.question_id, **answer_of(asked.resume, question))
     seen = {q.question_id for q in status.pending}
-    return RunStream(gw, thread, RunRef(answering(status), question.question_id), asked.team, len(messages),
+    return RunStream(gw, thread, RunRef(await working_turn(gw, thread, status), question.question_id), asked.team, len(messages),
                      start=len(messages), seen=seen, messages=messages)
 
 
@@ -219,9 +218,9 @@ async def existing(request: Request) -> RunStream:
     seen = await snapshot(gw, thread_in(request), scope)
     run = parse_run_id(request.path_params["run"])
     await known_run(gw, seen, run)  # NotFound for a run the thread never had
-    team, ahead = seen.team or "", answering(seen.status)
+    team, ahead = seen.team or "", await working_turn(gw, seen.thread, seen.status)
     if run.turn <= ahead:  # begun: from its message
-        start = turn_start(seen.messages, run.turn, ahead)
+        start = await turn_start(gw, seen.thread, seen.messages, run.turn, ahead)
         return RunStream(gw, seen.thread, run, team, start, start=start, messages=seen.messages, shown=seen.shown)
     return RunStream(gw, seen.thread, run, team, len(seen.messages), skip=run.turn - ahead - 1,
                      messages=seen.messages, shown=seen.shown)

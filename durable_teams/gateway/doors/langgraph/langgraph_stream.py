@@ -26,6 +26,12 @@ from durable_teams.client.refusals import ConversationEnded
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.sse import sse_frame
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_queue import (
+    cancelled_in_queue,
+    never_began,
+    turn_messages,
+    working_turn,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_reading import conversation_after, reply_of
 from durable_teams.gateway.doors.langgraph.langgraph_waiting import (
     STATUS_RELOOK_SECONDS,
@@ -44,14 +50,14 @@ from durable_teams.gateway.doors.langgraph.langgraph_wire import (
 from durable_teams.workflows.conversation_reads import ConversationStatus, TurnOutcome
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, TurnReply
-from durable_teams.workflows.turn_states import answering
 
 
 @dataclass
 class RunStream:
     """One run followed in the shared conversation from index `floor`: a resume's from there
     (`start` set), a turn's from its message, the `skip`+1-th turn message after `floor` (the
-    turns queued before it come first). `seen`: the questions that waited before it began
+    `skip` turns numbered just before it come first, less those of them cancelled before they
+    began: `dropped`, langgraph_queue.py). `seen`: the questions that waited before it began
     (a new question of its turn is this run's interrupt). `messages`: the shared conversation
     as read when the run was begun (at least up to `floor`), read on from there."""
 
@@ -70,17 +76,19 @@ class RunStream:
     interrupts: list[Question] = field(default_factory=list)
     shown: str | None = None
     """The thread's id as the caller knows it (langgraph_tenancy.py); None: `thread`."""
+    dropped: set[int] = field(default_factory=set)
+    begun: int = 0
+    """The turn messages after `floor` when `dropped` was last read."""
 
-    def located(self, messages: list[Message]) -> int | None:
-        """Where the run's messages start, once its turn has begun (None: still queued)."""
-        if self.start is None:
-            skip = self.skip
-            for index in range(self.floor, len(messages)):
-                if messages[index].role == "user" and messages[index].kind == "message":
-                    if skip == 0:
-                        self.start = index
-                        break
-                    skip -= 1
+    async def locate(self) -> int | None:
+        """Where the run's messages start in `messages`, once its turn has begun (None: still
+        queued); the turns before it cancelled in the queue read again when more turns began."""
+        begun = turn_messages(self.messages, self.floor)
+        if self.start is None and self.skip > len(self.dropped) and len(begun) > self.begun:
+            self.begun = len(begun)
+            self.dropped = await never_began(self.gw, self.thread, range(self.run.turn - self.skip, self.run.turn))
+        if self.start is None and len(begun) > self.skip - len(self.dropped):
+            self.start = begun[self.skip - len(self.dropped)]
         return self.start
 
     async def follow(self) -> AsyncIterator[tuple[list[Message], int]]:
@@ -113,7 +121,7 @@ class RunStream:
                 status = await self.gw.status(self.thread) if by_status else None
                 if show or settled:
                     self.messages = await conversation_after(self.gw, self.thread, self.messages)
-                    start = self.located(self.messages)
+                    start = await self.locate()
                     if start is not None and len(self.messages) > sent:
                         yield self.messages, max(sent, start)
                         sent = len(self.messages)
@@ -157,11 +165,12 @@ class RunStream:
             status = await self.gw.status(self.thread)
         last = status.last_reply
         if last is not None and last.turn >= self.run.turn:
-            self.ending = last if last.turn == self.run.turn else (
-                await reply_of(self.gw, self.thread, self.run.turn) or last)
-            return True
+            mine = last if last.turn == self.run.turn else await reply_of(self.gw, self.thread, self.run.turn)
+            if mine is not None or not cancelled_in_queue(last):  # a later turn cancelled in the queue: not an end
+                self.ending = mine or last
+                return True
         fresh = [q for q in status.pending if q.question_id not in self.seen]
-        if fresh and answering(status) == self.run.turn and self.start is not None:
+        if fresh and self.start is not None and await working_turn(self.gw, self.thread, status) == self.run.turn:
             self.interrupts = fresh
             return True
         if told is not None:
