@@ -25,8 +25,8 @@ from durable_teams.workflows.state import ConversationInput
 
 from .conftest import running_worker
 from .door_clients import a2a_agent, a2a_send
-from .gateway_helpers import running_gateway
-from .teams import TEAM, echo
+from .gateway_helpers import inbox_questions, running_gateway
+from .teams import DESK, FIRST, TEAM, desk_script, echo
 
 pytestmark = pytest.mark.workflow
 
@@ -40,7 +40,12 @@ def bearer(token: str) -> dict[str, str]:
 async def turn(http: httpx.AsyncClient, thread: str, text: str, token: str) -> tuple[int, str | None, list[str]]:
     """A turn over `/turns`: its status, its `X-Thread-Id` and the types of its events."""
     async with http.stream("POST", f"/threads/{thread}/turns", json={"text": text}, headers=bearer(token)) as resp:
-        kinds = [json.loads(line[5:])["type"] async for line in resp.aiter_lines() if line.startswith("data:")]
+        kinds = []
+        async for line in resp.aiter_lines():
+            if line.startswith("data:"):
+                kinds.append(json.loads(line[5:])["type"])
+                if kinds[-1] == "question":
+                    break  # the turn waits for a person: the client leaves
         return resp.status_code, resp.headers.get("x-thread-id"), kinds
 
 
@@ -69,6 +74,9 @@ async def test_two_tenants_each_have_their_own_native_thread_of_one_id(client: C
         status = {token: (await http.get(f"/threads/{shared}", headers=bearer(token))).json()
                   for token in ("tok-a", "tok-b")}
         again = await http.post("/threads", json={"team": "echo", "thread_id": shared}, headers=bearer("tok-a"))
+        forks = {token: await http.post(f"/threads/{shared}/fork", json={"thread_id": f"{shared}-branch"},
+                                        headers=bearer(token)) for token in ("tok-a", "tok-b")}
+        forked = (await http.get(f"/threads/{shared}-branch", headers=bearer("tok-a"))).json()
         operator = (await http.get(f"/threads/shop:{shared}", headers=bearer("tok-op"))).json()
         operator_raw = await http.get(f"/threads/{shared}", headers=bearer("tok-op"))
     for token in ("tok-a", "tok-b"):
@@ -78,6 +86,11 @@ async def test_two_tenants_each_have_their_own_native_thread_of_one_id(client: C
         assert status[token]["thread_id"] == shared
     assert heard["tok-a"] == ["from tok-a", "heard: from tok-a"]  # each reads only its own
     assert heard["tok-b"] == ["from tok-b", "heard: from tok-b"]
+    for token in ("tok-a", "tok-b"):  # a fork's chosen id is its tenant's own too
+        assert forks[token].status_code == 201, forks[token].text
+        assert forks[token].json()["thread_id"] == f"{shared}-branch"
+        assert forks[token].json()["forked_from"].startswith(f"{shared}@")
+    assert forked["thread_id"] == f"{shared}-branch" and forked["forked_from"] == forks["tok-a"].json()["forked_from"]
     assert again.status_code == 409 and again.json()["error"]["message"] == f"thread {shared} already exists"
     for scope in ("shop", "crm"):  # the workflows, as an operator names them
         memo = await (await client.get_workflow_handle(f"{scope}:{shared}").describe()).memo()
@@ -138,3 +151,22 @@ async def test_two_tenants_each_have_their_own_a2a_context_of_one_id(client: Cli
 def a2a_message(text: str, **ids: str) -> pb.SendMessageRequest:
     return pb.SendMessageRequest(message=pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_USER,
                                                     parts=[pb.Part(text=text)], **ids))
+
+
+@pytest.mark.slow  # starts a worker and a gateway
+async def test_a_tenants_inbox_and_answers_name_its_own_thread_id(client: Client, task_queue: str) -> None:
+    shared = f"asks-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, task_queue, [DESK], ScriptedModel(desk_script)), \
+            running_gateway(client, task_queue, tokens=TOKENS) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        made = await http.post("/threads", json={"team": "desk", "thread_id": shared}, headers=bearer("tok-a"))
+        asked = await turn(http, shared, FIRST, "tok-a")
+        waiting = await inbox_questions(http, shared, headers=bearer("tok-a"))
+        by_operator = await inbox_questions(http, f"shop:{shared}", headers=bearer("tok-op"))
+        answered = await http.post(f"/threads/{shared}/questions/{waiting[0]['question_id']}",
+                                   json={"text": "Order 9"}, headers=bearer("tok-a"))
+        await client.get_workflow_handle(f"shop:{shared}").terminate("test over")  # no later inbox lists it
+    assert made.status_code == 201 and asked[0] == 200 and asked[2][-1] == "question"
+    assert [q["thread_id"] for q in waiting] == [shared] and waiting[0]["team"] == "desk"
+    assert [q["question_id"] for q in by_operator] == [waiting[0]["question_id"]]
+    assert answered.status_code == 200 and answered.json()["accepted"] is True

@@ -177,9 +177,11 @@ async def thread_status(request: Request) -> Response:
     described = await gw.visible(thread, scope_of(request))
     status = await gw.status(thread)
     memo = await described.memo()
+    shape = status.model_dump(mode="json", exclude={"history_length"})
+    if shape.get("forked_from"):  # "<thread>@<checkpoint>", the thread by the caller's id for it
+        shape["forked_from"] = shown(scope_of(request), shape["forked_from"])
     return JSONResponse({"thread_id": given_id(request), "team": memo.get("team"),
-                         "workflow_status": described.status.name if described.status else None,
-                         **status.model_dump(mode="json", exclude={"history_length"})})
+                         "workflow_status": described.status.name if described.status else None, **shape})
 
 
 async def transcript(request: Request) -> Response:
