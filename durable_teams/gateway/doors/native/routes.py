@@ -12,6 +12,9 @@
     GET  /threads/{id}/checkpoints      the thread's checkpoints (time_routes.py)
     POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     GET  /                              the web inbox (inbox.html)
+
+A scoped caller's `thread_id` X is its own thread, the workflow `<scope>:X`, named X in every
+answer; an operator names workflows (durable_teams/gateway/core/tenant_ids.py).
 """
 
 from __future__ import annotations
