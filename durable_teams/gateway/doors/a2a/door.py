@@ -114,7 +114,7 @@ class A2ADoor(MessageIntake, RequestHandler):
                     now = (task.status.state, task.status.message.SerializeToString())
                     if now != seen:
                         seen = now
-                        yield pb.TaskStatusUpdateEvent(task_id=task.id, context_id=thread, status=task.status)
+                        yield pb.TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
                     if name_of(task) != state:
                         moved = True
                         break

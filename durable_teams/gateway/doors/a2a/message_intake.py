@@ -26,6 +26,7 @@ from durable_teams.gateway.core.idempotency import (
     sent_keyed,
 )
 from durable_teams.gateway.core.outcomes import Waiter
+from durable_teams.gateway.core.tenant_ids import found, shown, workflow_id
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import text_of
@@ -64,8 +65,8 @@ class MessageIntake(TaskReader):
             thread, number = parse_task_id(message.task_id)
         except NotATask as err:
             raise TaskNotFoundError(str(err)) from None
-        if message.context_id and message.context_id != thread:  # as the SDK's handler refuses it
-            raise InvalidParamsError(f"context {message.context_id} does not match context {thread} "
+        if message.context_id and message.context_id not in (thread, shown(scope, thread)):  # as the SDK refuses it
+            raise InvalidParamsError(f"context {message.context_id} does not match context {shown(scope, thread)} "
                                      f"of task {message.task_id}")
         if not await self.thread_of(thread, scope):
             raise UnsupportedOperationError(f"task {message.task_id} has ended")
@@ -91,11 +92,13 @@ class MessageIntake(TaskReader):
         """A message naming no task: a new turn of its context (the one it names, one named
         after its `messageId`, or a new one)."""
         seen: ConversationStatus | None = None
-        known = await self.known_status(message.context_id, scope) if message.context_id else None
+        # a tenant's contextId X is its thread <scope>:X (or one it made under X before: core/tenant_ids.py)
+        context = await found(self.gateway, scope, message.context_id) if message.context_id else ""
+        known = await self.known_status(context, scope) if context else None
         if known is not None:
-            thread = message.context_id
+            thread = context
             if known != WorkflowExecutionStatus.RUNNING:
-                raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
+                raise UnsupportedOperationError(f"context {message.context_id} has ended: start a new one")
             again = await self.sent_before(thread, prefix, text)
             if again is not None:
                 return again
@@ -112,7 +115,7 @@ class MessageIntake(TaskReader):
             again = await self.sent_before(thread, prefix, text)
             if again is not None:
                 return again
-        else:  # a new context: the client's id for it, when it gave one, is the thread's
+        else:  # a new context: the client's id for it, when it gave one, is the thread's (its tenant's own)
             thread = await self.new_thread(message.context_id or None, scope, user)
         waiter = await self.begin_keyed(thread, text, prefix, turn_id, seen=seen)
         number = waiter.turn or (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
@@ -157,6 +160,7 @@ class MessageIntake(TaskReader):
             except checks.BadRequest as err:
                 raise InvalidParamsError(str(err.detail)) from None
         try:
-            return await self.gateway.start_thread(self.team, wanted, scope=scope, user=user)
+            thread = workflow_id(scope, wanted) if wanted is not None else None
+            return await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
         except WorkflowAlreadyStartedError:  # taken between the look and the start, or ended long ago
             raise InvalidParamsError(f"contextId {wanted} is taken: use another") from None

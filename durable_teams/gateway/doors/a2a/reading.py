@@ -14,6 +14,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.tenant_ids import found as found_thread
+from durable_teams.gateway.core.tenant_ids import shown
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
 from durable_teams.gateway.doors.a2a.wire import as_task, history_of, history_wanted
@@ -66,8 +68,8 @@ class TaskReader:
         except Exception:  # noqa: BLE001 - an ended thread no worker can read: its end is the state
             if running:
                 raise
-            return as_task(thread, number, TaskState("CANCELED" if cancelled else "FAILED",
-                                                     "the conversation has ended"))
+            return named(as_task(thread, number, TaskState("CANCELED" if cancelled else "FAILED",
+                                                           "the conversation has ended")), scope)
         if number > max(status.turns, 1):
             raise TaskNotFoundError(f"no task {task_id(thread, number)}")
         last = status.last_reply
@@ -79,7 +81,7 @@ class TaskReader:
             log = await self.gateway.turn_messages(thread, number, answering(status), MAX_HISTORY)
             said = history_of(thread, number, log)
             task.history.extend(said[-history:] if history else said)
-        return task
+        return named(task, scope)
 
     async def known(self, thread: str, scope: str | None) -> bool:
         """Whether `thread` is a thread of this team's that a caller of `scope` sees
@@ -120,13 +122,14 @@ class TaskReader:
         offset = page_offset(params.page_token)
         history = history_wanted(params) or 0  # not given: none (each would cost a read of the log)
         if params.context_id:
+            context = await found_thread(self.gateway, scope, params.context_id)
             try:
-                if not await self.known(params.context_id, scope):
+                if not await self.known(context, scope):
                     return pb.ListTasksResponse(page_size=0)
             except TaskNotFoundError:  # another team's or scope's: as none
                 return pb.ListTasksResponse(page_size=0)
-            status = await self.gateway.status(params.context_id)
-            found = [(params.context_id, n) for n in range(max(status.turns, 1), 0, -1)]
+            status = await self.gateway.status(context)
+            found = [(context, n) for n in range(max(status.turns, 1), 0, -1)]
         else:
             found = [(thread, 0) for thread in await self.threads(scope)]
         tasks = []
@@ -160,6 +163,18 @@ class TaskReader:
             if memo.get("team") == self.team and sees(scope, memo):
                 found.append(wf.id)
         return found
+
+
+def named(task: pb.Task, scope: str | None) -> pb.Task:
+    """The task with its `contextId` the caller's own id for its thread (a tenant's contextId
+    X is the thread `<scope>:X`: core/tenant_ids.py); its task id stays the one the gateway gave."""
+    context = shown(scope, task.context_id)
+    task.context_id = context
+    if task.status.HasField("message"):
+        task.status.message.context_id = context
+    for message in task.history:
+        message.context_id = context
+    return task
 
 
 TOKEN_PREFIX = "offset-"

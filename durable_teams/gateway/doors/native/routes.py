@@ -12,10 +12,14 @@
     GET  /threads/{id}/checkpoints      the thread's checkpoints (time_routes.py)
     POST /threads/{id}/fork             {"at"?: ..., "message"?: ...} -> a new thread from one
     GET  /                              the web inbox (inbox.html)
+
+A scoped caller's `thread_id` X is its own thread, the workflow `<scope>:X`, named X in every
+answer; an operator names workflows (durable_teams/gateway/core/tenant_ids.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable
@@ -30,7 +34,7 @@ from starlette.routing import Route
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.events import follow
-from durable_teams.client.refusals import Patience
+from durable_teams.client.refusals import ConversationNotFound, Patience
 from durable_teams.client.send import AcceptedTurn
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
@@ -48,6 +52,7 @@ from durable_teams.gateway.core.idempotency import (
 )
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_frame, sse_response
+from durable_teams.gateway.core.tenant_ids import found, shown, workflow_id
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.native import time_routes
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -60,8 +65,25 @@ async def body_of(request: Request) -> dict[str, Any]:
     return checks.parse_body(await request.body())
 
 
-def thread_of(request: Request) -> str:
-    return checks.thread_id(request.path_params["thread"])
+async def thread_of(request: Request) -> str:
+    """The workflow of the thread the path names, by the caller's id for it (core/tenant_ids.py)."""
+    given = checks.thread_id(request.path_params["thread"])
+    return await found(request.app.state.gateway, scope_of(request), given)
+
+
+def given_id(request: Request) -> str:
+    """The thread's id as the caller named it in the path: the id every answer shows."""
+    return str(request.path_params["thread"])
+
+
+async def check_free(gw: Gateway, scope: str | None, wanted: str) -> None:
+    """A scoped caller's id names its own thread `<scope>:id`; one its tenant made under the
+    raw id before ids were per tenant is taken too (else the new one would hide it)."""
+    if scope is None:
+        return
+    with contextlib.suppress(ConversationNotFound):
+        await gw.visible(wanted, scope)
+        raise WorkflowAlreadyStartedError(wanted, "TeamWorkflow")
 
 
 async def start_thread(request: Request) -> Response:
@@ -70,6 +92,7 @@ async def start_thread(request: Request) -> Response:
     team = checks.text_field(body, "team") or ""
     gw.check_team(team)
     wanted = checks.text_field(body, "thread_id", required=False)
+    scope = scope_of(request)
     if wanted is not None:
         checks.thread_id(wanted, "thread_id")
     task = checks.text_field(body, "task", required=False, max_bytes=checks.MAX_TURN_BYTES)
@@ -83,37 +106,41 @@ async def start_thread(request: Request) -> Response:
         if taken is not None:
             return error(409, f"this Idempotency-Key started thread {taken} of another team: use a new key",
                          "team_mismatch")
-    thread = wanted or (f"{team_part(team)}-{keyed[:16]}" if keyed else None)
+    # a tenant's chosen id is its own (core/tenant_ids.py); an id the key derives is the caller's already
+    thread = workflow_id(scope, wanted) if wanted else (f"{team_part(team)}-{keyed[:16]}" if keyed else None)
+    shown_id = wanted or thread
 
     async def start(memo: dict[str, str] | None = None) -> str:
-        return await gw.start_thread(team, thread, task, memo=memo, scope=scope_of(request), user=user)
+        return await gw.start_thread(team, thread, task, memo=memo, scope=scope, user=user)
     try:
+        if wanted is not None:
+            await check_free(gw, scope, wanted)
         if keyed is None:
             thread = await start()
         # what the key stands for: the same key with another team or task is another request
         elif not await start_once(gw.client, thread or "", Claim(keyed, digest_of(team, task or "")[:16]), start):
-            return JSONResponse({"thread_id": thread, "team": team}, status_code=200)  # a retry: its thread
+            return JSONResponse({"thread_id": shown_id, "team": team}, status_code=200)  # a retry: its thread
     except WorkflowAlreadyStartedError:
-        return error(409, f"thread {thread} already exists", "already_exists")
+        return error(409, f"thread {shown_id} already exists", "already_exists")
     except KeyReused as reused:
         if reused.memo.get("team") != team:  # the same key, another team: not the request that started it
-            return error(409, f"thread {thread} belongs to team {reused.memo.get('team')!r}, not {team!r}",
+            return error(409, f"thread {shown_id} belongs to team {reused.memo.get('team')!r}, not {team!r}",
                          "team_mismatch")
-        return error(409, f"this Idempotency-Key started thread {thread} with another task: use a new key",
+        return error(409, f"this Idempotency-Key started thread {shown_id} with another task: use a new key",
                      "idempotency_key_reused")
-    return JSONResponse({"thread_id": thread, "team": team}, status_code=201)
+    return JSONResponse({"thread_id": shown(scope, thread or ""), "team": team}, status_code=201)
 
 
 async def send_turn_sse(request: Request) -> Response:
     body = await body_of(request)
     gw: Gateway = request.app.state.gateway
-    thread = thread_of(request)
+    thread = await thread_of(request)
     text = checks.turn_text(body)
     sender = checks.sender(body)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     patience = Patience(thread, gw.busy_seconds)  # for the checks before the turn goes in
     if not await gw.patiently(lambda: gw.running(thread, scope=scope_of(request)), patience):
-        return error(404, f"no thread {thread}", "not_found")
+        return error(404, f"no thread {given_id(request)}", "not_found")
     # the key stands for this turn alone: a retry streams it again, other text is a 409
     keyed = await input_taken(gw.client, thread, caller_key(request, key), text, sender or "") if key else None
     # Accepted by the workflow before the first byte goes out: a client that leaves after
@@ -128,7 +155,7 @@ async def send_turn_sse(request: Request) -> Response:
                 yield sse_frame(event["type"], event)
         finally:
             await subscription.__aexit__(None, None, None)
-    return sse_response(frames(), {"X-Thread-Id": thread})
+    return sse_response(frames(), {"X-Thread-Id": given_id(request)})
 
 
 async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, keyed: KeyedInput | None,
@@ -149,19 +176,21 @@ async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, 
 
 async def thread_status(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = thread_of(request)
+    thread = await thread_of(request)
     described = await gw.visible(thread, scope_of(request))
     status = await gw.status(thread)
     memo = await described.memo()
-    return JSONResponse({"thread_id": thread, "team": memo.get("team"),
-                         "workflow_status": described.status.name if described.status else None,
-                         **status.model_dump(mode="json", exclude={"history_length"})})
+    shape = status.model_dump(mode="json", exclude={"history_length"})
+    if shape.get("forked_from"):  # "<thread>@<checkpoint>", the thread by the caller's id for it
+        shape["forked_from"] = shown(scope_of(request), shape["forked_from"])
+    return JSONResponse({"thread_id": given_id(request), "team": memo.get("team"),
+                         "workflow_status": described.status.name if described.status else None, **shape})
 
 
 async def transcript(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     full = request.query_params.get("full", "").lower() in {"1", "true", "yes"}
-    thread = thread_of(request)
+    thread = await thread_of(request)
     await gw.visible(thread, scope_of(request))
     messages = await gw.client.get_workflow_handle(thread).query(TeamWorkflow.transcript, full)
     return JSONResponse([m.model_dump(mode="json") for m in messages])
@@ -169,7 +198,7 @@ async def transcript(request: Request) -> Response:
 
 async def thread_events(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = thread_of(request)
+    thread = await thread_of(request)
     start = checks.start_index(request.query_params.get("start"))
     await gw.visible(thread, scope_of(request))  # no such thread (or not the caller's): 404 before the stream
 
@@ -187,7 +216,9 @@ def _edits(approved: object, reply: dict[str, Any]) -> str:
 
 
 async def questions(request: Request) -> Response:
-    return JSONResponse(await request.app.state.gateway.pending(scope_of(request)))
+    scope = scope_of(request)
+    waiting = await request.app.state.gateway.pending(scope)
+    return JSONResponse([{**q, "thread_id": shown(scope, q["thread_id"])} for q in waiting])
 
 
 async def answer(request: Request) -> Response:
@@ -209,7 +240,7 @@ async def answer(request: Request) -> Response:
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
-    thread = thread_of(request)
+    thread = await thread_of(request)
     await gw.visible(thread, scope_of(request))
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     keyed: KeyedInput | None = None

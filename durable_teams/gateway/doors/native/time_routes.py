@@ -29,6 +29,7 @@ from durable_teams.gateway.core.idempotency import (
     start_once,
 )
 from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core.tenant_ids import found, shown, workflow_id
 from durable_teams.gateway.core.threads import Gateway
 
 MAX_CHECKPOINT_CHARS = 64
@@ -36,7 +37,7 @@ MAX_CHECKPOINT_CHARS = 64
 
 async def checkpoints(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = checks.thread_id(request.path_params["thread"])
+    thread = await found(gw, scope_of(request), checks.thread_id(request.path_params["thread"]))
     await gw.visible(thread, scope_of(request))  # no such thread, or another scope's: 404
     try:
         points = await list_checkpoints(gw.client, thread)
@@ -47,7 +48,8 @@ async def checkpoints(request: Request) -> Response:
 
 async def fork_thread(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = checks.thread_id(request.path_params["thread"])
+    scope = scope_of(request)
+    thread = await found(gw, scope, checks.thread_id(request.path_params["thread"]))
     body = checks.parse_body(await request.body())
     unknown = sorted(set(body) - {"at", "message", "thread_id"})
     if unknown:
@@ -57,13 +59,13 @@ async def fork_thread(request: Request) -> Response:
         raise checks.BadRequest("invalid checkpoint id 'at'")
     message = checks.text_field(body, "message", required=False, max_bytes=checks.MAX_TURN_BYTES)
     wanted = checks.text_field(body, "thread_id", required=False)
-    if wanted is not None:
-        checks.thread_id(wanted, "thread_id")
+    if wanted is not None:  # a tenant's chosen id is its own (core/tenant_ids.py)
+        wanted = workflow_id(scope, checks.thread_id(wanted, "thread_id"))
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     keyed = caller_key(request, key) if key else None
     if keyed and not wanted:  # the key names the fork: the same request again finds it
         wanted = derived_id(thread, f"-fork-{digest_of(keyed, thread)[:12]}")  # within the thread id rule
-    await gw.visible(thread, scope_of(request))  # no such thread, or another scope's: 404
+    await gw.visible(thread, scope)  # no such thread, or another scope's: 404
 
     made: list[Forked] = []
 
@@ -83,11 +85,13 @@ async def fork_thread(request: Request) -> Response:
     except KeyReused as reused:
         return checks_error(409, reused.detail, reused.kind)
     except WorkflowAlreadyStartedError:
-        return checks_error(409, f"thread {wanted} already exists", "already_exists")
+        return checks_error(409, f"thread {shown(scope, wanted or '')} already exists", "already_exists")
     if made:
-        return JSONResponse({"thread_id": made[0].workflow_id, "forked_from": made[0].forked_from}, status_code=201)
+        return JSONResponse({"thread_id": shown(scope, made[0].workflow_id),
+                             "forked_from": shown(scope, made[0].forked_from)}, status_code=201)
     # this request's fork, made before: a fork of a fork is forked from the checkpoint's thread
-    return JSONResponse({"thread_id": wanted, "forked_from": (await gw.memo(wanted or "")).get("forked_from")})
+    origin = (await gw.memo(wanted or "")).get("forked_from")
+    return JSONResponse({"thread_id": shown(scope, wanted or ""), "forked_from": origin and shown(scope, origin)})
 
 
 def checks_error(status: int, message: str, kind: str) -> JSONResponse:
