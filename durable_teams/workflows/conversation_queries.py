@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from .state import ConversationInput, ConversationState, Question
     from .stream_writes import shared_with_writes
     from .transcript import LogDelta
+    from .usage import current_turn
 
 if TYPE_CHECKING:
     from .agent_loop import AgentLoop
@@ -65,6 +66,7 @@ class ConversationQueries:
             active_agent=self.state.active_agent, turns=self.state.turns_started,
             model_calls=self.state.total_model_calls, pending=list(self.state.pending.values()),
             queued_turns=len(self.state.queue), last_reply=last, closed=self.closing,
+            working_turn=current_turn(self.state.queue, self.state.turns_started),
             ignored_replies=list(self.state.ignored_replies), last_decision=self.state.last_decision,
             children=list(self.loop.children.values()) if self.loop else [],
             refused_signals=list(self.state.refused_signals),

@@ -44,6 +44,9 @@ class ConversationStatus(Reply):
     """`<thread id>@<checkpoint id>` when this conversation is a fork of another."""
     hidden_steps: list[str] = Field(default_factory=list, validation_alias=HIDDEN_STEPS)
     """Steps hidden from readers (workflows/hidden_steps.py)."""
+    working_turn: int | None = None
+    """The turn the conversation works on (the head of its queue), or its latest when none is
+    queued. None from a worker of an earlier release (`turn_states.answering` then counts)."""
     history_length: int | None = None
     """The conversation's history length this status reflects (as `LogPage.history_length`):
     a reader that knows it need not read again for a workflow task that started at or before

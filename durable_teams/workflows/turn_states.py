@@ -14,7 +14,11 @@ from .state import Question, TurnReply
 
 def answering(status: ConversationStatus) -> int:
     """The number of the turn the thread works on (the first queued; its questions are the
-    pending ones), or the latest when none is queued."""
+    pending ones), or the latest when none is queued. A worker of an earlier release does not
+    say (`working_turn`): counted then, which takes the queue for the turns numbered last (not
+    so once a queued turn was cancelled)."""
+    if status.working_turn is not None:
+        return status.working_turn
     return status.turns - status.queued_turns + 1 if status.queued_turns else status.turns
 
 

@@ -45,6 +45,8 @@ async def working_turn(gw: Gateway, thread: str, status: ConversationStatus) -> 
     after the turn `answering` tells (every turn answered in order comes before the head), and
     the head is the first turn without a reply (one query)."""
     counted = answering(status)
+    if status.working_turn is not None:  # the worker says (a release that tells it)
+        return counted
     last = status.last_reply
     if not status.queued_turns or last is None or last.turn < counted:
         return counted
