@@ -8,13 +8,12 @@ release), questions and approvals come as interrupts all the same."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from typing import Any
 
 import pytest
 from langgraph_sdk import get_client
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWorkflowInput
+from temporalio.client import Client
 
 from durable_teams.client import turn_outcome
 from durable_teams.examples import faang, support
@@ -22,6 +21,7 @@ from durable_teams.worker.scripted import ScriptedModel
 from durable_teams.workflows.conversation import TeamWorkflow
 
 from .conftest import running_worker
+from .counting import counted
 from .gateway_helpers import running_gateway
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
@@ -43,23 +43,6 @@ class HeldModel(ScriptedModel):
         return await super().complete(req, messages, tools)
 
 
-class Queries(Interceptor):
-    """Counts the queries a client asks, by name."""
-
-    def __init__(self) -> None:
-        self.asked: Counter[str] = Counter()
-
-    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
-        counter = self
-
-        class Counting(OutboundInterceptor):
-            async def query_workflow(self, input: QueryWorkflowInput) -> Any:
-                counter.asked[input.query] += 1
-                return await super().query_workflow(input)
-
-        return Counting(next)
-
-
 async def steps_of(client: Client, thread: str) -> int:
     """The workflow tasks the thread's history holds completed: the steps a reader may see."""
     history = await client.get_workflow_handle(thread).fetch_history()
@@ -68,10 +51,9 @@ async def steps_of(client: Client, thread: str) -> int:
 
 async def test_wait_asks_nothing_while_the_run_goes_on_and_a_stream_reads_once_per_step(client: Client,
                                                                                           task_queue: str) -> None:
-    queries = Queries()
-    counted = Client(**{**client.config(), "interceptors": [queries]})
+    counting, queries = counted(client)
     async with running_worker(client, task_queue, [faang.build().compile()], ScriptedModel(faang.SCRIPT)):
-        async with running_gateway(counted, task_queue, teams=["faang"]) as url:
+        async with running_gateway(counting, task_queue, teams=["faang"]) as url:
             lg = get_client(url=f"{url}/langgraph", api_key=None)
             waited_on = (await lg.threads.create(graph_id="faang"))["thread_id"]
             queries.asked.clear()
@@ -97,10 +79,10 @@ async def test_wait_asks_nothing_while_the_run_goes_on_and_a_stream_reads_once_p
 async def test_readers_of_one_run_at_once_get_every_event_once_in_order(client: Client, task_queue: str) -> None:
     """One reader waits by the update, the others (this process's waits on the thread are
     one at a time) by the thread's status."""
-    model, queries = HeldModel(faang.SCRIPT), Queries()
-    counted = Client(**{**client.config(), "interceptors": [queries]})
+    model = HeldModel(faang.SCRIPT)
+    counting, queries = counted(client)
     async with running_worker(client, task_queue, [faang.build().compile()], model):
-        async with running_gateway(counted, task_queue, teams=["faang"]) as url:
+        async with running_gateway(counting, task_queue, teams=["faang"]) as url:
             lg = get_client(url=f"{url}/langgraph", api_key=None)
             thread = (await lg.threads.create(graph_id="faang"))["thread_id"]
             run = await lg.runs.create(thread, "faang", input=human(faang.QUESTION))
