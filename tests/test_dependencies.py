@@ -69,6 +69,7 @@ def distribution_of(module: str) -> str:
     return candidates.pop()
 
 
+@cache  # every module parsed once per process (read only by the tests below)
 def third_party_imports() -> dict[str, set[str]]:
     """Every import of the package that is neither the standard library nor ours (lazy ones
     too) -> the files that import it."""
@@ -104,6 +105,7 @@ def test_every_import_is_declared_where_its_module_is_installed() -> None:
     assert wrong == []
 
 
+@pytest.mark.slow  # parses every module of the package and reads the distributions: 1-4 s under load
 def test_each_extra_declares_every_import_the_table_gives_it() -> None:
     imported_tops = {module.partition(".")[0]: module for module in third_party_imports()}
     for extra, tops in IMPORTS_OF_EXTRA.items():

@@ -124,3 +124,34 @@ async def test_the_chat_view_shows_the_model_writing_before_it_finishes(client: 
             await expect(page.locator("#live")).to_have_text("echo is writing: Hel", timeout=30_000)
             resume.set()  # only now does the endpoint send the rest
             await expect(page.locator("#chat")).to_contain_text("echo: Hello there.", timeout=30_000)
+
+
+async def test_the_live_line_keeps_the_models_words_when_the_persons_message_is_read_after_them(
+        client: Client, task_queue: str) -> None:
+    """Under load the turn stream can give the model's first words (a live delta) before the
+    person's own message read from the log: the live line keeps them (it was cleared, and a
+    model that waits for its reader to see them showed nothing more). The stream is canned
+    here, in that order, and the page's later reads of the thread fail, so the line stays."""
+    from playwright.async_api import Route, expect
+
+    echo = Swarm([Agent("echo", "You answer.", model="test-model")], name="echo").compile()
+    frames = "".join(f"event: {kind}\ndata: {data}\n\n" for kind, data in (
+        ("ai_message_delta", '{"index": -1, "type": "ai_message_delta", "agent": "echo", "text": "Hel", '
+                             '"call": "echo:1"}'),
+        ("user_message", '{"index": 0, "type": "user_message", "text": "Hi"}')))
+
+    async def canned(route: Route) -> None:
+        if route.request.method == "POST" and route.request.url.endswith("/turns"):
+            await route.fulfill(status=200, content_type="text/event-stream", body=frames)
+        elif route.request.method == "GET" and "/threads/" in route.request.url:
+            await route.fulfill(status=503, content_type="application/json",
+                                body='{"error": {"message": "away"}}')
+        else:
+            await route.continue_()
+
+    async with running_worker(client, task_queue, [echo], ScriptedModel(faang.SCRIPT)), \
+            running_gateway(client, task_queue) as url, chat_view(url, "echo") as page:
+        await page.route("**/threads/**", canned)
+        await page.fill("#say", "Hi")
+        await page.click("#send")
+        await expect(page.locator("#live")).to_have_text("echo is writing: Hel", timeout=30_000)
