@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from durable_teams.gateway.core.tenant_ids import owned, shown, workflow_id
 from durable_teams.gateway.doors.langgraph.langgraph_cron_times import never_fires
-from durable_teams.gateway.doors.langgraph.langgraph_tenancy import owned, shown, workflow_id
 
 pytestmark = pytest.mark.pure
 

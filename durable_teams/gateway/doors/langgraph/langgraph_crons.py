@@ -31,6 +31,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.start import TASK_TIMEOUT
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.scopes import SCOPE_MEMO, scope_of, sees
+from durable_teams.gateway.core.tenant_ids import shown, workflow_id
 from durable_teams.gateway.core.threads import TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import (
     optional_flag,
@@ -40,7 +41,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_checks import (
 )
 from durable_teams.gateway.doors.langgraph.langgraph_cron_times import never_fires
 from durable_teams.gateway.doors.langgraph.langgraph_requests import stream_modes, turn_text
-from durable_teams.gateway.doors.langgraph.langgraph_tenancy import shown, thread_in, workflow_id
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import thread_in
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of
 from durable_teams.gateway.doors.langgraph.langgraph_webhooks import check_webhook, cron_webhook
 from durable_teams.gateway.doors.langgraph.langgraph_wire import NotFound, Unsupported

@@ -13,8 +13,8 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQ
 
 from durable_teams.client.checkpoints import list_checkpoints
 from durable_teams.client.replay_state import ReplayFailed
+from durable_teams.gateway.core.tenant_ids import shown
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.doors.langgraph.langgraph_tenancy import shown
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     NotFound,
     RunRef,

@@ -19,6 +19,7 @@ from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_response
+from durable_teams.gateway.core.tenant_ids import shown
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
 from durable_teams.gateway.doors.langgraph.langgraph_edits import take_staged
@@ -44,7 +45,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_requests import (
     stream_modes,
 )
 from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream, stream_error
-from durable_teams.gateway.doors.langgraph.langgraph_tenancy import shown, thread_in
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import thread_in
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of, new_thread
 from durable_teams.gateway.doors.langgraph.langgraph_webhooks import (
     check_webhook,

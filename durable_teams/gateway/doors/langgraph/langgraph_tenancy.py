@@ -3,7 +3,7 @@
 learns nothing of the other's ids (creating an id another tenant uses makes its own). An
 operator (no scope) names threads by their workflow ids, as every door does. The mapping
 itself is the core's (durable_teams/gateway/core/tenant_ids.py), shared with the native and
-A2A doors. Pure: no Temporal calls."""
+A2A doors; here, the thread a LangGraph request names. Pure: no Temporal calls."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from starlette.requests import Request
 
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.scopes import scope_of
-from durable_teams.gateway.core.tenant_ids import SEPARATOR, owned, shown, workflow_id
-
-__all__ = ["SEPARATOR", "owned", "shown", "thread_in", "workflow_id"]
+from durable_teams.gateway.core.tenant_ids import workflow_id
 
 
 def thread_in(request: Request, source: dict[str, Any] | None = None, name: str = "thread") -> str:

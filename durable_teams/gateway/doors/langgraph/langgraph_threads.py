@@ -22,6 +22,7 @@ from durable_teams.client.time_travel import CheckpointError, fork, list_checkpo
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import SCOPE_MEMO, scope_of, sees
+from durable_teams.gateway.core.tenant_ids import owned, shown, workflow_id
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_checks import (
     optional_object,
@@ -44,12 +45,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_reading import (
     snapshot,
     turn_metadata,
 )
-from durable_teams.gateway.doors.langgraph.langgraph_tenancy import (
-    owned,
-    shown,
-    thread_in,
-    workflow_id,
-)
+from durable_teams.gateway.doors.langgraph.langgraph_tenancy import thread_in
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     Unsupported,
     interrupts_of,

@@ -21,8 +21,8 @@ from typing import Any
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from durable_teams.gateway.core.tenant_ids import workflow_id
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.doors.langgraph.langgraph_tenancy import workflow_id
 from durable_teams.gateway.doors.langgraph.langgraph_wire import RunRef, Unsupported
 from durable_teams.workflows.push_targets import from_the_start, public_refusal
 from durable_teams.workflows.run_webhooks import RunWebhookWorkflow, WebhookInput
