@@ -17,7 +17,7 @@ view it was scheduled with, even if parallel agents appended messages in between
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import (
@@ -33,6 +33,18 @@ from .messages import Message, OutputMode, ToolSpec
 from .wire_base import Reply, Wire
 
 T = TypeVar("T")
+
+AppendWatcher = Callable[[int, Message], None]
+_watchers: list[AppendWatcher] = []
+"""Told of every message appended to any transcript (its index and the message): the log
+outbox a worker announces new steps from (workflows/log_outbox.py). A watcher only records:
+it never changes what the workflow does."""
+
+
+def watch_appends(watcher: AppendWatcher) -> None:
+    """Tell `watcher` of every append from now on (once, however often it is asked)."""
+    if watcher not in _watchers:
+        _watchers.append(watcher)
 
 
 class ReadOnlyList(Sequence[T], Generic[T]):
@@ -151,6 +163,8 @@ class Transcript(Wire):
         index = len(self._log) - 1
         if message.agent_run == 0:
             self._shared.append(index)
+        for watcher in _watchers:
+            watcher(index, message)
         return index
 
     def start_run(self, agent: str, handoff_call_id: str | None) -> AgentRun:
