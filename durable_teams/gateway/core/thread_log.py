@@ -17,7 +17,8 @@ from temporalio.client import Client
 
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
 from durable_teams.client.send import AcceptedTurn
-from durable_teams.gateway.core.turn_stream import StepFeed, TurnStream, background
+from durable_teams.gateway.core.step_news import StepFeed, StepNews, background
+from durable_teams.gateway.core.turn_stream import TurnStream
 from durable_teams.live.hub import Delta, Live, LiveHub
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.conversation_reads import LogPage
@@ -134,7 +135,8 @@ class ThreadLog:
         subscribed here)."""
         subscribing = self.hub.subscribe_steps(thread)
         async with nullcontext(deltas) if deltas is not None else subscribing as queue:
-            stream = TurnStream(self, thread, StepFeed(index), background(accepted.reply()), queue)
+            news = StepNews(self.client, thread, StepFeed(index), queue, self.poll_seconds, self.quiet_seconds)
+            stream = TurnStream(self, thread, news, background(accepted.reply()))
             try:
                 async for event in stream.events():
                     yield event
