@@ -26,6 +26,7 @@ stream cannot take back what it showed.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +97,8 @@ class StepNews:
     poll_seconds: float
     quiet_seconds: float
     order: LiveOrder | None = None
+    watching_with: Callable[[Client, str], Any] = StepWatch
+    """What watches the history without announcements (a `StepWatch`)."""
     watch: StepWatch | None = None
     watcher: asyncio.Future[Any] | None = None
 
@@ -136,7 +139,7 @@ class StepNews:
 
     def _watch(self) -> None:
         if self.watcher is None or self.watcher.done():
-            self.watch = StepWatch(self.client, self.thread)
+            self.watch = self.watching_with(self.client, self.thread)
             self.watcher = background(self.watch.run())
 
     def _unwatch(self) -> None:
