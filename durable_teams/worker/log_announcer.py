@@ -57,7 +57,6 @@ class LogAnnouncer:
             self.loop = asyncio.get_running_loop()
         except RuntimeError:  # not made on a loop: the one seen before, if any
             pass
-        log_outbox.opened(info.run_id)
         return AnnouncingInstance(inner, info, self)
 
     def ended(self, info: Info, act: WorkflowActivation, completion: WorkflowActivationCompletion | None) -> None:
@@ -98,7 +97,8 @@ class AnnouncingInstance(WorkflowInstance):
 
     def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
         completion = None
-        try:
+        log_outbox.opened(self._info.run_id)  # at its first activation (an instance the sandbox
+        try:  # makes to validate a workflow is never activated)
             completion = self._inner.activate(act)
             return completion
         finally:

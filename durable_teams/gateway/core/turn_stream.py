@@ -58,7 +58,7 @@ class TurnStream:
                     yield event
             for event in self._shown_ready():
                 yield event
-            read = await self.news.next(self.turn)
+            read = self.feed.gap() or await self.news.next(self.turn)  # a gap: read it at once
 
     async def _read(self, start: int) -> AsyncIterator[dict[str, Any]]:
         """Read the log from `start` to its end, showing what was not shown yet."""

@@ -233,7 +233,7 @@ async def views(gw: Gateway, ref: ResponseRef, steps: asyncio.Queue[Live] | None
                 return
             if outcome.done() and not fresh:  # it came (or failed) since the status was read:
                 continue  # read with the status now (no step of the thread may follow to wake a read)
-            read = await news.next(*(() if outcome.done() else (outcome,)))
+            read = news.feed.gap() or await news.next(*(() if outcome.done() else (outcome,)))
     finally:
         news.close()
         if outcome is not None:
