@@ -1,7 +1,8 @@
 """The worker announces each message a conversation appends to its log, once, when it runs for
 real (durable_teams/workflows/log_outbox.py, durable_teams/worker/log_announcer.py): a replay
 announces nothing, a failed activation nothing; and a stream that finds a gap in the
-announcements reads the log once to fill it (durable_teams/gateway/core/turn_stream.py)."""
+announcements reads the log once to fill it (durable_teams/gateway/core/turn_stream.py).
+Across processes over Redis: tests/test_stream_announced.py."""
 
 from __future__ import annotations
 
@@ -136,3 +137,4 @@ async def test_a_gap_in_the_announcements_is_filled_by_one_read_and_the_end_conf
     assert [e["type"] for e in rest] == ["done"]  # nothing shown twice
     assert log.reads == [1, 0]  # the end: read from the first message shown from an announcement
     assert stream.differing == []
+
