@@ -94,6 +94,11 @@ class LiveHub:
     async def flush(self) -> None:
         """Wait (briefly) until what was published has left this process."""
 
+    def wants_steps(self, workflow_id: str) -> bool:
+        """Whether a `Logged` of the conversation may reach anyone (a broker's subscribers
+        are elsewhere: always)."""
+        return True
+
     def subscribe(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Delta]]:
         """A queue of the conversation's deltas, from the moment this is entered."""
         raise NotImplementedError
@@ -115,6 +120,9 @@ class LocalHub(LiveHub):
         if isinstance(delta, Delta):
             deliver(self.subscribers.get(delta.workflow_id, ()), delta)
         deliver(self.step_subscribers.get(delta.workflow_id, ()), delta)
+
+    def wants_steps(self, workflow_id: str) -> bool:
+        return workflow_id in self.step_subscribers
 
     def subscribe(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Delta]]:
         return _joined(self.subscribers, workflow_id)

@@ -83,6 +83,8 @@ class LogAnnouncer:
         with self._lock:
             self._in_flight -= 1
         try:
+            if not self.hub.wants_steps(workflow_id):  # this process's hub, no reader of steps
+                return
             for index, message in appended:
                 self.hub.publish(Logged(workflow_id, run_id, index, message.model_dump(mode="json")))
         except Exception:  # noqa: BLE001, S110 - announcements are best effort: readers read the log
