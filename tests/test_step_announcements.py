@@ -39,7 +39,7 @@ async def test_a_replayed_conversation_announces_nothing(monkeypatch: pytest.Mon
     """faang.json's turn replayed by a worker's runner: every message is appended again (the
     watcher is told of each), none is announced, as they were when first appended."""
     appended: list[int] = []
-    monkeypatch.setattr(transcript, "_watchers", [*transcript._watchers, lambda i, m: appended.append(i)])
+    monkeypatch.setattr(transcript, "APPEND_WATCHERS", [*transcript.APPEND_WATCHERS, lambda i, m: appended.append(i)])
     hub = LocalHub()
     runner = ContextFreeSandboxRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows"),
@@ -127,7 +127,7 @@ async def test_a_gap_in_the_announcements_is_filled_by_one_read_and_the_end_conf
         queue.put_nowait(Logged("t", "r1", at, log.messages[at].model_dump(mode="json")))
     turn: asyncio.Future[TurnReply] = asyncio.get_running_loop().create_future()
     news = StepNews(log.client, "t", StepFeed(0), queue, log.poll_seconds, log.quiet_seconds)
-    stream = TurnStream(log, "t", news, turn)  # type: ignore[arg-type]
+    stream = TurnStream(lambda start: log._page("t", start), news, turn)
     events = stream.events()
     shown = [await asyncio.wait_for(anext(events), 5) for _ in range(3)]
     assert [(e["index"], e["text"]) for e in shown] == [(0, "question"), (1, "thinking"), (2, "answer")]

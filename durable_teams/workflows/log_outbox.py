@@ -23,7 +23,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 from .messages import Message
-from .transcript import watch_appends
+from .transcript import APPEND_WATCHERS
 
 _PENDING: dict[str, list[tuple[int, Message]]] = {}
 """By run id, for the runs announced: (log index, message) appended in the activation under way."""
@@ -56,4 +56,5 @@ def closed(run_id: str) -> None:
     _PENDING.pop(run_id, None)
 
 
-watch_appends(record)
+if record not in APPEND_WATCHERS:
+    APPEND_WATCHERS.append(record)

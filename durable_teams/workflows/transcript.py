@@ -34,17 +34,9 @@ from .wire_base import Reply, Wire
 
 T = TypeVar("T")
 
-AppendWatcher = Callable[[int, Message], None]
-_watchers: list[AppendWatcher] = []
-"""Told of every message appended to any transcript (its index and the message): the log
-outbox a worker announces new steps from (workflows/log_outbox.py). A watcher only records:
-it never changes what the workflow does."""
-
-
-def watch_appends(watcher: AppendWatcher) -> None:
-    """Tell `watcher` of every append from now on (once, however often it is asked)."""
-    if watcher not in _watchers:
-        _watchers.append(watcher)
+APPEND_WATCHERS: list[Callable[[int, Message], None]] = []
+"""Told of every message appended to any transcript (index, message): the log outbox a worker
+announces steps from (workflows/log_outbox.py). They only record, never change what a workflow does."""
 
 
 class ReadOnlyList(Sequence[T], Generic[T]):
@@ -163,7 +155,7 @@ class Transcript(Wire):
         index = len(self._log) - 1
         if message.agent_run == 0:
             self._shared.append(index)
-        for watcher in _watchers:
+        for watcher in APPEND_WATCHERS:
             watcher(index, message)
         return index
 

@@ -136,7 +136,7 @@ class ThreadLog:
         subscribing = self.hub.subscribe_steps(thread)
         async with nullcontext(deltas) if deltas is not None else subscribing as queue:
             news = StepNews(self.client, thread, StepFeed(index), queue, self.poll_seconds, self.quiet_seconds)
-            stream = TurnStream(self, thread, news, background(accepted.reply()))
+            stream = TurnStream(lambda start: self._page(thread, start), news, background(accepted.reply()))
             try:
                 async for event in stream.events():
                     yield event

@@ -10,9 +10,9 @@ durable_teams/worker/log_announcer.py) is counted in `differing`: a stream canno
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from durable_teams.client.events import delta_event, page_events
 from durable_teams.gateway.core.step_news import StepFeed, StepNews
@@ -20,16 +20,13 @@ from durable_teams.live.hub import LiveOrder
 from durable_teams.workflows.conversation_reads import LogPage
 from durable_teams.workflows.state import TurnReply
 
-if TYPE_CHECKING:
-    from durable_teams.gateway.core.thread_log import ThreadLog
-
 
 @dataclass
 class TurnStream:
-    """One turn's events (`events()`) from `news.feed.index`, the turn's reply awaited in `turn`."""
+    """One turn's events (`events()`) from `news.feed.index`, the turn's reply awaited in `turn`,
+    the thread's log read with `page` (a page from a log index)."""
 
-    log: ThreadLog
-    thread: str
+    page: Callable[[int], Awaitable[LogPage]]
     news: StepNews
     turn: asyncio.Future[TurnReply]
     order: LiveOrder = field(default_factory=LiveOrder)
@@ -64,7 +61,7 @@ class TurnStream:
         """Read the log from `start` to its end, showing what was not shown yet."""
         self.news.before_read()
         while True:
-            page = await self.log._page(self.thread, start)
+            page = await self.page(start)
             self.news.after_read(page.history_length)
             # Drained after the read: a call sends its deltas before its message is logged, so
             # those of a message on this page are mostly in hand (a later one is dropped by
