@@ -138,3 +138,40 @@ async def test_a_gap_in_the_announcements_is_filled_by_one_read_and_the_end_conf
     assert log.reads == [1, 0]  # the end: read from the first message shown from an announcement
     assert stream.differing == []
 
+
+
+class Watch:
+    """A `StepWatch` that never sees a step (the test counts the ones made)."""
+
+    made = 0
+
+    def __init__(self, client: Any, workflow_id: str) -> None:
+        Watch.made += 1
+        self.ready = asyncio.Event()
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()
+
+    def read(self, history_length: int | None) -> None:
+        pass
+
+
+async def test_quiet_announcements_fall_back_to_reading_the_log() -> None:
+    """The announcement of message 1 is lost and none follows: after `quiet_seconds` the
+    stream reads the log (and watches the history as before), so the step is not missed."""
+    log = Log([Message(role="user", content="question"), Message(role="assistant", content="answer", name="a")])
+    log.quiet_seconds = 0.05
+    queue: asyncio.Queue[Live] = asyncio.Queue()
+    queue.put_nowait(Logged("t", "r1", 0, log.messages[0].model_dump(mode="json")))
+    news = StepNews(log.client, "t", StepFeed(0), queue, log.poll_seconds, log.quiet_seconds, watching_with=Watch)
+    turn: asyncio.Future[TurnReply] = asyncio.get_running_loop().create_future()
+    events = TurnStream(lambda start: log._page("t", start), news, turn).events()
+    Watch.made = 0
+    assert (await asyncio.wait_for(anext(events), 5))["text"] == "question"
+    assert log.reads == [] and Watch.made == 0  # announced: no read, no watch
+    assert (await asyncio.wait_for(anext(events), 5))["text"] == "answer"
+    assert log.reads == [1] and Watch.made == 1  # quiet: read, and watched from then on
+    queue.put_nowait(Logged("t", "r1", 2, Message(role="user", content="next").model_dump(mode="json")))
+    assert (await asyncio.wait_for(anext(events), 5))["text"] == "next"
+    assert news.watch is None  # announced again: the watch stopped
+    await events.aclose()
