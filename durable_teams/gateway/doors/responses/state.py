@@ -45,8 +45,7 @@ async def _agent_query(gw: Gateway, thread: str, query: Callable[..., Any], args
 async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> tuple[set[str], set[str]]:
     """The tools of `agents` that wait for a person, as the workflow's team says: those that
     need approval, and those that pause at a breakpoint (before or after they run)."""
-    approvals: set[str] = set()
-    breaks: set[str] = set()
+    approvals, breaks = set[str](), set[str]()
     for agent in sorted(agents):
         key = (thread, agent)
         if key not in _approval_tools:
@@ -65,18 +64,10 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
     (`DELETE /v1/responses/{id}`) is unknown, unless `deleted_too` (walking the thread); so is
     an id the thread never gave (durable_teams/gateway/responses_anchors.py), unless
     `anchored` (a ref read before, or made from one)."""
-    view, status, _ = await read_as_of(gw, ref, await gw.status(ref.thread), deleted_too, anchored)
-    return view, status
-
-
-async def read_as_of(gw: Gateway, ref: ResponseRef, status: ConversationStatus, deleted_too: bool = False,
-                     anchored: bool = False) -> tuple[View, ConversationStatus, int | None]:
-    """`read`, given the thread's `status` (read before the log: a reply it has has its log
-    complete; an earlier one while the turn has neither its reply nor a question, `views`),
-    and the history length the log read reflects at least (None: not said)."""
+    status = await gw.status(ref.thread)  # read before the log: a reply it has has its log complete
     replies = await replies_of(gw, ref, status, deleted_too)
-    messages, history_length = await stretch_read(gw, ref)
-    return await view_as_of(gw, ref, status, replies, messages, anchored), status, history_length
+    messages, _ = await stretch_read(gw, ref)
+    return await view_as_of(gw, ref, status, replies, messages, anchored), status
 
 
 async def replies_of(gw: Gateway, ref: ResponseRef, status: ConversationStatus,
@@ -110,12 +101,12 @@ async def view_as_of(gw: Gateway, ref: ResponseRef, status: ConversationStatus, 
 
 
 async def stretch(gw: Gateway, ref: ResponseRef) -> list[Message]:
-    """The log from `ref.start`, as far as the next turn's message (or the log's end)."""
     return (await stretch_read(gw, ref))[0]
 
 
 async def stretch_read(gw: Gateway, ref: ResponseRef) -> tuple[list[Message], int | None]:
-    """`stretch`, and the history length its reading reflects at least (its first page's)."""
+    """The log from `ref.start`, as far as the next turn's message (or the log's end), and the
+    history length its reading reflects at least (its first page's)."""
     messages: list[Message] = []
     index = ref.start
     history_length: int | None = None
@@ -195,14 +186,12 @@ async def latest(gw: Gateway, ref: ResponseRef,
 
 async def views(gw: Gateway, ref: ResponseRef, steps: asyncio.Queue[Live] | None = None) -> AsyncIterator[View]:
     """The response each time it may have changed, until it has ended: at each step the worker
-    announces on `steps` (the thread's `subscribe_steps` queue, entered before the stream's
-    first read), built from the announced messages without a read; without announcements (none
-    given, none yet, or quiet for a while: durable_teams/gateway/core/step_news.py) read again
-    when a step of the thread is scheduled or completes unread (a `StepWatch`, one long poll of
-    its history; its state changes only then, so no timer). The thread's status is read first
-    and again only once its turn's outcome (`turn_outcome`: its reply, or a question) has come,
-    with the log: until then what a response shows of the status (the reply, the questions
-    waiting) has not changed."""
+    announces on `steps` (the thread's `subscribe_steps` queue), from the announced messages
+    without a read; without announcements (none given, none yet, or quiet for a while:
+    durable_teams/gateway/core/step_news.py) read again when a step of the thread is scheduled
+    or completes unread (a `StepWatch`, one long poll of its history; no timer). The thread's
+    status is read first and again, with the log, only once its turn's outcome (`turn_outcome`:
+    its reply, or a question) has come: until then what a response shows of it is the same."""
     news = StepNews(gw.client, ref.thread, StepFeed(ref.start), steps or asyncio.Queue(), gw.poll_seconds,
                     gw.log.quiet_seconds if steps is not None else 0, watching_with=StepWatch)
     outcome: asyncio.Future[bool] | None = None
@@ -214,16 +203,12 @@ async def views(gw: Gateway, ref: ResponseRef, steps: asyncio.Queue[Live] | None
             fresh = status is None or (outcome is not None and outcome.done())
             announced = [] if fresh or read else news.feed.ready()
             if not (fresh or read or announced):  # news with no step in it (a delta)
-                read = await news.next(*(() if outcome is None or outcome.done() else (outcome,)))
+                read = await news.next(*_waiting(outcome))
                 continue
             status = await gw.status(ref.thread) if fresh or status is None else status
             replies = await replies_of(gw, ref, status)
             if fresh or read:
-                news.before_read()
-                messages, history_length = await stretch_read(gw, ref)
-                # What the read reflects: a status read with it is older than its log
-                news.after_read(status.history_length if fresh else history_length)
-                news.feed.read_to(ref.start + len(messages))
+                messages = await _stretch_for(gw, ref, news, status, fresh)
             messages = messages + announced  # the steps announced since
             view = await view_as_of(gw, ref, status, replies, messages, anchored=outcome is not None)
             if outcome is None:  # the first read: the turn's outcome awaited from there
@@ -233,11 +218,27 @@ async def views(gw: Gateway, ref: ResponseRef, steps: asyncio.Queue[Live] | None
                 return
             if outcome.done() and not fresh:  # it came (or failed) since the status was read:
                 continue  # read with the status now (no step of the thread may follow to wake a read)
-            read = news.feed.gap() or await news.next(*(() if outcome.done() else (outcome,)))
+            # a gap is read at once, unless the read just made stopped short of it (the stretch ended)
+            read = (news.feed.gap() and not (fresh or read)) or await news.next(*_waiting(outcome))
     finally:
         news.close()
         if outcome is not None:
             outcome.cancel()
+
+
+async def _stretch_for(gw: Gateway, ref: ResponseRef, news: StepNews, status: ConversationStatus,
+                       fresh: bool) -> list[Message]:
+    """`ref`'s stretch of the log, read; `news` told what the read reflects (a status read
+    with it, `fresh`, is older than its log) and where it ended."""
+    news.before_read()
+    messages, history_length = await stretch_read(gw, ref)
+    news.after_read(status.history_length if fresh else history_length)
+    news.feed.read_to(ref.start + len(messages))
+    return messages
+
+
+def _waiting(outcome: asyncio.Future[bool] | None) -> tuple[asyncio.Future[bool], ...]:
+    return () if outcome is None or outcome.done() else (outcome,)  # waited on until it is done
 
 
 async def _outcome(gw: Gateway, ref: ResponseRef, status: ConversationStatus) -> bool:
