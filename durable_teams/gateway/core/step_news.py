@@ -173,7 +173,7 @@ class StepNews:
             return True
         if any(outcome in done for outcome in outcomes):
             return False
-        woke_by_delta = getting in done and self.order is not None
+        woke_by_delta = getting in done and self.order is not None and isinstance(getting.result(), Delta)
         return self.feed.gap() or (self.reading and (woke_by_delta or getting not in done))
 
     def close(self) -> None:

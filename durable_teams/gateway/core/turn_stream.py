@@ -55,7 +55,8 @@ class TurnStream:
                     yield event
             for event in self._shown_ready():
                 yield event
-            read = self.feed.gap() or await self.news.next(self.turn)  # a gap: read it at once
+            # a gap is read at once, unless a read just stopped short of it (the log's end then)
+            read = (self.feed.gap() and not read) or await self.news.next(self.turn)
 
     async def _read(self, start: int) -> AsyncIterator[dict[str, Any]]:
         """Read the log from `start` to its end, showing what was not shown yet."""
