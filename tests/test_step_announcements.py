@@ -46,13 +46,14 @@ async def test_a_replayed_conversation_announces_nothing(monkeypatch: pytest.Mon
         announcer=LogAnnouncer(hub))
     replayer = Replayer(workflows=[TeamWorkflow], data_converter=pydantic_data_converter, workflow_runner=runner)
     history = WorkflowHistory.from_json("faang", HISTORY.read_text())
+    recorded = set(log_outbox._PENDING)  # runs of other workers in this process
     async with hub.subscribe_steps("faang") as steps:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
         await asyncio.sleep(0)  # anything handed to the loop is delivered by now
         assert result.replay_failure is None
         assert len(appended) > 20  # the FAANG turn's messages, appended again
         assert steps.empty()
-    assert log_outbox._PENDING == {}  # the replay's instance was evicted: nothing kept
+    assert set(log_outbox._PENDING) <= recorded  # the replay's instance was evicted: nothing kept of it
 
 
 class Instance:
