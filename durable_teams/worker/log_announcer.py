@@ -104,7 +104,10 @@ class AnnouncingInstance(WorkflowInstance):
             completion = self._inner.activate(act)
             return completion
         finally:
-            self._announcer.ended(self._info, act, completion)
+            try:
+                self._announcer.ended(self._info, act, completion)
+            except Exception:  # noqa: BLE001, S110 - never into the workflow's activation
+                pass
 
     def get_serialization_context(self, command_info: Any) -> Any:
         return self._inner.get_serialization_context(command_info)
