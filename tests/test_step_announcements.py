@@ -176,3 +176,17 @@ async def test_quiet_announcements_fall_back_to_reading_the_log() -> None:
     assert (await asyncio.wait_for(anext(events), 5))["text"] == "next"
     assert news.watch is None  # announced again: the watch stopped
     await events.aclose()
+
+
+def test_a_new_run_announcing_an_index_already_shown_sends_the_stream_back_to_reading() -> None:
+    """A rewind (a reset: a new run of the thread) appends again at indexes a stream has shown:
+    announcements no longer say where the log stands. Continued as new, indexes go on: no change."""
+    said = Message(role="assistant", content="step", name="a").model_dump(mode="json")
+    feed = StepFeed(0)
+    for at in range(3):
+        feed.hear(Logged("t", "r1", at, said))
+    assert len(feed.ready()) == 3 and not feed.replaced
+    feed.hear(Logged("t", "r2", 3, said))  # continued as new
+    assert len(feed.ready()) == 1 and not feed.replaced
+    feed.hear(Logged("t", "r3", 2, said))  # reset to before index 2
+    assert feed.replaced and feed.ready() == []
