@@ -15,7 +15,8 @@ activities and their heartbeats) and nothing else. Each row's other operations a
 stderr.
 
 Then each door's streamed turn (the native turn stream, chat and Responses with `stream: true`,
-A2A `SendStreamingMessage`, an MCP task read with `tasks/result`): its calls, the steps it
+A2A `SendStreamingMessage`, an MCP task read with `tasks/result`, a LangGraph run's
+`runs.stream`): its calls, the steps it
 showed (the stream's data frames; one for the MCP task's result), and what it adds to the
 door's plain request per step shown (the native door's plain counterpart is `send_turn`).
 """
@@ -239,6 +240,22 @@ class Ways:
         check(status["message"]["parts"][0]["text"])
         return len(frames)
 
+    async def langgraph(self, thread: str | None) -> str:
+        """A LangGraph run (`runs.wait`) on a thread the LangGraph door made (one made first when none given)."""
+        if thread is None:
+            thread = str((await self.http.post("/langgraph/threads", json={})).json()["thread_id"])
+        answer = (await self.http.post(f"/langgraph/threads/{thread}/runs/wait", json={
+            "assistant_id": TEAM, "input": {"messages": [{"role": "user", "content": QUESTION}]}})).json()
+        check(answer["messages"][-1]["content"])
+        return thread
+
+    async def langgraph_stream(self, thread: str) -> int:
+        """`runs.stream` in its default mode (`values`): the conversation each time it grows."""
+        frames = await self.sse(f"/langgraph/threads/{thread}/runs/stream", {
+            "assistant_id": TEAM, "input": {"messages": [{"role": "user", "content": QUESTION}]}})
+        check(frames[-1]["messages"][-1]["content"])
+        return len(frames)
+
     async def mcp_task(self, thread: str) -> int:
         """A task-augmented `tools/call` (MCP 2025-11-25), then `tasks/result`, which waits for it."""
         headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
@@ -263,6 +280,7 @@ class Ways:
             ("Responses, `stream: true`", previous, self.responses_stream),
             ("A2A `SendStreamingMessage`", lambda: self.a2a(None), self.a2a_stream),
             ("MCP task, `tasks/result`", lambda: self.mcp(None), self.mcp_task),
+            ("LangGraph `runs.stream`", lambda: self.langgraph(None), self.langgraph_stream),
         ]
 
     def all(self) -> list[tuple[str, Callable[[], Awaitable[Any]] | None, Callable[[Any], Awaitable[Any]]]]:
@@ -286,6 +304,7 @@ class Ways:
             ("Responses, `previous_response_id`", self.responses_begin, self.responses_turn),
             ("A2A `SendMessage` (blocking)", lambda: self.a2a(None), self.a2a),
             ("MCP `tools/call`", lambda: self.mcp(None), self.mcp),
+            ("LangGraph `runs.wait`", lambda: self.langgraph(None), self.langgraph),
         ]
 
 
@@ -319,7 +338,8 @@ async def measured(frontend: Frontend, begin: Callable[[], Awaitable[Any]] | Non
     return sorted(tallies, key=lambda t: t[0].total())[len(tallies) // 2]
 
 
-PLAIN_OF = {"native": "Python", "chat": "chat, `X-Thread-Id`", "Responses": "Responses", "A2A": "A2A", "MCP": "MCP"}
+PLAIN_OF = {"native": "Python", "chat": "chat, `X-Thread-Id`", "Responses": "Responses", "A2A": "A2A", "MCP": "MCP",
+            "LangGraph": "LangGraph"}
 """Each streamed way's plain counterpart (the native door has only its stream: the Python
 client's `send_turn` is its plain turn), by the first word of the names."""
 

@@ -1,6 +1,8 @@
 """When to read a running conversation again, for a reader that shows each of its steps (a
 turn's event stream): one long poll of its history, about one read per step, and the read
-answered on the step's own workflow task.
+answered on the step's own workflow task. The gateway's streams learn of steps from the
+worker's announcements on the live hub instead, and use this only while none come
+(durable_teams/gateway/core/step_news.py); `durable-teams follow` and `/events` use it throughout.
 
 The state a reader shows changes only when a workflow task completes. The history tells when
 one is scheduled (an activity ended, a signal or an update came): a query sent then waits on

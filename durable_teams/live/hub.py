@@ -17,6 +17,12 @@ A nested team runs as a child workflow: its deltas go to its own readers and, ma
 and ready at once, to the readers of every conversation it runs inside. Deltas are best effort: a reader that connects late, falls behind or loses the broker misses
 some; the finished message in the log stays the truth. A retried model call starts with a
 `reset` delta: subscribers discard that call's partial text.
+
+Steps travel the same way: each message a conversation appends to its log is announced as a
+`Logged` by the worker that ran the workflow task (durable_teams/worker/log_announcer.py), to the
+subscribers that ask for them (`subscribe_steps`: a gateway's turn stream,
+durable_teams/gateway/core/thread_log.py). Best effort as deltas are: the log read at the end
+of a turn is the truth.
 """
 
 from __future__ import annotations
@@ -62,49 +68,88 @@ class Delta:
     shared: bool = True
 
 
-class LiveHub:
-    """Publish/subscribe of deltas by workflow id."""
+@dataclass(frozen=True)
+class Logged:
+    """A message appended to a conversation's log (run `run_id`, at log index `index`), as the
+    log has it (`message`: its JSON form, the `Message` a `log_page` read returns), announced
+    when the workflow task that appended it ended on its worker."""
 
-    def publish(self, delta: Delta) -> None:
+    workflow_id: str
+    run_id: str
+    index: int
+    message: dict[str, Any]
+
+
+Live = Delta | Logged
+"""What a conversation's channel carries."""
+
+
+class LiveHub:
+    """Publish/subscribe of deltas (and log announcements) by workflow id."""
+
+    def publish(self, delta: Live) -> None:
         """Send `delta` to the conversation's subscribers; never blocks, never raises."""
         raise NotImplementedError
 
     async def flush(self) -> None:
         """Wait (briefly) until what was published has left this process."""
 
+    def wants_steps(self, workflow_id: str) -> bool:
+        """Whether a `Logged` of the conversation may reach anyone (a broker's subscribers
+        are elsewhere: always)."""
+        return True
+
     def subscribe(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Delta]]:
         """A queue of the conversation's deltas, from the moment this is entered."""
+        raise NotImplementedError
+
+    def subscribe_steps(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Live]]:
+        """A queue of the conversation's deltas and `Logged` announcements, in the order they
+        were published, from the moment this is entered."""
         raise NotImplementedError
 
 
 @dataclass
 class LocalHub(LiveHub):
-    """This process's subscribers."""
+    """This process's subscribers (`step_subscribers`: those of `subscribe_steps`)."""
 
     subscribers: dict[str, set[asyncio.Queue[Delta]]] = field(default_factory=dict)
+    step_subscribers: dict[str, set[asyncio.Queue[Live]]] = field(default_factory=dict)
 
-    def publish(self, delta: Delta) -> None:
-        deliver(self.subscribers.get(delta.workflow_id, ()), delta)
+    def publish(self, delta: Live) -> None:
+        if isinstance(delta, Delta):
+            deliver(self.subscribers.get(delta.workflow_id, ()), delta)
+        deliver(self.step_subscribers.get(delta.workflow_id, ()), delta)
 
-    @asynccontextmanager
-    async def subscribe(self, workflow_id: str) -> AsyncIterator[asyncio.Queue[Delta]]:
-        queue: asyncio.Queue[Delta] = asyncio.Queue(QUEUE_LIMIT)
-        self.subscribers.setdefault(workflow_id, set()).add(queue)
-        try:
-            yield queue
-        finally:
-            left = self.subscribers.get(workflow_id, set())
-            left.discard(queue)
-            if not left:
-                self.subscribers.pop(workflow_id, None)
+    def wants_steps(self, workflow_id: str) -> bool:
+        return workflow_id in self.step_subscribers
+
+    def subscribe(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Delta]]:
+        return _joined(self.subscribers, workflow_id)
+
+    def subscribe_steps(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Live]]:
+        return _joined(self.step_subscribers, workflow_id)
 
 
-def deliver(queues: Iterable[asyncio.Queue[Delta]], delta: Delta) -> None:
+@asynccontextmanager
+async def _joined(subscribers: dict[str, set[asyncio.Queue[Any]]], workflow_id: str) -> AsyncIterator[asyncio.Queue[Any]]:
+    queue: asyncio.Queue[Any] = asyncio.Queue(QUEUE_LIMIT)
+    subscribers.setdefault(workflow_id, set()).add(queue)
+    try:
+        yield queue
+    finally:
+        left = subscribers.get(workflow_id, set())
+        left.discard(queue)
+        if not left:
+            subscribers.pop(workflow_id, None)
+
+
+def deliver(queues: Iterable[asyncio.Queue[Any]], delta: Live) -> None:
     for queue in queues:
         try:
             queue.put_nowait(delta)
         except asyncio.QueueFull:
-            pass  # a stalled reader misses deltas, never blocks the model call
+            pass  # a stalled reader misses deltas (a step: read from the log), never blocks the sender
 
 
 LIVE = LocalHub()

@@ -7,7 +7,9 @@ Each conversation has a channel (`durable-teams:live:<workflow id>`). A worker c
 deltas published while a send is in flight go together in the next one (one PUBLISH per
 conversation per round trip), so a fast model costs a few messages a second, not one per token,
 and nothing waits on a timer. Pub/sub keeps nothing: a subscriber gets what is published while
-it listens, which is what a live view needs (the log is the record). When the client's payload
+it listens, which is what a live view needs (the log is the record). A worker's `Logged`
+announcements (a conversation's new log messages) go on the same channel in messages of their
+own (first byte `L`), which readers of deltas alone, and earlier releases, skip. When the client's payload
 codec encrypts (DURABLE_TEAMS_ENCRYPTION_KEY), deltas are encrypted with it on the broker too.
 A broker that is down costs the live view, never a model call: the failure is logged (once per
 outage) and the deltas are dropped.
@@ -20,22 +22,23 @@ import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
 
 from durable_teams.encryption.codec import EncryptionCodec
 from durable_teams.encryption.redact import mask_url
-from durable_teams.live.hub import QUEUE_LIMIT, Delta, LiveHub, LiveHubError, deliver
+from durable_teams.live.hub import QUEUE_LIMIT, Delta, Live, LiveHub, LiveHubError, Logged, deliver
 
 log = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "durable-teams:live:"
 FLUSH_SECONDS = 1.0
 """How long a finishing model call waits for its last deltas to leave (never longer)."""
-PLAIN, SEALED = b"J", b"E"
-"""First byte of a message: JSON deltas, or a Payload encrypted by the codec."""
+PLAIN, SEALED, LOGGED = b"J", b"E", b"L"
+"""First byte of a message: JSON deltas, or a Payload encrypted by the codec; `L` before either:
+`Logged` announcements instead of deltas."""
 
 
 class RedisHub(LiveHub):
@@ -53,7 +56,7 @@ class RedisHub(LiveHub):
         except ValueError as err:  # not redis://, rediss:// or unix://
             raise LiveHubError(f"DURABLE_TEAMS_LIVE_URL={self.where} is not a Redis URL: {err}") from None
         self.codec = codec if isinstance(codec, EncryptionCodec) else None
-        self._outbox: dict[str, list[Delta]] = {}
+        self._outbox: dict[str, list[Live]] = {}
         self._sending: asyncio.Task[None] | None = None
         self._warned = False
 
@@ -64,7 +67,7 @@ class RedisHub(LiveHub):
     def channel(workflow_id: str) -> str:
         return CHANNEL_PREFIX + workflow_id
 
-    def publish(self, delta: Delta) -> None:
+    def publish(self, delta: Live) -> None:
         self._outbox.setdefault(delta.workflow_id, []).append(delta)
         if self._sending is None or self._sending.done():
             self._sending = asyncio.get_running_loop().create_task(self._send())
@@ -74,8 +77,13 @@ class RedisHub(LiveHub):
             batch, self._outbox = self._outbox, {}
             try:
                 async with self.redis.pipeline(transaction=False) as pipe:
-                    for workflow_id, deltas in batch.items():
-                        pipe.publish(self.channel(workflow_id), await self.encode(deltas))
+                    for workflow_id, items in batch.items():
+                        deltas = [d for d in items if isinstance(d, Delta)]
+                        logged = [d for d in items if isinstance(d, Logged)]
+                        if deltas:
+                            pipe.publish(self.channel(workflow_id), await self.encode(deltas))
+                        if logged:
+                            pipe.publish(self.channel(workflow_id), LOGGED + await self.encode(logged))
                     await pipe.execute()
                 self._warned = False  # working again: the next outage is told too
             except Exception as err:  # noqa: BLE001 - the live view is best effort
@@ -89,16 +97,22 @@ class RedisHub(LiveHub):
             except TimeoutError:
                 self._warn(f"live deltas still unsent to {self.where} after {FLUSH_SECONDS} s")
 
+    def subscribe(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Delta]]:
+        return self._listening(workflow_id, steps=False)
+
+    def subscribe_steps(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Live]]:
+        return self._listening(workflow_id, steps=True)
+
     @asynccontextmanager
-    async def subscribe(self, workflow_id: str) -> AsyncIterator[asyncio.Queue[Delta]]:
-        queue: asyncio.Queue[Delta] = asyncio.Queue(QUEUE_LIMIT)
+    async def _listening(self, workflow_id: str, steps: bool) -> AsyncIterator[asyncio.Queue[Any]]:
+        queue: asyncio.Queue[Any] = asyncio.Queue(QUEUE_LIMIT)
         pubsub = self.redis.pubsub()
         reader: asyncio.Task[None] | None = None
         try:
             await pubsub.subscribe(self.channel(workflow_id))
             # Wait for Redis to confirm: what is published from now on reaches this queue.
             await asyncio.wait_for(self._confirmed(pubsub), 10)
-            reader = asyncio.get_running_loop().create_task(self._read(pubsub, queue))
+            reader = asyncio.get_running_loop().create_task(self._read(pubsub, queue, steps))
             self._warned = False
         except Exception as err:  # noqa: BLE001 - without the broker, no live view: the log still comes
             self._warn(f"no live deltas from {self.where}: {type(err).__name__}: {err}")
@@ -119,10 +133,10 @@ class RedisHub(LiveHub):
             if message is not None and message.get("type") == "subscribe":
                 return
 
-    async def _read(self, pubsub: Any, queue: asyncio.Queue[Delta]) -> None:
+    async def _read(self, pubsub: Any, queue: asyncio.Queue[Any], steps: bool) -> None:
         try:
             async for message in pubsub.listen():
-                if message.get("type") == "message":
+                if message.get("type") == "message" and (steps or message["data"][:1] != LOGGED):
                     for delta in await self.decode(message["data"]):
                         deliver((queue,), delta)
         except asyncio.CancelledError:
@@ -130,14 +144,17 @@ class RedisHub(LiveHub):
         except Exception as err:  # noqa: BLE001
             self._warn(f"live deltas from {self.where} stopped: {type(err).__name__}: {err}")
 
-    async def encode(self, deltas: list[Delta]) -> bytes:
+    async def encode(self, deltas: list[Delta] | list[Logged]) -> bytes:
         data = json.dumps([dataclasses.asdict(d) for d in deltas], separators=(",", ":")).encode()
         if self.codec is None:
             return PLAIN + data
         sealed = await self.codec.encode([Payload(metadata={"encoding": b"json/plain"}, data=data)])
         return SEALED + sealed[0].SerializeToString()
 
-    async def decode(self, raw: bytes) -> list[Delta]:
+    async def decode(self, raw: bytes) -> list[Live]:
+        shape: type[Delta] | type[Logged] = Delta
+        if raw[:1] == LOGGED:
+            shape, raw = Logged, raw[1:]
         kind, body = raw[:1], raw[1:]
         try:
             if kind == SEALED:
@@ -147,7 +164,7 @@ class RedisHub(LiveHub):
                 body = (await self.codec.decode([Payload.FromString(body)]))[0].data
             elif kind != PLAIN:
                 return []
-            return [Delta(**item) for item in json.loads(body)]
+            return [shape(**item) for item in json.loads(body)]
         except Exception as err:  # noqa: BLE001 - a message this reader cannot read is skipped
             self._warn(f"a live message could not be read: {type(err).__name__}: {err}")
             return []

@@ -24,7 +24,7 @@ from temporalio.worker import (
     Worker,
     WorkerTuner,
 )
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
 from durable_teams.activities import a2a_push_delivery, cron_firings, heartbeats
 from durable_teams.activities.mcp_calls import MCPActivities
@@ -42,7 +42,12 @@ from durable_teams.memory.store_config import LazyStore
 from durable_teams.teams.builders import CompiledTeam
 from durable_teams.teams.team_tools import ToolsByTeam
 from durable_teams.teams.tools import ToolRegistry
-from durable_teams.worker.sandbox_runner import ContextFreeSandboxRunner, needs_context
+from durable_teams.worker.log_announcer import LogAnnouncer
+from durable_teams.worker.sandbox_runner import (
+    AnnouncingSandboxRunner,
+    ContextFreeSandboxRunner,
+    needs_context,
+)
 from durable_teams.worker.search_attributes import LabelsActivity, learn_labels, say_once
 from durable_teams.worker.team_sets import (
     mixed_queue_line,
@@ -197,9 +202,10 @@ ACTIVITY_OPTIONS = ("max_concurrent_activities", "activity_executor", "identity"
 
 
 def shared_options(client: Client, names: list[str], backend: ModelBackend,
-                   worker_options: dict[str, object]) -> dict:
-    """The options of the worker on the shared task queue: the workflows it runs, their sandbox,
-    its identity and its activity slots, with the caller's `worker_options` over them."""
+                   worker_options: dict[str, object], hub: LiveHub | None = None) -> dict:
+    """The options of the worker on the shared task queue: the workflows it runs, their sandbox
+    (announcing the conversations' new log messages on `hub`, if given), its identity and its
+    activity slots, with the caller's `worker_options` over them."""
     options: dict = {
         # a test may serve another version of TeamWorkflow (tests/next_release.py); A2A tasks'
         # push notifications are workflows of their own (workflows/a2a_push.py), and so are the
@@ -211,14 +217,17 @@ def shared_options(client: Client, names: list[str], backend: ModelBackend,
         # Our workflow package is imported once instead of into every conversation's sandbox.
         # Its one piece of module-level state is offered_views's weak map of the conversations this
         # process holds, which workflows only write and only the model activity reads (to read a
-        # cached conversation's view directly); no workflow reads anything another one wrote.
+        # cached conversation's view directly), and log_outbox's appends of the activation under
+        # way, which the runner takes to announce them (worker/log_announcer.py); no workflow
+        # reads anything another one wrote.
         # What the sandbox would catch at run time in that code (the wall clock, random, I/O) a
         # test checks in the source.
         # Context-free (durable_teams/worker/sandbox_runner.py) unless a codec or external storage
         # needs serialization contexts: naming one costs an exec into the sandbox per payload.
-        "workflow_runner": (SandboxedWorkflowRunner if needs_context(client.data_converter)
+        "workflow_runner": (AnnouncingSandboxRunner if needs_context(client.data_converter)
                             else ContextFreeSandboxRunner)(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows")),
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("durable_teams.workflows"),
+            announcer=LogAnnouncer(hub) if hub is not None else None),
     }
     # clients read the scripted mark from the task queue's pollers, workers the team set
     options["identity"] = worker_identity(names, scripted=getattr(backend, "scripted", False))
@@ -259,7 +268,7 @@ def build_worker(
     resolver = TeamActivities({t.spec.name: t.spec for t in teams}, note)
     labels = LabelsActivity(client)
     own_queue = worker_queue_name(task_queue)
-    options = shared_options(client, names, backend, worker_options)
+    options = shared_options(client, names, backend, worker_options, hub)
     worker_client = tolerant_client(client)  # a payload it cannot decode is refused, not retried forever
     shared = Worker(
         worker_client,

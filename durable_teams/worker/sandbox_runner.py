@@ -16,6 +16,11 @@ encryption), the context cannot change a byte, so the instances made here say "n
 (the converter as configured) and give the workflow's own store context, built once outside
 the sandbox. With a context-aware codec or external storage `build_worker` keeps the SDK's
 runner. The workflow itself runs in the sandbox exactly as before.
+
+Both runners (`AnnouncingSandboxRunner`, the SDK's with nothing else changed, and
+`ContextFreeSandboxRunner` on it) wrap each instance so that what its activations append to the
+conversation's log is announced on the live hub (durable_teams/worker/log_announcer.py), when
+given a `LogAnnouncer`.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.workflow import Info
 
+from durable_teams.worker.log_announcer import LogAnnouncer
+
 
 def needs_context(converter: DataConverter) -> bool:
     """Whether encoding with `converter` can depend on the serialization context."""
@@ -44,7 +51,18 @@ def needs_context(converter: DataConverter) -> bool:
 
 
 @dataclass(frozen=True)
-class ContextFreeSandboxRunner(SandboxedWorkflowRunner):
+class AnnouncingSandboxRunner(SandboxedWorkflowRunner):
+    """The SDK's sandboxed runner, whose instances' appends `announcer` announces (none: not)."""
+
+    announcer: LogAnnouncer | None = None
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        instance = super().create_instance(det)
+        return instance if self.announcer is None else self.announcer.wrap(instance, det.info)
+
+
+@dataclass(frozen=True)
+class ContextFreeSandboxRunner(AnnouncingSandboxRunner):
     """`SandboxedWorkflowRunner` whose instances answer context questions without the sandbox.
     Only for a worker whose data converter does not `needs_context`."""
 

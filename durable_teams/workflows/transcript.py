@@ -17,7 +17,7 @@ view it was scheduled with, even if parallel agents appended messages in between
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import (
@@ -33,6 +33,10 @@ from .messages import Message, OutputMode, ToolSpec
 from .wire_base import Reply, Wire
 
 T = TypeVar("T")
+
+APPEND_WATCHERS: list[Callable[[int, Message], None]] = []
+"""Told of every message appended to any transcript (index, message): the log outbox a worker
+announces steps from (workflows/log_outbox.py). They only record, never change what a workflow does."""
 
 
 class ReadOnlyList(Sequence[T], Generic[T]):
@@ -151,6 +155,8 @@ class Transcript(Wire):
         index = len(self._log) - 1
         if message.agent_run == 0:
             self._shared.append(index)
+        for watcher in APPEND_WATCHERS:
+            watcher(index, message)
         return index
 
     def start_run(self, agent: str, handoff_call_id: str | None) -> AgentRun:

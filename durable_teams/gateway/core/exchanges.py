@@ -32,7 +32,6 @@ from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.outcomes import Outcome, Waiter, _now
 from durable_teams.gateway.core.requests import BadRequest
 from durable_teams.gateway.core.thread_log import ThreadLog, background
-from durable_teams.live.hub import Delta
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.state import TurnReply
@@ -76,12 +75,13 @@ class Exchanges:
                                      patience=patience, update_key=update_key)
         return index, accepted
 
-    async def subscribed(self, thread: str, send: Callable[[], Awaitable[T]]
-                         ) -> tuple[T, AbstractAsyncContextManager[asyncio.Queue[Delta]], asyncio.Queue[Delta]]:
+    async def subscribed(self, thread: str, send: Callable[[], Awaitable[T]], steps: bool = False
+                         ) -> tuple[T, AbstractAsyncContextManager[asyncio.Queue[Any]], asyncio.Queue[Any]]:
         """`send()` with the thread's live deltas subscribed first, so a fast model's first
-        words are not missed. The subscription is the caller's to close (closed here if `send`
-        fails)."""
-        subscription = self.hub.subscribe(thread)
+        words are not missed (`steps`: its announced log messages too, `LiveHub.subscribe_steps`).
+        The subscription is the caller's to close (closed here if `send` fails)."""
+        subscription: AbstractAsyncContextManager[asyncio.Queue[Any]] = (
+            self.hub.subscribe_steps(thread) if steps else self.hub.subscribe(thread))
         deltas = await subscription.__aenter__()
         try:
             return await send(), subscription, deltas

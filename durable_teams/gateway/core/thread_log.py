@@ -7,6 +7,7 @@ live hub and poll interval."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -14,16 +15,21 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_teams.client.events import delta_event, page_events
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
 from durable_teams.client.send import AcceptedTurn
-from durable_teams.client.step_watch import StepWatch
-from durable_teams.live.hub import Delta, LiveHub, LiveOrder
+from durable_teams.gateway.core.step_news import StepFeed, StepNews, background
+from durable_teams.gateway.core.turn_stream import TurnStream
+from durable_teams.live.hub import Delta, Live, LiveHub
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.conversation_reads import LogPage
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import TurnReply
 
+log = logging.getLogger(__name__)
+
+QUIET_SECONDS = 3.0
+"""How long a turn's stream waits for an announcement or a delta before it reads the log the
+earlier way (a `StepWatch`), until the next announcement."""
 LOG_ENDS_KEPT = 10_000
 _LOG_ENDS: dict[str, int] = {}
 """Where this process last saw each thread's log end (oldest first; a hint only: a rewind may
@@ -32,12 +38,14 @@ shorten a log, and the read that finds it so reads the usual way)."""
 
 @dataclass
 class ThreadLog:
-    """A thread's log, read through `client` (live text from `hub`; `poll_seconds`: how often
-    a stream reads again without a watch of the history)."""
+    """A thread's log, read through `client` (live text and announced steps from `hub`;
+    `poll_seconds`: how often a stream reads again without a watch of the history;
+    `quiet_seconds`: `QUIET_SECONDS`)."""
 
     client: Client
     hub: LiveHub
     poll_seconds: float
+    quiet_seconds: float = QUIET_SECONDS
 
     async def log_total(self, thread: str) -> int:
         page = await self._page(thread, 0, 0)
@@ -116,46 +124,29 @@ class ThreadLog:
         return page
 
     async def turn_events(self, thread: str, index: int, accepted: AcceptedTurn,
-                          deltas: asyncio.Queue[Delta] | None = None) -> AsyncIterator[dict[str, Any]]:
+                          deltas: asyncio.Queue[Live] | None = None) -> AsyncIterator[dict[str, Any]]:
         """Yield each event of the log from `index` as it is appended (ABI's stream) while the
-        accepted turn runs,
-        ending with `done` carrying the reply, or `error` when the turn could not run.
-        Live text deltas (durable_teams/live/hub.py) come as `ai_message_delta`, each after the
-        log messages that came before its model call and before the message it adds up to."""
-        order = LiveOrder()
-        # `deltas`: a subscription the caller entered before the turn went in (none: here)
-        async with nullcontext(deltas) if deltas is not None else self.hub.subscribe(thread) as deltas:
-            turn = background(accepted.reply())
-            watch = StepWatch(self.client, thread)  # when to read again: about once per step
-            watcher = background(watch.run())
+        accepted turn runs, ending with `done` carrying the reply, or `error` when the turn
+        could not run. Steps are shown as the worker announces them on the live hub, the log
+        read once at the end to confirm (durable_teams/gateway/core/turn_stream.py). Live text
+        deltas (durable_teams/live/hub.py) come as `ai_message_delta`, each after the log
+        messages that came before its model call and before the message it adds up to.
+        `deltas`: the thread's `subscribe_steps` queue, entered before the turn went in (none:
+        subscribed here)."""
+        subscribing = self.hub.subscribe_steps(thread)
+        async with nullcontext(deltas) if deltas is not None else subscribing as queue:
+            news = StepNews(self.client, thread, StepFeed(index), queue, self.poll_seconds, self.quiet_seconds)
+            stream = TurnStream(lambda start: self._page(thread, start), news, background(accepted.reply()))
             try:
-                while True:
-                    finished = turn.done()
-                    watch.ready.clear()  # before the read: a step completed after it is read next
-                    page = await self._page(thread, index)
-                    watch.read(page.history_length)
-                    # Drained after the read: a call sends its deltas before its message is
-                    # logged, so those of a message on this page are mostly in hand; one that
-                    # comes later is dropped by `order` (the message has the whole text).
-                    order.drain(deltas)
-                    for event in page_events(order, page, index, by_page_shared=False):
-                        yield event.model_dump(mode="json")
-                    index += len(page.messages)
-                    if index < page.total:
-                        continue
-                    for out in order.ready(index):
-                        yield delta_event(out).model_dump(mode="json")
-                    if finished:  # read once more after the reply: nothing appended last is missed
-                        break
-                    news = await self.until_news(turn, deltas, watch.ready, watcher)
-                    if news:
-                        order.hold(news)
-                yield done_event(turn.result())
+                async for event in stream.events():
+                    yield event
             except (ConversationEnded, TurnAbandoned) as ended:  # why it will not be answered
                 yield {"index": -1, "type": "error", "text": str(ended)}
             finally:
-                turn.cancel()  # the client stopped reading: stop waiting (the turn itself goes on)
-                watcher.cancel()
+                stream.close()
+                if stream.differing:
+                    log.warning("thread %s: the log holds other messages than the steps announced at %s",
+                                thread, stream.differing)
 
     async def until_news(self, turn: asyncio.Future[TurnReply], deltas: asyncio.Queue[Delta],
                          grown: asyncio.Event | None = None, watcher: asyncio.Future[Any] | None = None
@@ -180,16 +171,3 @@ class ThreadLog:
 def _turn_message(message: Message) -> bool:
     """Whether `message` is a turn's own (a person's message to the team): a turn starts there."""
     return message.role == "user" and message.kind == "message" and message.agent_run == 0
-
-
-def background(coroutine: Any) -> asyncio.Future[TurnReply]:
-    """A task whose outcome may go unread (the client left, a question came first): reading
-    it when it ends keeps asyncio from logging 'Task exception was never retrieved'."""
-    task = asyncio.ensure_future(coroutine)
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
-    return task
-
-
-def done_event(reply: TurnReply) -> dict[str, Any]:
-    return {"index": -1, "type": "done", "agent": reply.agent, "text": reply.text,
-            "status": reply.status, "turn": reply.turn}

@@ -145,9 +145,9 @@ async def send_turn_sse(request: Request) -> Response:
     keyed = await input_taken(gw.client, thread, caller_key(request, key), text, sender or "") if key else None
     # Accepted by the workflow before the first byte goes out: a client that leaves after
     # the 200 finds its turn (and its reply) in the thread.
-    # Subscribed to its live deltas first, so a fast model's first words are not missed.
+    # Subscribed to its live deltas and steps first, so a fast model's first words are not missed.
     (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: keyed_accept(
-        gw, thread, text, sender, keyed, patience))
+        gw, thread, text, sender, keyed, patience), steps=True)
 
     async def frames() -> AsyncIterator[str]:
         try:

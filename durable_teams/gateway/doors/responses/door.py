@@ -190,20 +190,22 @@ async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, a
     live text deltas from `feed` between them (durable_teams/gateway/doors/responses/live.py)."""
     sent = after
     text = live.LiveText(ref, feed.floor) if feed is not None else None
+    steps = gw.hub.subscribe_steps(ref.thread)  # its steps as the worker announces them (state.views)
     try:
-        async for got in live.merged(state.views(gw, ref), feed.deltas if feed is not None else None):
-            if isinstance(got, View):
-                got = asked_again(got, asking)
-                for event in numbered(events(got, team, created, background, gw.live_responses), sent):
-                    if text is not None and event["type"] == "response.output_text.delta":
-                        event = {**event, "delta": text.rest(event["delta"])}
-                    if not store and "response" in event:
-                        event = {**event, "response": {**event["response"], "store": False}}
-                    yield sse_frame(event["type"], event)
-                    sent = event["sequence_number"]
-                if got.ended:
-                    return
-            elif text is not None and sent >= live.OPENED and (piece := text.take(got)):
-                yield sse_frame("response.output_text.delta", text.event(piece, sent))
+        async with steps as announced:
+            async for got in live.merged(state.views(gw, ref, announced), feed.deltas if feed is not None else None):
+                if isinstance(got, View):
+                    got = asked_again(got, asking)
+                    for event in numbered(events(got, team, created, background, gw.live_responses), sent):
+                        if text is not None and event["type"] == "response.output_text.delta":
+                            event = {**event, "delta": text.rest(event["delta"])}
+                        if not store and "response" in event:
+                            event = {**event, "response": {**event["response"], "store": False}}
+                        yield sse_frame(event["type"], event)
+                        sent = event["sequence_number"]
+                    if got.ended:
+                        return
+                elif text is not None and sent >= live.OPENED and (piece := text.take(got)):
+                    yield sse_frame("response.output_text.delta", text.event(piece, sent))
     finally:
         await live.close(feed)

@@ -13,7 +13,7 @@ from temporalio.client import WorkflowQueryFailedError
 
 from durable_teams.client.step_watch import StepWatch
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
-from durable_teams.gateway.core.thread_log import background
+from durable_teams.gateway.core.step_news import StepFeed, StepNews
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses import anchors as anchors
 from durable_teams.gateway.doors.responses.from_log import (
@@ -23,6 +23,7 @@ from durable_teams.gateway.doors.responses.from_log import (
     is_turn_start,
     view_of,
 )
+from durable_teams.live.hub import Live
 from durable_teams.workflows.conversation import TeamWorkflow
 from durable_teams.workflows.conversation_reads import ConversationStatus, WaitingTools
 from durable_teams.workflows.messages import Message
@@ -44,8 +45,7 @@ async def _agent_query(gw: Gateway, thread: str, query: Callable[..., Any], args
 async def approval_tools(gw: Gateway, thread: str, agents: set[str]) -> tuple[set[str], set[str]]:
     """The tools of `agents` that wait for a person, as the workflow's team says: those that
     need approval, and those that pause at a breakpoint (before or after they run)."""
-    approvals: set[str] = set()
-    breaks: set[str] = set()
+    approvals, breaks = set[str](), set[str]()
     for agent in sorted(agents):
         key = (thread, agent)
         if key not in _approval_tools:
@@ -64,44 +64,49 @@ async def read(gw: Gateway, ref: ResponseRef, deleted_too: bool = False,
     (`DELETE /v1/responses/{id}`) is unknown, unless `deleted_too` (walking the thread); so is
     an id the thread never gave (durable_teams/gateway/responses_anchors.py), unless
     `anchored` (a ref read before, or made from one)."""
-    view, status, _ = await read_as_of(gw, ref, await gw.status(ref.thread), deleted_too, anchored)
-    return view, status
+    status = await gw.status(ref.thread)  # read before the log: a reply it has has its log complete
+    replies = await replies_of(gw, ref, status, deleted_too)
+    messages, _ = await stretch_read(gw, ref)
+    return await view_as_of(gw, ref, status, replies, messages, anchored), status
 
 
-async def read_as_of(gw: Gateway, ref: ResponseRef, status: ConversationStatus, deleted_too: bool = False,
-                     anchored: bool = False) -> tuple[View, ConversationStatus, int | None]:
-    """`read`, given the thread's `status` (read before the log: a reply it has has its log
-    complete; an earlier one while the turn has neither its reply nor a question, `views`),
-    and the history length the log read reflects at least (None: not said)."""
-    handle = gw.client.get_workflow_handle(ref.thread)
+async def replies_of(gw: Gateway, ref: ResponseRef, status: ConversationStatus,
+                     deleted_too: bool = False) -> list[TurnReply]:
+    """The reply of `ref`'s turn, if it has one, as of `status` (an unknown or deleted `ref`:
+    `UnknownResponse`)."""
     if not 1 <= ref.turn <= status.turns:  # an id no request of this thread was given
         raise UnknownResponse(f"no response {ref.id!r}")
     if not deleted_too and ref.key in status.hidden_steps:
         raise UnknownResponse(f"no response {ref.id!r} (deleted)")
     last = status.last_reply  # the reply of the highest turn answered
     if last is not None and last.turn == ref.turn:
-        replies = [last]
-    elif last is None or last.turn < ref.turn:
-        replies = []  # no turn this high is answered: not this one either (a running turn's every read)
-    else:
-        replies = await handle.query(TeamWorkflow.turn_replies, [ref.turn])
-    messages, history_length = await stretch_read(gw, ref)
+        return [last]
+    if last is None or last.turn < ref.turn:
+        return []  # no turn this high is answered: not this one either (a running turn's every read)
+    replies: list[TurnReply] = await gw.client.get_workflow_handle(ref.thread).query(
+        TeamWorkflow.turn_replies, [ref.turn])
+    return replies
+
+
+async def view_as_of(gw: Gateway, ref: ResponseRef, status: ConversationStatus, replies: list[TurnReply],
+                     messages: list[Message], anchored: bool = False) -> View:
+    """Response `ref` from its stretch of the log (`messages`, from `ref.start`) and `status`."""
     tools, breaks = await approval_tools(gw, ref.thread, agents_asking(messages))
     if not anchored:
         await check_anchor(gw, ref, messages)
     reply = replies[0] if replies else None
     if reply is None and status.last_reply is not None and status.last_reply.turn > ref.turn:
         reply = forgotten_reply(ref, messages)  # turns end in order: this one ended long ago
-    return view_of(ref, messages, reply, status.pending, tools, breaks), status, history_length
+    return view_of(ref, messages, reply, status.pending, tools, breaks)
 
 
 async def stretch(gw: Gateway, ref: ResponseRef) -> list[Message]:
-    """The log from `ref.start`, as far as the next turn's message (or the log's end)."""
     return (await stretch_read(gw, ref))[0]
 
 
 async def stretch_read(gw: Gateway, ref: ResponseRef) -> tuple[list[Message], int | None]:
-    """`stretch`, and the history length its reading reflects at least (its first page's)."""
+    """The log from `ref.start`, as far as the next turn's message (or the log's end), and the
+    history length its reading reflects at least (its first page's)."""
     messages: list[Message] = []
     index = ref.start
     history_length: int | None = None
@@ -179,44 +184,61 @@ async def latest(gw: Gateway, ref: ResponseRef,
     return view, status, first
 
 
-async def views(gw: Gateway, ref: ResponseRef) -> AsyncIterator[View]:
-    """The response each time it may have changed, until it has ended: read again when a step
-    of the thread is scheduled or completes unread (a `StepWatch`, one long poll of its
-    history; its state changes only then, so no timer). The thread's status is read first and
-    again only once its turn's outcome (`turn_outcome`: its reply, or a question) has come: until
-    then a step reads the log alone, as what a response shows of the status (the reply, the
-    questions waiting) has not changed (one query a step instead of two)."""
-    watch = StepWatch(gw.client, ref.thread)
-    watcher = background(watch.run())
+async def views(gw: Gateway, ref: ResponseRef, steps: asyncio.Queue[Live] | None = None) -> AsyncIterator[View]:
+    """The response each time it may have changed, until it has ended: at each step the worker
+    announces on `steps` (the thread's `subscribe_steps` queue), from the announced messages
+    without a read; without announcements (none given, none yet, or quiet for a while:
+    durable_teams/gateway/core/step_news.py) read again when a step of the thread is scheduled
+    or completes unread (a `StepWatch`, one long poll of its history; no timer). The thread's
+    status is read first and again, with the log, only once its turn's outcome (`turn_outcome`:
+    its reply, or a question) has come: until then what a response shows of it is the same."""
+    news = StepNews(gw.client, ref.thread, StepFeed(ref.start), steps or asyncio.Queue(), gw.poll_seconds,
+                    gw.log.quiet_seconds if steps is not None else 0, watching_with=StepWatch)
     outcome: asyncio.Future[bool] | None = None
     status: ConversationStatus | None = None
+    messages: list[Message] = []
+    read = news.start()
     try:
         while True:
-            watch.ready.clear()
-            after_outcome = outcome is not None and outcome.done()
-            fresh = status is None or after_outcome
-            if fresh:
-                status = await gw.status(ref.thread)
-            assert status is not None
-            view, status, history_length = await read_as_of(gw, ref, status, anchored=outcome is not None)
-            # What the read reflects: a status read with it is older than its log
-            watch.read(status.history_length if fresh else history_length)
+            fresh = status is None or (outcome is not None and outcome.done())
+            announced = [] if fresh or read else news.feed.ready()
+            if not (fresh or read or announced):  # news with no step in it (a delta)
+                read = await news.next(*_waiting(outcome))
+                continue
+            status = await gw.status(ref.thread) if fresh or status is None else status
+            replies = await replies_of(gw, ref, status)
+            if fresh or read:
+                messages = await _stretch_for(gw, ref, news, status, fresh)
+            messages = messages + announced  # the steps announced since
+            view = await view_as_of(gw, ref, status, replies, messages, anchored=outcome is not None)
             if outcome is None:  # the first read: the turn's outcome awaited from there
                 outcome = asyncio.ensure_future(_outcome(gw, ref, status))  # it never raises
             yield view
             if view.ended:
                 return
-            if watcher.done():  # the run closed, or the long poll failed: poll instead
-                await asyncio.sleep(gw.poll_seconds)
-                continue
-            assert outcome is not None
-            if outcome.done() and not fresh:  # it came (or failed) during a read of the log alone:
+            if outcome.done() and not fresh:  # it came (or failed) since the status was read:
                 continue  # read with the status now (no step of the thread may follow to wake a read)
-            await _either(watch.ready, outcome)
+            # a gap is read at once, unless the read just made stopped short of it (the stretch ended)
+            read = (news.feed.gap() and not (fresh or read)) or await news.next(*_waiting(outcome))
     finally:
-        watcher.cancel()
+        news.close()
         if outcome is not None:
             outcome.cancel()
+
+
+async def _stretch_for(gw: Gateway, ref: ResponseRef, news: StepNews, status: ConversationStatus,
+                       fresh: bool) -> list[Message]:
+    """`ref`'s stretch of the log, read; `news` told what the read reflects (a status read
+    with it, `fresh`, is older than its log) and where it ended."""
+    news.before_read()
+    messages, history_length = await stretch_read(gw, ref)
+    news.after_read(status.history_length if fresh else history_length)
+    news.feed.read_to(ref.start + len(messages))
+    return messages
+
+
+def _waiting(outcome: asyncio.Future[bool] | None) -> tuple[asyncio.Future[bool], ...]:
+    return () if outcome is None or outcome.done() else (outcome,)  # waited on until it is done
 
 
 async def _outcome(gw: Gateway, ref: ResponseRef, status: ConversationStatus) -> bool:
@@ -227,19 +249,6 @@ async def _outcome(gw: Gateway, ref: ResponseRef, status: ConversationStatus) ->
     except OutcomeUnavailable:
         return False
     return True
-
-
-async def _either(ready: asyncio.Event, outcome: asyncio.Future[bool]) -> None:
-    """Wait until `ready` is set, or `outcome` is done (once it is: `ready` alone)."""
-    if outcome.done():
-        await ready.wait()
-        return
-    waiting = asyncio.ensure_future(ready.wait())
-    both: list[asyncio.Future[Any]] = [waiting, outcome]
-    try:
-        await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiting.cancel()
 
 
 async def ended(gw: Gateway, ref: ResponseRef) -> View:
