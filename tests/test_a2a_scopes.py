@@ -83,7 +83,9 @@ async def test_a_scoped_token_sees_only_its_own_tasks_and_operators_see_all(clie
         assert text.replace(thread, "X") == none[what].replace(missing, "X"), what
         assert "no context" in text, what
     # a tenant's contextId is its own (core/tenant_ids.py): another's id is not "taken", nothing told
-    assert crm_same_id.context_id == thread and crm_same_id.id == f"{CRM}:{thread}::1"
+    # (its task ids its own too: `<context>::<turn>`, named as the caller names the context)
+    assert crm_same_id.context_id == thread and crm_same_id.id == f"{thread}::1"
+    assert crm_same_id.status.message.parts[0].text != answered.status.message.parts[0].text
     assert lists["shop"][0] == asked.id and crm_own.id not in lists["shop"]
     assert lists["crm"][0] == crm_own.id and asked.id not in lists["crm"]
     assert {asked.id, crm_own.id} <= set(lists["op"])

@@ -22,12 +22,17 @@ from durable_teams.client.refusals import (
     TurnAbandoned,
     TurnRejected,
 )
+from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core.tenant_ids import in_own_words
 
 log = logging.getLogger(__name__)
 
 
 def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
+
+
+plain_error = error
 
 
 
@@ -39,17 +44,23 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))
+    detail = in_own_words(scope_of(request), str(exc.detail))  # a thread by the caller's id for it
+    response = error(exc.status_code, detail, getattr(exc, "kind", "invalid_request_error"))
     response.headers.update(exc.headers or {})
     param = getattr(exc, "param", None)
     if param is not None:  # OpenAI's shape: the field the error is about
-        response = JSONResponse({"error": {"message": exc.detail, "type": "invalid_request_error",
+        response = JSONResponse({"error": {"message": detail, "type": "invalid_request_error",
                                            "param": param, "code": None}}, status_code=exc.status_code)
     return response
 
 
 async def on_temporal_error(request: Request, exc: Exception) -> Response:
-    """Typed outcomes as HTTP statuses instead of a 500 with a traceback."""
+    """Typed outcomes as HTTP statuses instead of a 500 with a traceback; a thread named by the
+    caller's id for it (durable_teams/gateway/core/tenant_ids.py)."""
+    scope = scope_of(request)
+
+    def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+        return plain_error(status, in_own_words(scope, message), kind)
     if isinstance(exc, ConversationBusy):
         response = error(429, str(exc), "thread_busy")
         response.headers["Retry-After"] = "1"

@@ -11,7 +11,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
-from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
@@ -26,8 +26,7 @@ from durable_teams.gateway.core.idempotency import (
     sent_keyed,
 )
 from durable_teams.gateway.core.outcomes import Waiter
-from durable_teams.gateway.core.tenant_ids import found, shown, workflow_id
-from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
+from durable_teams.gateway.core.tenant_ids import found, shown, shown_task, workflow_id
 from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import text_of
 from durable_teams.workflows.a2a_tasks import FINAL
@@ -61,11 +60,8 @@ class MessageIntake(TaskReader):
     async def answer(self, message: pb.Message, scope: str | None, text: str, prefix: str | None,
                      turn_id: str | None) -> Taken:
         """A message naming its task: the answer to the question that task waits on."""
-        try:
-            thread, number = parse_task_id(message.task_id)
-        except NotATask as err:
-            raise TaskNotFoundError(str(err)) from None
-        if message.context_id and message.context_id not in (thread, shown(scope, thread)):  # as the SDK refuses it
+        thread, number = await self.located(message.task_id, scope)
+        if message.context_id and message.context_id != shown(scope, thread):  # as the SDK refuses it
             raise InvalidParamsError(f"context {message.context_id} does not match context {shown(scope, thread)} "
                                      f"of task {message.task_id}")
         if not await self.thread_of(thread, scope):
@@ -104,14 +100,14 @@ class MessageIntake(TaskReader):
                 return again
             seen = await self.gateway.status(thread)
             if seen.pending:
-                raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
+                raise InvalidParamsError(f"task {shown_task(scope, thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
         elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
             thread = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
             with contextlib.suppress(WorkflowAlreadyStartedError):  # by this message before, or its twin at once
                 await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
             if not await self.thread_of(thread, scope):  # another scope's (a digest's clash): as none
-                raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
+                raise UnsupportedOperationError(f"context {shown(scope, thread)} has ended: start a new one")
             again = await self.sent_before(thread, prefix, text)
             if again is not None:
                 return again

@@ -15,9 +15,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.tenant_ids import found as found_thread
-from durable_teams.gateway.core.tenant_ids import shown
+from durable_teams.gateway.core.tenant_ids import found_task, shown, shown_task
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
+from durable_teams.gateway.core.turn_tasks import NotATask
 from durable_teams.gateway.doors.a2a.wire import as_task, history_of, history_wanted
 from durable_teams.workflows.a2a_tasks import TaskState, a2a_state
 from durable_teams.workflows.turn_states import answering, ended_state, turn_state
@@ -48,13 +48,13 @@ class TaskReader:
         try:
             described = await self.gateway.visible(thread, scope)
         except ConversationNotFound:
-            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+            raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r}") from None
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+                raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r}") from None
             raise
         if (await described.memo()).get("team") != self.team:
-            raise TaskNotFoundError(f"no context {thread[:80]!r} for {self.team}")
+            raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r} for {self.team}")
         return described.status
 
     async def task(self, thread: str, number: int, scope: str | None, history: int | None = 0) -> pb.Task:
@@ -71,7 +71,7 @@ class TaskReader:
             return named(as_task(thread, number, TaskState("CANCELED" if cancelled else "FAILED",
                                                            "the conversation has ended")), scope)
         if number > max(status.turns, 1):
-            raise TaskNotFoundError(f"no task {task_id(thread, number)}")
+            raise TaskNotFoundError(f"no task {shown_task(scope, thread, number)}")
         last = status.last_reply
         reply = None
         if last is not None and last.turn >= number:
@@ -104,9 +104,11 @@ class TaskReader:
                 raise
             raise
 
-    def parsed(self, value: str) -> tuple[str, int]:
+    async def located(self, value: str, scope: str | None) -> tuple[str, int]:
+        """(workflow, turn) of the task a caller of `scope` names (its own id for the thread:
+        core/tenant_ids.py); `TaskNotFoundError` for an id no task has."""
         try:
-            return parse_task_id(value)
+            return await found_task(self.gateway, scope, value)
         except NotATask as err:
             raise TaskNotFoundError(str(err)) from None
 
@@ -166,15 +168,26 @@ class TaskReader:
 
 
 def named(task: pb.Task, scope: str | None) -> pb.Task:
-    """The task with its `contextId` the caller's own id for its thread (a tenant's contextId
-    X is the thread `<scope>:X`: core/tenant_ids.py); its task id stays the one the gateway gave."""
-    context = shown(scope, task.context_id)
+    """The task with its `contextId`, its id and its messages' ids by the caller's own id for
+    its thread (a tenant's contextId X is the thread `<scope>:X`, its task `X::n`:
+    core/tenant_ids.py)."""
+    workflow = task.context_id
+    context = shown(scope, workflow)
+    if context == workflow:
+        return task
+    task.id = renamed(task.id, workflow, context)
     task.context_id = context
-    if task.status.HasField("message"):
-        task.status.message.context_id = context
-    for message in task.history:
+    messages = [*task.history, *([task.status.message] if task.status.HasField("message") else [])]
+    for message in messages:
         message.context_id = context
+        message.task_id = renamed(message.task_id, workflow, context)
+        message.message_id = renamed(message.message_id, workflow, context)
     return task
+
+
+def renamed(value: str, workflow: str, context: str) -> str:
+    """An id the gateway derived from the thread's (a task's, a message's) by the caller's id."""
+    return context + value[len(workflow):] if value.startswith(f"{workflow}::") else value
 
 
 TOKEN_PREFIX = "offset-"

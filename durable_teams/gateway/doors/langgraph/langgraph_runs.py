@@ -210,7 +210,7 @@ async def stream(request: Request) -> Response:
     if asked.resumable:  # the modes in it: a reconnect sends no body
         modes = urlencode([("stream_mode", mode) for mode in asked.modes])
         headers["Location"] = f"/threads/{run.shown or run.thread}/runs/{run.run.id}/stream?{modes}"
-    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error)
+    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error, scope=scope_of(request))
 
 
 async def existing(request: Request) -> RunStream:
@@ -248,7 +248,7 @@ async def join_stream(request: Request) -> Response:
     run = await existing(request)
     modes = request.query_params.getlist("stream_mode") or ["values"]
     after = request.headers.get("last-event-id") or None
-    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error)
+    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error, scope=scope_of(request))
 
 
 async def listed(request: Request) -> Response:

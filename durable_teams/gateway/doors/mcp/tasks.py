@@ -38,8 +38,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.refusals import ConversationBusy, ConversationNotFound, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.tenant_ids import found_task, shown, shown_task
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
+from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id
 from durable_teams.gateway.doors.mcp.forms import answer_text
 from durable_teams.gateway.doors.mcp.task_pages import PAGE, Cursor, page_of
 from durable_teams.gateway.doors.mcp.task_wire import (
@@ -71,17 +72,25 @@ class McpTasks:
     page_size: int = PAGE
     """Threads a `tasks/list` page lists."""
 
-    async def submit(self, thread: str, message: str | None) -> str:
+    async def submit(self, thread: str, message: str | None, scope: str | None) -> str:
         """`message` sent to the thread as a turn, or as the answer to its open question (none:
-        the turn in flight); its task id, once the workflow has it (a `tasks/get` finds it)."""
+        the turn in flight); its task id as a caller of `scope` names it, once the workflow has
+        it (a `tasks/get` finds it)."""
         status = await self.gateway.status(thread)
         if message is None:
-            return task_id(thread, max(answering(status), 1))
+            return shown_task(scope, thread, max(answering(status), 1))
         if status.pending:
             await self.gateway.begin_exchange(thread, message, seen=status)
-            return task_id(thread, answering(status))
+            return shown_task(scope, thread, answering(status))
         accepted = await submit_turn(self.gateway.client, thread, message, busy_timeout=self.gateway.busy_seconds)
-        return task_id(thread, accepted.number)
+        return shown_task(scope, thread, accepted.number)
+
+    async def located(self, task: str, scope: str | None) -> tuple[str, int]:
+        """(workflow, turn) of the task a caller of `scope` names (core/tenant_ids.py)."""
+        try:
+            return await found_task(self.gateway, scope, task)
+        except NotATask:
+            raise no_task(task) from None
 
     async def described(self, thread: str, scope: str | None, task: str
                         ) -> tuple[WorkflowExecutionDescription, Mapping[str, Any]]:
@@ -100,10 +109,10 @@ class McpTasks:
 
     async def read(self, task: str, scope: str | None) -> TaskView:
         """The task now (`MCPError` invalid params for a task this caller cannot see)."""
-        try:
-            thread, number = parse_task_id(task)
-        except NotATask:
-            raise no_task(task) from None
+        return await self.view(task, *await self.located(task, scope), scope)
+
+    async def view(self, task: str, thread: str, number: int, scope: str | None) -> TaskView:
+        """Turn `number` of the workflow `thread` now, the task a caller of `scope` names `task`."""
         described, memo = await self.described(thread, scope, task)
         running = described.status == WorkflowExecutionStatus.RUNNING
         cancelled = described.status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
@@ -129,7 +138,7 @@ class McpTasks:
             question = status.pending[0] if found.state == "waiting" and status.pending else None
         created = described.start_time or datetime.now(UTC)
         updated = described.close_time or datetime.now(UTC)
-        return view_of(task, thread, found, question, created, updated, self.poll_ms)
+        return view_of(task, thread, found, question, created, updated, self.poll_ms, shown(scope, thread))
 
     async def update(self, task: str, responses: Mapping[str, Any], scope: str | None) -> TaskView:
         """The answers to the task's open question taken (others ignored, as the spec asks)."""
@@ -174,10 +183,7 @@ class McpTasks:
         """The task once its status is in `until`, or as it is after `within` seconds: read
         when the core says its turn may stand otherwise (`turn_changes`: at once when it is
         settled already), once the caller is known to see it."""
-        try:
-            thread, number = parse_task_id(task)
-        except NotATask:
-            raise no_task(task) from None
+        thread, number = await self.located(task, scope)
         await self.described(thread, scope, task)  # nobody waits on a task they cannot see
         asked: set[str] | None = set() if "input_required" in until else None  # a question settles it, or the reply alone
         with contextlib.suppress(TimeoutError):
@@ -209,7 +215,8 @@ class McpTasks:
 
         async def latest(thread: str) -> TaskView:
             status = await self.gateway.status(thread)
-            return await self.read(task_id(thread, max(status.turns, 1)), scope)
+            number = max(status.turns, 1)
+            return await self.view(shown_task(scope, thread, number), thread, number, scope)
         found = await asyncio.gather(*(asyncio.wait_for(latest(t), LIST_READ_SECONDS) for t in threads),
                                      return_exceptions=True)
         return [view for view in found if isinstance(view, TaskView)], after.encode() if after else None

@@ -155,7 +155,7 @@ async def send_turn_sse(request: Request) -> Response:
                 yield sse_frame(event["type"], event)
         finally:
             await subscription.__aexit__(None, None, None)
-    return sse_response(frames(), {"X-Thread-Id": given_id(request)})
+    return sse_response(frames(), {"X-Thread-Id": given_id(request)}, scope=scope_of(request))
 
 
 async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, keyed: KeyedInput | None,
@@ -205,7 +205,7 @@ async def thread_events(request: Request) -> Response:
     async def frames() -> AsyncIterator[str]:
         async for event in follow(gw.client, thread, start=start, poll_seconds=gw.poll_seconds, live=gw.hub):
             yield sse_frame(event.type, event.model_dump(mode="json"))
-    return sse_response(frames())
+    return sse_response(frames(), scope=scope_of(request))
 
 
 def _edits(approved: object, reply: dict[str, Any]) -> str:
