@@ -44,7 +44,8 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    detail = in_own_words(scope_of(request), str(exc.detail))  # a thread by the caller's id for it
+    # a door's words name threads by their workflow ids, as the core's do: here by the caller's
+    detail = in_own_words(scope_of(request), str(exc.detail))
     response = error(exc.status_code, detail, getattr(exc, "kind", "invalid_request_error"))
     response.headers.update(exc.headers or {})
     param = getattr(exc, "param", None)

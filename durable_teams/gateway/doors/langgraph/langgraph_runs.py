@@ -130,7 +130,7 @@ async def thread_for(gw: Gateway, thread: str, asked: RunRequest, scope: str | N
     except TeamMismatch as err:
         raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
     if not known and not asked.create_thread:
-        raise NotFound(f"no thread {shown(scope, thread)} (or send if_not_exists='create')")
+        raise NotFound(f"no thread {thread} (or send if_not_exists='create')")  # by the caller's id in the answer
     if not known:
         try:
             await new_thread(gw, asked.team, scope, thread, {})

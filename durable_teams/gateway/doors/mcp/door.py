@@ -173,9 +173,9 @@ class McpDoor:
             waiter = await self.gateway.begin_exchange(thread, call.message, seen=status)
             return await self.outcome(ctx, thread, waiter)
         except Exception as err:  # noqa: BLE001 - the model reads why, the conversation is untouched
-            why = f"{type(err).__name__}: {err}" if not isinstance(err, BadCall) else str(err)
-            return text_result(in_own_words(scope, why), call.thread_id if call and call.thread_id else "",
-                               "failed", True)
+            # the core's words name workflows: by the caller's ids (a BadCall's are the caller's already)
+            why = in_own_words(scope, f"{type(err).__name__}: {err}") if not isinstance(err, BadCall) else str(err)
+            return text_result(why, call.thread_id if call and call.thread_id else "", "failed", True)
 
     async def thread_for(self, team: str, wanted: str | None, scope: str | None,
                          user: str | None = None) -> str:
