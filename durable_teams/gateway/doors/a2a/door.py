@@ -33,12 +33,14 @@ from temporalio.client import WorkflowUpdateFailedError
 
 from durable_teams.gateway.core.turn_tasks import task_id
 from durable_teams.gateway.doors.a2a.message_intake import MessageIntake
+from durable_teams.gateway.doors.a2a.own_words import in_callers_words
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
 from durable_teams.gateway.doors.a2a.wire import PAUSED, history_wanted, scope_in, user_in
 from durable_teams.workflows.a2a_tasks import FINAL
 from durable_teams.workflows.conversation import TeamWorkflow
 
 
+@in_callers_words
 @dataclass
 class A2ADoor(MessageIntake, RequestHandler):
     """One team's A2A requests, answered from its threads (taking messages into them:
