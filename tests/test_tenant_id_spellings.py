@@ -17,6 +17,8 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 from temporalio.client import Client
 
+from durable_teams.activities.a2a_push_delivery import named_for
+from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.scopes import Token
 from durable_teams.gateway.core.team_cards import card_of
 from durable_teams.gateway.core.tenant_ids import found, in_own_words
@@ -45,11 +47,9 @@ class Missing:
     """A `Gateway` whose every thread is missing except those named (`visible` as the core's)."""
 
     def __init__(self, *present: str) -> None:
-        self.present, self.described = set(present), []
+        self.present = set(present)
 
     async def visible(self, thread: str, scope: str | None) -> None:
-        from durable_teams.client.refusals import ConversationNotFound
-        self.described.append(thread)
         if thread not in self.present:
             raise ConversationNotFound(f"no thread {thread}")
 
@@ -70,6 +70,18 @@ def test_error_texts_name_a_tenants_threads_by_its_own_ids() -> None:
     assert in_own_words("shop", "no context 'shop:x'; POST /threads/shop:x/fork") == "no context 'x'; POST /threads/x/fork"
     assert in_own_words("shop", "workshop:x, crm:x, a shop: here") == "workshop:x, crm:x, a shop: here"
     assert in_own_words(None, "no thread shop:x") == "no thread shop:x"
+
+
+def test_a_push_event_is_named_for_the_caller_that_set_its_config() -> None:
+    message = {"messageId": "shop:x::2-ab12", "contextId": "shop:x", "taskId": "shop:x::2", "role": "ROLE_AGENT",
+               "parts": [{"text": "shop:x is done"}]}
+    event = {"statusUpdate": {"taskId": "shop:x::2", "contextId": "shop:x",
+                              "status": {"state": "TASK_STATE_COMPLETED", "message": message}}}
+    named = named_for(event, "x")
+    assert named["statusUpdate"] == {"taskId": "x::2", "contextId": "x", "status": {
+        "state": "TASK_STATE_COMPLETED", "message": message | {"messageId": "x::2-ab12", "contextId": "x",
+                                                              "taskId": "x::2"}}}  # the words stay the agent's
+    assert named_for(event, None) is event and event["statusUpdate"]["contextId"] == "shop:x"  # unchanged
 
 
 async def chat(http: httpx.AsyncClient, thread: str, text: str, token: str) -> httpx.Response:
