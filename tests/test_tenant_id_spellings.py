@@ -9,13 +9,14 @@ workflow form (durable_teams/gateway/core/tenant_ids.py)."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Awaitable
 from typing import Any
 
 import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
-from temporalio.client import Client
+from temporalio.client import Client, DescribeWorkflowInput, Interceptor, OutboundInterceptor
 
 from durable_teams.activities.a2a_push_delivery import named_for
 from durable_teams.client.refusals import ConversationNotFound
@@ -232,3 +233,39 @@ async def test_a_push_notification_names_the_task_as_the_door_shows_it_to_whoeve
                                                        message.get("messageId", "").rpartition("-")[0]))
     assert seen == {"shop's": {(x, f"{x}::1", f"{x}::1")},
                     "operator's": {(f"shop:{x}", f"shop:{x}::1", f"shop:{x}::1")}}, seen
+
+
+class CountingDescribes(Interceptor):
+    """Counts the workflows a client describes, by id."""
+
+    def __init__(self) -> None:
+        self.described: Counter[str] = Counter()
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        counter = self
+
+        class Counting(OutboundInterceptor):
+            async def describe_workflow(self, input: DescribeWorkflowInput) -> Any:
+                counter.described[input.id] += 1
+                return await super().describe_workflow(input)
+        return Counting(next)
+
+
+@pytest.mark.slow  # a worker and a gateway
+async def test_a_tenants_own_thread_costs_one_describe_a_gateway_made_one_two(client: Client, task_queue: str) -> None:
+    describes = CountingDescribes()
+    config = client.config()
+    config["interceptors"] = [*config["interceptors"], describes]
+    chosen = f"own-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)), \
+            running_gateway(Client(**config), task_queue, tokens=TOKENS) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        await http.post("/threads", json={"team": "echo", "thread_id": chosen}, headers=bearer("tok-a"))
+        made = (await http.post("/threads", json={"team": "echo"}, headers=bearer("tok-a"))).json()["thread_id"]
+        describes.described.clear()
+        for thread in (chosen, made):
+            for tail in ("", "/transcript", "/checkpoints"):
+                assert (await http.get(f"/threads/{thread}{tail}", headers=bearer("tok-a"))).status_code == 200
+    # one describe per route for the tenant's own id (the checkpoints' listing describes once more
+    # for the run it reads); a gateway-made id's own form is looked up first, and is none
+    assert describes.described == Counter({f"shop:{chosen}": 4, f"shop:{made}": 3, made: 4})

@@ -21,6 +21,8 @@ from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.turn_tasks import parse_task_id, task_id
 
 if TYPE_CHECKING:
+    from temporalio.client import WorkflowExecutionDescription
+
     from durable_teams.gateway.core.threads import Gateway
 
 SEPARATOR = ":"
@@ -82,3 +84,20 @@ async def found_task(gateway: Gateway, scope: str | None, task: str) -> tuple[st
     `NotATask` for an id no task has."""
     thread, turn = parse_task_id(task)
     return await found(gateway, scope, thread), turn
+
+
+async def visible_thread(gateway: Gateway, scope: str | None, thread: str) -> tuple[str, WorkflowExecutionDescription]:
+    """`found` and `Gateway.visible` in one: (the workflow a caller of `scope` means by
+    `thread`, as described), or `ConversationNotFound` naming the workflow (its text by the
+    caller's id: `in_own_words`). One describe for an operator's thread and a tenant's own
+    `<scope>:X`; a gateway-made or older raw id costs one more (the own id, looked up first)."""
+    own = workflow_id(scope, thread)
+    try:
+        return own, await gateway.visible(own, scope)
+    except ConversationNotFound:
+        if scope is None or owned(scope, thread):
+            raise
+    except RPCError as err:  # an id Temporal refuses is no thread either
+        if err.status != RPCStatusCode.INVALID_ARGUMENT or scope is None or owned(scope, thread):
+            raise
+    return thread, await gateway.visible(thread, scope)
