@@ -114,7 +114,14 @@ async def test_a_thread_a_tenant_made_under_a_raw_id_is_still_its_own(client: Cl
             other = await http.get(f"/threads/{old}", headers=bearer("tok-b"))
             others = await http.post("/threads", json={"team": "echo", "thread_id": old}, headers=bearer("tok-b"))
             operator = await http.get(f"/threads/{old}", headers=bearer("tok-op"))
+            chatted = await http.post("/v1/chat/completions", headers=bearer("tok-a") | {"X-Thread-Id": old},
+                                      json={"model": "echo", "messages": [{"role": "user", "content": "by chat"}]})
+            prefixed = await http.get(f"/threads/shop:{old}", headers=bearer("tok-a"))  # no second name
+            heard_after = await said(http, old, "tok-a")
     assert ran[:2] == (200, old) and heard == ["still here", "heard: still here"]
+    assert chatted.status_code == 200 and chatted.headers["x-thread-id"] == old  # the chat's X-Thread-Id too
+    assert heard_after == heard + ["by chat", "heard: by chat"]
+    assert prefixed.status_code == 404 and prefixed.json()["error"]["message"] == f"no thread shop:{old}"
     assert status.status_code == 200 and status.json()["thread_id"] == old
     assert again.status_code == 409  # its own old thread: a new one of the id would hide it
     assert other.status_code == 404 and other.json()["error"]["message"] == f"no thread {old}"
