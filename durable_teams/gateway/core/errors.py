@@ -32,9 +32,6 @@ def error(status: int, message: str, kind: str = "invalid_request_error") -> JSO
     return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
 
 
-plain_error = error
-
-
 
 async def on_unknown_team(request: Request, exc: Exception) -> Response:
     """OpenAI's answer to an unknown model: 404 with code `model_not_found`."""
@@ -60,43 +57,43 @@ async def on_temporal_error(request: Request, exc: Exception) -> Response:
     caller's id for it (durable_teams/gateway/core/tenant_ids.py)."""
     scope = scope_of(request)
 
-    def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
-        return plain_error(status, in_own_words(scope, message), kind)
+    def answer(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+        return error(status, in_own_words(scope, message), kind)
     if isinstance(exc, ConversationBusy):
-        response = error(429, str(exc), "thread_busy")
+        response = answer(429, str(exc), "thread_busy")
         response.headers["Retry-After"] = "1"
         return response
     if isinstance(exc, WorkflowUpdateFailedError):  # the workflow refused the turn: why
-        return error(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
+        return answer(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
     if isinstance(exc, TurnRejected):  # the same, for a turn sent as a signal (updates off)
-        return error(400, str(exc), "turn_rejected")
+        return answer(400, str(exc), "turn_rejected")
     if isinstance(exc, EditRefused):  # the person's to fix: the question stays open
-        return error(400, str(exc), "invalid_arguments")
+        return answer(400, str(exc), "invalid_arguments")
     if isinstance(exc, ReplyRejected):
-        return error(409, str(exc), "reply_rejected")
+        return answer(409, str(exc), "reply_rejected")
     if isinstance(exc, TurnAbandoned):  # a rewind left the turn in the branch it abandoned
-        return error(409, str(exc), "turn_abandoned")
+        return answer(409, str(exc), "turn_abandoned")
     if isinstance(exc, ConversationNotFound):  # a ConversationEnded: checked first
-        return error(404, str(exc), "not_found")
+        return answer(404, str(exc), "not_found")
     if isinstance(exc, ConversationEnded):
-        return error(409, str(exc), "conversation_ended")
+        return answer(409, str(exc), "conversation_ended")
     if isinstance(exc, WorkflowQueryFailedError):
-        return error(409, f"the workflow could not answer: {exc.message}", "query_failed")
+        return answer(409, f"the workflow could not answer: {exc.message}", "query_failed")
     assert isinstance(exc, RPCError)
     if exc.status == RPCStatusCode.NOT_FOUND:
-        return error(404, f"not found: {exc.message}", "not_found")
+        return answer(404, f"not found: {exc.message}", "not_found")
     if exc.status == RPCStatusCode.ALREADY_EXISTS:
-        return error(409, f"already exists: {exc.message}", "already_exists")
+        return answer(409, f"already exists: {exc.message}", "already_exists")
     if exc.status == RPCStatusCode.INVALID_ARGUMENT:
-        return error(400, f"the Temporal server refused the request: {exc.message}", "invalid_request_error")
+        return answer(400, f"the Temporal server refused the request: {exc.message}", "invalid_request_error")
     log.warning("the Temporal server refused a call (%s): %s", exc.status.name, exc.message)
     if exc.status in TRANSIENT:  # busy or briefly unreachable: worth sending again (a request that
         # changes state with its Idempotency-Key, so a call the server did take is not run twice)
-        response = error(503, f"the Temporal server is busy or unreachable: {exc.message or exc.status.name}; "
+        response = answer(503, f"the Temporal server is busy or unreachable: {exc.message or exc.status.name}; "
                               "try again", "temporal_unavailable")
         response.headers["Retry-After"] = "1"
         return response
-    return error(502, f"the Temporal server refused the call: {exc.message}", "temporal_error")
+    return answer(502, f"the Temporal server refused the call: {exc.message}", "temporal_error")
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:
