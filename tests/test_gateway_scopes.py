@@ -149,7 +149,8 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
                 {"role": "user", "content": FIRST}, {"role": "assistant", "content": said},
                 {"role": "user", "content": "Order 6"}]})
             seen = {(token, thread): (await http.get(f"/threads/{thread}", headers=bearer(token))).status_code
-                    for token, own in (("tok-a", mine), ("tok-op", f"shop:{mine}")) for thread in (own, native, chat_thread)}
+                    for token, ids in (("tok-a", (mine, native)), ("tok-op", (f"shop:{mine}", f"shop:{native}")))
+                    for thread in (*ids, chat_thread)}  # an operator names workflows (a chat's is derived: raw)
             cli_seen = (await http.get(f"/threads/{cli_thread}/transcript", headers=bearer("tok-op"))).status_code
             approved = await http.post(f"/threads/shop:{mine}/questions/{question}", json={"approved": True},
                                        headers=bearer("tok-op"))

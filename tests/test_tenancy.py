@@ -210,7 +210,8 @@ async def test_no_tenant_reaches_another_and_no_user_another_users_memories(
             own = {"fork": (await http.get(f"/threads/{of_a['fork']}", headers=bearer("tok-a2"))).status_code}
             cached = [(await doors.native(who, "lookup rates"))[0] for who in ("A/u1", "B/u1", "A/u2", "B/u1")]
             twin_chats = [(await doors.chat(who, "the same first words"))[1] for who in ("A/u1", "A/u2")]
-            await client.get_workflow_handle(of_a["asking"]).terminate("test over")  # out of later inboxes
+            # out of later inboxes (the workflow of A's thread: core/tenant_ids.py)
+            await client.get_workflow_handle(f"{SHOP}:{of_a['asking']}").terminate("test over")
     finally:
         await store.close()
 

@@ -252,7 +252,7 @@ class CountingDescribes(Interceptor):
 
 
 @pytest.mark.slow  # a worker and a gateway
-async def test_a_tenants_own_thread_costs_one_describe_a_gateway_made_one_two(client: Client, task_queue: str) -> None:
+async def test_a_tenants_own_thread_costs_one_describe_a_derived_one_two(client: Client, task_queue: str) -> None:
     describes = CountingDescribes()
     config = client.config()
     config["interceptors"] = [*config["interceptors"], describes]
@@ -262,10 +262,14 @@ async def test_a_tenants_own_thread_costs_one_describe_a_gateway_made_one_two(cl
             httpx.AsyncClient(base_url=url, timeout=60) as http:
         await http.post("/threads", json={"team": "echo", "thread_id": chosen}, headers=bearer("tok-a"))
         made = (await http.post("/threads", json={"team": "echo"}, headers=bearer("tok-a"))).json()["thread_id"]
+        keyed = (await http.post("/threads", json={"team": "echo"}, headers=bearer("tok-a") | {
+            "Idempotency-Key": uuid.uuid4().hex})).json()["thread_id"]
         describes.described.clear()
-        for thread in (chosen, made):
+        for thread in (chosen, made, keyed):
             for tail in ("", "/transcript", "/checkpoints"):
                 assert (await http.get(f"/threads/{thread}{tail}", headers=bearer("tok-a"))).status_code == 200
-    # one describe per route for the tenant's own id (the checkpoints' listing describes once more
-    # for the run it reads); a gateway-made id's own form is looked up first, and is none
-    assert describes.described == Counter({f"shop:{chosen}": 4, f"shop:{made}": 3, made: 4})
+    # one describe per route for the tenant's own id, chosen or made at random (the checkpoints'
+    # listing describes once more, for the run it reads); an id derived from a request (here its
+    # Idempotency-Key: a retry derives it again) is a raw workflow id, and its own form is looked up first
+    assert not made.startswith("shop:") and not keyed.startswith("shop:")
+    assert describes.described == Counter({f"shop:{chosen}": 4, f"shop:{made}": 4, f"shop:{keyed}": 3, keyed: 4})

@@ -8,7 +8,14 @@ ids (docs/architecture.md, "What is a tenant's own").
 
 One id per thread for a caller: a tenant's thread `X` is never also `<scope>:X` (that spelling
 names the thread `<scope>:X` of its own, the workflow `<scope>:<scope>:X`), and every answer and
-error text names the thread as the caller does (`shown`, `in_own_words`)."""
+error text names the thread as the caller does (`shown`, `in_own_words`). Doors compose their
+error texts with workflow ids, as the core does; the HTTP error handlers and stream error frames
+rename them (A2A and MCP compose theirs with the caller's ids, and rename the core's).
+
+A new thread the gateway names at random is `<scope>:<team>-<hex>` too (`Gateway.start_thread`);
+an id derived from a request (a chat's history, a Responses thread, an A2A `messageId`, an
+Idempotency-Key) stays raw, so a request sent again finds its thread: those, and threads made
+under a raw id before ids were per tenant, are found after the caller's own id (`found`)."""
 
 from __future__ import annotations
 
