@@ -54,8 +54,8 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
 
 async def on_temporal_error(request: Request, exc: Exception) -> Response:
     """Typed outcomes as HTTP statuses instead of a 500 with a traceback; a thread named by the
-    caller's id for it (durable_teams/gateway/core/tenant_ids.py)."""
-    scope = scope_of(request)
+    caller's id for it (durable_teams/gateway/core/tenant_ids.py; no request: an operator's words)."""
+    scope = scope_of(request) if request is not None else None
 
     def answer(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
         return error(status, in_own_words(scope, message), kind)
