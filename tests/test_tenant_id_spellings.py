@@ -252,13 +252,13 @@ class CountingDescribes(Interceptor):
 
 
 @pytest.mark.slow  # a worker and a gateway
-async def test_a_tenants_own_thread_costs_one_describe_a_derived_one_two(client: Client, task_queue: str) -> None:
+async def test_a_tenants_own_thread_costs_one_describe_on_each_door_a_derived_one_two(client: Client, task_queue: str) -> None:
     describes = CountingDescribes()
     config = client.config()
     config["interceptors"] = [*config["interceptors"], describes]
     chosen = f"own-{uuid.uuid4().hex[:8]}"
     async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)), \
-            running_gateway(Client(**config), task_queue, tokens=TOKENS) as url, \
+            running_gateway(Client(**config), task_queue, tokens=TOKENS, teams=["echo"]) as url, \
             httpx.AsyncClient(base_url=url, timeout=60) as http:
         await http.post("/threads", json={"team": "echo", "thread_id": chosen}, headers=bearer("tok-a"))
         made = (await http.post("/threads", json={"team": "echo"}, headers=bearer("tok-a"))).json()["thread_id"]
@@ -268,8 +268,19 @@ async def test_a_tenants_own_thread_costs_one_describe_a_derived_one_two(client:
         for thread in (chosen, made, keyed):
             for tail in ("", "/transcript", "/checkpoints"):
                 assert (await http.get(f"/threads/{thread}{tail}", headers=bearer("tok-a"))).status_code == 200
+        routes = +describes.described
+        describes.described.clear()
+        assert (await chat(http, chosen, "hello", "tok-a")).status_code == 200
+        chatted = +describes.described
+        describes.described.clear()
+        mcp = await McpRpc(http, url, "tok-a", tasks=False).call("tools/call", name="echo", arguments={
+            "message": "hi", "thread_id": made})
+        assert mcp["structuredContent"] == {"thread_id": made, "status": "completed", "text": "heard: hi"}
+        continued = +describes.described
     # one describe per route for the tenant's own id, chosen or made at random (the checkpoints'
     # listing describes once more, for the run it reads); an id derived from a request (here its
     # Idempotency-Key: a retry derives it again) is a raw workflow id, and its own form is looked up first
     assert not made.startswith("shop:") and not keyed.startswith("shop:")
-    assert describes.described == Counter({f"shop:{chosen}": 4, f"shop:{made}": 4, f"shop:{keyed}": 3, keyed: 4})
+    assert routes == Counter({f"shop:{chosen}": 4, f"shop:{made}": 4, f"shop:{keyed}": 3, keyed: 4})
+    # the chat's X-Thread-Id and MCP's thread_id: one describe for the tenant's own thread
+    assert chatted == Counter({f"shop:{chosen}": 1}) and continued == Counter({f"shop:{made}": 1})

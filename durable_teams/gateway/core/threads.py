@@ -227,16 +227,19 @@ class Gateway:
         except Exception:  # noqa: BLE001 - encrypted under another key, say: not the caller's
             return False
 
-    async def running(self, thread: str, team: str | None = None, scope: str | None = None) -> bool:
+    async def running(self, thread: str, team: str | None = None, scope: str | None = None,
+                      described: WorkflowExecutionDescription | None = None) -> bool:
         """True when the thread's workflow runs; False when no such thread. Raises
         `ConversationNotFound` for a thread a caller of `scope` may not see,
-        `ConversationEnded` for an ended thread, `TeamMismatch` for another team's thread."""
-        try:
-            described = await self.client.get_workflow_handle(thread).describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return False
-            raise
+        `ConversationEnded` for an ended thread, `TeamMismatch` for another team's thread.
+        `described`: the thread as described already (no second describe)."""
+        if described is None:
+            try:
+                described = await self.client.get_workflow_handle(thread).describe()
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    return False
+                raise
         if not await self._sees(scope, described):
             raise ConversationNotFound(f"no thread {thread}")
         if described.status != WorkflowExecutionStatus.RUNNING:

@@ -32,7 +32,7 @@ from starlette.types import ASGIApp
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.outcomes import Outcome
-from durable_teams.gateway.core.tenant_ids import found, in_own_words, shown
+from durable_teams.gateway.core.tenant_ids import in_own_words, shown, visible_thread
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.mcp.forms import answer_text, elicit_form, schema_of, text_result
 from durable_teams.gateway.doors.mcp.methods import (
@@ -183,9 +183,9 @@ class McpDoor:
         the one the caller names `wanted` (its own id for it: core/tenant_ids.py) if it sees it."""
         if wanted is None:
             return await self.gateway.start_thread(team, scope=scope, user=user)
-        try:
-            thread = await found(self.gateway, scope, wanted)
-            if await self.gateway.running(thread, team, scope=scope):
+        try:  # one describe for the caller's own id
+            thread, described = await visible_thread(self.gateway, scope, wanted)
+            if await self.gateway.running(thread, team, scope=scope, described=described):
                 return thread
         except ConversationNotFound:  # another scope's thread: as if there were none
             pass

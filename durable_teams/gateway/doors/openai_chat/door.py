@@ -36,7 +36,7 @@ from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import says_retry
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import openai_error, sse_response
-from durable_teams.gateway.core.tenant_ids import found, shown, workflow_id
+from durable_teams.gateway.core.tenant_ids import shown, visible_thread, workflow_id
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.openai_chat.fields import (
     Exchange,
@@ -153,15 +153,14 @@ async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, A
     scoped caller's id is its own (`<scope>:X`, or a thread it made under the raw id before:
     core/tenant_ids.py), so another tenant's `X` starts the caller's own thread."""
     scope = scope_of(request)
-    thread = await found(gw, scope, checks.thread_id(header, "X-Thread-Id"))
+    try:  # one describe for the caller's own id
+        thread, described = await visible_thread(gw, scope, checks.thread_id(header, "X-Thread-Id"))
+    except ConversationNotFound:  # none the caller sees (another tenant's raw id included): its own is new
+        thread, described = workflow_id(scope, header), None
     try:
-        try:
-            exists = await gw.running(thread, team, scope)
-        except ConversationNotFound:  # the raw id of another tenant's thread: the caller's own is new
-            exists = False
+        exists = described is not None and await gw.running(thread, team, scope, described)
         await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
         if not exists:
-            thread = workflow_id(scope, header)
             try:
                 await gw.start_thread(team, thread, user=end_user(body), scope=scope)
             except WorkflowAlreadyStartedError:  # another request started it a moment ago
