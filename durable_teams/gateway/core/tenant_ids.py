@@ -20,19 +20,22 @@ under a raw id before ids were per tenant, are found after the caller's own id (
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from temporalio.client import WorkflowExecutionDescription
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.turn_tasks import parse_task_id, task_id
 
-if TYPE_CHECKING:
-    from temporalio.client import WorkflowExecutionDescription
-
-    from durable_teams.gateway.core.threads import Gateway
-
 SEPARATOR = ":"
+
+
+class Gateway(Protocol):
+    """What the mapping asks of the gateway (core/threads.py's `Gateway`, which makes a new
+    thread's id here: no import back)."""
+
+    async def visible(self, thread: str, scope: str | None) -> WorkflowExecutionDescription: ...
 
 
 def workflow_id(scope: str | None, thread: str) -> str:
