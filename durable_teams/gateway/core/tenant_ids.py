@@ -12,10 +12,11 @@ error text names the thread as the caller does (`shown`, `in_own_words`). Doors 
 error texts with workflow ids, as the core does; the HTTP error handlers and stream error frames
 rename them (A2A and MCP compose theirs with the caller's ids, and rename the core's).
 
-A new thread the gateway names at random is `<scope>:<team>-<hex>` too (`Gateway.start_thread`);
-an id derived from a request (a chat's history, a Responses thread, an A2A `messageId`, an
-Idempotency-Key) stays raw, so a request sent again finds its thread: those, and threads made
-under a raw id before ids were per tenant, are found after the caller's own id (`found`)."""
+A new thread the gateway names at random is `<scope>:<team>-<hex>` too (`Gateway.start_thread`),
+and so is an A2A context named after its `messageId`; an id derived from a request otherwise (a
+chat's history, a Responses thread, an Idempotency-Key) stays raw, so a request sent again
+finds its thread: those, and threads made under a raw id before ids were per tenant, are found
+after the caller's own id (`found`)."""
 
 from __future__ import annotations
 

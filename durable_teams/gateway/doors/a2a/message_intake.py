@@ -15,7 +15,7 @@ from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from durable_teams.client.refusals import QuestionClosed, TurnConflict
+from durable_teams.client.refusals import ConversationNotFound, QuestionClosed, TurnConflict
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.idempotency import (
@@ -103,7 +103,7 @@ class MessageIntake(TaskReader):
                 raise InvalidParamsError(f"task {shown_task(scope, thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
         elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
-            thread = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
+            thread = await self.named_after(prefix, scope)
             with contextlib.suppress(WorkflowAlreadyStartedError):  # by this message before, or its twin at once
                 await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
             if not await self.thread_of(thread, scope):  # another scope's (a digest's clash): as none
@@ -117,6 +117,20 @@ class MessageIntake(TaskReader):
         number = waiter.turn or (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
+
+    async def named_after(self, prefix: str, scope: str | None) -> str:
+        """The thread of a new context named after its first message's `messageId` (`prefix`),
+        so that message sent again finds it: the caller's own, `<scope>:<team>-a2a-<digest>`
+        (core/tenant_ids.py), unless an earlier release made it under the raw id (a retry of
+        that message across an upgrade finds that one)."""
+        raw = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
+        if scope is None:
+            return raw
+        try:
+            await self.gateway.visible(raw, scope)
+        except ConversationNotFound:
+            return workflow_id(scope, raw)
+        return raw
 
     async def begin_keyed(self, thread: str, text: str, prefix: str | None, turn_id: str | None,
                           seen: ConversationStatus | None) -> Waiter:
