@@ -258,7 +258,8 @@ async def test_a_tenants_own_thread_costs_one_describe_on_each_door_a_derived_on
     config["interceptors"] = [*config["interceptors"], describes]
     chosen = f"own-{uuid.uuid4().hex[:8]}"
     async with running_worker(client, task_queue, [TEAM], ScriptedModel(echo)), \
-            running_gateway(Client(**config), task_queue, tokens=TOKENS, teams=["echo"]) as url, \
+            running_gateway(Client(**config), task_queue, tokens=TOKENS, teams=["echo"],
+                            cards=[card_of(TEAM.spec)]) as url, \
             httpx.AsyncClient(base_url=url, timeout=60) as http:
         await http.post("/threads", json={"team": "echo", "thread_id": chosen}, headers=bearer("tok-a"))
         made = (await http.post("/threads", json={"team": "echo"}, headers=bearer("tok-a"))).json()["thread_id"]
@@ -277,6 +278,14 @@ async def test_a_tenants_own_thread_costs_one_describe_on_each_door_a_derived_on
             "message": "hi", "thread_id": made})
         assert mcp["structuredContent"] == {"thread_id": made, "status": "completed", "text": "heard: hi"}
         continued = +describes.described
+        task = (await McpRpc(http, url, "tok-a").call("tools/call", name="echo", arguments={
+            "message": "as a task", "thread_id": made}))["taskId"]
+        asked = await a2a_send(await a2a_agent(url, "tok-a", "echo"), a2a_message("hi", context_id=chosen))
+        describes.described.clear()
+        assert (await McpRpc(http, url, "tok-a").call("tasks/get", taskId=task))["taskId"] == task
+        read = await (await a2a_agent(url, "tok-a", "echo")).get_task(pb.GetTaskRequest(id=asked.id))
+        assert read.id == asked.id == f"{chosen}::2"  # its chat turn, then this one
+        tasks_read = +describes.described
     # one describe per route for the tenant's own id, chosen or made at random (the checkpoints'
     # listing describes once more, for the run it reads); an id derived from a request (here its
     # Idempotency-Key: a retry derives it again) is a raw workflow id, and its own form is looked up first
@@ -284,3 +293,4 @@ async def test_a_tenants_own_thread_costs_one_describe_on_each_door_a_derived_on
     assert routes == Counter({f"shop:{chosen}": 4, f"shop:{made}": 4, f"shop:{keyed}": 3, keyed: 4})
     # the chat's X-Thread-Id and MCP's thread_id: one describe for the tenant's own thread
     assert chatted == Counter({f"shop:{chosen}": 1}) and continued == Counter({f"shop:{made}": 1})
+    assert tasks_read == Counter({f"shop:{made}": 1, f"shop:{chosen}": 1})  # MCP's tasks/get, A2A's GetTask

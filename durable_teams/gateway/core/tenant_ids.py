@@ -27,7 +27,7 @@ from temporalio.client import WorkflowExecutionDescription
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
-from durable_teams.gateway.core.turn_tasks import parse_task_id, task_id
+from durable_teams.gateway.core.turn_tasks import task_id
 
 SEPARATOR = ":"
 
@@ -88,13 +88,6 @@ def shown_task(scope: str | None, workflow: str, turn: int) -> str:
     """A task's id (turn `turn` of the workflow: core/turn_tasks.py) as a caller of `scope`
     names it: by its own id for the thread."""
     return task_id(shown(scope, workflow), turn)
-
-
-async def found_task(gateway: Gateway, scope: str | None, task: str) -> tuple[str, int]:
-    """(workflow, turn) of the task a caller of `scope` names (`found` for its thread);
-    `NotATask` for an id no task has."""
-    thread, turn = parse_task_id(task)
-    return await found(gateway, scope, thread), turn
 
 
 async def visible_thread(gateway: Gateway, scope: str | None, thread: str) -> tuple[str, WorkflowExecutionDescription]:

@@ -93,8 +93,8 @@ class A2ADoor(MessageIntake, RequestHandler):
     async def on_subscribe_to_task(self, params: pb.SubscribeToTaskRequest, context: ServerCallContext
                                    ) -> AsyncGenerator[Event]:
         scope = scope_in(context)
-        thread, number = await self.located(params.id, scope)
-        first = await self.task(thread, number, scope)
+        thread, number, described = await self.located(params.id, scope)
+        first = await self.task(thread, number, scope, described=described)
         if pb.TaskState.Name(first.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise UnsupportedOperationError(f"task {params.id} has ended")
         async for event in self.updates(thread, number, scope):
@@ -126,12 +126,13 @@ class A2ADoor(MessageIntake, RequestHandler):
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
         scope = scope_in(context)
-        return await self.task(*await self.located(params.id, scope), scope, history_wanted(params))
+        thread, number, described = await self.located(params.id, scope)
+        return await self.task(thread, number, scope, history_wanted(params), described)
 
     async def on_cancel_task(self, params: pb.CancelTaskRequest, context: ServerCallContext) -> pb.Task | None:
         scope = scope_in(context)
-        thread, number = await self.located(params.id, scope)
-        task = await self.task(thread, number, scope)
+        thread, number, described = await self.located(params.id, scope)
+        task = await self.task(thread, number, scope, described=described)
         if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise TaskNotCancelableError(f"task {params.id} has ended")
         try:
@@ -158,8 +159,9 @@ class A2ADoor(MessageIntake, RequestHandler):
     async def on_create_task_push_notification_config(self, params: pb.TaskPushNotificationConfig,
                                                       context: ServerCallContext) -> pb.TaskPushNotificationConfig:
         scope = scope_in(context)
-        thread, number = await self.located(params.task_id, scope)
-        return await self.pushes.set(thread, number, await self.task(thread, number, scope), params)
+        thread, number, described = await self.located(params.task_id, scope)
+        return await self.pushes.set(thread, number, await self.task(thread, number, scope, described=described),
+                                     params)
 
     async def on_get_task_push_notification_config(self, params: pb.GetTaskPushNotificationConfigRequest,
                                                    context: ServerCallContext) -> pb.TaskPushNotificationConfig:
@@ -178,8 +180,8 @@ class A2ADoor(MessageIntake, RequestHandler):
     async def seen_task(self, task: str, context: ServerCallContext) -> str:
         """The workflow-form id of a task the caller names and sees (what its push workflow is
         named after: push_configs.py); `TaskNotFoundError` for one it cannot see."""
-        thread, number = await self.located(task, scope_in(context))
-        await self.task(thread, number, scope_in(context))
+        thread, number, described = await self.located(task, scope_in(context))
+        await self.task(thread, number, scope_in(context), described=described)
         return task_id(thread, number)
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> pb.AgentCard:

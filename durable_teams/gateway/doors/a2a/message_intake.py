@@ -60,11 +60,11 @@ class MessageIntake(TaskReader):
     async def answer(self, message: pb.Message, scope: str | None, text: str, prefix: str | None,
                      turn_id: str | None) -> Taken:
         """A message naming its task: the answer to the question that task waits on."""
-        thread, number = await self.located(message.task_id, scope)
+        thread, number, described = await self.located(message.task_id, scope)
         if message.context_id and message.context_id != shown(scope, thread):  # as the SDK refuses it
             raise InvalidParamsError(f"context {message.context_id} does not match context {shown(scope, thread)} "
                                      f"of task {message.task_id}")
-        if not await self.thread_of(thread, scope):
+        if not await self.thread_of(thread, scope, described):
             raise UnsupportedOperationError(f"task {message.task_id} has ended")
         again = await self.sent_before(thread, prefix, text)
         if again is not None:

@@ -9,15 +9,16 @@ from dataclasses import dataclass
 
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from temporalio.client import WorkflowExecutionDescription as Described
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.tenant_ids import found as found_thread
-from durable_teams.gateway.core.tenant_ids import found_task, shown, shown_task
+from durable_teams.gateway.core.tenant_ids import shown, shown_task, visible_thread
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.core.turn_tasks import NotATask
+from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id
 from durable_teams.gateway.doors.a2a.wire import as_task, history_of, history_wanted
 from durable_teams.workflows.a2a_tasks import TaskState, a2a_state
 from durable_teams.workflows.turn_states import answering, ended_state, turn_state
@@ -37,16 +38,18 @@ class TaskReader:
     gateway: Gateway
     team: str
 
-    async def thread_of(self, thread: str, scope: str | None) -> bool:
+    async def thread_of(self, thread: str, scope: str | None, described: Described | None = None) -> bool:
         """True while the thread runs, False once ended; `TaskNotFoundError` when it is not this
-        team's, or not one a caller of `scope` sees."""
-        return await self.workflow_status(thread, scope) == WorkflowExecutionStatus.RUNNING
+        team's, or not one a caller of `scope` sees (`described`: as a caller's check read it)."""
+        return await self.workflow_status(thread, scope, described) == WorkflowExecutionStatus.RUNNING
 
-    async def workflow_status(self, thread: str, scope: str | None) -> WorkflowExecutionStatus | None:
+    async def workflow_status(self, thread: str, scope: str | None,
+                              described: Described | None = None) -> WorkflowExecutionStatus | None:
         """The thread's run status; `TaskNotFoundError`, the same as for no thread, for another
-        scope's thread (durable_teams/gateway/core/scopes.py) or another team's."""
+        scope's thread (durable_teams/gateway/core/scopes.py) or another team's. `described`:
+        the thread as described already, visible to the caller (`located`: no second describe)."""
         try:
-            described = await self.gateway.visible(thread, scope)
+            described = described or await self.gateway.visible(thread, scope)
         except ConversationNotFound:
             raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r}") from None
         except RPCError as err:
@@ -57,10 +60,12 @@ class TaskReader:
             raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r} for {self.team}")
         return described.status
 
-    async def task(self, thread: str, number: int, scope: str | None, history: int | None = 0) -> pb.Task:
+    async def task(self, thread: str, number: int, scope: str | None, history: int | None = 0,
+                   described: Described | None = None) -> pb.Task:
         """Turn `number` of `thread` as a task, read from the workflow now, with the latest
-        `history` messages of its history (None: all it keeps, up to `MAX_HISTORY`)."""
-        ended = await self.workflow_status(thread, scope)
+        `history` messages of its history (None: all it keeps, up to `MAX_HISTORY`; `described`:
+        the thread as `located` just described it)."""
+        ended = await self.workflow_status(thread, scope, described)
         running = ended == WorkflowExecutionStatus.RUNNING
         cancelled = ended in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
         try:
@@ -104,13 +109,23 @@ class TaskReader:
                 raise
             raise
 
-    async def located(self, value: str, scope: str | None) -> tuple[str, int]:
-        """(workflow, turn) of the task a caller of `scope` names (its own id for the thread:
-        core/tenant_ids.py); `TaskNotFoundError` for an id no task has."""
+    async def located(self, value: str, scope: str | None) -> tuple[str, int, Described]:
+        """(workflow, turn, the workflow described) of the task a caller of `scope` names and
+        sees (its own id for the thread, one describe: core/tenant_ids.py); `TaskNotFoundError`
+        for an id no task has, or none the caller sees."""
         try:
-            return await found_task(self.gateway, scope, value)
+            thread, number = parse_task_id(value)
         except NotATask as err:
             raise TaskNotFoundError(str(err)) from None
+        try:
+            workflow, described = await visible_thread(self.gateway, scope, thread)
+        except ConversationNotFound:
+            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+            raise
+        return workflow, number, described
 
     async def list_tasks(self, params: pb.ListTasksRequest, scope: str | None) -> pb.ListTasksResponse:
         """Each thread's latest task (a context's every task when `contextId` is given), newest

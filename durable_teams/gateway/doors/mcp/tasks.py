@@ -38,7 +38,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.refusals import ConversationBusy, ConversationNotFound, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core.scopes import sees
-from durable_teams.gateway.core.tenant_ids import found_task, shown, shown_task
+from durable_teams.gateway.core.tenant_ids import shown, shown_task, visible_thread
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id
 from durable_teams.gateway.doors.mcp.forms import answer_text
@@ -85,17 +85,27 @@ class McpTasks:
         accepted = await submit_turn(self.gateway.client, thread, message, busy_timeout=self.gateway.busy_seconds)
         return shown_task(scope, thread, accepted.number)
 
-    async def located(self, task: str, scope: str | None) -> tuple[str, int]:
-        """(workflow, turn) of the task a caller of `scope` names (core/tenant_ids.py)."""
+    async def located(self, task: str, scope: str | None) -> tuple[str, int, WorkflowExecutionDescription]:
+        """(workflow, turn, the workflow described) of the task a caller of `scope` names and
+        sees (its own id for the thread, one describe: core/tenant_ids.py)."""
         try:
-            return await found_task(self.gateway, scope, task)
-        except NotATask:
+            thread, number = parse_task_id(task)
+            workflow, described = await visible_thread(self.gateway, scope, thread)
+        except (NotATask, ConversationNotFound):
             raise no_task(task) from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise no_task(task) from None
+            raise
+        return workflow, number, described
 
-    async def described(self, thread: str, scope: str | None, task: str
+    async def described(self, thread: str, scope: str | None, task: str,
+                        described: WorkflowExecutionDescription | None = None
                         ) -> tuple[WorkflowExecutionDescription, Mapping[str, Any]]:
+        """The thread described (`described`: as `located` read it), its memo, if it is a task's
+        of these teams that a caller of `scope` sees; else `no_task`."""
         try:
-            described = await self.gateway.visible(thread, scope)
+            described = described or await self.gateway.visible(thread, scope)
         except ConversationNotFound:
             raise no_task(task) from None
         except RPCError as err:
@@ -109,11 +119,14 @@ class McpTasks:
 
     async def read(self, task: str, scope: str | None) -> TaskView:
         """The task now (`MCPError` invalid params for a task this caller cannot see)."""
-        return await self.view(task, *await self.located(task, scope), scope)
+        thread, number, described = await self.located(task, scope)
+        return await self.view(task, thread, number, scope, described)
 
-    async def view(self, task: str, thread: str, number: int, scope: str | None) -> TaskView:
-        """Turn `number` of the workflow `thread` now, the task a caller of `scope` names `task`."""
-        described, memo = await self.described(thread, scope, task)
+    async def view(self, task: str, thread: str, number: int, scope: str | None,
+                   seen: WorkflowExecutionDescription | None = None) -> TaskView:
+        """Turn `number` of the workflow `thread` now, the task a caller of `scope` names `task`
+        (`seen`: the workflow as just described)."""
+        described, memo = await self.described(thread, scope, task, seen)
         running = described.status == WorkflowExecutionStatus.RUNNING
         cancelled = described.status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
         ended = TurnState("cancelled" if cancelled else "failed", "the conversation has ended")
@@ -183,8 +196,8 @@ class McpTasks:
         """The task once its status is in `until`, or as it is after `within` seconds: read
         when the core says its turn may stand otherwise (`turn_changes`: at once when it is
         settled already), once the caller is known to see it."""
-        thread, number = await self.located(task, scope)
-        await self.described(thread, scope, task)  # nobody waits on a task they cannot see
+        thread, number, described = await self.located(task, scope)
+        await self.described(thread, scope, task, described)  # nobody waits on a task they cannot see
         asked: set[str] | None = set() if "input_required" in until else None  # a question settles it, or the reply alone
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.wait_seconds if within is None else within), \
