@@ -14,6 +14,7 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound, QuestionClosed, TurnConflict
 from durable_teams.client.thread_ids import team_part
@@ -26,7 +27,7 @@ from durable_teams.gateway.core.idempotency import (
     sent_keyed,
 )
 from durable_teams.gateway.core.outcomes import Waiter
-from durable_teams.gateway.core.tenant_ids import found, shown, shown_task, workflow_id
+from durable_teams.gateway.core.tenant_ids import shown, shown_task, visible_thread, workflow_id
 from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import text_of
 from durable_teams.workflows.a2a_tasks import FINAL
@@ -88,9 +89,7 @@ class MessageIntake(TaskReader):
         """A message naming no task: a new turn of its context (the one it names, one named
         after its `messageId`, or a new one)."""
         seen: ConversationStatus | None = None
-        # a tenant's contextId X is its thread <scope>:X (or one it made under X before: core/tenant_ids.py)
-        context = await found(self.gateway, scope, message.context_id) if message.context_id else ""
-        known = await self.known_status(context, scope) if context else None
+        context, known = await self.context_of(message.context_id, scope) if message.context_id else ("", None)
         if known is not None:
             thread = context
             if known != WorkflowExecutionStatus.RUNNING:
@@ -117,6 +116,20 @@ class MessageIntake(TaskReader):
         number = waiter.turn or (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
+
+    async def context_of(self, context: str, scope: str | None) -> tuple[str, WorkflowExecutionStatus | None]:
+        """The thread a message's `contextId` names and its run status, None when the caller
+        sees none of that id (`TaskNotFoundError` for another team's): a tenant's contextId X is
+        its thread <scope>:X, or one it made under X before (core/tenant_ids.py), one describe."""
+        try:
+            thread, described = await visible_thread(self.gateway, scope, context)
+        except ConversationNotFound:
+            return "", None
+        except RPCError as err:  # an id Temporal refuses is no thread either
+            if err.status != RPCStatusCode.INVALID_ARGUMENT:
+                raise
+            return "", None
+        return thread, await self.workflow_status(thread, scope, described)
 
     async def named_after(self, prefix: str, scope: str | None) -> str:
         """The thread of a new context named after its first message's `messageId` (`prefix`),
