@@ -73,24 +73,26 @@ async def test_a_scoped_token_sees_only_its_own_tasks_and_operators_see_all(clie
             crm_of_shop = await listed(crm, context_id=thread)
             shop_of_shop = await listed(shop, context_id=thread)
             crm_same_id = await send(crm, message("hello", context_id=thread))  # its own context of that id
-            by_operator = await operator.get_task(pb.GetTaskRequest(id=asked.id))
+            by_operator = await operator.get_task(pb.GetTaskRequest(id=f"{SHOP}:{asked.id}"))  # the workflow's id
             answered = await send(shop, message("Order 4711", task_id=asked.id, context_id=thread))
         # left waiting for a person: no inbox of later tests lists it
-        for waiting in (thread, crm_own.context_id, f"{CRM}:{thread}"):
+        for waiting in (f"{SHOP}:{thread}", f"{CRM}:{crm_own.context_id}", f"{CRM}:{thread}"):
             await client.get_workflow_handle(waiting).terminate("test over")
 
     for what, text in other.items():  # the same words as for no task at all, but for the id
         assert text.replace(thread, "X") == none[what].replace(missing, "X"), what
         assert "no context" in text, what
     # a tenant's contextId is its own (core/tenant_ids.py): another's id is not "taken", nothing told
-    assert crm_same_id.context_id == thread and crm_same_id.id == f"{CRM}:{thread}::1"
+    # (its task ids its own too: `<context>::<turn>`, named as the caller names the context)
+    assert crm_same_id.context_id == thread and crm_same_id.id == f"{thread}::1"
+    assert crm_same_id.status.message.parts[0].text != answered.status.message.parts[0].text
     assert lists["shop"][0] == asked.id and crm_own.id not in lists["shop"]
     assert lists["crm"][0] == crm_own.id and asked.id not in lists["crm"]
-    assert {asked.id, crm_own.id} <= set(lists["op"])
+    assert {f"{SHOP}:{asked.id}", f"{CRM}:{crm_own.id}"} <= set(lists["op"])  # an operator sees workflow ids
     assert crm_of_shop == [] and shop_of_shop == [asked.id]
     assert by_operator.status.state == pb.TASK_STATE_INPUT_REQUIRED
     assert answered.id == asked.id and "Approve execute_refund(" in answered.status.message.parts[0].text
-    memo = await (await client.get_workflow_handle(thread).describe()).memo()
+    memo = await (await client.get_workflow_handle(f"{SHOP}:{thread}").describe()).memo()
     assert memo["scope"] == SHOP and "tok-shop" not in str(memo)
 
 

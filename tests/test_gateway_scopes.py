@@ -1,6 +1,7 @@
 """Scoped tokens (issue 42, item 12): a scoped token sees only the threads started with its
 scope, on every route (status, transcript, events, turns, answers, the inbox, chat by
-`X-Thread-Id` and by resent history), with the same 404 as for a thread that does not exist;
+`X-Thread-Id` and by resent history), with the same 404 as for a thread that does not exist
+(a chat's `X-Thread-Id` is the caller's own id: another scope's starts its own thread);
 an operator token sees every thread; the scope is kept in the thread's memo (never the secret),
 so another gateway process enforces it too."""
 
@@ -94,7 +95,6 @@ def hidden_requests(thread: str, question: str) -> list[tuple[str, str, dict[str
         ("POST", f"/threads/{thread}/turns", {"text": "hello"}, {}),
         ("POST", f"/threads/{thread}/questions/{question}", {"approved": True}, {}),
         ("POST", f"/threads/{thread}/questions/{question}", {"text": "yes"}, {}),
-        ("POST", "/v1/chat/completions", chat("yes"), {"X-Thread-Id": thread}),
     ]
 
 
@@ -127,8 +127,8 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
             native = (await http.post("/threads", json={"team": "desk"}, headers=bearer("tok-a"))).json()["thread_id"]
             await start_conversation(client, "desk", ConversationInput(team_name="desk", single_turn=False),
                                      id=cli_thread, task_queue=task_queue)
-        memo = await (await client.get_workflow_handle(mine).describe()).memo()
-        question = (await client.get_workflow_handle(mine).query(TeamWorkflow.status)).pending[0].question_id
+        memo = await (await client.get_workflow_handle(f"shop:{mine}").describe()).memo()  # its own id
+        question = (await client.get_workflow_handle(f"shop:{mine}").query(TeamWorkflow.status)).pending[0].question_id
 
         # another gateway process (a restart): the scope comes from the thread's memo
         async with running_gateway(client, task_queue, tokens=TOKENS) as url, \
@@ -138,9 +138,9 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
                         for method, path, body, headers in hidden_requests(thread, qid)]
             never = f"desk-never-{uuid.uuid4().hex[:8]}"
             hidden = {thread: await ask("tok-b", thread) for thread in (mine, chat_thread, cli_thread, native)}
-            with pytest.raises(openai.NotFoundError, match=f"no thread {mine}"):
-                await openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="tok-b", max_retries=0).chat.completions.create(
-                    model="desk", messages=[{"role": "user", "content": "yes"}], extra_headers={"X-Thread-Id": mine})
+            chats_b = {thread: await http.post("/v1/chat/completions", json=chat("yes"),
+                                               headers={**bearer("tok-b"), "X-Thread-Id": thread})
+                       for thread in (mine, chat_thread, cli_thread, native)}
             hidden_from_a = await ask("tok-a", cli_thread)
             missing = await ask("tok-b", never)
             inbox = {token: (await http.get("/questions", headers=bearer(token))).json()
@@ -149,19 +149,19 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
                 {"role": "user", "content": FIRST}, {"role": "assistant", "content": said},
                 {"role": "user", "content": "Order 6"}]})
             seen = {(token, thread): (await http.get(f"/threads/{thread}", headers=bearer(token))).status_code
-                    for token in ("tok-a", "tok-op") for thread in (mine, native, chat_thread)}
+                    for token, ids in (("tok-a", (mine, native)), ("tok-op", (f"shop:{mine}", f"shop:{native}")))
+                    for thread in (*ids, chat_thread)}  # an operator names workflows (a chat's is derived: raw)
             cli_seen = (await http.get(f"/threads/{cli_thread}/transcript", headers=bearer("tok-op"))).status_code
-            approved = await http.post(f"/threads/{mine}/questions/{question}", json={"approved": True},
+            approved = await http.post(f"/threads/shop:{mine}/questions/{question}", json={"approved": True},
                                        headers=bearer("tok-op"))
-            done = await until_done(client, mine)
+            done = await until_done(client, f"shop:{mine}")
 
     assert memo[SCOPE_MEMO] == "shop" and "tok-a" not in str(memo)  # the name, never the secret
     for thread, answers in [*hidden.items(), (cli_thread, hidden_from_a)]:
         for (method, path, *_), answer in zip(hidden_requests(thread, question), answers, strict=True):
             assert (answer.status_code, answer.json()) == (
                 404, {"error": {"message": f"no thread {thread}", "type": "not_found"}}), (method, path, answer.text)
-    # (a chat naming a thread that does not exist starts it: that route is left out here)
-    for (method, path, *_), answer in zip(hidden_requests(never, question)[:-1], missing[:-1], strict=True):
+    for (method, path, *_), answer in zip(hidden_requests(never, question), missing, strict=True):
         assert (answer.status_code, answer.json()) == (
             404, {"error": {"message": f"no thread {never}", "type": "not_found"}}), (method, path, answer.text)
     # of this test's threads (other tests on this server use the scope "shop" too: a LangGraph
@@ -169,7 +169,11 @@ async def test_a_scoped_token_sees_only_its_scopes_threads(client: Client, task_
     ours = {mine, chat_thread, native, cli_thread}
     assert [q["thread_id"] for q in inbox["tok-a"] if q["thread_id"] in ours] == [mine]
     assert [q["thread_id"] for q in inbox["tok-b"] if q["thread_id"] in ours] == []  # "crm" is shared too
-    assert mine in [q["thread_id"] for q in inbox["tok-op"]]
+    assert f"shop:{mine}" in [q["thread_id"] for q in inbox["tok-op"]]
+    for thread, answer in chats_b.items():  # tokB's X-Thread-Id: its own new thread of that id, never tokA's
+        said_b = without_marks(answer.json()["choices"][0]["message"]["content"])
+        assert (answer.status_code, answer.headers["x-thread-id"]) == (200, thread), answer.text
+        assert said_b.startswith("I saw") and "Order 5" not in said_b and FIRST not in said_b, said_b
     # tokB resending tokA's chat (with its mark) gets a thread of its own, never tokA's
     assert resent.status_code == 200 and resent.headers["x-thread-id"] != chat_thread
     assert without_marks(resent.json()["choices"][0]["message"]["content"]).startswith("I saw")

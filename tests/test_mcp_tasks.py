@@ -261,7 +261,7 @@ async def test_a_scoped_token_sees_only_the_threads_and_tasks_it_started(client:
                 "tools/call", name="shop", arguments={"message": "x", "thread_id": f"{thread}x"})
             listed_by_b = await b_legacy.call("tasks/list")
             listed_by_a = await Rpc(http, url, "tok-a", version=LEGACY).call("tasks/list")
-            seen_by_op = await op.call("tasks/get", taskId=task)
+            seen_by_op = await op.call("tasks/get", taskId=f"a:{task}")  # an operator names the workflow
 
     assert seen_by_b == cancel_by_b == update_by_b == {"code": -32602, "message": f"no task {task!r}"}
     assert missing == {"code": -32602, "message": f"no task '{thread}x::1'"}

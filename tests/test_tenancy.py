@@ -146,8 +146,6 @@ async def not_found_by_b(http: httpx.AsyncClient, url: str, of_a: dict[str, str]
         "fork it": ("POST", f"/threads/{thread}/fork", {}),
         "the fork": ("GET", f"/threads/{fork}", None),
         "question": ("POST", f"/threads/{of_a['asking']}/questions/{of_a['question']}", {"text": "4711"}),
-        "chat on its thread": ("POST", "/v1/chat/completions", {"model": "vault", "messages": [
-            {"role": "user", "content": "hello"}], "__thread": of_a["chat"]}),
         "response": ("GET", f"/v1/responses/{response}", None),
         "response input items": ("GET", f"/v1/responses/{response}/input_items", None),
         "continue the response": ("POST", "/v1/responses", {"model": "vault", "input": "hi",
@@ -156,12 +154,16 @@ async def not_found_by_b(http: httpx.AsyncClient, url: str, of_a: dict[str, str]
         headers = b | ({"X-Thread-Id": body.pop("__thread")} if body and "__thread" in body else {})
         answer = await http.request(method, path, json=body, headers=headers)
         http_rows[name] = answer.status_code
+    chat_b = await http.post("/v1/chat/completions", headers=b | {"X-Thread-Id": of_a["chat"]}, json={
+        "model": "vault", "messages": [{"role": "user", "content": "recall"}]})  # B's own thread of that id
     listed = [q["thread_id"] for q in (await http.get("/questions", headers=b)).json()]
     a2a_b = await a2a_agent(url, "tok-b1", "vault")
     mcp_b = McpRpc(http, url, "tok-b1")
     return {
         "http": http_rows,
         "questions listed": of_a["asking"] in listed,
+        "chat on its thread": (chat_b.status_code, chat_b.headers.get("x-thread-id"),
+                               chat_b.json()["choices"][0]["message"]["content"] if chat_b.status_code == 200 else ""),
         "a2a task": (await refusal(a2a_b.get_task(pb.GetTaskRequest(id=of_a["a2a task"])))).replace(
             of_a["a2a task"].rpartition("::")[0], "X"),
         "a2a missing": (await refusal(a2a_b.get_task(pb.GetTaskRequest(id=f"{missing}::1")))).replace(missing, "X"),
@@ -208,7 +210,8 @@ async def test_no_tenant_reaches_another_and_no_user_another_users_memories(
             own = {"fork": (await http.get(f"/threads/{of_a['fork']}", headers=bearer("tok-a2"))).status_code}
             cached = [(await doors.native(who, "lookup rates"))[0] for who in ("A/u1", "B/u1", "A/u2", "B/u1")]
             twin_chats = [(await doors.chat(who, "the same first words"))[1] for who in ("A/u1", "A/u2")]
-            await client.get_workflow_handle(of_a["asking"]).terminate("test over")  # out of later inboxes
+            # out of later inboxes (the workflow of A's thread: core/tenant_ids.py)
+            await client.get_workflow_handle(f"{SHOP}:{of_a['asking']}").terminate("test over")
     finally:
         await store.close()
 
@@ -222,6 +225,8 @@ async def test_no_tenant_reaches_another_and_no_user_another_users_memories(
     # every kind of A's state is "not found" for B, as for an id that never was
     assert by_b["http"] == dict.fromkeys(by_b["http"], 404), by_b["http"]
     assert not by_b["questions listed"]
+    status, thread, said = by_b["chat on its thread"]  # a chat's X-Thread-Id is B's own id: a thread of its own
+    assert (status, thread) == (200, of_a["chat"]) and said.startswith(NOTHING), by_b["chat on its thread"]
     assert by_b["a2a task"] == by_b["a2a missing"], by_b
     assert by_b["mcp task"] == by_b["mcp missing"], by_b
     assert own["fork"] == 200  # a tenant's tokens all see its state (its fork included)

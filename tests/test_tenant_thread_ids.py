@@ -114,7 +114,14 @@ async def test_a_thread_a_tenant_made_under_a_raw_id_is_still_its_own(client: Cl
             other = await http.get(f"/threads/{old}", headers=bearer("tok-b"))
             others = await http.post("/threads", json={"team": "echo", "thread_id": old}, headers=bearer("tok-b"))
             operator = await http.get(f"/threads/{old}", headers=bearer("tok-op"))
+            chatted = await http.post("/v1/chat/completions", headers=bearer("tok-a") | {"X-Thread-Id": old},
+                                      json={"model": "echo", "messages": [{"role": "user", "content": "by chat"}]})
+            prefixed = await http.get(f"/threads/shop:{old}", headers=bearer("tok-a"))  # no second name
+            heard_after = await said(http, old, "tok-a")
     assert ran[:2] == (200, old) and heard == ["still here", "heard: still here"]
+    assert chatted.status_code == 200 and chatted.headers["x-thread-id"] == old  # the chat's X-Thread-Id too
+    assert heard_after == heard + ["by chat", "heard: by chat"]
+    assert prefixed.status_code == 404 and prefixed.json()["error"]["message"] == f"no thread shop:{old}"
     assert status.status_code == 200 and status.json()["thread_id"] == old
     assert again.status_code == 409  # its own old thread: a new one of the id would hide it
     assert other.status_code == 404 and other.json()["error"]["message"] == f"no thread {old}"
@@ -135,15 +142,16 @@ async def test_two_tenants_each_have_their_own_a2a_context_of_one_id(client: Cli
         again = await a2a_send(agents["tok-a"], a2a_message("again", context_id=shared))
         listed = {token: [t.id for t in (await agents[token].list_tasks(
             pb.ListTasksRequest(context_id=shared))).tasks] for token in ("tok-a", "tok-b")}
-        operator = await agents["tok-op"].get_task(pb.GetTaskRequest(id=first["tok-a"].id))
+        operator = await agents["tok-op"].get_task(pb.GetTaskRequest(id=f"shop:{first['tok-a'].id}"))
         heard = {scope: [m.content for m in await client.get_workflow_handle(f"{scope}:{shared}").query(
             TeamWorkflow.transcript, False)] for scope in ("shop", "crm")}
     for token in ("tok-a", "tok-b"):  # B learns nothing of A's id: not "taken"
         assert first[token].context_id == shared and first[token].status.message.context_id in ("", shared)
-    assert first["tok-a"].id != first["tok-b"].id
-    assert again.context_id == shared and again.id == f"shop:{shared}::2"  # the same context: its second turn
+    assert first["tok-a"].id == first["tok-b"].id == f"{shared}::1"  # each tenant's own task of its own id
+    assert [first[t].status.message.parts[0].text for t in ("tok-a", "tok-b")] == ["heard: from tok-a", "heard: from tok-b"]
+    assert again.context_id == shared and again.id == f"{shared}::2"  # the same context: its second turn, its own id
     assert listed == {"tok-a": [again.id, first["tok-a"].id], "tok-b": [first["tok-b"].id]}
-    assert operator.context_id == f"shop:{shared}"  # an operator names the workflow
+    assert operator.context_id == f"shop:{shared}" and operator.id == f"shop:{shared}::1"  # an operator names the workflow
     assert heard == {"shop": ["from tok-a", "heard: from tok-a", "again", "heard: again"],
                      "crm": ["from tok-b", "heard: from tok-b"]}
 

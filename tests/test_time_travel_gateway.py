@@ -102,7 +102,7 @@ async def test_a_scoped_token_forks_only_its_own_threads_and_keeps_the_fork(clie
             running_gateway(client, task_queue, tokens=tokens) as url, \
             httpx.AsyncClient(base_url=url, timeout=60) as http:
         thread = (await http.post("/threads", json={"team": team.spec.name}, headers=mine)).json()["thread_id"]
-        await send_turn(client, thread, "hello")
+        await send_turn(client, f"shop:{thread}", "hello")  # the workflow of shop's thread
         seen_by_other = await http.get(f"/threads/{thread}/checkpoints", headers=theirs)
         forked_by_other = await http.post(f"/threads/{thread}/fork", json={}, headers=theirs)
         forked = await http.post(f"/threads/{thread}/fork", json={}, headers=mine)

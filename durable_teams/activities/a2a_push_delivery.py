@@ -39,6 +39,26 @@ def status_event(task_id: str, thread: str, found: TaskState) -> dict[str, objec
     return {"statusUpdate": {"taskId": task_id, "contextId": thread, "status": status}}
 
 
+def named_for(event: dict[str, object], context: str | None) -> dict[str, object]:
+    """The event as the config's caller reads the task through the door: its context, task id
+    and message id by the caller's own id for the thread (`context`; None: the workflow id,
+    unchanged). Only ids the gateway derived from the thread's (`<thread>::<turn>...`) change."""
+    update = event.get("statusUpdate")
+    if context is None or not isinstance(update, dict) or not isinstance(update.get("contextId"), str):
+        return event
+    workflow: str = update["contextId"]
+
+    def renamed(value: object) -> object:
+        return context + value[len(workflow):] if isinstance(value, str) and value.startswith(f"{workflow}::") else value
+    status = dict(update.get("status") or {})
+    if isinstance(status.get("message"), dict):
+        message = dict(status["message"])
+        status["message"] = message | {"contextId": context, "taskId": renamed(message.get("taskId")),
+                                       "messageId": renamed(message.get("messageId"))}
+    return {**event, "statusUpdate": {**update, "contextId": context, "taskId": renamed(update.get("taskId")),
+                                      "status": status}}
+
+
 async def resolve(host: str, port: int) -> list[str]:
     """The host's addresses, as `public_refusal` checks them (workflows/push_targets.py)."""
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -102,6 +122,7 @@ async def deliver_a2a_push(req: Delivery) -> None:
     refused = await public_refusal(config.url, req.allow_private, resolve)
     if refused:
         raise PushRefused(f"push config {config.id!r}: {refused}")
+    event = named_for(req.event, config.context)
     headers = {"Content-Type": "application/json"}
     if config.token:
         headers["X-A2A-Notification-Token"] = config.token
@@ -109,7 +130,7 @@ async def deliver_a2a_push(req: Delivery) -> None:
         headers["Authorization"] = f"{config.scheme} {config.credentials}"
     try:
         async with httpx.AsyncClient(timeout=20, follow_redirects=False) as http:
-            response = await http.post(config.url, json=req.event, headers=headers)
+            response = await http.post(config.url, json=event, headers=headers)
     except httpx.HTTPError as err:  # its type only: a message may carry the request
         raise ApplicationError(f"push config {config.id!r}: {type(err).__name__}", type="PushUnreachable") from None
     if 200 <= response.status_code < 300:

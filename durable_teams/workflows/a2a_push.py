@@ -22,7 +22,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from .wire_base import Wire
+from .wire_base import Wire, left_out_when_unset
 
 MAX_CONFIGS = 10
 """Configs one task keeps (more are refused: each is a delivery per change)."""
@@ -40,6 +40,11 @@ class PushConfig(Wire):
     scheme: str = ""
     credentials: str = ""
     """`Authorization: <scheme> <credentials>` on each delivery, when both are set."""
+    context: str | None = left_out_when_unset()
+    """The task's context (its thread) as the caller who set the config names it, when that is
+    not the workflow id (a tenant's own id, durable_teams/gateway/core/tenant_ids.py): its
+    deliveries name the context and task so (left out of the wire when unset: configs set by
+    an earlier release, or by an operator, read as before)."""
 
     def __repr__(self) -> str:  # never the secrets in a log or a traceback
         return f"PushConfig(id={self.id!r}, url={self.url!r})"

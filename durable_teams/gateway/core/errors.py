@@ -22,6 +22,8 @@ from durable_teams.client.refusals import (
     TurnAbandoned,
     TurnRejected,
 )
+from durable_teams.gateway.core.scopes import scope_of
+from durable_teams.gateway.core.tenant_ids import in_own_words
 
 log = logging.getLogger(__name__)
 
@@ -39,52 +41,59 @@ async def on_unknown_team(request: Request, exc: Exception) -> Response:
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    response = error(exc.status_code, exc.detail, getattr(exc, "kind", "invalid_request_error"))
+    # a door's words name threads by their workflow ids, as the core's do: here by the caller's
+    detail = in_own_words(scope_of(request), str(exc.detail))
+    response = error(exc.status_code, detail, getattr(exc, "kind", "invalid_request_error"))
     response.headers.update(exc.headers or {})
     param = getattr(exc, "param", None)
     if param is not None:  # OpenAI's shape: the field the error is about
-        response = JSONResponse({"error": {"message": exc.detail, "type": "invalid_request_error",
+        response = JSONResponse({"error": {"message": detail, "type": "invalid_request_error",
                                            "param": param, "code": None}}, status_code=exc.status_code)
     return response
 
 
 async def on_temporal_error(request: Request, exc: Exception) -> Response:
-    """Typed outcomes as HTTP statuses instead of a 500 with a traceback."""
+    """Typed outcomes as HTTP statuses instead of a 500 with a traceback; a thread named by the
+    caller's id for it (durable_teams/gateway/core/tenant_ids.py; no request: an operator's words)."""
+    scope = scope_of(request) if request is not None else None
+
+    def answer(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+        return error(status, in_own_words(scope, message), kind)
     if isinstance(exc, ConversationBusy):
-        response = error(429, str(exc), "thread_busy")
+        response = answer(429, str(exc), "thread_busy")
         response.headers["Retry-After"] = "1"
         return response
     if isinstance(exc, WorkflowUpdateFailedError):  # the workflow refused the turn: why
-        return error(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
+        return answer(400, str(getattr(exc.cause, "message", exc.cause)), "turn_rejected")
     if isinstance(exc, TurnRejected):  # the same, for a turn sent as a signal (updates off)
-        return error(400, str(exc), "turn_rejected")
+        return answer(400, str(exc), "turn_rejected")
     if isinstance(exc, EditRefused):  # the person's to fix: the question stays open
-        return error(400, str(exc), "invalid_arguments")
+        return answer(400, str(exc), "invalid_arguments")
     if isinstance(exc, ReplyRejected):
-        return error(409, str(exc), "reply_rejected")
+        return answer(409, str(exc), "reply_rejected")
     if isinstance(exc, TurnAbandoned):  # a rewind left the turn in the branch it abandoned
-        return error(409, str(exc), "turn_abandoned")
+        return answer(409, str(exc), "turn_abandoned")
     if isinstance(exc, ConversationNotFound):  # a ConversationEnded: checked first
-        return error(404, str(exc), "not_found")
+        return answer(404, str(exc), "not_found")
     if isinstance(exc, ConversationEnded):
-        return error(409, str(exc), "conversation_ended")
+        return answer(409, str(exc), "conversation_ended")
     if isinstance(exc, WorkflowQueryFailedError):
-        return error(409, f"the workflow could not answer: {exc.message}", "query_failed")
+        return answer(409, f"the workflow could not answer: {exc.message}", "query_failed")
     assert isinstance(exc, RPCError)
     if exc.status == RPCStatusCode.NOT_FOUND:
-        return error(404, f"not found: {exc.message}", "not_found")
+        return answer(404, f"not found: {exc.message}", "not_found")
     if exc.status == RPCStatusCode.ALREADY_EXISTS:
-        return error(409, f"already exists: {exc.message}", "already_exists")
+        return answer(409, f"already exists: {exc.message}", "already_exists")
     if exc.status == RPCStatusCode.INVALID_ARGUMENT:
-        return error(400, f"the Temporal server refused the request: {exc.message}", "invalid_request_error")
+        return answer(400, f"the Temporal server refused the request: {exc.message}", "invalid_request_error")
     log.warning("the Temporal server refused a call (%s): %s", exc.status.name, exc.message)
     if exc.status in TRANSIENT:  # busy or briefly unreachable: worth sending again (a request that
         # changes state with its Idempotency-Key, so a call the server did take is not run twice)
-        response = error(503, f"the Temporal server is busy or unreachable: {exc.message or exc.status.name}; "
+        response = answer(503, f"the Temporal server is busy or unreachable: {exc.message or exc.status.name}; "
                               "try again", "temporal_unavailable")
         response.headers["Retry-After"] = "1"
         return response
-    return error(502, f"the Temporal server refused the call: {exc.message}", "temporal_error")
+    return answer(502, f"the Temporal server refused the call: {exc.message}", "temporal_error")
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:

@@ -9,6 +9,8 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
+from durable_teams.gateway.core.tenant_ids import in_own_words
+
 log = logging.getLogger(__name__)
 
 
@@ -28,12 +30,13 @@ def openai_error(message: str) -> str:
 
 
 def sse_response(frames: AsyncIterator[str], headers: dict[str, str] | None = None,
-                 error_frame: Callable[[str], str] = native_error) -> StreamingResponse:
+                 error_frame: Callable[[str], str] = native_error, scope: str | None = None) -> StreamingResponse:
     """A streaming response of SSE frames; proxies are told not to buffer it. Once the
     status is sent an error cannot be a status any more: a failure while streaming (Temporal
-    unreachable, a query that timed out) ends the stream with an error frame saying why."""
+    unreachable, a query that timed out) ends the stream with an error frame saying why, a
+    thread in it named as a caller of `scope` names it (durable_teams/gateway/core/tenant_ids.py)."""
     return StreamingResponse(
-        _ending_cleanly(frames, error_frame), media_type="text/event-stream",
+        _ending_cleanly(frames, lambda text: error_frame(in_own_words(scope, text))), media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})})
 
 

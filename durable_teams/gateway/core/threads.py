@@ -33,6 +33,7 @@ from durable_teams.client.start import start_conversation
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core.exchanges import Exchanges
 from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.tenant_ids import workflow_id
 from durable_teams.gateway.core.thread_log import ThreadLog
 from durable_teams.live.hub import LIVE, LiveHub
 from durable_teams.workflows.labels import TEAM
@@ -153,7 +154,8 @@ class Gateway:
                            memo: Mapping[str, str] | None = None, user: str | None = None,
                            history: list[Message] | None = None,
                            idle_close_seconds: float | None = None, scope: str | None = None) -> str:
-        """Start a conversation of `team` under `thread` (a new id when None). The team's name
+        """Start a conversation of `team` under `thread` (a new id when None: `<scope>:<team>-<hex>`
+        for a scoped caller, shown to it without the prefix). The team's name
         is kept in the memo so the inbox can show it without a worker, and so is `memo` (a keyed
         request's claim: durable_teams/gateway/core/idempotency.py). `history`:
         messages it opens with (its first turn still comes as a turn); `idle_close_seconds`
@@ -162,7 +164,9 @@ class Gateway:
         alone (besides operators) see the thread (durable_teams/gateway/core/scopes.py). The scope is
         the conversation's tenant and `user` the end user it speaks for, in its context
         variables (docs/architecture.md, "Tenants and users")."""
-        thread = thread or f"{team_part(team)}-{uuid.uuid4().hex[:12]}"
+        # a new id of its own: a tenant's, like one it chooses (core/tenant_ids.py), named without
+        # the prefix in answers, so it is found with one describe
+        thread = thread or workflow_id(scope, f"{team_part(team)}-{uuid.uuid4().hex[:12]}")
         kept: dict[str, object] = {"team": team, **(memo or {})}
         kept |= ({"user": user} if user else {}) | ({CHAT_MEMO: True} if idle_close_seconds else {})
         inp = ConversationInput(team_name=team, task=task, single_turn=task is not None,
@@ -223,16 +227,19 @@ class Gateway:
         except Exception:  # noqa: BLE001 - encrypted under another key, say: not the caller's
             return False
 
-    async def running(self, thread: str, team: str | None = None, scope: str | None = None) -> bool:
+    async def running(self, thread: str, team: str | None = None, scope: str | None = None,
+                      described: WorkflowExecutionDescription | None = None) -> bool:
         """True when the thread's workflow runs; False when no such thread. Raises
         `ConversationNotFound` for a thread a caller of `scope` may not see,
-        `ConversationEnded` for an ended thread, `TeamMismatch` for another team's thread."""
-        try:
-            described = await self.client.get_workflow_handle(thread).describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return False
-            raise
+        `ConversationEnded` for an ended thread, `TeamMismatch` for another team's thread.
+        `described`: the thread as described already (no second describe)."""
+        if described is None:
+            try:
+                described = await self.client.get_workflow_handle(thread).describe()
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    return False
+                raise
         if not await self._sees(scope, described):
             raise ConversationNotFound(f"no thread {thread}")
         if described.status != WorkflowExecutionStatus.RUNNING:

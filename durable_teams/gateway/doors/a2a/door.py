@@ -31,13 +31,16 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotCancelableError, UnsupportedOperationError
 from temporalio.client import WorkflowUpdateFailedError
 
+from durable_teams.gateway.core.turn_tasks import task_id
 from durable_teams.gateway.doors.a2a.message_intake import MessageIntake
+from durable_teams.gateway.doors.a2a.own_words import in_callers_words
 from durable_teams.gateway.doors.a2a.push_configs import PushConfigs, PushOptions
-from durable_teams.gateway.doors.a2a.wire import PAUSED, history_wanted, scope_in, state_of, user_in
+from durable_teams.gateway.doors.a2a.wire import PAUSED, history_wanted, scope_in, user_in
 from durable_teams.workflows.a2a_tasks import FINAL
 from durable_teams.workflows.conversation import TeamWorkflow
 
 
+@in_callers_words
 @dataclass
 class A2ADoor(MessageIntake, RequestHandler):
     """One team's A2A requests, answered from its threads (taking messages into them:
@@ -73,7 +76,7 @@ class A2ADoor(MessageIntake, RequestHandler):
         pushed.CopyFrom(config)
         task = await self.task(thread, number, scope)
         pushed.task_id = task.id
-        await self.pushes.set(task.id, thread, number, state_of(task), pushed, fresh=True)
+        await self.pushes.set(thread, number, task, pushed, fresh=True)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest, context: ServerCallContext
                                      ) -> AsyncGenerator[Event]:
@@ -89,9 +92,9 @@ class A2ADoor(MessageIntake, RequestHandler):
 
     async def on_subscribe_to_task(self, params: pb.SubscribeToTaskRequest, context: ServerCallContext
                                    ) -> AsyncGenerator[Event]:
-        thread, number = self.parsed(params.id)
         scope = scope_in(context)
-        first = await self.task(thread, number, scope)
+        thread, number, described = await self.located(params.id, scope)
+        first = await self.task(thread, number, scope, described=described)
         if pb.TaskState.Name(first.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise UnsupportedOperationError(f"task {params.id} has ended")
         async for event in self.updates(thread, number, scope):
@@ -122,12 +125,14 @@ class A2ADoor(MessageIntake, RequestHandler):
                 return
 
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task | None:
-        return await self.task(*self.parsed(params.id), scope_in(context), history_wanted(params))
+        scope = scope_in(context)
+        thread, number, described = await self.located(params.id, scope)
+        return await self.task(thread, number, scope, history_wanted(params), described)
 
     async def on_cancel_task(self, params: pb.CancelTaskRequest, context: ServerCallContext) -> pb.Task | None:
-        thread, number = self.parsed(params.id)
         scope = scope_in(context)
-        task = await self.task(thread, number, scope)
+        thread, number, described = await self.located(params.id, scope)
+        task = await self.task(thread, number, scope, described=described)
         if pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_") in FINAL:
             raise TaskNotCancelableError(f"task {params.id} has ended")
         try:
@@ -153,25 +158,31 @@ class A2ADoor(MessageIntake, RequestHandler):
 
     async def on_create_task_push_notification_config(self, params: pb.TaskPushNotificationConfig,
                                                       context: ServerCallContext) -> pb.TaskPushNotificationConfig:
-        thread, number = self.parsed(params.task_id)
-        task = await self.task(thread, number, scope_in(context))
-        return await self.pushes.set(task.id, thread, number, state_of(task), params)
+        scope = scope_in(context)
+        thread, number, described = await self.located(params.task_id, scope)
+        return await self.pushes.set(thread, number, await self.task(thread, number, scope, described=described),
+                                     params)
 
     async def on_get_task_push_notification_config(self, params: pb.GetTaskPushNotificationConfigRequest,
                                                    context: ServerCallContext) -> pb.TaskPushNotificationConfig:
-        await self.task(*self.parsed(params.task_id), scope_in(context))
-        return await self.pushes.get(params.task_id, params.id)
+        return await self.pushes.get(await self.seen_task(params.task_id, context), params.task_id, params.id)
 
     async def on_list_task_push_notification_configs(self, params: pb.ListTaskPushNotificationConfigsRequest,
                                                      context: ServerCallContext
                                                      ) -> pb.ListTaskPushNotificationConfigsResponse:
-        await self.task(*self.parsed(params.task_id), scope_in(context))
-        return pb.ListTaskPushNotificationConfigsResponse(configs=await self.pushes.listed(params.task_id))
+        configs = await self.pushes.listed(await self.seen_task(params.task_id, context), params.task_id)
+        return pb.ListTaskPushNotificationConfigsResponse(configs=configs)
 
     async def on_delete_task_push_notification_config(self, params: pb.DeleteTaskPushNotificationConfigRequest,
                                                       context: ServerCallContext) -> None:
-        await self.task(*self.parsed(params.task_id), scope_in(context))
-        await self.pushes.delete(params.task_id, params.id)
+        await self.pushes.delete(await self.seen_task(params.task_id, context), params.task_id, params.id)
+
+    async def seen_task(self, task: str, context: ServerCallContext) -> str:
+        """The workflow-form id of a task the caller names and sees (what its push workflow is
+        named after: push_configs.py); `TaskNotFoundError` for one it cannot see."""
+        thread, number, described = await self.located(task, scope_in(context))
+        await self.task(thread, number, scope_in(context), described=described)
+        return task_id(thread, number)
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> pb.AgentCard:
         raise UnsupportedOperationError("no extended agent card")

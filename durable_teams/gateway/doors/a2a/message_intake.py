@@ -11,11 +11,12 @@ from collections.abc import Awaitable
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
-from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
-from durable_teams.client.refusals import QuestionClosed, TurnConflict
+from durable_teams.client.refusals import ConversationNotFound, QuestionClosed, TurnConflict
 from durable_teams.client.thread_ids import team_part
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.idempotency import (
@@ -26,8 +27,7 @@ from durable_teams.gateway.core.idempotency import (
     sent_keyed,
 )
 from durable_teams.gateway.core.outcomes import Waiter
-from durable_teams.gateway.core.tenant_ids import found, shown, workflow_id
-from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
+from durable_teams.gateway.core.tenant_ids import shown, shown_task, visible_thread, workflow_id
 from durable_teams.gateway.doors.a2a.reading import TaskReader
 from durable_teams.gateway.doors.a2a.wire import text_of
 from durable_teams.workflows.a2a_tasks import FINAL
@@ -61,14 +61,11 @@ class MessageIntake(TaskReader):
     async def answer(self, message: pb.Message, scope: str | None, text: str, prefix: str | None,
                      turn_id: str | None) -> Taken:
         """A message naming its task: the answer to the question that task waits on."""
-        try:
-            thread, number = parse_task_id(message.task_id)
-        except NotATask as err:
-            raise TaskNotFoundError(str(err)) from None
-        if message.context_id and message.context_id not in (thread, shown(scope, thread)):  # as the SDK refuses it
+        thread, number, described = await self.located(message.task_id, scope)
+        if message.context_id and message.context_id != shown(scope, thread):  # as the SDK refuses it
             raise InvalidParamsError(f"context {message.context_id} does not match context {shown(scope, thread)} "
                                      f"of task {message.task_id}")
-        if not await self.thread_of(thread, scope):
+        if not await self.thread_of(thread, scope, described):
             raise UnsupportedOperationError(f"task {message.task_id} has ended")
         again = await self.sent_before(thread, prefix, text)
         if again is not None:
@@ -92,9 +89,7 @@ class MessageIntake(TaskReader):
         """A message naming no task: a new turn of its context (the one it names, one named
         after its `messageId`, or a new one)."""
         seen: ConversationStatus | None = None
-        # a tenant's contextId X is its thread <scope>:X (or one it made under X before: core/tenant_ids.py)
-        context = await found(self.gateway, scope, message.context_id) if message.context_id else ""
-        known = await self.known_status(context, scope) if context else None
+        context, known = await self.context_of(message.context_id, scope) if message.context_id else ("", None)
         if known is not None:
             thread = context
             if known != WorkflowExecutionStatus.RUNNING:
@@ -104,14 +99,14 @@ class MessageIntake(TaskReader):
                 return again
             seen = await self.gateway.status(thread)
             if seen.pending:
-                raise InvalidParamsError(f"task {task_id(thread, answering(seen))} waits for input: "
+                raise InvalidParamsError(f"task {shown_task(scope, thread, answering(seen))} waits for input: "
                                          "send the answer with its taskId")
         elif prefix is not None and not message.context_id:  # a new context named after the message: a retry finds it
-            thread = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
+            thread = await self.named_after(prefix, scope)
             with contextlib.suppress(WorkflowAlreadyStartedError):  # by this message before, or its twin at once
                 await self.gateway.start_thread(self.team, thread, scope=scope, user=user)
             if not await self.thread_of(thread, scope):  # another scope's (a digest's clash): as none
-                raise UnsupportedOperationError(f"context {thread} has ended: start a new one")
+                raise UnsupportedOperationError(f"context {shown(scope, thread)} has ended: start a new one")
             again = await self.sent_before(thread, prefix, text)
             if again is not None:
                 return again
@@ -121,6 +116,34 @@ class MessageIntake(TaskReader):
         number = waiter.turn or (await self.gateway.turn_of(thread, turn_id) if turn_id else None) or (
             await self.gateway.status(thread)).turns
         return thread, number, waiter
+
+    async def context_of(self, context: str, scope: str | None) -> tuple[str, WorkflowExecutionStatus | None]:
+        """The thread a message's `contextId` names and its run status, None when the caller
+        sees none of that id (`TaskNotFoundError` for another team's): a tenant's contextId X is
+        its thread <scope>:X, or one it made under X before (core/tenant_ids.py), one describe."""
+        try:
+            thread, described = await visible_thread(self.gateway, scope, context)
+        except ConversationNotFound:
+            return "", None
+        except RPCError as err:  # an id Temporal refuses is no thread either
+            if err.status != RPCStatusCode.INVALID_ARGUMENT:
+                raise
+            return "", None
+        return thread, await self.workflow_status(thread, scope, described)
+
+    async def named_after(self, prefix: str, scope: str | None) -> str:
+        """The thread of a new context named after its first message's `messageId` (`prefix`),
+        so that message sent again finds it: the caller's own, `<scope>:<team>-a2a-<digest>`
+        (core/tenant_ids.py), unless an earlier release made it under the raw id (a retry of
+        that message across an upgrade finds that one)."""
+        raw = f"{team_part(self.team)}-a2a-{prefix[4:20]}"
+        if scope is None:
+            return raw
+        try:
+            await self.gateway.visible(raw, scope)
+        except ConversationNotFound:
+            return workflow_id(scope, raw)
+        return raw
 
     async def begin_keyed(self, thread: str, text: str, prefix: str | None, turn_id: str | None,
                           seen: ConversationStatus | None) -> Waiter:

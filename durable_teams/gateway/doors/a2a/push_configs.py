@@ -26,8 +26,9 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.core.turn_tasks import task_id
+from durable_teams.gateway.doors.a2a.wire import state_of
 from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
-from durable_teams.workflows.a2a_tasks import TaskState
 from durable_teams.workflows.push_targets import newest_kept, public_refusal, with_cursor
 
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
@@ -118,22 +119,25 @@ class PushConfigs:
         if refused:
             raise InvalidParamsError(f"push notification url refused: {refused}")
 
-    async def set(self, task_id: str, thread: str, turn: int, now: TaskState,
-                  params: pb.TaskPushNotificationConfig, fresh: bool = False) -> pb.TaskPushNotificationConfig:
-        """Keep `params` for the task (its state `now`, and what came before it in the thread's
-        history: what the receiver is not told again; `fresh`: the task's message carried the
-        config, so every state of the task is told)."""
+    async def set(self, thread: str, turn: int, task: pb.Task, params: pb.TaskPushNotificationConfig,
+                  fresh: bool = False) -> pb.TaskPushNotificationConfig:
+        """Keep `params` for turn `turn` of the workflow `thread`, `task` as its caller reads it
+        now (its state, and what came before it in the thread's history: what the receiver is
+        not told again; `fresh`: the task's message carried the config, so every state of the
+        task is told). Its deliveries name the task and context as `task` does."""
         await self.check(params)
+        now = state_of(task)
         last = with_cursor(now, "", 0) if fresh else with_cursor(now, *await self.history_end(thread))
         config = PushConfig(id=params.id or uuid.uuid4().hex, url=params.url, token=params.token,
-                            scheme=params.authentication.scheme, credentials=params.authentication.credentials)
+                            scheme=params.authentication.scheme, credentials=params.authentication.credentials,
+                            context=task.context_id if task.context_id != thread else None)
         start = WithStartWorkflowOperation(
             A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=last,
                                            allow_private=self.options.allow_private,
                                            retry_seconds=self.options.retry_seconds,
                                            attempts=self.options.attempts,
                                            poll_seconds=self.options.poll_seconds),
-            id=push_id(task_id), task_queue=self.gateway.task_queue,
+            id=push_id(task_id(thread, turn)), task_queue=self.gateway.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
         try:
@@ -141,7 +145,7 @@ class PushConfigs:
                                                                          start_workflow_operation=start)
         except WorkflowUpdateFailedError as err:
             raise InvalidParamsError(str(getattr(err.cause, "message", err))) from None
-        return as_config(task_id, config)
+        return as_config(task.id, config)
 
     async def history_end(self, thread: str) -> tuple[str, int]:
         """The thread's run and the id of the last event its history holds (not a count that
@@ -153,9 +157,10 @@ class PushConfigs:
                                                       execution=WorkflowExecution(workflow_id=thread, run_id=run)))
         return run, newest_kept(newest.history.events)
 
-    async def listed(self, task_id: str) -> list[pb.TaskPushNotificationConfig]:
-        """The task's configs (none once its push workflow has ended)."""
-        handle = self.gateway.client.get_workflow_handle(push_id(task_id))
+    async def listed(self, task: str, named: str) -> list[pb.TaskPushNotificationConfig]:
+        """The configs of the task (`task`: its workflow-form id; `named`: as its caller names
+        it), none once its push workflow has ended."""
+        handle = self.gateway.client.get_workflow_handle(push_id(task))
         try:
             if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
                 return []
@@ -164,17 +169,17 @@ class PushConfigs:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return []
             raise
-        return [as_config(task_id, c) for c in configs]
+        return [as_config(named, c) for c in configs]
 
-    async def get(self, task_id: str, config_id: str) -> pb.TaskPushNotificationConfig:
-        for config in await self.listed(task_id):
+    async def get(self, task: str, named: str, config_id: str) -> pb.TaskPushNotificationConfig:
+        for config in await self.listed(task, named):
             if config.id == config_id:
                 return config
-        raise TaskNotFoundError(f"no push notification config {config_id[:80]!r} for task {task_id[:120]}")
+        raise TaskNotFoundError(f"no push notification config {config_id[:80]!r} for task {named[:120]}")
 
-    async def delete(self, task_id: str, config_id: str) -> None:
-        await self.get(task_id, config_id)  # a missing one is an error, as for get
-        handle = self.gateway.client.get_workflow_handle(push_id(task_id))
+    async def delete(self, task: str, named: str, config_id: str) -> None:
+        await self.get(task, named, config_id)  # a missing one is an error, as for get
+        handle = self.gateway.client.get_workflow_handle(push_id(task))
         try:
             await handle.execute_update(A2APushWorkflow.delete_config, config_id)
         except (WorkflowUpdateFailedError, RPCError):  # ended meanwhile: nothing is delivered any more

@@ -9,15 +9,16 @@ from dataclasses import dataclass
 
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from temporalio.client import WorkflowExecutionDescription as Described
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.scopes import sees
 from durable_teams.gateway.core.tenant_ids import found as found_thread
-from durable_teams.gateway.core.tenant_ids import shown
+from durable_teams.gateway.core.tenant_ids import shown, shown_task, visible_thread
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
+from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id
 from durable_teams.gateway.doors.a2a.wire import as_task, history_of, history_wanted
 from durable_teams.workflows.a2a_tasks import TaskState, a2a_state
 from durable_teams.workflows.turn_states import answering, ended_state, turn_state
@@ -37,30 +38,34 @@ class TaskReader:
     gateway: Gateway
     team: str
 
-    async def thread_of(self, thread: str, scope: str | None) -> bool:
+    async def thread_of(self, thread: str, scope: str | None, described: Described | None = None) -> bool:
         """True while the thread runs, False once ended; `TaskNotFoundError` when it is not this
-        team's, or not one a caller of `scope` sees."""
-        return await self.workflow_status(thread, scope) == WorkflowExecutionStatus.RUNNING
+        team's, or not one a caller of `scope` sees (`described`: as a caller's check read it)."""
+        return await self.workflow_status(thread, scope, described) == WorkflowExecutionStatus.RUNNING
 
-    async def workflow_status(self, thread: str, scope: str | None) -> WorkflowExecutionStatus | None:
+    async def workflow_status(self, thread: str, scope: str | None,
+                              described: Described | None = None) -> WorkflowExecutionStatus | None:
         """The thread's run status; `TaskNotFoundError`, the same as for no thread, for another
-        scope's thread (durable_teams/gateway/core/scopes.py) or another team's."""
+        scope's thread (durable_teams/gateway/core/scopes.py) or another team's. `described`:
+        the thread as described already, visible to the caller (`located`: no second describe)."""
         try:
-            described = await self.gateway.visible(thread, scope)
+            described = described or await self.gateway.visible(thread, scope)
         except ConversationNotFound:
-            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+            raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r}") from None
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+                raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r}") from None
             raise
         if (await described.memo()).get("team") != self.team:
-            raise TaskNotFoundError(f"no context {thread[:80]!r} for {self.team}")
+            raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r} for {self.team}")
         return described.status
 
-    async def task(self, thread: str, number: int, scope: str | None, history: int | None = 0) -> pb.Task:
+    async def task(self, thread: str, number: int, scope: str | None, history: int | None = 0,
+                   described: Described | None = None) -> pb.Task:
         """Turn `number` of `thread` as a task, read from the workflow now, with the latest
-        `history` messages of its history (None: all it keeps, up to `MAX_HISTORY`)."""
-        ended = await self.workflow_status(thread, scope)
+        `history` messages of its history (None: all it keeps, up to `MAX_HISTORY`; `described`:
+        the thread as `located` just described it)."""
+        ended = await self.workflow_status(thread, scope, described)
         running = ended == WorkflowExecutionStatus.RUNNING
         cancelled = ended in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
         try:
@@ -71,7 +76,7 @@ class TaskReader:
             return named(as_task(thread, number, TaskState("CANCELED" if cancelled else "FAILED",
                                                            "the conversation has ended")), scope)
         if number > max(status.turns, 1):
-            raise TaskNotFoundError(f"no task {task_id(thread, number)}")
+            raise TaskNotFoundError(f"no task {shown_task(scope, thread, number)}")
         last = status.last_reply
         reply = None
         if last is not None and last.turn >= number:
@@ -104,11 +109,23 @@ class TaskReader:
                 raise
             raise
 
-    def parsed(self, value: str) -> tuple[str, int]:
+    async def located(self, value: str, scope: str | None) -> tuple[str, int, Described]:
+        """(workflow, turn, the workflow described) of the task a caller of `scope` names and
+        sees (its own id for the thread, one describe: core/tenant_ids.py); `TaskNotFoundError`
+        for an id no task has, or none the caller sees."""
         try:
-            return parse_task_id(value)
+            thread, number = parse_task_id(value)
         except NotATask as err:
             raise TaskNotFoundError(str(err)) from None
+        try:
+            workflow, described = await visible_thread(self.gateway, scope, thread)
+        except ConversationNotFound:
+            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
+            raise
+        return workflow, number, described
 
     async def list_tasks(self, params: pb.ListTasksRequest, scope: str | None) -> pb.ListTasksResponse:
         """Each thread's latest task (a context's every task when `contextId` is given), newest
@@ -166,15 +183,26 @@ class TaskReader:
 
 
 def named(task: pb.Task, scope: str | None) -> pb.Task:
-    """The task with its `contextId` the caller's own id for its thread (a tenant's contextId
-    X is the thread `<scope>:X`: core/tenant_ids.py); its task id stays the one the gateway gave."""
-    context = shown(scope, task.context_id)
+    """The task with its `contextId`, its id and its messages' ids by the caller's own id for
+    its thread (a tenant's contextId X is the thread `<scope>:X`, its task `X::n`:
+    core/tenant_ids.py)."""
+    workflow = task.context_id
+    context = shown(scope, workflow)
+    if context == workflow:
+        return task
+    task.id = renamed(task.id, workflow, context)
     task.context_id = context
-    if task.status.HasField("message"):
-        task.status.message.context_id = context
-    for message in task.history:
+    messages = [*task.history, *([task.status.message] if task.status.HasField("message") else [])]
+    for message in messages:
         message.context_id = context
+        message.task_id = renamed(message.task_id, workflow, context)
+        message.message_id = renamed(message.message_id, workflow, context)
     return task
+
+
+def renamed(value: str, workflow: str, context: str) -> str:
+    """An id the gateway derived from the thread's (a task's, a message's) by the caller's id."""
+    return context + value[len(workflow):] if value.startswith(f"{workflow}::") else value
 
 
 TOKEN_PREFIX = "offset-"

@@ -114,7 +114,7 @@ async def create(request: Request) -> Response:
         except TeamMismatch as err:
             raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
         if not known:
-            raise NotFound(f"no thread {shown(scope, thread)}")
+            raise NotFound(f"no thread {thread}")  # by the caller's id in the answer (core/errors.py)
         memo["thread"] = thread
         action = ScheduleActionStartWorkflow(ScheduledTurnWorkflow.run, ScheduledTurn(thread=thread, text=text, webhook=hook),
                                              id=f"{cron_id}-turn", task_queue=gw.task_queue)

@@ -130,7 +130,7 @@ async def thread_for(gw: Gateway, thread: str, asked: RunRequest, scope: str | N
     except TeamMismatch as err:
         raise checks.BadRequest(f"{err}: a thread's assistant is its team", 409) from None
     if not known and not asked.create_thread:
-        raise NotFound(f"no thread {shown(scope, thread)} (or send if_not_exists='create')")
+        raise NotFound(f"no thread {thread} (or send if_not_exists='create')")  # by the caller's id in the answer
     if not known:
         try:
             await new_thread(gw, asked.team, scope, thread, {})
@@ -210,7 +210,7 @@ async def stream(request: Request) -> Response:
     if asked.resumable:  # the modes in it: a reconnect sends no body
         modes = urlencode([("stream_mode", mode) for mode in asked.modes])
         headers["Location"] = f"/threads/{run.shown or run.thread}/runs/{run.run.id}/stream?{modes}"
-    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error)
+    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error, scope=scope_of(request))
 
 
 async def existing(request: Request) -> RunStream:
@@ -248,7 +248,7 @@ async def join_stream(request: Request) -> Response:
     run = await existing(request)
     modes = request.query_params.getlist("stream_mode") or ["values"]
     after = request.headers.get("last-event-id") or None
-    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error)
+    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error, scope=scope_of(request))
 
 
 async def listed(request: Request) -> Response:

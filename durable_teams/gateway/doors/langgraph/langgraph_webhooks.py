@@ -106,8 +106,8 @@ async def watch_run(gw: Gateway, thread: str, run: RunRef, team: str, url: str, 
         except WorkflowAlreadyStartedError:  # an earlier attempt went in: its answer was lost
             return None
         except Exception as err:  # noqa: BLE001 - the run is in: told, never raised
-            failure = f"run {run.id} of thread {thread} went in, but its webhook's watcher did not start: {err}"
+            why = f"went in, but its webhook's watcher did not start: {err}"
             if attempt + 1 < WATCH_ATTEMPTS:
                 await asyncio.sleep(pause * 2**attempt)
-    log.error("%s", failure)
-    return failure
+    log.error("run %s of thread %s %s", run.id, thread, why)
+    return f"run {run.id} of thread {shown or thread} {why}"  # the caller's id for the thread, as the run shows it

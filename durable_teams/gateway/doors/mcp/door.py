@@ -32,6 +32,7 @@ from starlette.types import ASGIApp
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.outcomes import Outcome
+from durable_teams.gateway.core.tenant_ids import in_own_words, shown, visible_thread
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.mcp.forms import answer_text, elicit_form, schema_of, text_result
 from durable_teams.gateway.doors.mcp.methods import (
@@ -172,18 +173,20 @@ class McpDoor:
             waiter = await self.gateway.begin_exchange(thread, call.message, seen=status)
             return await self.outcome(ctx, thread, waiter)
         except Exception as err:  # noqa: BLE001 - the model reads why, the conversation is untouched
-            return text_result(f"{type(err).__name__}: {err}" if not isinstance(err, BadCall) else str(err),
-                               call.thread_id if call and call.thread_id else "", "failed", True)
+            # the core's words name workflows: by the caller's ids (a BadCall's are the caller's already)
+            why = in_own_words(scope, f"{type(err).__name__}: {err}") if not isinstance(err, BadCall) else str(err)
+            return text_result(why, call.thread_id if call and call.thread_id else "", "failed", True)
 
     async def thread_for(self, team: str, wanted: str | None, scope: str | None,
                          user: str | None = None) -> str:
         """A new thread of `team` in the caller's scope (its tenant) speaking for `user`, or
-        `wanted` if the caller sees it."""
+        the one the caller names `wanted` (its own id for it: core/tenant_ids.py) if it sees it."""
         if wanted is None:
             return await self.gateway.start_thread(team, scope=scope, user=user)
-        try:
-            if await self.gateway.running(wanted, team, scope=scope):
-                return wanted
+        try:  # one describe for the caller's own id
+            thread, described = await visible_thread(self.gateway, scope, wanted)
+            if await self.gateway.running(thread, team, scope=scope, described=described):
+                return thread
         except ConversationNotFound:  # another scope's thread: as if there were none
             pass
         raise BadCall(f"no thread {wanted}")
@@ -192,33 +195,36 @@ class McpDoor:
                       scope: str | None, legacy: bool) -> dict[str, Any]:
         """The turn as a task, once the workflow has it: the 2025-11-25 `CreateTaskResult`
         (`legacy`: the call had a `task` field), else the tasks extension's."""
-        view = await self.tasks.read(await self.tasks.submit(thread, message), scope)
+        view = await self.tasks.read(await self.tasks.submit(thread, message, scope), scope)
         return {"task": view.legacy()} if legacy else {"resultType": "task"} | view.modern(detailed=False)
 
     async def answered(self, ctx: ServerRequestContext[Any], team: str, thread: str, question: str,
                        responses: Mapping[str, Any]) -> types.CallToolResult | types.InputRequiredResult:
-        await self.thread_for(team, thread, caller_scope(ctx))
+        thread = await self.thread_for(team, thread, caller_scope(ctx))
         status = await self.gateway.status(thread)
         asked = next((q for q in status.pending if q.question_id == question), None)
         if asked is None:  # answered elsewhere since: what the thread does now
             return await self.outcome(ctx, thread, None)
         text = answer_text(responses.get(question), asked)
         if text is None:
+            own = shown(caller_scope(ctx), thread)
             return text_result(f"not answered: {question_text(asked)} (call again with thread_id "
-                               f"{thread!r} and your answer as message)", thread, "input_required")
+                               f"{own!r} and your answer as message)", own, "input_required")
         waiter = await self.gateway.begin_exchange(thread, text, seen=status)
         return await self.outcome(ctx, thread, waiter)
 
     async def outcome(self, ctx: ServerRequestContext[Any], thread: str, waiter: Any
                       ) -> types.CallToolResult | types.InputRequiredResult:
-        """The outcome of the thread's turn in flight (`waiter`'s, or the thread's latest)."""
+        """The outcome of the thread's turn in flight (`waiter`'s, or the thread's latest), the
+        thread named by the caller's id for it."""
+        own = shown(caller_scope(ctx), thread)
         try:
             found: Outcome = await asyncio.wait_for(waiter() if waiter else self.latest(thread), self.wait_seconds)
         except TimeoutError:
-            return text_result(f"the team is still working: call again with thread_id {thread!r} "
-                               "and no message to wait for its answer", thread, "working")
+            return text_result(f"the team is still working: call again with thread_id {own!r} "
+                               "and no message to wait for its answer", own, "working")
         if found.kind != "question":
-            return text_result(found.text, thread, "failed" if found.kind == "failed" else "completed",
+            return text_result(found.text, own, "failed" if found.kind == "failed" else "completed",
                                found.kind == "failed")
         status = await self.gateway.status(thread)
         if not status.pending:  # answered meanwhile by someone else
@@ -234,10 +240,10 @@ class McpDoor:
 
     async def ask(self, ctx: ServerRequestContext[Any], thread: str, q: Question
                   ) -> types.CallToolResult | types.InputRequiredResult:
-        message = question_text(q)
+        message, own = question_text(q), shown(caller_scope(ctx), thread)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return types.InputRequiredResult(input_requests={q.question_id: elicit_form(q)},
-                                             request_state=state_of(thread, q.question_id))
+                                             request_state=state_of(own, q.question_id))
         elicits = ctx.session.check_client_capability(
             types.ClientCapabilities(elicitation=types.ElicitationCapability()))
         if elicits:  # an earlier revision's client: ask the person now
@@ -250,6 +256,6 @@ class McpDoor:
                 status = await self.gateway.status(thread)
                 waiter = await self.gateway.begin_exchange(thread, text, seen=status)
                 return await self.outcome(ctx, thread, waiter)
-        return text_result(f"{message}\n(answer with this tool: thread_id {thread!r}, your answer as message)",
-                           thread, "input_required")
+        return text_result(f"{message}\n(answer with this tool: thread_id {own!r}, your answer as message)",
+                           own, "input_required")
 

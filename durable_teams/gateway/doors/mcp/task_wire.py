@@ -71,6 +71,8 @@ class TaskView:
     poll_ms: int = 1000
     failed_turn: bool = False
     """The turn ended failed (a completed task whose result has `isError`)."""
+    named: str = ""
+    """The thread as the caller names it (its tenant's own id: core/tenant_ids.py); "": `thread`."""
 
     @property
     def terminal(self) -> bool:
@@ -83,7 +85,7 @@ class TaskView:
     def result(self) -> dict[str, Any]:
         """The tool's result once the task has ended (what the call would have returned)."""
         status = "failed" if self.failed_turn else self.status
-        dumped = text_result(self.message, self.thread, status, self.status != "completed" or self.failed_turn)
+        dumped = text_result(self.message, self.named or self.thread, status, self.status != "completed" or self.failed_turn)
         return dumped.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     def modern(self, detailed: bool = True) -> dict[str, Any]:
@@ -105,12 +107,12 @@ class TaskView:
 
 
 def view_of(task: str, thread: str, found: TurnState, question: Question | None,
-            created: datetime, updated: datetime, poll_ms: int) -> TaskView:
+            created: datetime, updated: datetime, poll_ms: int, named: str = "") -> TaskView:
     status = STATES.get(found.state, "failed")
     if status == "input_required" and question is None:
         status = "working"  # answered meanwhile
     return TaskView(task, thread, status, found.text, created, updated,
-                    question if status == "input_required" else None, poll_ms, found.state == "failed")
+                    question if status == "input_required" else None, poll_ms, found.state == "failed", named)
 
 
 def from_memo(memo: Mapping[str, Any]) -> tuple[TurnState, Question | None]:

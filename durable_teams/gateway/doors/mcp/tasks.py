@@ -38,8 +38,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_teams.client.refusals import ConversationBusy, ConversationNotFound, TurnConflict
 from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core.scopes import sees
+from durable_teams.gateway.core.tenant_ids import shown, shown_task, visible_thread
 from durable_teams.gateway.core.threads import Gateway
-from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id, task_id
+from durable_teams.gateway.core.turn_tasks import NotATask, parse_task_id
 from durable_teams.gateway.doors.mcp.forms import answer_text
 from durable_teams.gateway.doors.mcp.task_pages import PAGE, Cursor, page_of
 from durable_teams.gateway.doors.mcp.task_wire import (
@@ -71,22 +72,40 @@ class McpTasks:
     page_size: int = PAGE
     """Threads a `tasks/list` page lists."""
 
-    async def submit(self, thread: str, message: str | None) -> str:
+    async def submit(self, thread: str, message: str | None, scope: str | None) -> str:
         """`message` sent to the thread as a turn, or as the answer to its open question (none:
-        the turn in flight); its task id, once the workflow has it (a `tasks/get` finds it)."""
+        the turn in flight); its task id as a caller of `scope` names it, once the workflow has
+        it (a `tasks/get` finds it)."""
         status = await self.gateway.status(thread)
         if message is None:
-            return task_id(thread, max(answering(status), 1))
+            return shown_task(scope, thread, max(answering(status), 1))
         if status.pending:
             await self.gateway.begin_exchange(thread, message, seen=status)
-            return task_id(thread, answering(status))
+            return shown_task(scope, thread, answering(status))
         accepted = await submit_turn(self.gateway.client, thread, message, busy_timeout=self.gateway.busy_seconds)
-        return task_id(thread, accepted.number)
+        return shown_task(scope, thread, accepted.number)
 
-    async def described(self, thread: str, scope: str | None, task: str
-                        ) -> tuple[WorkflowExecutionDescription, Mapping[str, Any]]:
+    async def located(self, task: str, scope: str | None) -> tuple[str, int, WorkflowExecutionDescription]:
+        """(workflow, turn, the workflow described) of the task a caller of `scope` names and
+        sees (its own id for the thread, one describe: core/tenant_ids.py)."""
         try:
-            described = await self.gateway.visible(thread, scope)
+            thread, number = parse_task_id(task)
+            workflow, described = await visible_thread(self.gateway, scope, thread)
+        except (NotATask, ConversationNotFound):
+            raise no_task(task) from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise no_task(task) from None
+            raise
+        return workflow, number, described
+
+    async def described(self, thread: str, scope: str | None, task: str,
+                        described: WorkflowExecutionDescription | None = None
+                        ) -> tuple[WorkflowExecutionDescription, Mapping[str, Any]]:
+        """The thread described (`described`: as `located` read it), its memo, if it is a task's
+        of these teams that a caller of `scope` sees; else `no_task`."""
+        try:
+            described = described or await self.gateway.visible(thread, scope)
         except ConversationNotFound:
             raise no_task(task) from None
         except RPCError as err:
@@ -100,11 +119,14 @@ class McpTasks:
 
     async def read(self, task: str, scope: str | None) -> TaskView:
         """The task now (`MCPError` invalid params for a task this caller cannot see)."""
-        try:
-            thread, number = parse_task_id(task)
-        except NotATask:
-            raise no_task(task) from None
-        described, memo = await self.described(thread, scope, task)
+        thread, number, described = await self.located(task, scope)
+        return await self.view(task, thread, number, scope, described)
+
+    async def view(self, task: str, thread: str, number: int, scope: str | None,
+                   seen: WorkflowExecutionDescription | None = None) -> TaskView:
+        """Turn `number` of the workflow `thread` now, the task a caller of `scope` names `task`
+        (`seen`: the workflow as just described)."""
+        described, memo = await self.described(thread, scope, task, seen)
         running = described.status == WorkflowExecutionStatus.RUNNING
         cancelled = described.status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED)
         ended = TurnState("cancelled" if cancelled else "failed", "the conversation has ended")
@@ -129,7 +151,7 @@ class McpTasks:
             question = status.pending[0] if found.state == "waiting" and status.pending else None
         created = described.start_time or datetime.now(UTC)
         updated = described.close_time or datetime.now(UTC)
-        return view_of(task, thread, found, question, created, updated, self.poll_ms)
+        return view_of(task, thread, found, question, created, updated, self.poll_ms, shown(scope, thread))
 
     async def update(self, task: str, responses: Mapping[str, Any], scope: str | None) -> TaskView:
         """The answers to the task's open question taken (others ignored, as the spec asks)."""
@@ -174,11 +196,8 @@ class McpTasks:
         """The task once its status is in `until`, or as it is after `within` seconds: read
         when the core says its turn may stand otherwise (`turn_changes`: at once when it is
         settled already), once the caller is known to see it."""
-        try:
-            thread, number = parse_task_id(task)
-        except NotATask:
-            raise no_task(task) from None
-        await self.described(thread, scope, task)  # nobody waits on a task they cannot see
+        thread, number, described = await self.located(task, scope)
+        await self.described(thread, scope, task, described)  # nobody waits on a task they cannot see
         asked: set[str] | None = set() if "input_required" in until else None  # a question settles it, or the reply alone
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.wait_seconds if within is None else within), \
@@ -209,7 +228,8 @@ class McpTasks:
 
         async def latest(thread: str) -> TaskView:
             status = await self.gateway.status(thread)
-            return await self.read(task_id(thread, max(status.turns, 1)), scope)
+            number = max(status.turns, 1)
+            return await self.view(shown_task(scope, thread, number), thread, number, scope)
         found = await asyncio.gather(*(asyncio.wait_for(latest(t), LIST_READ_SECONDS) for t in threads),
                                      return_exceptions=True)
         return [view for view in found if isinstance(view, TaskView)], after.encode() if after else None

@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from temporalio.client import WorkflowExecutionDescription
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.events import follow
@@ -52,7 +53,7 @@ from durable_teams.gateway.core.idempotency import (
 )
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import sse_frame, sse_response
-from durable_teams.gateway.core.tenant_ids import found, shown, workflow_id
+from durable_teams.gateway.core.tenant_ids import found, shown, visible_thread, workflow_id
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.native import time_routes
 from durable_teams.workflows.conversation import TeamWorkflow
@@ -69,6 +70,13 @@ async def thread_of(request: Request) -> str:
     """The workflow of the thread the path names, by the caller's id for it (core/tenant_ids.py)."""
     given = checks.thread_id(request.path_params["thread"])
     return await found(request.app.state.gateway, scope_of(request), given)
+
+
+async def seen_thread(request: Request) -> tuple[str, WorkflowExecutionDescription]:
+    """The workflow of the thread the path names, as described, if the caller sees it (else
+    `ConversationNotFound`, a 404): one describe for the caller's own id (core/tenant_ids.py)."""
+    given = checks.thread_id(request.path_params["thread"])
+    return await visible_thread(request.app.state.gateway, scope_of(request), given)
 
 
 def given_id(request: Request) -> str:
@@ -155,7 +163,7 @@ async def send_turn_sse(request: Request) -> Response:
                 yield sse_frame(event["type"], event)
         finally:
             await subscription.__aexit__(None, None, None)
-    return sse_response(frames(), {"X-Thread-Id": given_id(request)})
+    return sse_response(frames(), {"X-Thread-Id": given_id(request)}, scope=scope_of(request))
 
 
 async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, keyed: KeyedInput | None,
@@ -176,8 +184,7 @@ async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, 
 
 async def thread_status(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = await thread_of(request)
-    described = await gw.visible(thread, scope_of(request))
+    thread, described = await seen_thread(request)
     status = await gw.status(thread)
     memo = await described.memo()
     shape = status.model_dump(mode="json", exclude={"history_length"})
@@ -190,22 +197,20 @@ async def thread_status(request: Request) -> Response:
 async def transcript(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     full = request.query_params.get("full", "").lower() in {"1", "true", "yes"}
-    thread = await thread_of(request)
-    await gw.visible(thread, scope_of(request))
+    thread, _ = await seen_thread(request)
     messages = await gw.client.get_workflow_handle(thread).query(TeamWorkflow.transcript, full)
     return JSONResponse([m.model_dump(mode="json") for m in messages])
 
 
 async def thread_events(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = await thread_of(request)
     start = checks.start_index(request.query_params.get("start"))
-    await gw.visible(thread, scope_of(request))  # no such thread (or not the caller's): 404 before the stream
+    thread, _ = await seen_thread(request)  # no such thread (or not the caller's): 404 before the stream
 
     async def frames() -> AsyncIterator[str]:
         async for event in follow(gw.client, thread, start=start, poll_seconds=gw.poll_seconds, live=gw.hub):
             yield sse_frame(event.type, event.model_dump(mode="json"))
-    return sse_response(frames())
+    return sse_response(frames(), scope=scope_of(request))
 
 
 def _edits(approved: object, reply: dict[str, Any]) -> str:
@@ -240,8 +245,7 @@ async def answer(request: Request) -> Response:
     question = request.path_params["question"]
     if len(question) > 64 or not question.isprintable():
         raise checks.BadRequest("invalid question id")
-    thread = await thread_of(request)
-    await gw.visible(thread, scope_of(request))
+    thread, _ = await seen_thread(request)
     key = checks.idempotency_key(request.headers.get("idempotency-key"))
     keyed: KeyedInput | None = None
     if key:  # the key stands for this answer alone: a retry is a 200 again, another answer a 409

@@ -29,7 +29,7 @@ from durable_teams.gateway.core.idempotency import (
     start_once,
 )
 from durable_teams.gateway.core.scopes import scope_of
-from durable_teams.gateway.core.tenant_ids import found, shown, workflow_id
+from durable_teams.gateway.core.tenant_ids import found, shown, visible_thread, workflow_id
 from durable_teams.gateway.core.threads import Gateway
 
 MAX_CHECKPOINT_CHARS = 64
@@ -37,8 +37,8 @@ MAX_CHECKPOINT_CHARS = 64
 
 async def checkpoints(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
-    thread = await found(gw, scope_of(request), checks.thread_id(request.path_params["thread"]))
-    await gw.visible(thread, scope_of(request))  # no such thread, or another scope's: 404
+    # no such thread, or another scope's: 404 (one describe for the caller's own id)
+    thread, _ = await visible_thread(gw, scope_of(request), checks.thread_id(request.path_params["thread"]))
     try:
         points = await list_checkpoints(gw.client, thread)
     except ReplayFailed as err:

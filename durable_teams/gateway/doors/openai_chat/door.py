@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_teams.client.approvals import approval_of
+from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core import resent_history as chats
 from durable_teams.gateway.core.auth import may_stream
@@ -35,6 +36,7 @@ from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import says_retry
 from durable_teams.gateway.core.scopes import scope_of
 from durable_teams.gateway.core.sse import openai_error, sse_response
+from durable_teams.gateway.core.tenant_ids import shown, visible_thread, workflow_id
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.openai_chat.fields import (
     Exchange,
@@ -147,11 +149,16 @@ def resends_what_asked(text: str, said: str) -> bool:
 
 async def on_named_thread(gw: Gateway, team: str, header: str, body: dict[str, Any], text: str,
                           request: Request) -> Exchange:
-    """The exchange on the thread `X-Thread-Id` names, started when there is none yet."""
-    thread = checks.thread_id(header, "X-Thread-Id")
+    """The exchange on the thread `X-Thread-Id` names, started when there is none yet: a
+    scoped caller's id is its own (`<scope>:X`, or a thread it made under the raw id before:
+    core/tenant_ids.py), so another tenant's `X` starts the caller's own thread."""
     scope = scope_of(request)
+    try:  # one describe for the caller's own id
+        thread, described = await visible_thread(gw, scope, checks.thread_id(header, "X-Thread-Id"))
+    except ConversationNotFound:  # none the caller sees (another tenant's raw id included): its own is new
+        thread, described = workflow_id(scope, header), None
     try:
-        exists = await gw.running(thread, team, scope)
+        exists = described is not None and await gw.running(thread, team, scope, described)
         await gw.require_worker()  # before a thread starts: a chat never waits on no one (503)
         if not exists:
             try:
@@ -204,11 +211,11 @@ async def chat_completions(request: Request) -> Response:
                             status_code=429, headers={"Retry-After": "1"})
     exchange = await (on_named_thread(gw, team, header, body, text, request) if header
                       else chat_thread(gw, team, history, body, request))
-    headers = {"X-Thread-Id": exchange.thread}
+    headers = {"X-Thread-Id": shown(scope_of(request), exchange.thread)}  # the caller's id for it
     if exchange.subscription is not None and exchange.deltas is not None:
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return sse_response(chunk_stream(team, exchange.outcome, usage, exchange.subscription, exchange.deltas,
-                                         exchange.mark), headers, openai_error)
+                                         exchange.mark), headers, openai_error, scope_of(request))
     done = await exchange.outcome()
     if done.kind == "failed":
         return turn_failed(done.text, headers)
