@@ -1,5 +1,6 @@
 """A command loads only what it needs: `openai` (with aiohttp, a second of CPU) only where an
-OpenAI-backed model is built, the gateway's server only for the commands that serve. The tests
+OpenAI-backed model is built, the gateway's server only for the commands that serve, Temporal's
+client not for `memory`. The tests
 start the CLI as a process some 150 times, and a person waits for each command; what a command
 imports is checked here, in a fresh interpreter, rather than how long it takes."""
 
@@ -20,7 +21,7 @@ PROBE = """
 import contextlib, io, json, os, sys
 for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
     os.environ.pop(name, None)
-HEAVY = ("openai", "aiohttp", "starlette", "uvicorn")
+HEAVY = ("temporalio", "openai", "aiohttp", "starlette", "uvicorn")
 loaded = {}
 
 def loaded_after(step, run):
@@ -29,6 +30,7 @@ def loaded_after(step, run):
     loaded[step] = [name for name in HEAVY if name in sys.modules]
 
 from durable_teams.cli.main import main
+loaded_after("memory --help", lambda: main(["memory", "--help"]))
 loaded_after("--help", lambda: main(["--help"]))
 loaded_after("status --help", lambda: main(["status", "--help"]))
 loaded_after("replay --help", lambda: main(["replay", "--help"]))
@@ -59,9 +61,10 @@ def test_commands_import_openai_and_the_server_only_when_they_use_them() -> None
     loaded = json.loads(done.stdout.splitlines()[-1])
     assert "openai" in loaded.pop("an OpenAI-backed model")  # the probe sees an import when there is one
     assert loaded == {
-        "--help": [],
-        "status --help": [],
-        "replay --help": [],
-        "a scripted worker's model": [],
-        "serve --help": ["starlette"],  # the gateway's app, which `serve` checks it can build
+        "memory --help": [],  # the memory store needs no Temporal
+        "--help": ["temporalio"],
+        "status --help": ["temporalio"],
+        "replay --help": ["temporalio"],
+        "a scripted worker's model": ["temporalio"],
+        "serve --help": ["temporalio", "starlette"],  # the gateway's app, which `serve` checks it can build
     }
