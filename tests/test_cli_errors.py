@@ -11,7 +11,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_teams.cli.main import commands, parser
+from durable_teams.cli.command_line import commands, parser
 from durable_teams.client.server_state import SCRIPTED_NOTE
 from durable_teams.examples import faang
 from durable_teams.worker.scripted import ScriptedModel

@@ -41,7 +41,7 @@ if sys.argv[1] == "serve":
     import durable_teams.cli.serve as serve
     serve.run_gateway = probe
 else:
-    import durable_teams.cli.main as cli
+    import durable_teams.cli.command_line as cli
     cli.COMMANDS[sys.argv[1]] = probe
 from durable_teams.cli.main import main
 main(sys.argv[1:])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from durable_teams.cli.main import commands, parser
+from durable_teams.cli.command_line import commands, parser
 from durable_teams.cli.mcp_stdio import parser as mcp_parser
 from durable_teams.cli.serve import base_url, door_lines
 from durable_teams.cli.serve import parser as serve_parser

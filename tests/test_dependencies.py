@@ -123,7 +123,8 @@ def test_the_bare_install_runs_the_worker_and_the_cli() -> None:
     code = ("import sys\n"
             f"for top in {sorted(set().union(*IMPORTS_OF_EXTRA.values()))!r}:\n"
             "    sys.modules[top] = None  # as if no extra were installed\n"
-            "import durable_teams.cli.main, durable_teams.cli.demo, durable_teams.worker.build\n"
+            "import durable_teams.cli.main, durable_teams.cli.command_line, durable_teams.cli.demo\n"
+            "import durable_teams.worker.build\n"
             "import durable_teams.worker.run, durable_teams.client.send, durable_teams.examples.faang\n"
             "from durable_teams.worker.build import build_worker\n"
             "print('ok')\n")

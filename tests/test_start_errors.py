@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_teams.cli.main import parser
+from durable_teams.cli.command_line import parser
 from durable_teams.cli.serve import parser as serve_parser
 from durable_teams.worker.run import TeamLoadError, load_teams
 from durable_teams.worker.settings import GRACEFUL_ENV, graceful_timeout

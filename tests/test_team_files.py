@@ -75,7 +75,7 @@ def test_a_spec_splits_into_module_and_attribute(spec: str, parts: tuple[str, st
 
 
 def test_the_help_lists_serve_and_every_queue_flag() -> None:
-    from durable_teams.cli.main import parser
+    from durable_teams.cli.command_line import parser
 
     top = parser().format_help()
     assert re.search(r"^\s+serve\s+the HTTP gateway", top, re.M), top

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from durable_teams.cli.main import parser
+from durable_teams.cli.command_line import parser
 from durable_teams.workflows.tenancy import TENANT, USER, tenancy_context, tenant_of, user_of
 
 pytestmark = pytest.mark.pure

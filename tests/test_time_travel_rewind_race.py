@@ -175,7 +175,7 @@ async def test_an_answer_reaching_a_run_as_a_reset_ends_it_is_refused_by_the_run
 async def test_the_cli_says_an_abandoned_turn_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """A command whose turn a rewind abandoned (`durable-teams run` on a thread someone rewinds):
     the reason, not a type name; `chat` says it and goes on."""
-    from durable_teams.cli import main as cli
+    from durable_teams.cli import command_line as cli
 
     async def abandoned(args: object) -> int:
         raise TurnAbandoned("turn 2 of conversation t1 was taken by the branch a rewind abandoned; send it again")

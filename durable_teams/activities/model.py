@@ -13,7 +13,6 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -111,6 +110,10 @@ class OpenAIBackend:
         # stream=True: text deltas reach live subscribers while the model writes (durable_teams/live/hub.py)
         self.stream = os.environ.get("DURABLE_TEAMS_MODEL_STREAM") == "1" if stream is None else stream
         self.secrets = [api_key] if len(api_key) >= 4 else []
+        # openai is imported here, where an OpenAI-backed model is built, not with this module:
+        # a scripted worker and the CLI's commands never load it (a second of CPU per process)
+        import openai
+
         self.client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout,
             http_client=pooled_http_client(base_url),
@@ -165,6 +168,8 @@ class OpenAIBackend:
     async def _call(
         self, req: ModelRequest, messages: list[Message], tools: list[ToolSpec]
     ) -> ModelResponse:
+        from openai import OpenAIError  # loaded already, by __init__
+
         if req.api == "responses":  # activities/model_responses.py
             params = responses_params(req, messages, tools, self.stream)
             send: Callable[[dict[str, Any], float], Any] = self._send_responses
@@ -191,7 +196,7 @@ class OpenAIBackend:
                     raw = await self._read(resp)
         except BadModelResponse as err:  # a streamed body that does not add up
             raise_bad_response(err, current_attempt())
-        except openai.OpenAIError as err:
+        except OpenAIError as err:
             refused = tools_refusal(err) if tools else None
             if refused is not None:
                 raise refused from None

@@ -7,13 +7,15 @@ worker's model backend when it can embed (`OpenAIBackend.embed`: an OpenAI-compa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .model_errors import raise_for_openai_error
+
+if TYPE_CHECKING:
+    import openai
 
 MAX_TEXTS = 2048
 """Texts one call embeds at most (OpenAI's limit per request)."""
@@ -22,6 +24,8 @@ MAX_TEXTS = 2048
 async def openai_embed(client: openai.AsyncOpenAI, model: str, texts: list[str], seconds: float) -> list[list[float]]:
     """`client.embeddings.create`, errors mapped as a model call's; vectors in input order,
     rounded to 6 decimals (history holds them; cosine similarity does not need more)."""
+    import openai  # loaded already: `client` is its (activities/model.py)
+
     try:
         response = await client.embeddings.create(model=model, input=texts, timeout=seconds)
     except openai.OpenAIError as err:

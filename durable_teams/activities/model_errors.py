@@ -14,15 +14,17 @@ import email.utils
 import importlib
 import time
 from datetime import timedelta
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import openai
 from temporalio.exceptions import ApplicationError
 
 from durable_teams.encryption.redact import scrub
 from durable_teams.workflows.messages import ModelRequest, ModelResponse
 
 from .model_parse import BadModelResponse
+
+if TYPE_CHECKING:
+    import openai
 
 MAX_RETRY_AFTER = 60.0
 """Cap, in seconds, on a server's `retry-after` (a misbehaving server cannot park a turn)."""
@@ -133,6 +135,8 @@ def raise_for_openai_error(exc: Exception, model: str = "", timeout: float | Non
     `model` (optional) is named in the message of a 404, `timeout` (seconds) in that of a
     timeout. Anything that is not an openai API error is re-raised unchanged.
     """
+    import openai  # loaded already: the error came from its client (activities/model.py)
+
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         kind, text, retryable = status_meaning(status, model, _where(exc))

@@ -8,7 +8,6 @@ import urllib.parse
 from datetime import UTC, datetime
 from typing import Any
 
-import openai
 from temporalio import activity
 
 HTTP_CLIENT_ENV = "DURABLE_TEAMS_HTTP_CLIENT"
@@ -37,6 +36,8 @@ def pooled_http_client(base_url: str | None) -> Any:
     DURABLE_TEAMS_HTTP_CLIENT=httpx."""
     if http_client_setting() == "httpx" or (base_url and "@" in urllib.parse.urlsplit(base_url).netloc):
         return None
+    import openai  # only for an OpenAI-backed model (activities/model.py: the CLI need not load it)
+
     factory = getattr(openai, "DefaultAioHttpClient", None)  # in newer openai releases
     try:
         return factory() if factory is not None else None

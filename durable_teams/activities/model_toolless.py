@@ -17,8 +17,6 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import openai
-
 from durable_teams.encryption.redact import scrub
 from durable_teams.workflows.messages import ModelResponse, ToolSpec
 
@@ -72,6 +70,8 @@ def refusal_reason(status: int, body: Any, text: str = "") -> str | None:
 
 def tools_refusal(err: BaseException) -> ToolsRefused | None:
     """`ToolsRefused` for an openai error that refuses tools; else None."""
+    import openai  # loaded already: the error came from its client (activities/model.py)
+
     if not isinstance(err, openai.APIStatusError):
         return None
     reason = refusal_reason(err.status_code, err.body, err.message or "")
