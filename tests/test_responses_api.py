@@ -143,6 +143,7 @@ def faang_script(calls: dict[str, int]) -> Any:
     return answer
 
 
+@pytest.mark.slow  # a whole FAANG conversation over HTTP, ten streamed model calls: over a second
 async def test_the_faang_team_answers_through_the_responses_api_streamed(client: Client, task_queue: str) -> None:
     team = faang.build(model="o4-mini")
     team.api = "responses"
