@@ -1,0 +1,73 @@
+"""Streams on the other doors learn of a turn's steps from the worker's announcements on the
+live hub (durable_teams/gateway/core/step_news.py), not from a watch of the history: a streamed
+Responses request is subscribed to them before its input goes in, so it never watches the
+history. The gateway and worker share this process's hub (`LIVE`), as in `durable-teams serve`
+with its worker, or over a shared broker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from durable_teams.client.step_watch import StepWatch
+from durable_teams.examples import faang
+from durable_teams.gateway.doors.responses import state as responses_state
+from durable_teams.live.hub import LIVE
+from durable_teams.worker.scripted import ScriptedModel
+
+from .conftest import running_worker
+from .counting import CountingQueries, counted
+from .gateway_helpers import running_gateway
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]  # FAANG turns on gateways of their own
+
+
+def over_and_over() -> ScriptedModel:
+    """FAANG's script for every turn of a thread (the same ten model calls each turn)."""
+    def step(req, messages, tools):  # noqa: ANN001, ANN202
+        steps = faang.SCRIPT[req.agent]
+        return steps[req.agent_call_index % len(steps)]
+    return ScriptedModel(step)
+
+
+@asynccontextmanager
+async def faang_gateway(client: Client, task_queue: str) -> AsyncIterator[tuple[httpx.AsyncClient, CountingQueries]]:
+    """A FAANG worker and a gateway sharing `LIVE`; the gateway's queries counted."""
+    gateway_client, queries = counted(client)
+    team = faang.build().compile()
+    async with running_worker(client, task_queue, [team], over_and_over(), live_hub=LIVE), \
+            running_gateway(gateway_client, task_queue, live_hub=LIVE) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60) as http:
+        yield http, queries
+
+
+async def sse_data(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> list[Any]:
+    async with http.stream("POST", path, json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        return [json.loads(line[5:]) async for line in response.aiter_lines()
+                if line.startswith("data:") and line[5:].strip() != "[DONE]"]
+
+
+async def test_a_streamed_response_is_told_of_its_first_steps_and_never_watches_the_history(
+        client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    watches: list[StepWatch] = []
+
+    def watch(client: Client, thread: str) -> StepWatch:
+        watches.append(StepWatch(client, thread))
+        return watches[-1]
+    monkeypatch.setattr(responses_state, "StepWatch", watch)
+    async with faang_gateway(client, task_queue) as (http, queries):
+        first = (await http.post("/v1/responses", json={"model": "faang", "input": faang.QUESTION})).json()
+        queries.asked.clear()
+        frames = await sse_data(http, "/v1/responses", {"model": "faang", "input": faang.QUESTION, "stream": True,
+                                                        "previous_response_id": first["id"]})
+    done = next(f["response"] for f in frames if f["type"] == "response.completed")
+    assert done["output"][-1]["content"][0]["text"] == faang.ANSWER
+    assert sum(f["type"] == "response.output_item.done" for f in frames) >= 10  # each step shown
+    assert watches == []  # its steps came announced from the first: no long poll of the history
