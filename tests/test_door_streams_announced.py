@@ -1,7 +1,8 @@
 """Streams on the other doors learn of a turn's steps from the worker's announcements on the
 live hub (durable_teams/gateway/core/step_news.py), not from a watch of the history: a streamed
 Responses request is subscribed to them before its input goes in, so it never watches the
-history. The gateway and worker share this process's hub (`LIVE`), as in `durable-teams serve`
+history; a LangGraph run's stream reads the shared conversation at the announced steps that add
+to it, not at each step of the history. The gateway and worker share this process's hub (`LIVE`), as in `durable-teams serve`
 with its worker, or over a shared broker."""
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ async def faang_gateway(client: Client, task_queue: str) -> AsyncIterator[tuple[
     gateway_client, queries = counted(client)
     team = faang.build().compile()
     async with running_worker(client, task_queue, [team], over_and_over(), live_hub=LIVE), \
-            running_gateway(gateway_client, task_queue, live_hub=LIVE) as url, \
+            running_gateway(gateway_client, task_queue, live_hub=LIVE, teams=["faang"]) as url, \
             httpx.AsyncClient(base_url=url, timeout=60) as http:
         yield http, queries
 
@@ -71,3 +72,21 @@ async def test_a_streamed_response_is_told_of_its_first_steps_and_never_watches_
     assert done["output"][-1]["content"][0]["text"] == faang.ANSWER
     assert sum(f["type"] == "response.output_item.done" for f in frames) >= 10  # each step shown
     assert watches == []  # its steps came announced from the first: no long poll of the history
+
+
+async def test_a_langgraph_run_stream_reads_the_conversation_at_the_steps_announced(
+        client: Client, task_queue: str) -> None:
+    async with faang_gateway(client, task_queue) as (http, queries):
+        made = await http.post("/langgraph/threads", json={})
+        assert made.status_code == 200, made.text
+        thread = made.json()["thread_id"]
+        run = {"assistant_id": "faang", "input": {"messages": [{"role": "user", "content": faang.QUESTION}]}}
+        assert (await http.post(f"/langgraph/threads/{thread}/runs/wait", json=run)).status_code == 200
+        queries.asked.clear()
+        frames = await sse_data(http, f"/langgraph/threads/{thread}/runs/stream", run)
+    assert len(frames) == 13 and frames[-1]["messages"][-1]["content"] == faang.ANSWER  # `values`, each step
+    # the run begun (the thread's status and conversation), then a read of what the shared
+    # conversation gained at the steps that add to it (a handoff and its result together), and
+    # once at the outcome: not at each step of the history (17 reads before)
+    assert queries.asked["transcript"] <= 7, queries.asked
+    assert queries.asked["status"] <= 1, queries.asked
