@@ -2,7 +2,8 @@
 live hub (durable_teams/gateway/core/step_news.py), not from a watch of the history: a streamed
 Responses request is subscribed to them before its input goes in, so it never watches the
 history; a LangGraph run's stream reads the shared conversation at the announced steps that add
-to it, not at each step of the history. The gateway and worker share this process's hub (`LIVE`), as in `durable-teams serve`
+to it, not at each step of the history; an MCP task costs a plain `tools/call` and one
+description more. The gateway and worker share this process's hub (`LIVE`), as in `durable-teams serve`
 with its worker, or over a shared broker."""
 
 from __future__ import annotations
@@ -90,3 +91,33 @@ async def test_a_langgraph_run_stream_reads_the_conversation_at_the_steps_announ
     # once at the outcome: not at each step of the history (17 reads before)
     assert queries.asked["transcript"] <= 7, queries.asked
     assert queries.asked["status"] <= 1, queries.asked
+
+
+async def test_an_mcp_task_adds_one_call_to_a_plain_tools_call(client: Client, task_queue: str) -> None:
+    """A task (`tools/call` with `task`, then `tasks/result`) reads what a plain call reads and
+    one description more, that of the `tasks/result` request's check that its caller sees the
+    task: the task made from the accepted turn, its result from the reply the wait returned."""
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+
+    async def rpc(http: httpx.AsyncClient, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        answer = (await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                                  headers=headers)).json()
+        return dict(answer["result"])
+    async with faang_gateway(client, task_queue) as (http, queries):
+        call = {"name": "faang", "arguments": {"message": faang.QUESTION}}
+        thread = (await rpc(http, "tools/call", call))["structuredContent"]["thread_id"]
+        call["arguments"]["thread_id"] = thread
+        queries.asked.clear()
+        queries.described = 0
+        plain = await rpc(http, "tools/call", call)
+        plain_reads = (dict(queries.asked), queries.described)
+        queries.asked.clear()
+        queries.described = 0
+        created = await rpc(http, "tools/call", call | {"task": {"ttl": 600000}})
+        result = await rpc(http, "tasks/result", {"taskId": created["task"]["taskId"]})
+    assert created["task"]["status"] == "working" and created["task"]["taskId"] == f"{thread}::3"
+    assert result["structuredContent"] == plain["structuredContent"] == {
+        "thread_id": thread, "status": "completed", "text": faang.ANSWER}
+    assert result["isError"] is False and result["content"] == [{"type": "text", "text": faang.ANSWER}]
+    assert plain_reads == ({"status": 1}, 1)
+    assert (dict(queries.asked), queries.described) == ({"status": 1}, 2)
