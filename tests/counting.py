@@ -1,18 +1,26 @@
-"""A client that counts the queries it asks, by name (what a door asks the workflow)."""
+"""A client that counts the queries it asks, by name (what a door asks the workflow), and the
+descriptions it reads."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
-from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWorkflowInput
+from temporalio.client import (
+    Client,
+    DescribeWorkflowInput,
+    Interceptor,
+    OutboundInterceptor,
+    QueryWorkflowInput,
+)
 
 
 class CountingQueries(Interceptor):
-    """Counts the queries a client asks, by name."""
+    """Counts the queries a client asks, by name, and its `describe` calls (`described`)."""
 
     def __init__(self) -> None:
         self.asked: Counter[str] = Counter()
+        self.described = 0
 
     def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
         counter = self
@@ -21,6 +29,10 @@ class CountingQueries(Interceptor):
             async def query_workflow(self, input: QueryWorkflowInput) -> Any:
                 counter.asked[input.query] += 1
                 return await super().query_workflow(input)
+
+            async def describe_workflow(self, input: DescribeWorkflowInput) -> Any:
+                counter.described += 1
+                return await super().describe_workflow(input)
         return Counting(next)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.doors.langgraph import langgraph_stream
 from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream, stream_error
 from durable_teams.gateway.doors.langgraph.langgraph_wire import RunRef
+from durable_teams.live.hub import LocalHub
 from durable_teams.workflows.conversation_reads import ConversationStatus, TurnOutcome
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import TurnReply
@@ -41,6 +43,7 @@ class StandInThread:
         self.update: asyncio.Future[TurnOutcome | None] = asyncio.get_running_loop().create_future()
         self.update_ended = asyncio.Event()
         self.client, self.poll_seconds = None, 0.0
+        self.hub, self.log = LocalHub(), SimpleNamespace(quiet_seconds=3.0)  # no worker announces on it
 
     async def tell(self) -> None:
         """The update ends, and the stream's task waiting on it with it."""

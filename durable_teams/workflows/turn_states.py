@@ -57,15 +57,20 @@ def turn_state(status: ConversationStatus, turn: int, reply: TurnReply | None, r
     cancelled) once it has a reply (`reply`: that turn's), working while it runs, queued behind
     another; failed when the conversation ended without answering it."""
     if reply is not None and reply.turn == turn:
-        if reply.status == "cancelled":
-            return TurnState("cancelled", reply.text)
-        return TurnState("failed" if reply.status in FAILED_REPLIES else "completed", reply.text)
+        return replied_state(reply)
     current = answering(status)
     if status.pending and current == turn:
         return TurnState("waiting", question_text(status.pending[0]))
     if not running:
         return TurnState("failed", "the conversation ended before answering this message")
     return TurnState("working" if current >= turn else "queued")
+
+
+def replied_state(reply: TurnReply) -> TurnState:
+    """The state of the turn `reply` answers: completed, failed or cancelled, with its text."""
+    if reply.status == "cancelled":
+        return TurnState("cancelled", reply.text)
+    return TurnState("failed" if reply.status in FAILED_REPLIES else "completed", reply.text)
 
 
 def ended_state(found: TurnState, running: bool, cancelled: bool) -> TurnState:

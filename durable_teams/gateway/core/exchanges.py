@@ -33,7 +33,7 @@ from durable_teams.gateway.core.outcomes import Outcome, Waiter, _now
 from durable_teams.gateway.core.requests import BadRequest
 from durable_teams.gateway.core.thread_log import ThreadLog, background
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.conversation_reads import ConversationStatus
+from durable_teams.workflows.conversation_reads import ConversationStatus, TurnOutcome
 from durable_teams.workflows.state import TurnReply
 from durable_teams.workflows.turn_states import answering, question_text
 
@@ -224,23 +224,24 @@ class Exchanges:
         assert found.question is not None
         return Outcome("question", question_text(found.question))
 
-    async def turn_changes(self, thread: str, number: int, seen: set[str] | None = None) -> AsyncGenerator[bool, None]:
+    async def turn_changes(self, thread: str, number: int, seen: set[str] | None = None
+                           ) -> AsyncGenerator[TurnOutcome | None, None]:
         """Yields each time turn `number` of `thread` may stand otherwise, for a caller that
         reads the turn after each and stops once it is settled. First, when the `turn_outcome`
         update tells it, at the turn's outcome (its reply, or a question not in `seen`; None:
-        the reply alone): one call the server holds, True. Then (or when the update cannot
-        tell) each time a step of the thread completes, at once first: a long poll of its
-        history (durable_teams/client/reply_watch.py), False. Ends when the thread stops
-        running. Never a timer."""
+        the reply alone): one call the server holds, the outcome it told (a caller may need no
+        read). Then (or when the update cannot tell) each time a step of the thread completes,
+        at once first: a long poll of its history (durable_teams/client/reply_watch.py), None.
+        Ends when the thread stops running. Never a timer."""
         try:
-            await wait_outcome(self.client, thread, number, seen=seen)
+            told = await wait_outcome(self.client, thread, number, seen=seen)
         except OutcomeUnavailable:
             pass
         else:
-            yield True
+            yield told
         async with aclosing(history_growth(self.client, thread)) as growth:
             async for _ in growth:
-                yield False
+                yield None
 
     async def _outcome(self, thread: str, seen: set[str], *, target_turn: int | None,
                        turn: asyncio.Future[TurnReply] | None) -> Outcome:

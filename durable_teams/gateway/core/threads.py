@@ -233,12 +233,18 @@ class Gateway:
         `ConversationNotFound` for a thread a caller of `scope` may not see,
         `ConversationEnded` for an ended thread, `TeamMismatch` for another team's thread.
         `described`: the thread as described already (no second describe)."""
+        return await self.running_described(thread, team, scope, described) is not None
+
+    async def running_described(self, thread: str, team: str | None = None, scope: str | None = None,
+                                described: WorkflowExecutionDescription | None = None
+                                ) -> WorkflowExecutionDescription | None:
+        """`running`, with the running thread's description (None: no such thread)."""
         if described is None:
             try:
                 described = await self.client.get_workflow_handle(thread).describe()
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
-                    return False
+                    return None
                 raise
         if not await self._sees(scope, described):
             raise ConversationNotFound(f"no thread {thread}")
@@ -249,7 +255,8 @@ class Gateway:
         owner = (await described.memo()).get("team") or described.typed_search_attributes.get(TEAM)
         if team is not None and owner is not None and owner != team:
             raise TeamMismatch(f"thread {thread} belongs to team {owner!r}, not {team!r}")
-        return True
+        return described
+
     async def pending(self, scope: str | None = None) -> list[dict[str, Any]]:
         """Every question waiting for a person, across the threads a caller of `scope` sees
         (None: all), with its thread and team."""

@@ -44,7 +44,11 @@ from durable_teams.gateway.doors.langgraph.langgraph_requests import (
     run_request,
     stream_modes,
 )
-from durable_teams.gateway.doors.langgraph.langgraph_stream import RunStream, stream_error
+from durable_teams.gateway.doors.langgraph.langgraph_stream import (
+    RunStream,
+    stream_error,
+    subscribed_run,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_tenancy import thread_in
 from durable_teams.gateway.doors.langgraph.langgraph_threads import body_of, gateway_of, new_thread
 from durable_teams.gateway.doors.langgraph.langgraph_webhooks import (
@@ -64,22 +68,23 @@ from durable_teams.workflows.conversation_reads import ConversationStatus
 from durable_teams.workflows.messages import Message
 
 
-async def begin(request: Request) -> tuple[RunStream, RunRequest]:
+async def begin(request: Request, steps: bool = False) -> tuple[RunStream, RunRequest]:
     """The run the request asks for, begun (and its webhook watching it): its turn accepted by
-    the thread (or its answer taken) before this returns, so an acknowledged run is never lost."""
+    the thread (or its answer taken) before this returns, so an acknowledged run is never lost.
+    `steps`: subscribed to the thread's announced steps before its turn goes in (a stream)."""
     gw = gateway_of(request)
     asked = run_request(await body_of(request, empty_ok=False))
     gw.check_team(asked.team)
     if asked.webhook is not None:
         asked.webhook = await check_webhook(asked.webhook)  # refused before anything goes in
-    run = await begin_run(request, asked)
+    run = await begin_run(request, asked, steps)
     run.shown = shown(scope_of(request), run.thread)
     if asked.webhook is not None:
         asked.webhook_error = await watch_run(gw, run.thread, run.run, run.team, asked.webhook, run.shown)
     return run, asked
 
 
-async def begin_run(request: Request, asked: RunRequest) -> RunStream:
+async def begin_run(request: Request, asked: RunRequest, steps: bool = False) -> RunStream:
     gw, scope = gateway_of(request), scope_of(request)
     thread = request.path_params.get("thread")
     if thread is None:  # a stateless run: a thread of its own (kept, as every thread)
@@ -87,6 +92,13 @@ async def begin_run(request: Request, asked: RunRequest) -> RunStream:
     else:
         thread = thread_in(request)
         await thread_for(gw, thread, asked, scope)
+    if steps:  # subscribed before the turn goes in: told of its every step
+        return await subscribed_run(gw, thread, lambda: run_on(gw, thread, asked, scope))
+    return await run_on(gw, thread, asked, scope)
+
+
+async def run_on(gw: Gateway, thread: str, asked: RunRequest, scope: str | None) -> RunStream:
+    """The run begun on `thread`: its turn, or its resume."""
     seen = await snapshot(gw, thread, scope)
     taken = await take_staged(gw, seen, asked.continuing, scope)  # threads.update_state's (langgraph_edits.py)
     if taken is not None:
@@ -205,7 +217,7 @@ async def stream(request: Request) -> Response:
     LangGraph's clients join it to their URL) the client reconnects to with `Last-Event-ID`."""
     if not request.state.open_stream():
         return error(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
-    run, asked = await begin(request)
+    run, asked = await begin(request, steps=True)
     headers = located(run) | webhook_failure(asked.webhook_error)
     if asked.resumable:  # the modes in it: a reconnect sends no body
         modes = urlencode([("stream_mode", mode) for mode in asked.modes])

@@ -6,26 +6,36 @@ The stream ends when the run does: the turn answered, failed, cancelled, or inte
 
 A run waits the core's way (durable_teams/client/turn_outcome.py): its outcome (the turn's
 reply, or a question the run had not seen) comes from the `turn_outcome` update, one call the
-server holds; a stream's steps come from one long poll of the thread's history
-(`watch_growth`, over durable_teams/client/reply_watch.py), the conversation read once per step
-from where it was read last. `wait` and `join` read it once, at the outcome. When the update
-cannot tell (a worker of an earlier release, a run continued as new, another waiter of this
-process on the thread), the thread's status is read with each step instead, and at least
-every `STATUS_RELOOK_SECONDS`: the update's way has no timer."""
+server holds. A stream learns of the steps that add to the shared conversation from the
+worker's announcements on the live hub (`Announced`, langgraph_waiting.py: subscribed before
+its turn went in, when it began the run), the conversation read from where it was read last at
+each such step and once more at the outcome, which confirms what was shown. Until the first
+announcement (a worker that does not share the gateway's hub) and after a quiet while, its
+steps come from one long poll of the thread's history (`watch_growth`, over
+durable_teams/client/reply_watch.py), the conversation read once per step. `wait` and `join`
+read it once, at the outcome. When the update cannot tell (a worker of an earlier release, a
+run continued as new, another waiter of this process on the thread), the thread's status is
+read with each step, on the history's watch, and at least every `STATUS_RELOOK_SECONDS`: the
+update's way has no timer. The frames of each message: langgraph_frames.py."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from durable_teams.client.refusals import ConversationEnded
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
 from durable_teams.gateway.core.sse import sse_frame
 from durable_teams.gateway.core.threads import Gateway
+from durable_teams.gateway.doors.langgraph.langgraph_frames import (
+    END,
+    RunFrames,
+    frame_key,
+    numbered,
+)
 from durable_teams.gateway.doors.langgraph.langgraph_queue import (
     cancelled_in_queue,
     never_began,
@@ -35,6 +45,7 @@ from durable_teams.gateway.doors.langgraph.langgraph_queue import (
 from durable_teams.gateway.doors.langgraph.langgraph_reading import conversation_after, reply_of
 from durable_teams.gateway.doors.langgraph.langgraph_waiting import (
     STATUS_RELOOK_SECONDS,
+    Announced,
     kept,
     told_nothing,
     until_first,
@@ -42,18 +53,15 @@ from durable_teams.gateway.doors.langgraph.langgraph_waiting import (
 )
 from durable_teams.gateway.doors.langgraph.langgraph_wire import (
     RunRef,
-    debug_events,
-    interrupts_of,
-    lc_message,
-    values_of,
 )
+from durable_teams.live.hub import Live
 from durable_teams.workflows.conversation_reads import ConversationStatus, TurnOutcome
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, TurnReply
 
 
 @dataclass
-class RunStream:
+class RunStream(RunFrames):
     """One run followed in the shared conversation from index `floor`: a resume's from there
     (`start` set), a turn's from its message, the `skip`+1-th turn message after `floor` (the
     `skip` turns numbered just before it come first, less those of them cancelled before they
@@ -79,6 +87,22 @@ class RunStream:
     dropped: set[int] = field(default_factory=set)
     begun: int = 0
     """The turn messages after `floor` when `dropped` was last read."""
+    subscription: AbstractAsyncContextManager[asyncio.Queue[Live]] | None = None
+    steps: asyncio.Queue[Live] | None = None
+    """The thread's announced steps (`subscribe_steps`, entered: a stream's, subscribed before
+    its turn went in when it began it; closed by `unsubscribe`)."""
+
+    async def subscribe(self) -> None:
+        """Take the thread's announced steps from now on (a stream shows each step from them)."""
+        if self.subscription is None:
+            subscription = self.gw.hub.subscribe_steps(self.thread)
+            self.steps = await subscription.__aenter__()
+            self.subscription = subscription
+
+    async def unsubscribe(self) -> None:
+        if self.subscription is not None:
+            subscription, self.subscription, self.steps = self.subscription, None, None
+            await subscription.__aexit__(None, None, None)
 
     async def locate(self) -> int | None:
         """Where the run's messages start in `messages`, once its turn has begun (None: still
@@ -107,11 +131,11 @@ class RunStream:
         grown, sent = asyncio.Event(), -1
         outcome = kept(self._outcome())
         watcher: asyncio.Future[None] | None = None
+        news = Announced(self.steps, grown, self.gw.log.quiet_seconds) if show and self.steps else None
+        listener = kept(news.listen()) if news is not None else None
         try:
             while True:
-                if watcher is None and (show or told_nothing(outcome)):
-                    watcher = kept(watch_growth(self.gw.client, self.thread, grown))
-                    await grown.wait()  # its first look at the history: the reads come after it
+                watcher = await self._watching(watcher, grown, outcome, show, news)
                 # no await from here to `grown.clear()`: a step after this is seen by the wait below
                 settled = outcome.done()  # before the reads: what it tells of is in them
                 by_status = settled and outcome.result() is None  # the update could not tell
@@ -139,12 +163,29 @@ class RunStream:
                     watcher = None
                     continue
                 # an outcome that came during the reads was not judged: it ends the wait at once
-                await until_first(grown, None if settled else outcome, None if stopped else watcher,
+                await until_first(grown, None if settled else outcome, None if stopped else watcher or listener,
                                   STATUS_RELOOK_SECONDS if by_status else None)
         finally:
-            outcome.cancel()
-            if watcher is not None:
-                watcher.cancel()
+            for task in (outcome, watcher, listener):
+                if task is not None:
+                    task.cancel()
+
+    async def _watching(self, watcher: asyncio.Future[None] | None, grown: asyncio.Event,
+                        outcome: asyncio.Future[TurnOutcome | None], show: bool,
+                        news: Announced | None) -> asyncio.Future[None] | None:
+        """The watch of the thread's history the reader needs now: none while the worker's
+        announcements tell of each step and the update tells the outcome; else one (begun
+        here, after its first look at the history: the reads come after it)."""
+        if news is not None:
+            news.drain()
+        announced = news is not None and news.trusted and not told_nothing(outcome)
+        if watcher is not None and announced:
+            watcher.cancel()  # announcements tell of each step: no watch of the history
+            return None
+        if watcher is None and not announced and (show or told_nothing(outcome)):
+            watcher = kept(watch_growth(self.gw.client, self.thread, grown))
+            await grown.wait()
+        return watcher
 
     async def _outcome(self) -> TurnOutcome | None:
         """The run's turn's outcome, its reply or a question not in `seen` (None: the update
@@ -177,14 +218,18 @@ class RunStream:
             self.seen |= {q.question_id for q in fresh}
         return False
 
-    def metadata(self, node: str | None, step: int) -> dict[str, Any]:
-        return {"thread_id": self.shown or self.thread, "run_id": self.run.id, "assistant_id": self.team,
-                "graph_id": self.team, "langgraph_node": node, "langgraph_step": step}
-
     async def frames(self, modes: list[str], after: str | None = None) -> AsyncIterator[str]:
         """The run's SSE frames: `metadata` first, then each mode's events for each message,
         the same frames under the same ids however often it is read: `after`, a frame's id
         (`Last-Event-ID`), resumes the stream after that frame."""
+        await self.subscribe()  # a stream it began is subscribed already
+        try:
+            async for frame in self._frames(modes, after):
+                yield frame
+        finally:
+            await self.unsubscribe()
+
+    async def _frames(self, modes: list[str], after: str | None) -> AsyncIterator[str]:
         seen = frame_key(after) if after else None
         head = [sse_frame("metadata", {"run_id": self.run.id, "thread_id": self.shown or self.thread, "attempt": 1})]
         if "events" in modes:
@@ -198,99 +243,17 @@ class RunStream:
         for frame in numbered(END, self.end_frames(modes), seen):
             yield frame
 
-    def message_frames(self, modes: list[str], messages: list[Message], index: int) -> list[str]:
-        """The frames of message `index`: what its tool wrote to its stream writer (`custom`,
-        as written while it ran: before the message), the values up to it, and each mode's
-        event of it."""
-        custom = messages[index].custom if "custom" in modes else None
-        frames = [sse_frame("custom", json.dumps(data, separators=(",", ":"))) for data in custom or []]
-        if "values" in modes:
-            frames.append(sse_frame("values", values_of(messages[:index + 1])))
-        message = messages[index]
-        if message.role == "user" and message.kind == "message":  # the run's input: in `values`, no node's update
-            return frames + self.debug_frames(modes, messages, index, None, None)
-        node = node_of(messages, index)
-        wire = lc_message(message, index)
-        meta = self.metadata(node, index)
-        if "updates" in modes:
-            frames.append(sse_frame("updates", {node: {"messages": [wire]}}))
-        if "messages-tuple" in modes:
-            frames.append(sse_frame("messages", [wire, meta]))
-        if "messages" in modes:
-            frames.append(sse_frame("messages/metadata", {wire["id"]: {"metadata": meta}}))
-            frames.append(sse_frame("messages/complete", [wire]))
-        if "events" in modes:
-            kind = "on_tool_end" if message.role == "tool" else "on_chat_model_end"
-            frames.append(sse_frame("events", {"event": kind, "name": message.name or node, "run_id": self.run.id,
-                                               "data": {"output": wire}, "metadata": meta,
-                                               "tags": [], "parent_ids": [self.run.id]}))
-        return frames + self.debug_frames(modes, messages, index, node, wire)
-
-    def debug_frames(self, modes: list[str], messages: list[Message], index: int, node: str | None,
-                     wire: dict[str, Any] | None) -> list[str]:
-        if "debug" not in modes:
-            return []
-        return [sse_frame("debug", event)
-                for event in debug_events(self.shown or self.thread, index, values_of(messages[:index + 1]), node, wire)]
-
-    def end_frames(self, modes: list[str]) -> list[str]:
-        frames = []
-        if self.interrupts:  # a breakpoint's alone: {"__interrupt__": []} in updates, as LangGraph's
-            waiting = interrupts_of(self.interrupts)
-            for mode in ("values", "updates") if waiting else ("updates",):
-                if mode in modes:
-                    frames.append(sse_frame(mode, {"__interrupt__": waiting}))
-        elif self.ending is not None and self.ending.status == "failed":
-            frames.append(sse_frame("error", {"error": "RunFailed", "message": self.ending.text}))
-        if "events" in modes:
-            frames.append(sse_frame("events", self.chain_event(
-                "on_chain_end", {"output": values_of(self.messages)})))
-        return frames
-
-    def chain_event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        return {"event": kind, "name": self.team, "run_id": self.run.id, "data": data,
-                "metadata": self.metadata(None, 0), "tags": [], "parent_ids": []}
-
-    def final_values(self) -> dict[str, Any]:
-        """What `wait` and `join` return: the state's values, with the interrupts when the run
-        waits for a person, or `__error__` when the turn failed."""
-        values = values_of(self.messages)
-        if interrupts_of(self.interrupts):
-            values["__interrupt__"] = interrupts_of(self.interrupts)
-        elif self.ending is not None and self.ending.status == "failed":
-            values["__error__"] = {"error": "RunFailed", "message": self.ending.text}
-        return values
-
-
-END = 10**9
-"""The index the frames after the run's last message are numbered under."""
-
-
-def frame_key(frame_id: str) -> tuple[int, int]:
-    """A frame id (`<message index>.<frame>`) as what orders it; a malformed one orders first."""
-    index, _, number = frame_id.partition(".")
+async def subscribed_run(gw: Gateway, thread: str, begin: Callable[[], Awaitable[RunStream]]) -> RunStream:
+    """The run `begin()` begins, subscribed to the thread's announced steps before it goes in."""
+    subscription = gw.hub.subscribe_steps(thread)
+    steps = await subscription.__aenter__()
     try:
-        return int(index), int(number)
-    except ValueError:
-        return (-2, 0)
-
-
-def numbered(index: int, frames: list[str], seen: tuple[int, int] | None) -> list[str]:
-    """The frames of message `index` with their ids, those up to `seen` left out."""
-    return [f"id: {index}.{n}\n{frame}" for n, frame in enumerate(frames)
-            if seen is None or (index, n) > seen]
-
-
-def node_of(messages: list[Message], index: int) -> str:
-    """The agent (LangGraph's node) a message came from: an assistant message's author; a tool
-    result's, the agent whose call it answers."""
-    message = messages[index]
-    if message.role == "assistant":
-        return message.name or "agent"
-    for earlier in range(index - 1, -1, -1):
-        if messages[earlier].role == "assistant":
-            return messages[earlier].name or "agent"
-    return "agent"
+        run = await begin()
+    except BaseException:
+        await subscription.__aexit__(None, None, None)
+        raise
+    run.subscription, run.steps = subscription, steps
+    return run
 
 
 def stream_error(message: str) -> str:

@@ -1,17 +1,21 @@
 """How a LangGraph run's reader waits (langgraph_stream.py): for the next step of the thread
-(one long poll of its history) or the run's outcome (the `turn_outcome` update), whichever
-comes first, with the tasks it leaves behind read so asyncio logs nothing."""
+that may add to the shared conversation (announced by the worker on the live hub: `Announced`;
+without announcements, one long poll of its history) or the run's outcome (the `turn_outcome`
+update), whichever comes first, with the tasks it leaves behind read so asyncio logs nothing."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from temporalio.client import Client
 
 from durable_teams.client.reply_watch import history_growth
+from durable_teams.live.hub import Live, Logged
 from durable_teams.workflows.conversation_reads import TurnOutcome
+from durable_teams.workflows.messages import Message
 
 T = TypeVar("T")
 
@@ -63,3 +67,62 @@ async def watch_growth(client: Client, thread: str, grown: asyncio.Event) -> Non
             grown.set()
     finally:
         grown.set()
+
+
+@dataclass
+class Announced:
+    """What the worker announces of a thread's log (`queue`: the thread's `subscribe_steps`):
+    `grown` set at each message of the shared conversation's own (agent run 0: the person's,
+    the supervisor's, a handoff's; a worker's messages join the shared conversation in the
+    workflow task that appends such a message, or at the turn's end, when the run's outcome
+    has the conversation read), once the calls of its assistant messages have their tool
+    messages (`open_calls`: a call and its result are read together; one that waits for a
+    person ends the run with its question); an answer (an assistant message with no call) is
+    read with the outcome it brings. `trusted` once one came and until `quiet_seconds`
+    pass with no news (then `grown` is set once: the history is watched until the next one)."""
+
+    queue: asyncio.Queue[Live]
+    grown: asyncio.Event
+    quiet_seconds: float
+    heard: bool = False
+    quiet: bool = False
+    open_calls: set[str] = field(default_factory=set)
+
+    @property
+    def trusted(self) -> bool:
+        return self.heard and not self.quiet
+
+    def take(self, item: Live) -> None:
+        self.quiet = False
+        if not isinstance(item, Logged):
+            return
+        self.heard = True
+        try:
+            message = Message.model_validate(item.message)
+        except ValueError:  # not a message this release reads: read the conversation
+            self.grown.set()
+            return
+        if message.agent_run != 0:
+            return
+        if message.role == "tool" and message.tool_call_id:
+            self.open_calls.discard(message.tool_call_id)
+        self.open_calls |= {call.id for call in message.tool_calls or []}
+        if message.role == "assistant" and message.kind == "message" and not message.tool_calls:
+            return  # the turn's answer: read with its outcome, which comes with it
+        if not self.open_calls:
+            self.grown.set()
+
+    def drain(self) -> None:
+        while not self.queue.empty():
+            self.take(self.queue.get_nowait())
+
+    async def listen(self) -> None:
+        while True:
+            try:
+                item = await asyncio.wait_for(self.queue.get(), self.quiet_seconds)
+            except TimeoutError:
+                if self.trusted:
+                    self.quiet = True
+                    self.grown.set()
+                continue
+            self.take(item)

@@ -29,6 +29,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.shared.exceptions import NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp
+from temporalio.client import WorkflowExecutionDescription
 
 from durable_teams.client.refusals import ConversationNotFound
 from durable_teams.gateway.core.outcomes import Outcome
@@ -163,10 +164,12 @@ class McpDoor:
             if params.request_state is not None:  # the repeated call of an input_required result
                 thread, question = parse_state(params.request_state)
                 return await self.answered(ctx, team, thread, question, params.input_responses or {})
-            thread = await self.thread_for(team, call.thread_id, scope, caller_user(ctx))
+            thread, described = await self.thread_described(team, call.thread_id, scope, caller_user(ctx))
             if params.task is not None or (ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
                                            and declares_tasks(ctx.params)):
-                return await self.as_task(ctx, thread, call.message, scope, params.task is not None)
+                view = await self.tasks.submitted(thread, call.message, scope, described)
+                return {"task": view.legacy()} if params.task is not None else (
+                    {"resultType": "task"} | view.modern(detailed=False))
             if call.message is None:
                 return await self.outcome(ctx, thread, None)
             status = await self.gateway.status(thread)
@@ -181,22 +184,21 @@ class McpDoor:
                          user: str | None = None) -> str:
         """A new thread of `team` in the caller's scope (its tenant) speaking for `user`, or
         the one the caller names `wanted` (its own id for it: core/tenant_ids.py) if it sees it."""
+        return (await self.thread_described(team, wanted, scope, user))[0]
+
+    async def thread_described(self, team: str, wanted: str | None, scope: str | None, user: str | None = None
+                               ) -> tuple[str, WorkflowExecutionDescription | None]:
+        """`thread_for`, with the description of the thread read to check it (None: a new thread)."""
         if wanted is None:
-            return await self.gateway.start_thread(team, scope=scope, user=user)
+            return await self.gateway.start_thread(team, scope=scope, user=user), None
         try:  # one describe for the caller's own id
             thread, described = await visible_thread(self.gateway, scope, wanted)
-            if await self.gateway.running(thread, team, scope=scope, described=described):
-                return thread
+            running = await self.gateway.running_described(thread, team, scope=scope, described=described)
+            if running is not None:
+                return thread, running
         except ConversationNotFound:  # another scope's thread: as if there were none
             pass
         raise BadCall(f"no thread {wanted}")
-
-    async def as_task(self, ctx: ServerRequestContext[Any], thread: str, message: str | None,
-                      scope: str | None, legacy: bool) -> dict[str, Any]:
-        """The turn as a task, once the workflow has it: the 2025-11-25 `CreateTaskResult`
-        (`legacy`: the call had a `task` field), else the tasks extension's."""
-        view = await self.tasks.read(await self.tasks.submit(thread, message, scope), scope)
-        return {"task": view.legacy()} if legacy else {"resultType": "task"} | view.modern(detailed=False)
 
     async def answered(self, ctx: ServerRequestContext[Any], team: str, thread: str, question: str,
                        responses: Mapping[str, Any]) -> types.CallToolResult | types.InputRequiredResult:

@@ -51,8 +51,8 @@ from durable_teams.gateway.doors.mcp.task_wire import (
     view_of,
 )
 from durable_teams.workflows.conversation import TeamWorkflow
-from durable_teams.workflows.conversation_reads import ConversationStatus
-from durable_teams.workflows.turn_states import TurnState, answering, turn_state
+from durable_teams.workflows.conversation_reads import ConversationStatus, TurnOutcome
+from durable_teams.workflows.turn_states import TurnState, answering, replied_state, turn_state
 
 LIST_READ_SECONDS = 2.0
 
@@ -72,18 +72,30 @@ class McpTasks:
     page_size: int = PAGE
     """Threads a `tasks/list` page lists."""
 
-    async def submit(self, thread: str, message: str | None, scope: str | None) -> str:
+    async def submit(self, thread: str, message: str | None, scope: str | None) -> tuple[str, bool]:
         """`message` sent to the thread as a turn, or as the answer to its open question (none:
         the turn in flight); its task id as a caller of `scope` names it, once the workflow has
-        it (a `tasks/get` finds it)."""
+        it (a `tasks/get` finds it), and whether it is a new turn."""
         status = await self.gateway.status(thread)
         if message is None:
-            return shown_task(scope, thread, max(answering(status), 1))
+            return shown_task(scope, thread, max(answering(status), 1)), False
         if status.pending:
             await self.gateway.begin_exchange(thread, message, seen=status)
-            return shown_task(scope, thread, answering(status))
+            return shown_task(scope, thread, answering(status)), False
         accepted = await submit_turn(self.gateway.client, thread, message, busy_timeout=self.gateway.busy_seconds)
-        return shown_task(scope, thread, accepted.number)
+        return shown_task(scope, thread, accepted.number), True
+
+    async def submitted(self, thread: str, message: str | None, scope: str | None,
+                        described: WorkflowExecutionDescription | None) -> TaskView:
+        """The task `message` makes (`submit`), as it stands once the workflow has it: a new
+        turn on a thread `described` running (as read to check the caller's right to it) is
+        working (queued behind another, or begun: "working" either way), no read needed; else read."""
+        task, new_turn = await self.submit(thread, message, scope)
+        if not new_turn or described is None:
+            return await self.read(task, scope)
+        created = described.start_time or datetime.now(UTC)
+        return view_of(task, thread, TurnState("working"), None, created, datetime.now(UTC), self.poll_ms,
+                       shown(scope, thread))
 
     async def located(self, task: str, scope: str | None) -> tuple[str, int, WorkflowExecutionDescription]:
         """(workflow, turn, the workflow described) of the task a caller of `scope` names and
@@ -197,16 +209,31 @@ class McpTasks:
         when the core says its turn may stand otherwise (`turn_changes`: at once when it is
         settled already), once the caller is known to see it."""
         thread, number, described = await self.located(task, scope)
-        await self.described(thread, scope, task, described)  # nobody waits on a task they cannot see
+        described, _ = await self.described(thread, scope, task, described)  # nobody waits on a task they cannot see
         asked: set[str] | None = set() if "input_required" in until else None  # a question settles it, or the reply alone
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.wait_seconds if within is None else within), \
                     aclosing(self.gateway.turn_changes(thread, number, asked)) as changes:
-                async for _ in changes:
-                    view = await self.read(task, scope)
+                async for told in changes:
+                    # the reply the update told, as a read would show it (no read); else read
+                    view = self.replied(task, thread, number, scope, described, told) or await self.read(task, scope)
                     if view.status in until:
                         return view
         return await self.read(task, scope)
+
+    def replied(self, task: str, thread: str, number: int, scope: str | None,
+                described: WorkflowExecutionDescription, told: TurnOutcome | None) -> TaskView | None:
+        """Task `task` (turn `number` of the workflow `thread`, as a caller of `scope` names it)
+        as its turn's reply (`told` by the `turn_outcome` update) settled it, on a thread
+        `described` running (as it was when the caller's right to it was checked); None when
+        `told` is no reply of its turn."""
+        if told is None or told.reply is None or told.reply.turn != number:
+            return None
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            return None  # an ended thread's task: read (how it ended says the state)
+        created = described.start_time or datetime.now(UTC)
+        return view_of(task, thread, replied_state(told.reply), None, created, datetime.now(UTC), self.poll_ms,
+                       shown(scope, thread))
 
     async def listed(self, scope: str | None, cursor: str | None = None) -> tuple[list[TaskView], str | None]:
         """A page of each visible thread's latest task (Temporal's visibility order: running

@@ -60,8 +60,8 @@ async def retrieve(request: Request) -> Response:
         await state.read(gw, ref)  # an id that names no response: 404 before the stream starts
         if not may_stream(request):
             return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
-        feed = await live.open_feed(gw, ref.thread)  # joined: the calls made from now on
-        return sse_response(event_stream(gw, ref, team, created, start, feed=feed), {}, openai_error, scope_of(request))
+        opened = await live.open_stream(gw, ref.thread)  # joined: the steps and calls from now on
+        return sse_response(event_stream(gw, ref, team, created, start, opened), {}, openai_error, scope_of(request))
     view, _ = await state.read(gw, ref)
     return JSONResponse(response_object(view, team, created, live=gw.live_responses))
 

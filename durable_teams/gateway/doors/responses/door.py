@@ -85,8 +85,9 @@ async def create(request: Request) -> Response:
     max_tokens = body.get("max_output_tokens")
     with naming_previous():
         thread = input_thread(team, previous, given, key, request)
-    # a stream subscribes to live deltas before its input goes in: it sees every call from its start
-    feed = await live.open_feed(gw, thread) if stream and thread else None
+    # a stream subscribes to its steps and live deltas before its input goes in: it is told of
+    # every step and sees every call from its start
+    opened = await live.open_stream(gw, thread) if stream and thread else None
     try:
         if previous is None and given.conversation is not None:
             ref = await resent(gw, team, given.conversation, request, max_tokens, end_user(body),
@@ -101,26 +102,26 @@ async def create(request: Request) -> Response:
                                       max_tokens, key, body.get("input"))
         created = await created_at(gw, ref.thread)
     except Refused as refused:
-        await live.close(feed)
+        await live.close_stream(opened)
         return refused.response
     except AskedAgain as asked:
         ref, asking = asked.ref, f"{asked} "
         created = await created_at(gw, ref.thread)
     except BaseException:
-        await live.close(feed)
+        await live.close_stream(opened)
         raise
-    return await answer(gw, ref, team, created, body, feed, asking)
+    return await answer(gw, ref, team, created, body, opened, asking)
 
 
 async def answer(gw: Gateway, ref: ResponseRef, team: str, created: int, body: dict[str, Any],
-                 feed: live.Feed | None, asking: str) -> Response:
+                 opened: live.Opened | None, asking: str) -> Response:
     """The response a request made: streamed, as it started (background), or once it ended;
     `store` echoed as sent (the thread keeps its log either way), `asking` before the text of a
     question asked again."""
     store = body.get("store") is not False
     if body.get("stream"):
-        feed = await live.feed_for(gw, feed, ref)
-        return sse_response(event_stream(gw, ref, team, created, -1, bool(body.get("background")), feed, store,
+        opened = await live.stream_for(gw, opened, ref)
+        return sse_response(event_stream(gw, ref, team, created, -1, opened, bool(body.get("background")), store,
                                          asking), {}, openai_error)
     if body.get("background"):
         view, _ = await state.read(gw, ref)
@@ -184,28 +185,28 @@ async def created_at(gw: Gateway, thread: str) -> int:
 
 
 async def event_stream(gw: Gateway, ref: ResponseRef, team: str, created: int, after: int,
-                       background: bool = False, feed: live.Feed | None = None,
+                       opened: live.Opened, background: bool = False,
                        store: bool = True, asking: str = "") -> AsyncIterator[str]:
-    """The response's events numbered from durable state, from `after + 1` until it ends, with
-    live text deltas from `feed` between them (durable_teams/gateway/doors/responses/live.py)."""
+    """The response's events numbered from durable state, from `after + 1` until it ends, its
+    steps as the worker announces them (`opened.steps`, read by `state.views`), with live text
+    deltas from `opened.feed` between them (durable_teams/gateway/doors/responses/live.py)."""
     sent = after
+    feed = opened.feed
     text = live.LiveText(ref, feed.floor) if feed is not None else None
-    steps = gw.hub.subscribe_steps(ref.thread)  # its steps as the worker announces them (state.views)
     try:
-        async with steps as announced:
-            async for got in live.merged(state.views(gw, ref, announced), feed.deltas if feed is not None else None):
-                if isinstance(got, View):
-                    got = asked_again(got, asking)
-                    for event in numbered(events(got, team, created, background, gw.live_responses), sent):
-                        if text is not None and event["type"] == "response.output_text.delta":
-                            event = {**event, "delta": text.rest(event["delta"])}
-                        if not store and "response" in event:
-                            event = {**event, "response": {**event["response"], "store": False}}
-                        yield sse_frame(event["type"], event)
-                        sent = event["sequence_number"]
-                    if got.ended:
-                        return
-                elif text is not None and sent >= live.OPENED and (piece := text.take(got)):
-                    yield sse_frame("response.output_text.delta", text.event(piece, sent))
+        async for got in live.merged(state.views(gw, ref, opened.steps), feed.deltas if feed is not None else None):
+            if isinstance(got, View):
+                got = asked_again(got, asking)
+                for event in numbered(events(got, team, created, background, gw.live_responses), sent):
+                    if text is not None and event["type"] == "response.output_text.delta":
+                        event = {**event, "delta": text.rest(event["delta"])}
+                    if not store and "response" in event:
+                        event = {**event, "response": {**event["response"], "store": False}}
+                    yield sse_frame(event["type"], event)
+                    sent = event["sequence_number"]
+                if got.ended:
+                    return
+            elif text is not None and sent >= live.OPENED and (piece := text.take(got)):
+                yield sse_frame("response.output_text.delta", text.event(piece, sent))
     finally:
-        await live.close(feed)
+        await live.close_stream(opened)

@@ -16,6 +16,8 @@ made) being past the log's end when it subscribed. A `POST` stream subscribes be
 goes in, so it sees all of its calls (unless it is a request sent again: the calls already made
 come whole); a resumed stream sees those made after it joined. The text of any other call comes
 whole at the end.
+A stream also subscribes to the steps the worker announces (`Opened`) before its input goes in:
+`state.views` shows each step from its announcement (durable_teams/gateway/core/step_news.py).
 Live deltas are on only where they cross processes (a broker is configured: `Gateway.
 live_responses`, the same on every gateway), so without one a stream is as it always was.
 """
@@ -34,7 +36,7 @@ from durable_teams.gateway.core.live_text import ContentStream
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.responses.events import message_id
 from durable_teams.gateway.doors.responses.from_log import ResponseRef, View
-from durable_teams.live.hub import Delta
+from durable_teams.live.hub import Delta, Live
 
 OPENED = 3
 """The sequence number of the live layout's `content_part.added`: deltas go after it."""
@@ -77,13 +79,45 @@ async def close(feed: Feed | None) -> None:
         await feed.subscription.__aexit__(None, None, None)
 
 
-async def feed_for(gw: Gateway, feed: Feed | None, ref: ResponseRef) -> Feed | None:
-    """The feed a created response's stream reads: the one subscribed before its input went
-    in, if on its thread (not a fork's, say), else one joined now."""
-    if feed is not None and feed.thread == ref.thread:
-        return feed
-    await close(feed)
-    return await open_feed(gw, ref.thread)
+@dataclass
+class Opened:
+    """What a stream subscribed to before its input went in: the thread's announced steps
+    (`steps`, the `subscribe_steps` queue read by `state.views`: the turn's first steps are
+    announced to it, so it needs no history watch to learn of them) and, where deltas are
+    shown, its `feed`."""
+
+    thread: str
+    subscription: AbstractAsyncContextManager[asyncio.Queue[Live]]
+    steps: asyncio.Queue[Live]
+    feed: Feed | None
+
+
+async def open_stream(gw: Gateway, thread: str) -> Opened:
+    """The thread's announced steps and its deltas (`open_feed`) from now on."""
+    subscription = gw.hub.subscribe_steps(thread)
+    steps = await subscription.__aenter__()
+    try:
+        return Opened(thread, subscription, steps, await open_feed(gw, thread))
+    except BaseException:
+        await subscription.__aexit__(None, None, None)
+        raise
+
+
+async def close_stream(opened: Opened | None) -> None:
+    if opened is not None:
+        try:
+            await close(opened.feed)
+        finally:
+            await opened.subscription.__aexit__(None, None, None)
+
+
+async def stream_for(gw: Gateway, opened: Opened | None, ref: ResponseRef) -> Opened:
+    """What a created response's stream reads: what was subscribed before its input went in,
+    if on its thread (not a fork's, say), else subscribed now."""
+    if opened is not None and opened.thread == ref.thread:
+        return opened
+    await close_stream(opened)
+    return await open_stream(gw, ref.thread)
 
 
 @dataclass
