@@ -1,7 +1,8 @@
 """What a new A2A push config is told first (durable_teams/gateway/doors/a2a/push_start.py): a
 config carried by a message whose task ended before the config was stored (a fast model) is
-told the end; a config set on an ended task is told its end, once; a config set while the task
-asks is told that question once, then what follows. Each delivery names the task and context
+told the end; a config set on an ended task is told its end, once (a second one too, once the
+task's push workflow has told the first); a config set while the task asks is told that
+question once, then what follows. Each delivery names the task and context
 by the caller's own ids, and another tenant cannot set a config on the task."""
 
 from __future__ import annotations
@@ -114,15 +115,21 @@ async def test_a_config_set_on_an_ended_task_is_told_its_end_once_and_only_by_it
                                     -32001)
         made = await shop.call("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": receiver.url})
         await until(lambda: told(receiver, 1), "the end of the task the config was set on")
+        late = await shop.call("CreateTaskPushNotificationConfig", {"taskId": task["id"], "id": "late",
+                                                                    "url": receiver.url, "token": "late"})
+        await until(lambda: told(receiver, 2), "the end told to a config set after it was told")
         deliveries = await delivered_once_and_done(client, f"{SHOP}:{task['contextId']}::1")
         listed = await shop.call("ListTaskPushNotificationConfigs", {"taskId": task["id"]})
         for rpc in (shop, crm):
             await rpc.http.aclose()
     assert task["status"]["state"] == "TASK_STATE_COMPLETED" and "result" in made, made
     assert refused  # TaskNotFoundError: another tenant's task is as good as missing
-    assert deliveries == 1 and len(receiver.received) == 1
-    assert_names_the_task(updates(receiver)[0], task, "TASK_STATE_COMPLETED")
-    assert [c["url"] for c in listed["result"]["configs"]] == [receiver.url]  # kept while it lingers
+    assert "result" in late, late
+    assert deliveries == 2 and len(receiver.received) == 2  # the end, once to each config
+    assert [h.get("X-A2A-Notification-Token") for h, _ in receiver.received] == [None, "late"]
+    for update in updates(receiver):
+        assert_names_the_task(update, task, "TASK_STATE_COMPLETED")
+    assert sorted(c.get("id", "") != "late" for c in listed["result"]["configs"]) == [False, True]  # kept
 
 
 async def test_a_config_set_while_the_task_asks_is_told_that_question_once_then_what_follows(

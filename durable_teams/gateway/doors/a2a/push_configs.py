@@ -28,7 +28,7 @@ from durable_teams.gateway.core.turn_tasks import task_id
 from durable_teams.gateway.doors.a2a.push_start import first_cursor
 from durable_teams.gateway.doors.a2a.wire import state_of
 from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
-from durable_teams.workflows.push_targets import public_refusal
+from durable_teams.workflows.push_targets import public_refusal, signature
 
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
 """`1` (or `true`, `yes`): deliver to loopback, private and link-local addresses too (a
@@ -125,10 +125,12 @@ class PushConfigs:
         told; else the state it is in now, if worth telling, and those after it: push_start.py).
         Its deliveries name the task and context as `task` does."""
         await self.check(params)
-        last = await first_cursor(self.gateway.client, thread, state_of(task), fresh)
+        now = state_of(task)
+        last = await first_cursor(self.gateway.client, thread, now, fresh)
         config = PushConfig(id=params.id or uuid.uuid4().hex, url=params.url, token=params.token,
                             scheme=params.authentication.scheme, credentials=params.authentication.credentials,
-                            context=task.context_id if task.context_id != thread else None)
+                            context=task.context_id if task.context_id != thread else None,
+                            state_seen=signature(now))
         start = WithStartWorkflowOperation(
             A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=last,
                                            allow_private=self.options.allow_private,
