@@ -109,6 +109,8 @@ class A2APushWorkflow:
         self.inp = inp
         self.told: TaskChange | None = None
         """The change told last (in this run)."""
+        self.telling: set[asyncio.Future[None]] = set()
+        """Deliveries of the change told last to configs set after it (held till done)."""
 
     @workflow.run
     async def run(self, inp: PushInput) -> None:
@@ -164,7 +166,9 @@ class A2APushWorkflow:
             and self.told.signature.partition("@")[0] == config.state_seen
         self.configs[config.id] = config.model_copy(update={"state_seen": None})
         if late and self.told is not None and workflow.patched(TELL_A_LATE_CONFIG):
-            asyncio.ensure_future(self._deliver(self.inp, self.configs[config.id], self.told))
+            telling = asyncio.ensure_future(self._deliver(self.inp, self.configs[config.id], self.told))
+            self.telling.add(telling)
+            telling.add_done_callback(self.telling.discard)
 
     @set_config.validator
     def _may_set(self, config: PushConfig) -> None:
