@@ -409,6 +409,43 @@ async def a2a_push_delivered(client: Client, name: str) -> None:
         await conversation.signal(TeamWorkflow.close)
 
 
+async def a2a_push_late_config(client: Client, name: str) -> None:
+    """After 0.1.0: a push workflow that told its first config the support turn's question, then
+    got a second config set while the task still asks it (told that question too, under the
+    patch `a2a-push-tell-a-late-config-the-state-told`), both configs then deleted."""
+    from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
+    from durable_teams.workflows.a2a_tasks import TaskState
+    from durable_teams.workflows.push_targets import from_the_start, signature
+    from durable_teams.workflows.turn_states import question_text
+
+    from .push_receiver import receiving
+
+    compiled = support.build().compile()
+    thread = f"{name}-thread"
+    async with running_worker(client, "record", [compiled], ScriptedModel(support.SCRIPT)), receiving() as receiver:
+        await start_conversation(client, compiled.spec.name, ConversationInput(
+            team=compiled.spec, single_turn=False, set_search_attributes=False), id=thread, task_queue="record")
+        conversation = client.get_workflow_handle(thread)
+        turn = asyncio.ensure_future(send_turn(client, thread, support.QUESTION))
+        asked = await pending_question(conversation)
+        push = await client.start_workflow(A2APushWorkflow.run, PushInput(
+            thread=thread, turn=1, last=from_the_start(), allow_private=True, poll_seconds=0.05, retry_seconds=0.1,
+            configs=[PushConfig(id="hook", url=receiver.url)]), id=name, task_queue="record")
+
+        async def told(n: int) -> bool:
+            return len(receiver.received) >= n
+        await until(lambda: told(1), "the question's notification")
+        seen = signature(TaskState("INPUT_REQUIRED", question_text(asked)))
+        await push.execute_update(A2APushWorkflow.set_config, PushConfig(id="late", url=receiver.url,
+                                                                         state_seen=seen))
+        await until(lambda: told(2), "the question told to the late config")
+        for config in ("hook", "late"):
+            assert await push.execute_update(A2APushWorkflow.delete_config, config)
+        await push.result()
+        turn.cancel()
+        await conversation.terminate("recorded")
+
+
 async def fresh_question(handle: WorkflowHandle, seen: str) -> Any:
     pending = await handle.query(TeamWorkflow.pending_questions)
     return next((q for q in pending if q.question_id != seen), None)
@@ -441,6 +478,8 @@ CONVERSATIONS: dict[str, Callable[[Client, str], Awaitable[dict[str, str] | None
     "deleted_response": deleted_response,
     # after 0.1.0: A2A push notifications (docs/a2a.md)
     "a2a_push_delivered": a2a_push_delivered,
+    # after 0.1.0: a push config set after the state the task is in was told (docs/a2a.md)
+    "a2a_push_late_config": a2a_push_late_config,
 }
 
 

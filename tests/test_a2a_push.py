@@ -108,8 +108,13 @@ async def test_push_configs_are_kept_by_a_workflow_and_delivered_with_retries(
                                                    authentication=pb.AuthenticationInfo(scheme="Bearer",
                                                                                         credentials="cred-2"))
             made = await agent.create_task_push_notification_config(config)
+
+            async def told(n: int) -> bool:
+                return len(receiver.received) >= n
+            await until(lambda: told(1), "the question the task asks when the config is set")
             other = await agent.create_task_push_notification_config(pb.TaskPushNotificationConfig(
                 task_id=asked.id, id="second", url=receiver.url))
+            await until(lambda: told(2), "the question told to the second config too")
             listed = await agent.list_task_push_notification_configs(
                 pb.ListTaskPushNotificationConfigsRequest(task_id=asked.id))
             got = await agent.get_task_push_notification_config(
@@ -126,12 +131,9 @@ async def test_push_configs_are_kept_by_a_workflow_and_delivered_with_retries(
         async with running_gateway(client, task_queue, **options) as url:  # another gateway answers
             agent = await a2a(url)
             await send(agent, message("Order 4711", task_id=asked.id, context_id=asked.context_id))
-
-            async def told(n: int) -> bool:
-                return len(receiver.received) >= n
-            await until(lambda: told(2), "the approval's notification, after one failed delivery")
+            await until(lambda: told(4), "the approval's notification, after one failed delivery")
             await send(agent, message("yes", task_id=asked.id, context_id=asked.context_id))
-            await until(lambda: told(3), "the completion's notification")
+            await until(lambda: told(5), "the completion's notification")
         described = await client.get_workflow_handle(push_id(asked.id)).describe()
         history = await client.get_workflow_handle(push_id(asked.id)).fetch_history()
 
@@ -139,16 +141,22 @@ async def test_push_configs_are_kept_by_a_workflow_and_delivered_with_retries(
     assert made.id and made.url == receiver.url and made.token == "push-token-1"
     assert other.id == "second" and {c.id for c in listed.configs} == {made.id, "second"} and got == made
     states = [body["statusUpdate"]["status"]["state"] for _, body in receiver.received]
-    assert states == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]
-    assert receiver.statuses == [503, 200, 200]
+    # the question asked when each config was set (the second, set after the first was told it,
+    # is told it too, once), the approval (refused once, then taken) and the end
+    assert states == ["TASK_STATE_INPUT_REQUIRED"] * 4 + ["TASK_STATE_COMPLETED"]
+    assert receiver.statuses == [200, 200, 503, 200, 200]
+    first, again = (receiver.received[i][1]["statusUpdate"]["status"]["message"] for i in (0, 1))
+    assert again == first  # the same status message (its messageId too)
+    assert receiver.received[0][1]["statusUpdate"]["status"]["message"]["parts"][0]["text"] == \
+        asked.status.message.parts[0].text
     started, = await client.data_converter.decode(
         history.events[0].workflow_execution_started_event_attributes.input.payloads, [PushInput])
     assert (started.retry_seconds, started.poll_seconds, started.allow_private) == (0.01, 0.05, True)
-    approval = receiver.received[1][1]["statusUpdate"]
+    approval = receiver.received[3][1]["statusUpdate"]
     assert approval["taskId"] == asked.id and approval["contextId"] == asked.context_id
     assert "Approve execute_refund(" in approval["status"]["message"]["parts"][0]["text"]
-    for headers, _ in receiver.received:
-        assert headers["X-A2A-Notification-Token"] == "push-token-1" and headers["Authorization"] == "Bearer cred-2"
+    tokens = [(h.get("X-A2A-Notification-Token"), h.get("Authorization")) for h, _ in receiver.received]
+    assert tokens == [("push-token-1", "Bearer cred-2"), (None, None)] + [("push-token-1", "Bearer cred-2")] * 3
     assert len(support.REFUNDS) == 1
     memo = await described.memo()
     kept_in_clear = f"{described.id} {memo} {described.search_attributes} {described.typed_search_attributes}"

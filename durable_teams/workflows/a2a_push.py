@@ -45,6 +45,9 @@ class PushConfig(Wire):
     not the workflow id (a tenant's own id, durable_teams/gateway/core/tenant_ids.py): its
     deliveries name the context and task so (left out of the wire when unset: configs set by
     an earlier release, or by an operator, read as before)."""
+    state_seen: str | None = left_out_when_unset()
+    """The task's state as the gateway read it when it set this config (`STATE:digest`): a
+    config added to a workflow that has told that state already is told it too (not kept)."""
 
     def __repr__(self) -> str:  # never the secrets in a log or a traceback
         return f"PushConfig(id={self.id!r}, url={self.url!r})"
@@ -92,6 +95,8 @@ class Delivery(Wire):
 
 
 FINAL = {"COMPLETED", "FAILED", "CANCELED", "REJECTED"}
+TELL_A_LATE_CONFIG = "a2a-push-tell-a-late-config-the-state-told"
+"""The patch under which a config added after a state was told is told that state."""
 
 
 @workflow.defn
@@ -101,6 +106,11 @@ class A2APushWorkflow:
         self.configs: dict[str, PushConfig] = {c.id: c for c in inp.configs}
         self.failures: dict[str, str] = {}
         """The latest delivery that failed for good, by config id (the reason, no secret)."""
+        self.inp = inp
+        self.told: TaskChange | None = None
+        """The change told last (in this run)."""
+        self.telling: set[asyncio.Future[None]] = set()
+        """Deliveries of the change told last to configs set after it (held till done)."""
 
     @workflow.run
     async def run(self, inp: PushInput) -> None:
@@ -114,7 +124,7 @@ class A2APushWorkflow:
                     workflow.continue_as_new(inp.model_copy(update={"configs": list(self.configs.values()),
                                                                     "last": last}))
                 continue
-            last, ended = change.signature, change.state in FINAL
+            last, ended, self.told = change.signature, change.state in FINAL, change
             await asyncio.gather(*(self._deliver(inp, c, change) for c in list(self.configs.values())))
         await workflow.wait_condition(lambda: not self.configs, timeout=LINGER)
 
@@ -150,7 +160,15 @@ class A2APushWorkflow:
 
     @workflow.update
     def set_config(self, config: PushConfig) -> None:
-        self.configs[config.id] = config
+        """Keep `config`; a new one, set while the task is in the state told last, is told it
+        (the states after it follow with the others')."""
+        late = config.id not in self.configs and self.told is not None and config.state_seen is not None \
+            and self.told.signature.partition("@")[0] == config.state_seen
+        self.configs[config.id] = config.model_copy(update={"state_seen": None})
+        if late and self.told is not None and workflow.patched(TELL_A_LATE_CONFIG):
+            telling = asyncio.ensure_future(self._deliver(self.inp, self.configs[config.id], self.told))
+            self.telling.add(telling)
+            telling.add_done_callback(self.telling.discard)
 
     @set_config.validator
     def _may_set(self, config: PushConfig) -> None:

@@ -15,8 +15,6 @@ from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import (
     WithStartWorkflowOperation,
     WorkflowExecutionStatus,
@@ -27,9 +25,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.core.turn_tasks import task_id
+from durable_teams.gateway.doors.a2a.push_start import first_cursor
 from durable_teams.gateway.doors.a2a.wire import state_of
 from durable_teams.workflows.a2a_push import A2APushWorkflow, PushConfig, PushInput
-from durable_teams.workflows.push_targets import newest_kept, public_refusal, with_cursor
+from durable_teams.workflows.push_targets import public_refusal, signature
 
 ALLOW_PRIVATE_ENV = "DURABLE_TEAMS_A2A_PUSH_ALLOW_PRIVATE"
 """`1` (or `true`, `yes`): deliver to loopback, private and link-local addresses too (a
@@ -122,15 +121,16 @@ class PushConfigs:
     async def set(self, thread: str, turn: int, task: pb.Task, params: pb.TaskPushNotificationConfig,
                   fresh: bool = False) -> pb.TaskPushNotificationConfig:
         """Keep `params` for turn `turn` of the workflow `thread`, `task` as its caller reads it
-        now (its state, and what came before it in the thread's history: what the receiver is
-        not told again; `fresh`: the task's message carried the config, so every state of the
-        task is told). Its deliveries name the task and context as `task` does."""
+        now (`fresh`: the task's message carried the config, so every state of the task is
+        told; else the state it is in now, if worth telling, and those after it: push_start.py).
+        Its deliveries name the task and context as `task` does."""
         await self.check(params)
         now = state_of(task)
-        last = with_cursor(now, "", 0) if fresh else with_cursor(now, *await self.history_end(thread))
+        last = await first_cursor(self.gateway.client, thread, now, fresh)
         config = PushConfig(id=params.id or uuid.uuid4().hex, url=params.url, token=params.token,
                             scheme=params.authentication.scheme, credentials=params.authentication.credentials,
-                            context=task.context_id if task.context_id != thread else None)
+                            context=task.context_id if task.context_id != thread else None,
+                            state_seen=signature(now))
         start = WithStartWorkflowOperation(
             A2APushWorkflow.run, PushInput(thread=thread, turn=turn, last=last,
                                            allow_private=self.options.allow_private,
@@ -146,16 +146,6 @@ class PushConfigs:
         except WorkflowUpdateFailedError as err:
             raise InvalidParamsError(str(getattr(err.cause, "message", err))) from None
         return as_config(task.id, config)
-
-    async def history_end(self, thread: str) -> tuple[str, int]:
-        """The thread's run and the id of the last event its history holds (not a count that
-        may include a workflow task in flight, whose events may yet be dropped)."""
-        client = self.gateway.client
-        run = (await client.get_workflow_handle(thread).describe()).run_id
-        newest = await client.workflow_service.get_workflow_execution_history_reverse(
-            GetWorkflowExecutionHistoryReverseRequest(namespace=client.namespace, maximum_page_size=4,
-                                                      execution=WorkflowExecution(workflow_id=thread, run_id=run)))
-        return run, newest_kept(newest.history.events)
 
     async def listed(self, task: str, named: str) -> list[pb.TaskPushNotificationConfig]:
         """The configs of the task (`task`: its workflow-form id; `named`: as its caller names
