@@ -89,4 +89,5 @@ async def test_an_mcp_task_result_waits_for_its_turn_with_the_update(client: Cli
 
     assert answer["structuredContent"]["text"] == "heard: hello"
     assert asked_while_held == 0  # it checked the caller sees the task (a description), then waited
-    assert queries.asked["status"] - before == 1  # the task read at its outcome
+    # the task's result built from the reply the wait told: no read at its outcome either
+    assert queries.asked["status"] - before == 0
