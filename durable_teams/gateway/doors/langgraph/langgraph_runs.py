@@ -79,8 +79,9 @@ async def begin(request: Request, steps: bool = False) -> tuple[RunStream, RunRe
         asked.webhook = await check_webhook(asked.webhook)  # refused before anything goes in
     run = await begin_run(request, asked, steps)
     run.shown = shown(scope_of(request), run.thread)
-    if asked.webhook is not None:
-        asked.webhook_error = await watch_run(gw, run.thread, run.run, run.team, asked.webhook, run.shown)
+    if asked.webhook is not None:  # never raised, but for a cancel: then a stream's subscription closed
+        asked.webhook_error = await run.unsubscribed_if_raised(
+            watch_run(gw, run.thread, run.run, run.team, asked.webhook, run.shown))
     return run, asked
 
 
@@ -188,13 +189,10 @@ async def create(request: Request) -> Response:
 async def followed(request: Request, run: RunStream) -> None:
     """Follow the run until it ends or asks, or until the client leaves (the run goes on; the
     gateway holds nothing for it: a run may wait days for a person)."""
-    async def to_its_end() -> None:
-        await run.settle()
-
     async def client_left() -> None:
         while (await request.receive())["type"] != "http.disconnect":
             pass
-    following, leaving = asyncio.ensure_future(to_its_end()), asyncio.ensure_future(client_left())
+    following, leaving = asyncio.ensure_future(run.settle()), asyncio.ensure_future(client_left())
     try:
         await asyncio.wait((following, leaving), return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -222,7 +220,8 @@ async def stream(request: Request) -> Response:
     if asked.resumable:  # the modes in it: a reconnect sends no body
         modes = urlencode([("stream_mode", mode) for mode in asked.modes])
         headers["Location"] = f"/threads/{run.shown or run.thread}/runs/{run.run.id}/stream?{modes}"
-    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error, scope=scope_of(request))
+    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error, scope=scope_of(request),
+                        close=run.unsubscribe)  # subscribed already: closed even if the body never runs
 
 
 async def existing(request: Request) -> RunStream:
@@ -260,7 +259,8 @@ async def join_stream(request: Request) -> Response:
     run = await existing(request)
     modes = request.query_params.getlist("stream_mode") or ["values"]
     after = request.headers.get("last-event-id") or None
-    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error, scope=scope_of(request))
+    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error, scope=scope_of(request),
+                        close=run.unsubscribe)
 
 
 async def listed(request: Request) -> Response:

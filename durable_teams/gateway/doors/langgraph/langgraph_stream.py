@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from durable_teams.client.refusals import ConversationEnded
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
@@ -58,6 +59,8 @@ from durable_teams.live.hub import Live
 from durable_teams.workflows.conversation_reads import ConversationStatus, TurnOutcome
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, TurnReply
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -103,6 +106,14 @@ class RunStream(RunFrames):
         if self.subscription is not None:
             subscription, self.subscription, self.steps = self.subscription, None, None
             await subscription.__aexit__(None, None, None)
+
+    async def unsubscribed_if_raised(self, step: Awaitable[T]) -> T:
+        """`step`'s result; unsubscribed if it raises (before a response owns the subscription)."""
+        try:
+            return await step
+        except BaseException:
+            await self.unsubscribe()
+            raise
 
     async def locate(self) -> int | None:
         """Where the run's messages start in `messages`, once its turn has begun (None: still
