@@ -91,6 +91,15 @@ async def test_a_responses_stream_left_before_its_first_byte_unsubscribes(client
         assert hub.subscribers == {} and hub.step_subscribers == {}  # on no thread: none left
 
 
+async def test_a_chat_completions_stream_left_before_its_first_byte_unsubscribes(
+        client: Client, task_queue: str) -> None:
+    hub = LocalHub()
+    async with faang_app(client, task_queue, hub) as (app, _):
+        stream_started(await left_at_once(app, "/v1/chat/completions", {
+            "model": "faang", "messages": [{"role": "user", "content": faang.QUESTION}], "stream": True}))
+        assert hub.subscribers == {} and hub.step_subscribers == {}
+
+
 async def test_a_langgraph_run_stream_left_before_its_first_byte_unsubscribes(client: Client, task_queue: str) -> None:
     hub = LocalHub()
     async with faang_app(client, task_queue, hub) as (app, http):
