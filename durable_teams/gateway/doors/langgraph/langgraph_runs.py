@@ -18,7 +18,6 @@ from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import scope_of
-from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.core.tenant_ids import shown
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
@@ -46,7 +45,6 @@ from durable_teams.gateway.doors.langgraph.langgraph_requests import (
 )
 from durable_teams.gateway.doors.langgraph.langgraph_stream import (
     RunStream,
-    stream_error,
     subscribed_run,
 )
 from durable_teams.gateway.doors.langgraph.langgraph_tenancy import thread_in
@@ -189,10 +187,13 @@ async def create(request: Request) -> Response:
 async def followed(request: Request, run: RunStream) -> None:
     """Follow the run until it ends or asks, or until the client leaves (the run goes on; the
     gateway holds nothing for it: a run may wait days for a person)."""
+    async def to_its_end() -> None:
+        await run.settle()
+
     async def client_left() -> None:
         while (await request.receive())["type"] != "http.disconnect":
             pass
-    following, leaving = asyncio.ensure_future(run.settle()), asyncio.ensure_future(client_left())
+    following, leaving = asyncio.ensure_future(to_its_end()), asyncio.ensure_future(client_left())
     try:
         await asyncio.wait((following, leaving), return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -220,8 +221,7 @@ async def stream(request: Request) -> Response:
     if asked.resumable:  # the modes in it: a reconnect sends no body
         modes = urlencode([("stream_mode", mode) for mode in asked.modes])
         headers["Location"] = f"/threads/{run.shown or run.thread}/runs/{run.run.id}/stream?{modes}"
-    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error, scope=scope_of(request),
-                        close=run.unsubscribe)  # subscribed already: closed even if the body never runs
+    return run.response(asked.modes, None, headers, scope_of(request))
 
 
 async def existing(request: Request) -> RunStream:
@@ -259,8 +259,7 @@ async def join_stream(request: Request) -> Response:
     run = await existing(request)
     modes = request.query_params.getlist("stream_mode") or ["values"]
     after = request.headers.get("last-event-id") or None
-    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error, scope=scope_of(request),
-                        close=run.unsubscribe)
+    return run.response(stream_modes(modes), after, None, scope_of(request))
 
 
 async def listed(request: Request) -> Response:
