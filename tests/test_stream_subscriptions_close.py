@@ -44,18 +44,25 @@ async def faang_app(client: Client, task_queue: str, hub: LiveHub) -> AsyncItera
         yield app, http
 
 
-async def left_at_once(app: ASGIApp, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-    """POST `path` as a client that sends its request, reads nothing (the response's first
-    message never goes out) and is gone at once (`http.disconnect`): what the app tried to send."""
+async def left_at_once(app: ASGIApp, path: str, body: dict[str, Any], reads: int = 0) -> list[dict[str, Any]]:
+    """POST `path` as a client that sends its request, takes the response's first `reads`
+    messages (none: not even its start goes out) and is gone (`http.disconnect`) as the next
+    one is sent: what the app tried to send."""
     incoming = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
     sent: list[dict[str, Any]] = []
+    done_reading = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
-        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+        if incoming:
+            return incoming.pop(0)
+        await done_reading.wait()
+        return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
-        await asyncio.Event().wait()  # a client that never reads: only its leaving ends the response
+        if len(sent) > reads:  # one it does not read: it leaves, and this waits until the response ends
+            done_reading.set()
+            await asyncio.Event().wait()
 
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
              "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
@@ -79,6 +86,18 @@ async def test_a_native_turn_stream_left_before_its_first_byte_unsubscribes(clie
         assert made.status_code == 201, made.text
         thread = made.json()["thread_id"]
         stream_started(await left_at_once(app, f"/threads/{thread}/turns", {"text": faang.QUESTION}))
+        assert hub.subscriber_count(thread) == 0
+
+
+async def test_a_native_turn_stream_left_in_its_midst_unsubscribes_at_once(client: Client, task_queue: str) -> None:
+    """Left while the response waits to send a frame (its generator paused at a `yield`, which
+    no cancel reaches): closed as the response ends, not whenever the generator is collected."""
+    hub = LocalHub()
+    async with faang_app(client, task_queue, hub) as (app, http):
+        made = await http.post("/threads", json={"team": "faang"})
+        thread = made.json()["thread_id"]
+        sent = await left_at_once(app, f"/threads/{thread}/turns", {"text": faang.QUESTION}, reads=2)
+        assert [m["type"] for m in sent] == ["http.response.start", "http.response.body", "http.response.body"]
         assert hub.subscriber_count(thread) == 0
 
 
