@@ -44,11 +44,12 @@ async def faang_app(client: Client, task_queue: str, hub: LiveHub) -> AsyncItera
         yield app, http
 
 
-async def left_at_once(app: ASGIApp, path: str, body: dict[str, Any], reads: int = 0) -> list[dict[str, Any]]:
+async def left_at_once(app: ASGIApp, path: str, body: dict[str, Any] | None, reads: int = 0,
+                       query: str = "") -> list[dict[str, Any]]:
     """POST `path` as a client that sends its request, takes the response's first `reads`
     messages (none: not even its start goes out) and is gone (`http.disconnect`) as the next
-    one is sent: what the app tried to send."""
-    incoming = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
+    one is sent (no `body`: a GET): what the app tried to send."""
+    incoming = [{"type": "http.request", "body": json.dumps(body).encode() if body else b"", "more_body": False}]
     sent: list[dict[str, Any]] = []
     done_reading = asyncio.Event()
 
@@ -64,8 +65,8 @@ async def left_at_once(app: ASGIApp, path: str, body: dict[str, Any], reads: int
             done_reading.set()
             await asyncio.Event().wait()
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST" if body else "GET",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(), "root_path": "",
              "headers": [(b"host", b"localhost"), (b"content-type", b"application/json")],
              "client": ("127.0.0.1", 40000), "server": ("localhost", 80)}
     await asyncio.wait_for(app(scope, receive, send), 60)
@@ -108,6 +109,15 @@ async def test_a_responses_stream_left_before_its_first_byte_unsubscribes(client
         stream_started(await left_at_once(app, "/v1/responses", {
             "model": "faang", "input": faang.QUESTION, "stream": True, "previous_response_id": first["id"]}))
         assert hub.subscribers == {} and hub.step_subscribers == {}  # on no thread: none left
+
+
+async def test_a_responses_stream_resumed_and_left_before_its_first_byte_unsubscribes(
+        client: Client, task_queue: str) -> None:
+    hub = LocalHub()
+    async with faang_app(client, task_queue, hub) as (app, http):
+        first = (await http.post("/v1/responses", json={"model": "faang", "input": faang.QUESTION})).json()
+        stream_started(await left_at_once(app, f"/v1/responses/{first['id']}", None, query="stream=true"))
+        assert hub.subscribers == {} and hub.step_subscribers == {}
 
 
 async def test_a_chat_completions_stream_left_before_its_first_byte_unsubscribes(
