@@ -130,6 +130,10 @@ class LocalHub(LiveHub):
     def subscribe_steps(self, workflow_id: str) -> AbstractAsyncContextManager[asyncio.Queue[Live]]:
         return _joined(self.step_subscribers, workflow_id)
 
+    def subscriber_count(self, workflow_id: str) -> int:
+        """How many subscriptions (of both kinds) the conversation has open in this process."""
+        return len(self.subscribers.get(workflow_id, ())) + len(self.step_subscribers.get(workflow_id, ()))
+
 
 @asynccontextmanager
 async def _joined(subscribers: dict[str, set[asyncio.Queue[Any]]], workflow_id: str) -> AsyncIterator[asyncio.Queue[Any]]:

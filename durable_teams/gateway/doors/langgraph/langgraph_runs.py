@@ -18,7 +18,6 @@ from durable_teams.client.send import submit_turn
 from durable_teams.gateway.core import requests as checks
 from durable_teams.gateway.core.errors import error
 from durable_teams.gateway.core.scopes import scope_of
-from durable_teams.gateway.core.sse import sse_response
 from durable_teams.gateway.core.tenant_ids import shown
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.langgraph.langgraph_checks import page
@@ -46,7 +45,6 @@ from durable_teams.gateway.doors.langgraph.langgraph_requests import (
 )
 from durable_teams.gateway.doors.langgraph.langgraph_stream import (
     RunStream,
-    stream_error,
     subscribed_run,
 )
 from durable_teams.gateway.doors.langgraph.langgraph_tenancy import thread_in
@@ -79,8 +77,9 @@ async def begin(request: Request, steps: bool = False) -> tuple[RunStream, RunRe
         asked.webhook = await check_webhook(asked.webhook)  # refused before anything goes in
     run = await begin_run(request, asked, steps)
     run.shown = shown(scope_of(request), run.thread)
-    if asked.webhook is not None:
-        asked.webhook_error = await watch_run(gw, run.thread, run.run, run.team, asked.webhook, run.shown)
+    if asked.webhook is not None:  # never raised, but for a cancel: then a stream's subscription closed
+        asked.webhook_error = await run.unsubscribed_if_raised(
+            watch_run(gw, run.thread, run.run, run.team, asked.webhook, run.shown))
     return run, asked
 
 
@@ -222,7 +221,7 @@ async def stream(request: Request) -> Response:
     if asked.resumable:  # the modes in it: a reconnect sends no body
         modes = urlencode([("stream_mode", mode) for mode in asked.modes])
         headers["Location"] = f"/threads/{run.shown or run.thread}/runs/{run.run.id}/stream?{modes}"
-    return sse_response(run.frames(asked.modes), headers, error_frame=stream_error, scope=scope_of(request))
+    return run.response(asked.modes, None, headers, scope_of(request))
 
 
 async def existing(request: Request) -> RunStream:
@@ -260,7 +259,7 @@ async def join_stream(request: Request) -> Response:
     run = await existing(request)
     modes = request.query_params.getlist("stream_mode") or ["values"]
     after = request.headers.get("last-event-id") or None
-    return sse_response(run.frames(stream_modes(modes), after), error_frame=stream_error, scope=scope_of(request))
+    return run.response(stream_modes(modes), after, None, scope_of(request))
 
 
 async def listed(request: Request) -> Response:

@@ -25,10 +25,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
+
+from starlette.responses import StreamingResponse
 
 from durable_teams.client.refusals import ConversationEnded
 from durable_teams.client.turn_outcome import OutcomeUnavailable, wait_outcome
-from durable_teams.gateway.core.sse import sse_frame
+from durable_teams.gateway.core.sse import sse_frame, sse_response
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.langgraph.langgraph_frames import (
     END,
@@ -58,6 +61,8 @@ from durable_teams.live.hub import Live
 from durable_teams.workflows.conversation_reads import ConversationStatus, TurnOutcome
 from durable_teams.workflows.messages import Message
 from durable_teams.workflows.state import Question, TurnReply
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -103,6 +108,21 @@ class RunStream(RunFrames):
         if self.subscription is not None:
             subscription, self.subscription, self.steps = self.subscription, None, None
             await subscription.__aexit__(None, None, None)
+
+    def response(self, modes: list[str], after: str | None, headers: dict[str, str] | None,
+                 scope: str | None) -> StreamingResponse:
+        """The run's `frames` as an SSE response, which closes the run's subscription when it is
+        over however it ends (even when its body never runs: the client gone at once)."""
+        return sse_response(self.frames(modes, after), headers, error_frame=stream_error, scope=scope,
+                            close=self.unsubscribe)
+
+    async def unsubscribed_if_raised(self, step: Awaitable[T]) -> T:
+        """`step`'s result; unsubscribed if it raises (before a response owns the subscription)."""
+        try:
+            return await step
+        except BaseException:
+            await self.unsubscribe()
+            raise
 
     async def locate(self) -> int | None:
         """Where the run's messages start in `messages`, once its turn has begun (None: still

@@ -52,7 +52,7 @@ from durable_teams.gateway.core.idempotency import (
     start_once,
 )
 from durable_teams.gateway.core.scopes import scope_of
-from durable_teams.gateway.core.sse import sse_frame, sse_response
+from durable_teams.gateway.core.sse import once, sse_frame, sse_response
 from durable_teams.gateway.core.tenant_ids import found, shown, visible_thread, workflow_id
 from durable_teams.gateway.core.threads import Gateway
 from durable_teams.gateway.doors.native import time_routes
@@ -156,14 +156,15 @@ async def send_turn_sse(request: Request) -> Response:
     # Subscribed to its live deltas and steps first, so a fast model's first words are not missed.
     (index, accepted), subscription, deltas = await gw.subscribed(thread, lambda: keyed_accept(
         gw, thread, text, sender, keyed, patience), steps=True)
+    unsubscribe = once(lambda: subscription.__aexit__(None, None, None))  # even if the body never runs
 
     async def frames() -> AsyncIterator[str]:
         try:
             async for event in gw.turn_events(thread, index, accepted, deltas):
                 yield sse_frame(event["type"], event)
         finally:
-            await subscription.__aexit__(None, None, None)
-    return sse_response(frames(), {"X-Thread-Id": given_id(request)}, scope=scope_of(request))
+            await unsubscribe()
+    return sse_response(frames(), {"X-Thread-Id": given_id(request)}, scope=scope_of(request), close=unsubscribe)
 
 
 async def keyed_accept(gw: Gateway, thread: str, text: str, sender: str | None, keyed: KeyedInput | None,

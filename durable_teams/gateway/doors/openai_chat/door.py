@@ -35,7 +35,7 @@ from durable_teams.gateway.core.outcomes import Outcome, Waiter
 from durable_teams.gateway.core.requests import FieldError
 from durable_teams.gateway.core.resent_threads import says_retry
 from durable_teams.gateway.core.scopes import scope_of
-from durable_teams.gateway.core.sse import openai_error, sse_response
+from durable_teams.gateway.core.sse import once, openai_error, sse_response
 from durable_teams.gateway.core.tenant_ids import shown, visible_thread, workflow_id
 from durable_teams.gateway.core.threads import Gateway, TeamMismatch
 from durable_teams.gateway.doors.openai_chat.fields import (
@@ -214,8 +214,9 @@ async def chat_completions(request: Request) -> Response:
     headers = {"X-Thread-Id": shown(scope_of(request), exchange.thread)}  # the caller's id for it
     if exchange.subscription is not None and exchange.deltas is not None:
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return sse_response(chunk_stream(team, exchange.outcome, usage, exchange.subscription, exchange.deltas,
-                                         exchange.mark), headers, openai_error, scope_of(request))
+        unsubscribe = once(partial(exchange.subscription.__aexit__, None, None, None))  # even if never read
+        return sse_response(chunk_stream(team, exchange.outcome, usage, unsubscribe, exchange.deltas, exchange.mark),
+                            headers, openai_error, scope_of(request), close=unsubscribe)
     done = await exchange.outcome()
     if done.kind == "failed":
         return turn_failed(done.text, headers)

@@ -7,7 +7,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from durable_teams.client.refusals import ConversationEnded, TurnAbandoned
@@ -27,7 +26,7 @@ def usage_of(tally: Tally | None) -> dict[str, int]:
 
 
 async def chunk_stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usage: bool,
-                  subscription: AbstractAsyncContextManager[Any], deltas: asyncio.Queue[Delta],
+                  unsubscribe: Callable[[], Awaitable[Any]], deltas: asyncio.Queue[Delta],
                   mark: str = "") -> AsyncIterator[str]:
     """OpenAI's chunk stream: the team's text as its model calls write it (live deltas,
     durable_teams/live/hub.py), then what is left of the reply (all of it without live deltas),
@@ -55,7 +54,7 @@ async def chunk_stream(team: str, outcome: Callable[[], Awaitable[Outcome]], usa
         return
     finally:
         exchange.cancel()  # the client left: stop waiting (the turn goes on in the workflow)
-        await subscription.__aexit__(None, None, None)  # entered by the caller, before the turn
+        await unsubscribe()  # entered by the caller, before the turn (its response closes it too)
     if kind == "failed":
         yield sse_frame(None, {"error": {"message": answer, "type": "turn_failed", "code": "turn_failed"}})
         return

@@ -4,6 +4,7 @@ Creating one is durable_teams/gateway/doors/responses/door.py."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from starlette.requests import Request
@@ -61,7 +62,8 @@ async def retrieve(request: Request) -> Response:
         if not may_stream(request):
             return refusal(429, "too many open streams for this caller; try again later", "rate_limit_exceeded")
         opened = await live.open_stream(gw, ref.thread)  # joined: the steps and calls from now on
-        return sse_response(event_stream(gw, ref, team, created, start, opened), {}, openai_error, scope_of(request))
+        return sse_response(event_stream(gw, ref, team, created, start, opened), {}, openai_error, scope_of(request),
+                            close=partial(live.close_stream, opened))
     view, _ = await state.read(gw, ref)
     return JSONResponse(response_object(view, team, created, live=gw.live_responses))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 from starlette.requests import Request
@@ -105,24 +106,29 @@ async def create(request: Request) -> Response:
         await live.close_stream(opened)
         return refused.response
     except AskedAgain as asked:
-        ref, asking = asked.ref, f"{asked} "
-        created = await created_at(gw, ref.thread)
+        ref, asking, created = asked.ref, f"{asked} ", None
     except BaseException:
         await live.close_stream(opened)
         raise
     return await answer(gw, ref, team, created, body, opened, asking)
 
 
-async def answer(gw: Gateway, ref: ResponseRef, team: str, created: int, body: dict[str, Any],
+async def answer(gw: Gateway, ref: ResponseRef, team: str, created: int | None, body: dict[str, Any],
                  opened: live.Opened | None, asking: str) -> Response:
     """The response a request made: streamed, as it started (background), or once it ended;
     `store` echoed as sent (the thread keeps its log either way), `asking` before the text of a
-    question asked again."""
+    question asked again. What `opened` subscribed is closed by the stream's response however
+    it ends (even unread: `sse_response`), here if none is made."""
     store = body.get("store") is not False
-    if body.get("stream"):
-        opened = await live.stream_for(gw, opened, ref)
-        return sse_response(event_stream(gw, ref, team, created, -1, opened, bool(body.get("background")), store,
-                                         asking), {}, openai_error)
+    try:
+        created = created if created is not None else await created_at(gw, ref.thread)
+        if body.get("stream"):
+            opened = await live.stream_for(gw, opened, ref)
+            return sse_response(event_stream(gw, ref, team, created, -1, opened, bool(body.get("background")),
+                                             store, asking), {}, openai_error, close=partial(live.close_stream, opened))
+    except BaseException:
+        await live.close_stream(opened)
+        raise
     if body.get("background"):
         view, _ = await state.read(gw, ref)
         return JSONResponse(response_object(asked_again(view, asking), team, created, background=True,

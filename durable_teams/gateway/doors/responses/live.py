@@ -84,12 +84,13 @@ class Opened:
     """What a stream subscribed to before its input went in: the thread's announced steps
     (`steps`, the `subscribe_steps` queue read by `state.views`: the turn's first steps are
     announced to it, so it needs no history watch to learn of them) and, where deltas are
-    shown, its `feed`."""
+    shown, its `feed`. `closed` by `close_stream` (once: the stream and its response both do)."""
 
     thread: str
     subscription: AbstractAsyncContextManager[asyncio.Queue[Live]]
     steps: asyncio.Queue[Live]
     feed: Feed | None
+    closed: bool = False
 
 
 async def open_stream(gw: Gateway, thread: str) -> Opened:
@@ -104,7 +105,8 @@ async def open_stream(gw: Gateway, thread: str) -> Opened:
 
 
 async def close_stream(opened: Opened | None) -> None:
-    if opened is not None:
+    if opened is not None and not opened.closed:
+        opened.closed = True
         try:
             await close(opened.feed)
         finally:
