@@ -122,6 +122,11 @@ async def test_the_chat_view_shows_the_model_writing_before_it_finishes(client: 
             await page.fill("#say", "Hi")
             await page.click("#send")
             await expect(page.locator("#live")).to_have_text("echo is writing: Hel", timeout=30_000)
+            # the page redraws the thread every 2 s: the words stay on the live line through it
+            # (they were dropped until the next event: a CI failure under load)
+            async with page.expect_response(lambda r: r.url.endswith("/transcript"), timeout=30_000):
+                pass
+            await expect(page.locator("#live")).to_have_text("echo is writing: Hel", timeout=5_000)
             resume.set()  # only now does the endpoint send the rest
             await expect(page.locator("#chat")).to_contain_text("echo: Hello there.", timeout=30_000)
 
