@@ -27,7 +27,10 @@ from durable_teams.worker.build import TeamWorker, build_worker
 from durable_teams.workflows.human import AWAITING_HUMAN
 from durable_teams.workflows.labels import TASK, TEAM
 
-pytest_plugins = ["tests.progress"]  # with -q: a line per test file as it finishes
+pytest_plugins = [
+    "tests.progress",  # with -q: a line per test file as it finishes
+    "tests.file_order",  # xdist: the longest files first
+]
 
 # A worker's default build id hashes the code of every module loaded at its first `Worker`:
 # in a test process that is every test module's libraries too (3,000 modules, and each module
