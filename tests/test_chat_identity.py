@@ -252,6 +252,7 @@ async def test_unmarked_identical_conversations_never_merge(client: Client, task
     assert REFUNDS == []
 
 
+@pytest.mark.slow  # over a second (1.5 s alone, 3.0 s in a CI run): out of the quick loop
 async def test_an_edited_earlier_message_never_lands_in_another_chats_thread(client: Client, task_queue: str) -> None:
     """Alice edits her order number to Bob's: her history now reads like Bob's, word for word,
     but carries her thread's mark. It opens a thread of its own (never Bob's); Bob's goes on."""
