@@ -5,6 +5,8 @@ as none (durable_teams/gateway/core/scopes.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from a2a.types import a2a_pb2 as pb
@@ -48,14 +50,8 @@ class TaskReader:
         """The thread's run status; `TaskNotFoundError`, the same as for no thread, for another
         scope's thread (durable_teams/gateway/core/scopes.py) or another team's. `described`:
         the thread as described already, visible to the caller (`located`: no second describe)."""
-        try:
+        with no_context(shown(scope, thread)):
             described = described or await self.gateway.visible(thread, scope)
-        except ConversationNotFound:
-            raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r}") from None
-        except RPCError as err:
-            if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r}") from None
-            raise
         if (await described.memo()).get("team") != self.team:
             raise TaskNotFoundError(f"no context {shown(scope, thread)[:80]!r} for {self.team}")
         return described.status
@@ -117,14 +113,8 @@ class TaskReader:
             thread, number = parse_task_id(value)
         except NotATask as err:
             raise TaskNotFoundError(str(err)) from None
-        try:
+        with no_context(thread):
             workflow, described = await visible_thread(self.gateway, scope, thread)
-        except ConversationNotFound:
-            raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
-        except RPCError as err:
-            if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                raise TaskNotFoundError(f"no context {thread[:80]!r}") from None
-            raise
         return workflow, number, described
 
     async def list_tasks(self, params: pb.ListTasksRequest, scope: str | None) -> pb.ListTasksResponse:
@@ -216,3 +206,17 @@ def page_offset(token: str) -> int:
     if not token.startswith(TOKEN_PREFIX) or not digits.isdigit() or len(digits) > 6:
         raise InvalidParamsError("no such pageToken")
     return int(digits)
+
+
+@contextmanager
+def no_context(name: str) -> Iterator[None]:
+    """A thread the caller cannot see, or an id Temporal refuses, is A2A's "no such task"
+    (`TaskNotFoundError` naming `name`, the caller's own id for it)."""
+    try:
+        yield
+    except ConversationNotFound:
+        raise TaskNotFoundError(f"no context {name[:80]!r}") from None
+    except RPCError as err:
+        if err.status == RPCStatusCode.INVALID_ARGUMENT:
+            raise TaskNotFoundError(f"no context {name[:80]!r}") from None
+        raise
